@@ -1,0 +1,67 @@
+# The README's two commands are `make book` and `make test`; everything else is a helper.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+VENDOR_STAMP := book/_vendor/.vendored
+
+.PHONY: help setup book test lint unit nbval build-strict lab bench clean
+
+help:
+	@echo "make book   build the static book into _build/html (sets everything up)"
+	@echo "make test   lint, unit tests, notebooks under nbval, strict book build"
+	@echo "make lab    open the notebooks in JupyterLab"
+	@echo "make bench  time the planner's hot paths"
+
+# A virtual environment with the pinned requirements and the package (editable).
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	touch $@
+
+# Browser JavaScript for the offline book, from the npm registry, checksummed.
+$(VENDOR_STAMP): book/_js/vendor.sh book/_js/SHA256SUMS
+	bash book/_js/vendor.sh
+	touch $@
+
+setup: $(STAMP) $(VENDOR_STAMP)
+
+book: setup
+	$(BIN)/jupyter-book build . --keep-going
+	@echo
+	@echo "Book built. Open: file://$(CURDIR)/_build/html/index.html"
+
+lint: $(STAMP)
+	$(BIN)/ruff check planner tests book
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest tests -q
+
+nbval: $(STAMP)
+	$(BIN)/python -m pytest --nbval-lax book -q
+
+build-strict: setup
+	rm -rf _build/html _build/.doctrees
+	$(BIN)/jupyter-book build . -W -n --keep-going
+	$(BIN)/python tests/check_built_book.py _build/html
+
+test: setup
+	$(MAKE) --no-print-directory lint
+	$(MAKE) --no-print-directory unit
+	$(MAKE) --no-print-directory nbval
+	$(MAKE) --no-print-directory build-strict
+
+lab: setup
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[lab]'
+	$(BIN)/jupyter lab book/
+
+bench: $(STAMP)
+	$(BIN)/python tests/bench/run.py
+
+clean:
+	rm -rf _build book/_vendor .pytest_cache .ruff_cache .hypothesis

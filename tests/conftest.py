@@ -1,0 +1,22 @@
+"""Shared fixtures: the repository root, bundled data, and the optional shared corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = REPO_ROOT / "data"
+TEST_DATA_DIR = Path(__file__).resolve().parent / "data"
+# Real traces, manifests and scrapes other teams published, kept beside the
+# checkout rather than copied in.
+SHARED_DIR = REPO_ROOT.parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """The shared corpus folder; tests that need it skip where it is absent."""
+    if not SHARED_DIR.is_dir():
+        pytest.skip(f"shared corpus not found at {SHARED_DIR} (it sits beside the checkout in CI)")
+    return SHARED_DIR
