@@ -218,7 +218,7 @@ def _reading_for(spec, value, pods: tuple[Pod, ...], key: str):
         return PodMetricsReading({name: PodMetric(milli) for name in ready_names}), milli / 1000
     # Resource / ContainerResource: utilization in percent, or usage per pod
     if spec.target.type == UTILIZATION:
-        milli = int(round(float(value) * _REQUEST_MILLI / 100))
+        milli = round(float(value) * _REQUEST_MILLI / 100)
         shown = float(value)
     else:
         milli = parse_quantity_milli(value)
