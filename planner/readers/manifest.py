@@ -195,7 +195,7 @@ class _Fields:
     def choice(self, key: str, options: tuple[str, ...], default: str | None = None,
                required: bool = False) -> str | None:
         value = self.string(key, default, required)
-        if value is not None and value not in options:
+        if value is not None and value != default and value not in options:
             raise self.fail(key, f"one of {', '.join(options)}", value)
         return value
 

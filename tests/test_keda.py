@@ -1,0 +1,228 @@
+"""Tests for planner.keda: the HPA KEDA creates, activation, null values, fallback, modifiers, zero."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.behavior import HorizontalPodAutoscalerBehavior, HPAScalingPolicy, HPAScalingRules
+from planner.errors import PlannerInputError
+from planner.formula import FormulaError
+from planner.hpa import ready_pods
+from planner.hpa_controller import ExternalReading, FailedReading, HorizontalController
+from planner.keda import (
+    COMPOSITE_METRIC_NAME,
+    DEFAULT_COOLDOWN_PERIOD_S,
+    DEFAULT_POLLING_INTERVAL_S,
+    Fallback,
+    KedaController,
+    ScaledObjectSpec,
+    ScalingModifiers,
+    Trigger,
+    evaluate_triggers,
+    hpa_for_scaled_object,
+    keda_quantity_milli,
+    request_scale,
+)
+
+
+def prometheus(index, threshold, **kwargs):
+    return Trigger(index=index, type="prometheus", threshold=threshold, **kwargs)
+
+
+def test_defaults_match_keda():
+    so = ScaledObjectSpec("chat", (prometheus(0, 5.0),))
+    assert so.effective_min_replica_count == 0
+    assert so.effective_polling_interval_s == DEFAULT_POLLING_INTERVAL_S == 30
+    assert so.effective_cooldown_period_s == DEFAULT_COOLDOWN_PERIOD_S == 300
+    hpa = hpa_for_scaled_object(so)
+    assert (hpa.name, hpa.min_replicas, hpa.max_replicas, hpa.behavior) == ("keda-hpa-chat", 1, 100, None)
+    (metric,) = hpa.metrics
+    assert (metric.type, metric.name, metric.target.type, metric.target.average_value_milli) == (
+        "External", "s0-prometheus", "AverageValue", 5000
+    )
+
+
+def test_behavior_is_passed_through_and_value_type_kept():
+    behavior = HorizontalPodAutoscalerBehavior(
+        scale_down=HPAScalingRules(stabilization_window_seconds=900, policies=(HPAScalingPolicy("Pods", 1, 120),))
+    )
+    so = ScaledObjectSpec("llama", (prometheus(0, 40.0), prometheus(1, 0.8, metric_type="Value")),
+                          min_replica_count=2, max_replica_count=12, behavior=behavior)
+    hpa = hpa_for_scaled_object(so)
+    assert hpa.behavior is behavior
+    assert (hpa.min_replicas, hpa.max_replicas) == (2, 12)
+    assert [(m.name, m.target.type) for m in hpa.metrics] == [("s0-prometheus", "AverageValue"),
+                                                             ("s1-prometheus", "Value")]
+    assert hpa.metrics[1].target.value_milli == 800
+
+
+def test_values_reach_the_hpa_rounded_to_milli():
+    assert keda_quantity_milli(8.6) == 8600
+    assert keda_quantity_milli(0.12345) == 123
+    assert keda_quantity_milli(0.0006) == 1
+    assert keda_quantity_milli(float("nan")) == 0
+
+
+def _eval(so, values, **kwargs):
+    hpa = hpa_for_scaled_object(so)
+    kwargs.setdefault("current_replicas", 2)
+    kwargs.setdefault("ready_replicas", 2)
+    return hpa, evaluate_triggers(so, hpa, values, **kwargs)
+
+
+@pytest.mark.parametrize(("value", "active"), [(3.0, False), (3.001, True), (0.0, False)])
+def test_activation_is_strictly_greater(value, active):
+    so = ScaledObjectSpec("q", (prometheus(0, 3.0, activation_threshold=3.0),))
+    _, evaluation = _eval(so, {0: value})
+    assert evaluation.is_active is active
+
+
+def test_default_activation_threshold_is_zero():
+    so = ScaledObjectSpec("q", (prometheus(0, 5.0),))
+    assert not _eval(so, {0: 0.0})[1].is_active
+    assert _eval(so, {0: 0.001})[1].is_active
+
+
+def test_ignore_null_values():
+    lenient = ScaledObjectSpec("q", (prometheus(0, 5.0),))
+    _, evaluation = _eval(lenient, {0: None})
+    assert evaluation.readings == (ExternalReading((0,)),) and not evaluation.is_error
+    strict = ScaledObjectSpec("q", (prometheus(0, 5.0, ignore_null_values=False),))
+    hpa, evaluation = _eval(strict, {0: None})
+    assert isinstance(evaluation.readings[0], FailedReading) and evaluation.is_error
+    assert "target may be lost" in evaluation.readings[0].message
+    # the HPA then has no valid metric and changes nothing
+    result = HorizontalController(hpa).reconcile_autoscaler(0.0, 3, evaluation.readings)
+    assert result.desired_replicas == 3 and result.scaling_active.reason == "FailedGetExternalMetric"
+
+
+@pytest.mark.parametrize(("failures", "expected"), [(3, 4), (4, 6)])
+def test_fallback_after_more_than_failure_threshold(failures, expected):
+    so = ScaledObjectSpec("q", (prometheus(0, 5.0),), fallback=Fallback(failure_threshold=3, replicas=6))
+    hpa, evaluation = _eval(so, {}, errors={0: "connection refused"}, consecutive_failures={0: failures},
+                            current_replicas=4, ready_replicas=4)
+    result = HorizontalController(hpa, ).reconcile_autoscaler(0.0, 4, evaluation.readings)
+    assert result.metric_desired_replicas == (6 if failures > 3 else -1)
+    assert result.desired_replicas == expected
+
+
+def test_fallback_on_a_value_target_divides_by_ready_replicas():
+    so = ScaledObjectSpec("q", (prometheus(0, 0.8, metric_type="Value"),),
+                          fallback=Fallback(failure_threshold=0, replicas=6))
+    hpa, evaluation = _eval(so, {}, errors={0: "down"}, current_replicas=4, ready_replicas=3)
+    assert evaluation.readings[0] == ExternalReading((1600,))  # 0.8 x 6 / 3
+    result = HorizontalController(hpa).reconcile_autoscaler(0.0, 4, evaluation.readings,
+                                                            pods=ready_pods(3, 1))
+    assert result.metric_desired_replicas == 6
+
+
+@pytest.mark.parametrize(("behavior", "expected"), [("static", 5), ("currentReplicas", 3),
+                                                    ("currentReplicasIfHigher", 5), ("currentReplicasIfLower", 3)])
+def test_fallback_behaviors(behavior, expected):
+    so = ScaledObjectSpec("q", (prometheus(0, 2.0),), fallback=Fallback(0, 5, behavior))
+    _, evaluation = _eval(so, {}, errors={0: "down"}, current_replicas=3, ready_replicas=3)
+    assert evaluation.readings[0] == ExternalReading((2000 * expected,))
+
+
+def test_several_triggers_are_or():
+    """Each trigger proposes a count and the HPA takes the largest (W in seed 000's example)."""
+    so = ScaledObjectSpec("llama", (prometheus(0, 40.0), prometheus(1, 0.8, metric_type="Value")),
+                          min_replica_count=2, max_replica_count=12)
+    hpa, evaluation = _eval(so, {0: 150.0, 1: 1.0}, current_replicas=4, ready_replicas=4)
+    outcome = HorizontalController(hpa).reconcile_autoscaler(0.0, 4, evaluation.readings,
+                                                             pods=ready_pods(4, 0)).metrics
+    assert [m.replica_count for m in outcome.outcomes] == [4, 5]  # inflight within tolerance; KV asks for 5
+    assert outcome.replicas == 5
+
+
+MODIFIERS = ScalingModifiers(
+    formula="let demand = max(queue, running / 16); demand <= replicas ? demand : max(demand - (pending ?? 0), replicas)",
+    target="1",
+)
+
+
+def _modifier_so(**kwargs):
+    triggers = tuple(prometheus(i, 1.0, name=n) for i, n in enumerate(["queue", "running", "pending", "replicas"]))
+    return ScaledObjectSpec("guard", triggers, min_replica_count=1, max_replica_count=8,
+                            scaling_modifiers=kwargs.pop("modifiers", MODIFIERS), **kwargs)
+
+
+def test_scaling_modifiers_replace_external_metrics_with_a_composite():
+    hpa = hpa_for_scaled_object(_modifier_so())
+    (metric,) = hpa.metrics
+    assert (metric.name, metric.target.type, metric.target.average_value_milli) == (
+        COMPOSITE_METRIC_NAME, "AverageValue", 1000
+    )
+    _, evaluation = _eval(_modifier_so(), {0: 10.0, 1: 32.0, 2: 3.0, 3: 2.0})
+    assert evaluation.composite_value_milli == 7000 and evaluation.is_active
+    assert evaluation.readings == (ExternalReading((7000,)),)
+
+
+def test_scaling_modifiers_activation_target():
+    so = _modifier_so(modifiers=ScalingModifiers(MODIFIERS.formula, "1", activation_target="0.5"))
+    assert not _eval(so, {0: 0.5, 1: 0.0, 2: 0.0, 3: 1.0})[1].is_active
+    assert _eval(so, {0: 0.6, 1: 0.0, 2: 0.0, 3: 1.0})[1].is_active
+
+
+def test_scaling_modifiers_that_try_to_run_code_are_rejected():
+    for formula in ("__import__('os').system('rm -rf /')", "queue.__class__.__bases__", "open('/etc/passwd')"):
+        so = _modifier_so(modifiers=ScalingModifiers(formula, "1"))
+        with pytest.raises(FormulaError, match=r"spec\.advanced\.scalingModifiers\.formula: .*(not allowed|unexpected)"):
+            hpa_for_scaled_object(so)
+
+
+@pytest.mark.parametrize(
+    ("modifiers", "message"),
+    [
+        (ScalingModifiers("queue", ""), "target: formula is given but target is empty"),
+        (ScalingModifiers("queue", "-1"), "expected a positive number"),
+        (ScalingModifiers("queue", "1", metric_type="Utilization"), "metric type cannot be Utilization"),
+        (ScalingModifiers("queue > 1", "1"), "formula must return a number"),
+        (ScalingModifiers("nope", "1"), "unknown name 'nope'"),
+    ],
+)
+def test_scaling_modifiers_validation(modifiers, message):
+    with pytest.raises(PlannerInputError, match=message):
+        hpa_for_scaled_object(_modifier_so(modifiers=modifiers))
+
+
+def test_request_scale_from_and_to_zero():
+    so = ScaledObjectSpec("q", (prometheus(0, 5.0),))
+    assert request_scale(so, 0, True, False, 10.0, last_active_s=None).replicas == 1
+    so3 = ScaledObjectSpec("q", (prometheus(0, 5.0),), min_replica_count=3)
+    assert request_scale(so3, 0, True, False, 10.0, last_active_s=None).replicas == 3
+    # inactive with replicas: wait for cooldownPeriod after the last activity (strictly longer)
+    assert request_scale(so, 2, False, False, 300.0, last_active_s=0.0).replicas is None
+    assert request_scale(so, 2, False, False, 300.5, last_active_s=0.0).replicas == 0
+    # never active: initialCooldownPeriod (0 by default) from creation
+    assert request_scale(so, 2, False, False, 0.5, last_active_s=None, created_s=0.0).replicas == 0
+    # minReplicaCount above 0: KEDA leaves it to the HPA
+    assert request_scale(so3, 3, False, False, 1e6, last_active_s=0.0).replicas is None
+
+
+def test_keda_controller_goes_to_zero_and_back():
+    so = ScaledObjectSpec("q", (prometheus(0, 5.0),), max_replica_count=10, cooldown_period_s=60.0)
+    keda = KedaController(so)
+    replicas = 0
+    trace = []
+    for tick in range(16):
+        now_s = 15.0 * tick
+        queue = 40.0 if 1 <= tick <= 4 else 0.0
+        replicas = keda.step(now_s, replicas, {0: queue})
+        trace.append(replicas)
+    assert trace[0] == 0  # nothing waiting: stays at zero
+    assert trace[1] == 4  # KEDA 0 -> 1, then the HPA's first step (legacy limit max(2x1, 4)) toward ceil(40/5)=8
+    assert max(trace) == 8
+    assert trace[-1] == 0  # back to zero once inactive for more than cooldownPeriod
+
+
+def test_min_above_max_is_refused():
+    with pytest.raises(PlannerInputError, match="MinReplicaCount=5 must be less than MaxReplicaCount=2"):
+        hpa_for_scaled_object(ScaledObjectSpec("q", (prometheus(0, 5.0),), min_replica_count=5, max_replica_count=2))
+
+
+def test_trigger_lookup_by_name_or_index():
+    so = _modifier_so()
+    assert so.trigger("running").index == 1 and so.trigger("2").name == "pending"
+    with pytest.raises(PlannerInputError, match="no trigger named 'x'"):
+        so.trigger("x")
