@@ -9,7 +9,7 @@ import pandas as pd
 from planner.littles_law import in_flight_requests, replicas_for_target
 from planner.step_time import output_throughput_tps, tpot_ms
 
-__all__ = ["replicas_grid", "replicas_chart", "step_time_grid", "step_time_chart"]
+__all__ = ["replicas_chart", "replicas_grid", "step_time_chart", "step_time_grid"]
 
 
 def replicas_grid(arrival_rates_rps, time_in_system_s: float, targets) -> pd.DataFrame:

@@ -5,7 +5,12 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from planner.headroom import backlog_requests, fleet_capacity_rps, step_headroom_frac
-from planner.littles_law import drain_rate_rps, in_flight_requests, per_replica_load, replicas_for_target
+from planner.littles_law import (
+    drain_rate_rps,
+    in_flight_requests,
+    per_replica_load,
+    replicas_for_target,
+)
 
 
 def littles_law_explorer(
