@@ -101,3 +101,38 @@ def test_built_book_check_accepts_local_scripts_and_metadata_links(tmp_path):
 def test_built_book_check_flags_remote_media(tmp_path, tag):
     (tmp_path / "page.html").write_text(f'<{tag} src="//example.org/x"></{tag}>')
     assert check_built_book(["check", str(tmp_path)]) == 1
+
+
+def _chart_page(tmp_path: Path, with_vega: bool) -> Path:
+    import altair as alt
+    import pandas as pd
+
+    from planner.viz import offline_renderer
+
+    chart = alt.Chart(pd.DataFrame({"x": [1, 2]})).mark_point().encode(x="x")
+    scripts = ""
+    if with_vega:
+        vendor = REPO_ROOT / "book" / "_vendor" / "vega"
+        if not vendor.is_dir():
+            pytest.skip("book/_vendor not populated; run make setup")
+        scripts = "".join(
+            f'<script src="{(vendor / name).as_uri()}"></script>'
+            for name in ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")
+        )
+    page = tmp_path / "page.html"
+    page.write_text(f"<html><head>{scripts}</head><body>{offline_renderer(chart.to_dict())['text/html']}</body></html>")
+    return page
+
+
+@pytest.mark.parametrize("with_vega", [True, False])
+def test_browser_check_sees_whether_charts_are_drawn(tmp_path, with_vega):
+    from check_built_book import undrawn_charts
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        pytest.skip("chromium not installed")
+    problem = undrawn_charts(_chart_page(tmp_path, with_vega), chromium)
+    if with_vega:
+        assert problem is None
+    else:
+        assert problem == "0 of 1 charts drawn with the network off"
