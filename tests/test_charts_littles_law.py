@@ -3,6 +3,7 @@ import numpy as np
 from planner.charts.littles_law import (
     replicas_chart,
     replicas_grid,
+    slider_values,
     step_time_chart,
     step_time_grid,
 )
@@ -26,3 +27,16 @@ def test_replicas_chart_has_a_bound_slider_over_the_grid():
 def test_step_time_chart_builds():
     spec = step_time_chart(step_time_grid(np.arange(1, 65), 6.0, 0.25), 16.0, 32).to_dict()
     assert "hconcat" in spec
+
+
+def test_slider_values_are_even_whole_steps_within_the_count():
+    values = slider_values(16, 64, max_count=32)
+    assert values[0] == 16 and values[-1] >= 64
+    assert len(values) <= 33
+    assert len(set(np.diff(values))) == 1
+
+
+def test_grid_for_large_inputs_stays_under_altairs_row_limit():
+    grid = replicas_grid(np.linspace(0, 540, 121), 9.5, slider_values(64 / 4, 64))
+    assert len(grid) <= 5000
+    replicas_chart(grid, 64.0, 52.0).to_dict()

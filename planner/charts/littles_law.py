@@ -9,7 +9,18 @@ import pandas as pd
 from planner.littles_law import in_flight_requests, replicas_for_target
 from planner.step_time import output_throughput_tps, tpot_ms
 
-__all__ = ["replicas_chart", "replicas_grid", "step_time_chart", "step_time_grid"]
+__all__ = ["replicas_chart", "replicas_grid", "slider_values", "step_time_chart", "step_time_grid"]
+
+
+def slider_values(low: float, high: float, max_count: int = 32) -> np.ndarray:
+    """Evenly spaced whole-number slider positions from ``low`` to ``high``.
+
+    The step is a whole number chosen so there are at most ``max_count``
+    positions, keeping precomputed grids under altair's row limit.
+    """
+    low, high = float(np.floor(low)), float(np.ceil(high))
+    step = max(1.0, float(np.ceil((high - low) / max(1, max_count - 1))))
+    return np.arange(low, high + step / 2, step)
 
 
 def replicas_grid(arrival_rates_rps, time_in_system_s: float, targets) -> pd.DataFrame:
