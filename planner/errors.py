@@ -58,7 +58,7 @@ def _require(name: str, value, ok: Callable, expected: str):
         raise PlannerInputError(f"{name} must be {expected}, got {value!r}") from None
     bad = ~np.isfinite(array) | ~np.asarray(ok(array), dtype=bool)
     if np.any(bad):
-        shown = array.flat[int(np.argmax(bad.ravel()))] if array.ndim else value
+        shown = float(array.flat[int(np.argmax(bad.ravel()))]) if array.ndim else value
         raise PlannerInputError(f"{name} must be {expected}, got {shown!r}")
     if array.ndim == 0:
         return float(array)
