@@ -488,12 +488,13 @@ def read_canonical_csv(path: str | Path) -> pd.DataFrame:
     if raw.empty:
         raise PlannerInputError(f"{path}: no data rows (expected one row per load step)")
     columns = _canonical_columns(raw.columns, path)
-    if not {"concurrency", "request_rate_rps"} & set(columns.values()):
+    present = {canonical for canonical, _ in columns.values()}
+    if not {"concurrency", "request_rate_rps"} & present:
         raise PlannerInputError(
             f"{path}: missing column 'concurrency' or 'request_rate_rps' (the load step of each row)"
         )
     for needed in ("ttft_p99_ms", "itl_p99_ms"):
-        if needed not in columns.values():
+        if needed not in present:
             raise PlannerInputError(f"{path}: missing column '{needed}' (also accepted in _s or _us)")
     rows = []
     for position, record in enumerate(raw.to_dict("records")):
