@@ -709,16 +709,22 @@ def _frame(rows: list[dict]) -> pd.DataFrame:
 
 
 def step_variable(frame: pd.DataFrame) -> str:
-    """The column the sweep steps along: the first of :data:`STEP_VARIABLES`
-    that is known for every step and differs between them (for one step, the
-    first known)."""
-    for column in STEP_VARIABLES:
-        values = frame[column]
-        if values.notna().all() and (len(frame) == 1 or values.nunique() == len(frame)):
-            return column
-    for column in STEP_VARIABLES:
-        if frame[column].notna().all():
-            return column
+    """The column the sweep steps along.
+
+    The configured ``concurrency`` when every step has one, unless it is the
+    same for all steps while the configured request rate varies (a rate sweep
+    under a fixed cap); then ``request_rate_rps`` when every step has one;
+    else the measured ``mean_concurrency`` (a GuideLLM sweep mixing
+    synchronous, throughput and rate steps).
+    """
+    concurrency, rate = frame["concurrency"], frame["request_rate_rps"]
+    rate_varies = rate.notna().all() and rate.nunique() > 1
+    if concurrency.notna().all() and not (concurrency.nunique() == 1 and len(frame) > 1 and rate_varies):
+        return "concurrency"
+    if rate.notna().all():
+        return "request_rate_rps"
+    if frame["mean_concurrency"].notna().all():
+        return "mean_concurrency"
     raise PlannerInputError(
         "steps mix concurrency and request-rate settings and have no measured mean concurrency: "
         + "; ".join(f"{r.source} ({r.step_label})" for r in frame.itertuples())
