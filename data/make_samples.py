@@ -81,7 +81,7 @@ def simulate_step(replica: SyntheticReplica, concurrency: int, rng: np.random.Ge
     peak_tokens = in_flight_tokens * 1.25
     kv_usage = min(1.0, peak_tokens / replica.kv_capacity_tokens)
     overflow = max(0.0, peak_tokens - replica.kv_capacity_tokens)
-    preemptions = int(round(overflow / (replica.mean_input_tokens + replica.mean_output_tokens) * 3))
+    preemptions = round(float(overflow) / (replica.mean_input_tokens + replica.mean_output_tokens) * 3)
     mean_latency_s = float(latency_ms.mean()) / 1000.0
     duration_s = n * mean_latency_s / concurrency
     start_s = np.sort(rng.uniform(0, duration_s - mean_latency_s * 0.5, n))

@@ -46,5 +46,5 @@ def test_sample_v0_scrape_flags_deprecated_and_missing():
 def test_errors():
     with pytest.raises(PlannerInputError, match="no vllm: metrics found"):
         report_from_text("# TYPE up gauge\nup 1\n", source="scrape.txt")
-    with pytest.raises(PlannerInputError, match="scrape.txt: not Prometheus text exposition format"):
+    with pytest.raises(PlannerInputError, match=r"scrape\.txt: not Prometheus text exposition format"):
         report_from_text("vllm:num_requests_running{model_name=\"x\"} not-a-number\n", source="scrape.txt")
