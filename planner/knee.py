@@ -258,6 +258,10 @@ class LoadTestThresholds:
         batch / output throughput over the steps up to the knee.
     fit_steps : int
         Steps used in the fits.
+    fit_step_indices : tuple of int
+        Their positions in the sweep.
+    fit_batch : tuple of float
+        Their batch sizes (mean requests in flight, else the configured concurrency). [sequences]
     """
 
     knee: Knee
@@ -278,6 +282,8 @@ class LoadTestThresholds:
     tpot_fit: StepTimeFit | None
     throughput_fit: StepTimeFit | None
     fit_steps: int
+    fit_step_indices: tuple[int, ...] = ()
+    fit_batch: tuple[float, ...] = ()
 
 
 def thresholds_from_loadtest(steps: pd.DataFrame, *, ttft_p99_slo_ms: float, itl_p99_slo_ms: float,
@@ -347,7 +353,7 @@ def thresholds_from_loadtest(steps: pd.DataFrame, *, ttft_p99_slo_ms: float, itl
     kv_knee = at_knee("kv_usage_frac")
     kv_target = float(kv_usage_target_frac(kv_knee, kv_margin_frac)) if np.isfinite(kv_knee) and kv_knee > 0 else math.nan
 
-    tpot_fit, throughput_fit, fit_steps = _fit_step_time_models(steps, knee)
+    tpot_fit, throughput_fit, fit_indices, fit_batch = _fit_step_time_models(steps, knee)
     return LoadTestThresholds(
         knee=knee, step_variable=variable, knee_concurrency=float(knee_concurrency),
         knee_request_rate_rps=float(knee_rate), itl_source=itl_source,
@@ -355,11 +361,12 @@ def thresholds_from_loadtest(steps: pd.DataFrame, *, ttft_p99_slo_ms: float, itl
         concurrency_target=target, request_duration_s=float(duration_s), drain_rate_rps=float(drain),
         drain_rate_source=drain_source, kv_usage_at_knee_frac=float(kv_knee), kv_usage_target_frac=kv_target,
         queue_wait_budget_s=budget, queue_threshold_requests=threshold,
-        tpot_fit=tpot_fit, throughput_fit=throughput_fit, fit_steps=fit_steps,
+        tpot_fit=tpot_fit, throughput_fit=throughput_fit, fit_steps=len(fit_indices),
+        fit_step_indices=fit_indices, fit_batch=fit_batch,
     )
 
 
-def _fit_step_time_models(steps: pd.DataFrame, knee: Knee) -> tuple[StepTimeFit | None, StepTimeFit | None, int]:
+def _fit_step_time_models(steps: pd.DataFrame, knee: Knee):
     # Past the knee queueing, not batching, sets latency; fit the steps up to it,
     # or every step when fewer than two distinct batches precede it.
     batch = steps["mean_concurrency"].to_numpy(dtype=float)
@@ -386,5 +393,5 @@ def _fit_step_time_models(steps: pd.DataFrame, knee: Knee) -> tuple[StepTimeFit 
         ok = usable_batch & np.isfinite(output_tps) & (output_tps > 0)
         from_throughput[ok] = step_time_from_throughput_ms(batch[ok], output_tps[ok]) if ok.any() else []
     throughput_fit = fit(from_throughput)
-    used = int((upto & usable_batch).sum())
-    return tpot_fit, throughput_fit, used
+    used = np.flatnonzero(upto & usable_batch)
+    return tpot_fit, throughput_fit, tuple(int(i) for i in used), tuple(float(b) for b in batch[used])
