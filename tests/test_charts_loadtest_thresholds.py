@@ -4,7 +4,12 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.charts.loadtest_thresholds import latency_chart, latency_long, step_time_chart, step_time_points
+from planner.charts.loadtest_thresholds import (
+    latency_chart,
+    latency_long,
+    step_time_chart,
+    step_time_points,
+)
 from planner.knee import thresholds_from_loadtest
 from planner.readers.loadtest import read_loadtest
 

@@ -319,3 +319,9 @@ def test_error_jsonl_bad_line(tmp_path):
     path.write_text(good + "\n{broken\n")
     with pytest.raises(PlannerInputError, match=r"runs.jsonl, line 2: not valid JSON"):
         read_loadtest(path)
+
+
+def test_every_column_is_documented_in_data_readme():
+    readme = (HERE.parent / "data" / "README.md").read_text()
+    for column in COLUMNS:
+        assert f"| `{column}` |" in readme, column

@@ -38,7 +38,7 @@ LATENCY_STATS = ("mean", "p50", "p90", "p95", "p99")
 # Canonical columns, in order, with their units (also documented in data/README.md).
 COLUMNS: dict[str, str] = {
     "source": "file the step was read from",
-    "tool": "canonical-csv | vllm-bench-serve | guidellm | per-request-csv",
+    "tool": "reader that produced the row: canonical-csv, vllm-bench-serve, guidellm or per-request-csv",
     "model": "model name as the tool recorded it",
     "step_label": "the step's name in its file",
     "concurrency": "configured cap on requests in flight [requests]",
