@@ -27,6 +27,7 @@ __all__ = [
     "growth_rate_rps_per_s",
     "reaction_time_s",
     "replicas_for_step",
+    "step_frac",
     "step_headroom_frac",
     "target_for_step",
 ]
@@ -119,6 +120,31 @@ def backlog_trajectory_requests(time_s, arrival_rate_rps, capacity_rps):
         net = (arrival[i - 1] - capacity[i - 1]) * (time_s[i] - time_s[i - 1])
         queue[i] = max(0.0, queue[i - 1] + net)
     return queue
+
+
+def step_frac(arrival_rate_rps, step_arrival_rate_rps):
+    """Relative size of a step in arrivals, e.g. 10 -> 16 req/s is 0.6; 0 for a fall.
+
+    Parameters
+    ----------
+    arrival_rate_rps : float or array_like
+        Arrival rate before the step. [requests/s]
+    step_arrival_rate_rps : float or array_like
+        Arrival rate after it. [requests/s]
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``max(0, after / before - 1)``. [fraction]
+
+    Examples
+    --------
+    >>> round(step_frac(10.0, 16.0), 6)
+    0.6
+    """
+    arrival_rate_rps = require_positive("arrival_rate_rps", arrival_rate_rps)
+    step_arrival_rate_rps = require_non_negative("step_arrival_rate_rps", step_arrival_rate_rps)
+    return np.maximum(0.0, step_arrival_rate_rps / arrival_rate_rps - 1.0)
 
 
 def step_headroom_frac(knee_concurrency, target_concurrency):

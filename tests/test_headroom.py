@@ -111,3 +111,12 @@ def test_trajectory_is_never_negative(rates):
 @given(knee=st.floats(1, 512), step=st.floats(0, 5))
 def test_target_for_step_absorbs_exactly_that_step(knee, step):
     assert step_headroom_frac(knee, target_for_step(knee, step)) == pytest.approx(step, abs=1e-9)
+
+
+def test_step_frac_of_ten_to_sixteen_is_sixty_percent():
+    from planner.headroom import step_frac
+
+    assert step_frac(10.0, 16.0) == pytest.approx(0.6)
+    assert step_frac(10.0, 8.0) == 0.0
+    with pytest.raises(PlannerInputError, match="arrival_rate_rps"):
+        step_frac(0.0, 16.0)

@@ -1,0 +1,143 @@
+"""Read a vLLM ``/metrics`` scrape and report which autoscaling signals it exports.
+
+The text is parsed with ``prometheus_client``'s exposition-format parser.
+For each signal of :data:`planner.promql.SIGNALS` the report says whether the
+server exports the current name, only a deprecated one, or neither, and
+:func:`planner.promql.queries_for` writes PromQL with the names found.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from planner.errors import PlannerInputError
+from planner.promql import LEGACY_ONLY, SIGNALS, queries_for
+
+__all__ = ["MetricsReport", "SignalStatus", "read_metrics_scrape", "report_from_text"]
+
+
+@dataclass(frozen=True)
+class SignalStatus:
+    """What a scrape says about one signal.
+
+    Attributes
+    ----------
+    key : str
+    status : str
+        ``current``, ``deprecated`` (only an older name), ``both`` (older name
+        still shown beside the current one) or ``missing``.
+    name : str
+        Metric family the queries use ('' when missing).
+    current : str
+        The current name.
+    value : float or None
+        Sum over series for a gauge or counter; None for histograms or when missing.
+    """
+
+    key: str
+    status: str
+    name: str
+    current: str
+    value: float | None
+
+
+@dataclass(frozen=True)
+class MetricsReport:
+    """The vLLM signals found in one scrape, and queries that match them."""
+
+    source: str
+    model_names: tuple[str, ...]
+    engine: str
+    signals: tuple[SignalStatus, ...]
+    legacy_metrics: tuple[str, ...]
+    exported: frozenset[str] = frozenset()
+    queries: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def missing_required(self) -> tuple[str, ...]:
+        required = {s.key for s in SIGNALS if s.required}
+        return tuple(s.key for s in self.signals if s.status == "missing" and s.key in required)
+
+    @property
+    def deprecated_in_use(self) -> tuple[str, ...]:
+        """Older names the queries must use because the current one is absent."""
+        return tuple(s.name for s in self.signals if s.status == "deprecated")
+
+    @property
+    def deprecated_present(self) -> tuple[str, ...]:
+        """Every older name the server still exports (with or without the current one)."""
+        old = {s.key: s.deprecated for s in SIGNALS}
+        return tuple(n for s in self.signals if s.status in ("deprecated", "both") for n in old[s.key]
+                     if n in self.exported)
+
+
+def read_metrics_scrape(path: str | Path, model_name: str | None = None) -> MetricsReport:
+    """Read a saved ``curl .../metrics`` output; see :func:`report_from_text`."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise PlannerInputError(f"{path}: not a text file (expected Prometheus exposition text)") from None
+    return report_from_text(text, source=str(path), model_name=model_name)
+
+
+def report_from_text(text: str, source: str = "<text>", model_name: str | None = None) -> MetricsReport:
+    """Report the vLLM signals in a Prometheus text exposition.
+
+    Parameters
+    ----------
+    text : str
+        The scrape.
+    source : str
+        Named in errors.
+    model_name : str, optional
+        Value of the ``model_name`` label to put in the queries; by default the
+        single model the scrape shows (none if it shows several).
+
+    Raises
+    ------
+    PlannerInputError
+        Text the parser rejects, or a scrape with no ``vllm:`` metric at all.
+    """
+    try:
+        families = {f.name: f for f in text_string_to_metric_families(text)}
+    except (ValueError, IndexError, TypeError) as error:
+        raise PlannerInputError(f"{source}: not Prometheus text exposition format ({error})") from None
+    vllm = {name: family for name, family in families.items() if name.startswith("vllm:")}
+    if not vllm:
+        raise PlannerInputError(
+            f"{source}: no vllm: metrics found (is this the /metrics of a vLLM server? "
+            f"{len(families)} other metric families were present)"
+        )
+    models = sorted({s.labels["model_name"] for f in vllm.values() for s in f.samples if "model_name" in s.labels})
+    statuses = []
+    names: dict[str, str] = {}
+    for signal in SIGNALS:
+        old = [n for n in signal.deprecated if n in vllm]
+        if signal.current in vllm:
+            status, name = ("both" if old else "current"), signal.current
+        elif old:
+            status, name = "deprecated", old[0]
+        else:
+            status, name = "missing", ""
+        value = None
+        if name and vllm[name].type in ("gauge", "counter"):
+            value = sum(s.value for s in vllm[name].samples if not s.name.endswith("_created"))
+        if name:
+            names[signal.key] = name
+        statuses.append(SignalStatus(signal.key, status, name, signal.current, value))
+    chosen = model_name if model_name is not None else (models[0] if len(models) == 1 else None)
+    labels = {"model_name": chosen} if chosen else None
+    engine = "V1 (kv_cache_usage_perc)" if "vllm:kv_cache_usage_perc" in vllm else (
+        "V0 (gpu_cache_usage_perc)" if "vllm:gpu_cache_usage_perc" in vllm else "unknown")
+    try:
+        queries = queries_for(names, labels)
+    except ValueError as error:
+        raise PlannerInputError(f"{source}: {error}") from None
+    return MetricsReport(
+        source=source, model_names=tuple(models), engine=engine, signals=tuple(statuses),
+        legacy_metrics=tuple(n for n in LEGACY_ONLY if n in vllm), exported=frozenset(vllm), queries=queries,
+    )

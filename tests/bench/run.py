@@ -1,0 +1,84 @@
+"""Benchmarks for the planner's hot paths: medians over repeats, and ratios.
+
+Run with `make bench`. Wall-clock figures on shared machines are noisy, so
+each case is repeated and the median reported, and comparisons are given as
+ratios measured in the same run. Nothing here is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import timeit
+from collections.abc import Callable
+
+import numpy as np
+
+from planner.headroom import backlog_trajectory_requests
+from planner.kv_ramp import ramp_replicas
+from planner.littles_law import in_flight_requests, replicas_for_target
+from planner.step_time import fit_step_time, output_throughput_tps
+
+RATES_RPS = np.linspace(0.0, 200.0, 100_000)
+
+
+def _replicas_vectorised() -> None:
+    replicas_for_target(in_flight_requests(RATES_RPS, 12.0), 40.0)
+
+
+def _replicas_scalar_loop() -> None:
+    for rate in RATES_RPS[:1000]:
+        replicas_for_target(in_flight_requests(float(rate), 12.0), 40.0)
+
+
+def _throughput_grid() -> None:
+    output_throughput_tps(np.arange(1, 1025), 6.0, 0.25)
+
+
+def _fit() -> None:
+    batch = np.arange(1, 257, dtype=float)
+    fit_step_time(batch, 6.0 + 0.25 * batch)
+
+
+def _backlog_hour() -> None:
+    time_s = np.arange(0.0, 3600.0, 1.0)
+    backlog_trajectory_requests(time_s, 16.0, 12.0)
+
+
+def _kv_ramp() -> None:
+    ramp_replicas(4, 0.8, 20)
+
+
+CASES: dict[str, tuple[Callable[[], None], int]] = {
+    "replicas_for_target, 100k rates vectorised": (_replicas_vectorised, 20),
+    "replicas_for_target, 1k scalar calls": (_replicas_scalar_loop, 5),
+    "output_throughput_tps, 1024 batch sizes": (_throughput_grid, 500),
+    "fit_step_time, 256 points": (_fit, 200),
+    "backlog_trajectory_requests, 1 h at 1 s": (_backlog_hour, 10),
+    "ramp_replicas, 20 warmups": (_kv_ramp, 2000),
+}
+
+
+def measure(func: Callable[[], None], number: int, repeat: int) -> float:
+    """Median seconds per call over ``repeat`` runs of ``number`` calls."""
+    runs = timeit.repeat(func, number=number, repeat=repeat)
+    return statistics.median(runs) / number
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7, help="runs per case (median reported)")
+    args = parser.parse_args()
+    results = {}
+    width = max(map(len, CASES))
+    print(f"{'case':<{width}}  median per call")
+    for name, (func, number) in CASES.items():
+        results[name] = measure(func, number, args.repeat)
+        print(f"{name:<{width}}  {results[name] * 1e6:12.1f} us")
+    per_rate_vector = results["replicas_for_target, 100k rates vectorised"] / 100_000
+    per_rate_scalar = results["replicas_for_target, 1k scalar calls"] / 1000
+    print(f"\nratio: scalar call / vectorised element = {per_rate_scalar / per_rate_vector:,.0f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,39 @@
+"""Run a book chapter with papermill and read back the values it glued."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import nbformat
+import papermill
+
+from tests.conftest import REPO_ROOT
+
+BOOK_DIR = REPO_ROOT / "book"
+
+
+def run_chapter(name: str, output_dir: Path, **parameters) -> nbformat.NotebookNode:
+    """Execute ``book/<name>.ipynb`` with ``parameters`` as papermill would for a user."""
+    output = output_dir / f"{name}.ipynb"
+    papermill.execute_notebook(
+        str(BOOK_DIR / f"{name}.ipynb"), str(output), parameters=parameters,
+        cwd=str(BOOK_DIR), kernel_name="python3", progress_bar=False,
+    )
+    return nbformat.read(output, as_version=4)
+
+
+def glued(notebook: nbformat.NotebookNode) -> dict[str, object]:
+    """Every value the notebook glued, by name, read back from its text/plain repr."""
+    values: dict[str, object] = {}
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            scrap = output.get("metadata", {}).get("scrapbook", {})
+            if "name" not in scrap:
+                continue
+            text = output.get("data", {}).get(scrap.get("mime_prefix", "") + "text/plain", "")
+            try:
+                values[scrap["name"]] = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                values[scrap["name"]] = text
+    return values

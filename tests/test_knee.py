@@ -1,0 +1,173 @@
+"""Tests for planner.knee: the knee, interpolation, targets (W13, W17, W32, W33) and step-time fits."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from planner.errors import PlannerInputError
+from planner.knee import find_knee, kv_usage_target_frac, thresholds_from_loadtest, value_at_knee
+from planner.readers.loadtest import COLUMNS, read_loadtest
+from planner.step_time import step_time_ms
+
+SAMPLES = Path(__file__).resolve().parent.parent / "data" / "loadtests"
+FIXTURES = Path(__file__).resolve().parent / "data" / "loadtests"
+
+
+def test_knee_is_last_step_meeting_both():
+    knee = find_knee([16, 32, 48, 64], [300, 500, 900, 2500], [20, 30, 45, 70],
+                     ttft_p99_slo_ms=2000, itl_p99_slo_ms=50)
+    assert (knee.index, knee.step, knee.limited_by, knee.lower_bound) == (2, 48.0, "ttft_p99+itl_p99", False)
+
+
+def test_preemptions_break_the_knee_even_when_latency_passes():
+    knee = find_knee([16, 32, 48], [300, 400, 500], [20, 25, 30], [0, 0, 3],
+                     ttft_p99_slo_ms=2000, itl_p99_slo_ms=50, interpolate=True)
+    assert knee.step == 32.0 and knee.limited_by == "preemptions" and not knee.interpolated
+
+
+def test_unmeasured_preemptions_are_not_checked():
+    knee = find_knee([16, 32], [300, 400], [20, 25], [np.nan, np.nan], ttft_p99_slo_ms=2000, itl_p99_slo_ms=50)
+    assert knee.lower_bound and knee.step == 32.0 and knee.limited_by == "none"
+
+
+def test_interpolation_to_the_crossing():
+    # ITL p99 goes 40 -> 60 ms between 32 and 48: crosses 50 ms halfway, at 40.
+    knee = find_knee([32, 48], [100, 200], [40, 60], ttft_p99_slo_ms=2000, itl_p99_slo_ms=50, interpolate=True)
+    assert knee.interpolated and knee.step == pytest.approx(40.0)
+    assert value_at_knee(knee, [32, 48], [0.5, 0.7]) == pytest.approx(0.6)
+
+
+def test_interpolation_takes_the_earlier_crossing():
+    knee = find_knee([10, 20], [1000, 3000], [40, 60], ttft_p99_slo_ms=2000, itl_p99_slo_ms=50, interpolate=True)
+    assert knee.step == pytest.approx(15.0)  # both cross at 15
+    knee = find_knee([10, 20], [1000, 2000.5], [40, 60], ttft_p99_slo_ms=2000, itl_p99_slo_ms=50, interpolate=True)
+    assert knee.step == pytest.approx(15.0)
+
+
+def test_no_interpolation_towards_inf():
+    knee = find_knee([4, np.inf], [100, 9000], [20, 30], ttft_p99_slo_ms=2000, itl_p99_slo_ms=50, interpolate=True)
+    assert knee.step == 4.0 and not knee.interpolated
+
+
+def test_a_later_passing_step_is_reported_not_used():
+    knee = find_knee([8, 16, 24, 32], [100, 3000, 1500, 4000], [10, 10, 10, 10], ttft_p99_slo_ms=2000, itl_p99_slo_ms=50)
+    assert knee.step == 8.0 and knee.later_passing_steps == (2,)
+
+
+def test_lightest_step_failing_is_an_error():
+    with pytest.raises(PlannerInputError, match=r"no step meets the objectives: the lightest step \(4\) misses TTFT p99 2500 ms > 2000 ms"):
+        find_knee([4, 8], [2500, 3000], [10, 10], ttft_p99_slo_ms=2000, itl_p99_slo_ms=50)
+
+
+def test_steps_must_increase():
+    with pytest.raises(PlannerInputError, match="strictly increasing"):
+        find_knee([8, 4], [1, 1], [1, 1], ttft_p99_slo_ms=2000, itl_p99_slo_ms=50)
+
+
+def test_slo_must_be_positive():
+    with pytest.raises(PlannerInputError, match="ttft_p99_slo_ms"):
+        find_knee([1], [1], [1], ttft_p99_slo_ms=0, itl_p99_slo_ms=50)
+
+
+@given(st.lists(st.floats(1, 5000), min_size=2, max_size=12), st.floats(10, 5000))
+def test_knee_never_exceeds_a_failing_step(ttft, slo):
+    ttft = np.array(ttft)
+    ttft[0] = min(ttft[0], slo)
+    step = np.arange(1, ttft.size + 1, dtype=float)
+    knee = find_knee(step, ttft, np.ones_like(ttft), ttft_p99_slo_ms=slo, itl_p99_slo_ms=50, interpolate=True)
+    assert np.all(ttft[: knee.index + 1] <= slo)
+    assert knee.step >= step[knee.index]
+    if not knee.lower_bound:
+        assert knee.step <= step[knee.index + 1]
+
+
+def test_kv_target_just_under_knee():
+    assert kv_usage_target_frac(0.84) == pytest.approx(0.798)
+    with pytest.raises(PlannerInputError):
+        kv_usage_target_frac(1.2)
+
+
+def _sweep(concurrency, ttft, itl, **extra) -> pd.DataFrame:
+    data = {c: [math.nan] * len(concurrency) for c in COLUMNS}
+    data.update({"source": ["t"] * len(concurrency), "tool": ["t"] * len(concurrency), "model": ["m"] * len(concurrency),
+                 "step_label": [str(c) for c in concurrency], "concurrency": concurrency,
+                 "ttft_p99_ms": ttft, "itl_p99_ms": itl, **extra})
+    frame = pd.DataFrame(data).astype({c: float for c in COLUMNS if c not in ("source", "tool", "model", "step_label")})
+    frame.attrs["step_variable"] = "concurrency"
+    return frame
+
+
+def test_seed_example_w13_w17_and_queue_threshold():
+    # A load test whose knee is 48 with W = 12 s: mu = 4 req/s (W13); T = 48/1.2 = 40 (W15/W17).
+    frame = _sweep([32, 48, 64], [500, 900, 3000], [30, 45, 60], e2e_mean_ms=[10000, 12000, 15000])
+    result = thresholds_from_loadtest(frame, ttft_p99_slo_ms=2000, itl_p99_slo_ms=50, growth_frac=0.2,
+                                      queue_wait_budget_s=5.0)
+    assert result.knee_concurrency == 48
+    assert result.concurrency_target == pytest.approx(40.0)
+    assert result.drain_rate_rps == pytest.approx(4.0) and result.drain_rate_source == "K / W"
+    assert result.queue_threshold_requests == pytest.approx(20.0)
+
+
+def test_w32_and_w33_queue_thresholds():
+    # W32: K 258 requests, W 10 s -> 25.8 req/s, W_max 5 s -> ~129 waiting.
+    frame = _sweep([258, 300], [100, 5000], [10, 10], e2e_mean_ms=[10000, 11000])
+    result = thresholds_from_loadtest(frame, ttft_p99_slo_ms=2000, itl_p99_slo_ms=50, queue_wait_budget_s=5)
+    assert result.drain_rate_rps == pytest.approx(25.8)
+    assert round(result.queue_threshold_requests) == 129
+    # W33: a measured drain rate of 0.46 req/s and W_max 15 s -> 6.9, about 7.
+    frame = _sweep([32, 40], [100, 5000], [10, 10], request_throughput_rps=[0.46, 0.47])
+    result = thresholds_from_loadtest(frame, ttft_p99_slo_ms=2000, itl_p99_slo_ms=50, queue_wait_budget_s=15)
+    assert result.drain_rate_source == "measured throughput at the knee"
+    assert result.queue_threshold_requests == pytest.approx(6.9)
+
+
+def test_step_time_fit_recovers_the_seed_model():
+    # W21-W24 constants: TPOT = 6 + 0.25 x batch exactly, throughput = batch / TPOT.
+    batch = np.array([1.0, 8, 16, 32, 48, 64])
+    tpot = step_time_ms(batch, 6.0, 0.25)
+    frame = _sweep(batch.tolist(), [100] * 6, (tpot * 1.5).tolist(), tpot_mean_ms=tpot.tolist(),
+                   output_throughput_tps=(1000 * batch / tpot).tolist())
+    result = thresholds_from_loadtest(frame, ttft_p99_slo_ms=2000, itl_p99_slo_ms=50)
+    for fit in (result.tpot_fit, result.throughput_fit):
+        assert fit.fixed_ms == pytest.approx(6.0) and fit.per_sequence_ms == pytest.approx(0.25)
+        assert fit.r_squared == pytest.approx(1.0)
+    assert result.fit_steps == 6
+
+
+def test_sample_knees():
+    llama = thresholds_from_loadtest(read_loadtest(SAMPLES / "llama-3.1-8b_canonical.csv"),
+                                     ttft_p99_slo_ms=2000, itl_p99_slo_ms=50)
+    assert llama.knee_concurrency == 64 and llama.knee.limited_by == "ttft_p99"
+    assert llama.kv_usage_target_frac == pytest.approx(0.8533 * 0.95)
+    qwen = thresholds_from_loadtest(read_loadtest(SAMPLES / "qwen2.5-7b_canonical.csv"),
+                                    ttft_p99_slo_ms=2000, itl_p99_slo_ms=50)
+    assert qwen.knee_concurrency == 32 and qwen.knee.limited_by == "itl_p99+preemptions"
+    # The synthetic data came from step = 8 + 0.45 x batch plus prefill interference: the fit sees a slope
+    # inflated by the interference but a good R^2.
+    assert qwen.tpot_fit.r_squared > 0.99
+
+
+def test_real_guidellm_sweep_knee():
+    result = thresholds_from_loadtest(read_loadtest(FIXTURES / "guidellm_v05_qwen3-0.6b_concurrency"),
+                                      ttft_p99_slo_ms=250, itl_p99_slo_ms=50, growth_frac=0.25)
+    assert result.knee_concurrency == 4 and result.knee.limited_by == "ttft_p99"
+    assert result.concurrency_target == pytest.approx(3.2)
+    assert result.drain_rate_rps == pytest.approx(4 / 3.0119190643995233)
+
+
+def test_real_rate_sweep_knee_uses_mean_in_flight():
+    steps = read_loadtest(FIXTURES / "vllm_llama3.3-70b_tp8_qps")
+    result = thresholds_from_loadtest(steps, ttft_p99_slo_ms=200, itl_p99_slo_ms=45)
+    assert result.step_variable == "request_rate_rps"
+    assert result.knee.lower_bound and result.knee_request_rate_rps == 4.0
+    assert result.knee_concurrency == pytest.approx(steps.iloc[1].mean_concurrency)
+    assert result.knee_concurrency == pytest.approx(18.33, abs=0.01)
+    with pytest.raises(PlannerInputError, match=r"lightest step \(1\) misses ITL p99 42.9578 ms > 40 ms"):
+        thresholds_from_loadtest(steps, ttft_p99_slo_ms=200, itl_p99_slo_ms=40)

@@ -1,0 +1,47 @@
+import altair as alt
+import pandas as pd
+import pytest
+
+import planner.viz
+from planner.viz import enable, offline_renderer
+
+
+def _chart():
+    return alt.Chart(pd.DataFrame({"x": [1, 2], "y": [3, 4]})).mark_line().encode(x="x", y="y").properties(
+        title="A </script> title"
+    )
+
+
+def test_renderer_is_deterministic_and_offline():
+    spec = _chart().to_dict()
+    first, second = offline_renderer(spec), offline_renderer(spec)
+    assert first == second
+    html = first["text/html"]
+    assert "vegaEmbed" in html
+    assert "cdn" not in html.lower()
+    assert "</script> title" not in html  # escaped so it cannot end the script early
+    assert first["text/plain"].startswith("<altair chart")
+
+
+def test_enable_book_mode_selects_the_planner_renderer(monkeypatch):
+    monkeypatch.delenv("PLANNER_ALTAIR", raising=False)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    assert enable() == "book"
+    assert alt.renderers.active == planner.viz.RENDERER_NAME
+    bundle = _chart()._repr_mimebundle_()
+    bundle = bundle[0] if isinstance(bundle, tuple) else bundle
+    assert "vegaEmbed" in bundle["text/html"]
+
+
+def test_enable_detects_jupyterlab(monkeypatch):
+    monkeypatch.delenv("PLANNER_ALTAIR", raising=False)
+    monkeypatch.setenv("JPY_SESSION_NAME", "/tmp/x.ipynb")
+    monkeypatch.setattr(planner.viz, "_has_lab_extras", lambda: False)
+    assert enable() == "jupyter"
+    assert alt.renderers.active == "default"
+    enable("book")
+
+
+def test_enable_rejects_unknown_mode():
+    with pytest.raises(ValueError, match="mode"):
+        enable("pdf")
