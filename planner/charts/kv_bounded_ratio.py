@@ -1,0 +1,179 @@
+"""Charts for the chapter "KV usage is a bounded ratio".
+
+The ramps come from :mod:`planner.kv_ramp` and from stepping the HPA port
+through warmups (:mod:`planner.hpa_ramp`); the sliders only filter rows.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from planner.hpa import (
+    Tolerances,
+    get_external_metric_replicas,
+    get_external_per_pod_metric_replicas,
+    ready_pods,
+)
+from planner.hpa_controller import ExternalReading, HorizontalController
+from planner.hpa_ramp import step_through_warmup
+from planner.hpa_spec import HorizontalPodAutoscalerSpec, MetricSpec, MetricTarget
+from planner.keda import keda_quantity_milli
+from planner.kv_ramp import ramp_replicas
+
+__all__ = [
+    "paired_hpa",
+    "pairing_chart",
+    "pairing_grid",
+    "ramp_chart",
+    "ramp_grid",
+    "sum_avg_chart",
+    "sum_avg_grid",
+]
+
+
+def ramp_grid(start_replicas: int, targets, n_warmups: int, goal_replicas: int) -> pd.DataFrame:
+    """Ready replicas after each warmup on a saturated KV trigger, per target.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``target``, ``warmup``, ``replicas``, ``signal`` (bounded KV, or an
+        unbounded signal that asks for ``goal_replicas`` at once).
+    """
+    rows = []
+    for target in targets:
+        for warmup, replicas in enumerate(ramp_replicas(start_replicas, float(target), n_warmups)):
+            rows.append((float(target), warmup, int(replicas), "KV usage (bounded)"))
+            unbounded = start_replicas if warmup == 0 else max(goal_replicas, start_replicas)
+            rows.append((float(target), warmup, unbounded, "unbounded signal"))
+    return pd.DataFrame(rows, columns=["target", "warmup", "replicas", "signal"])
+
+
+def ramp_chart(grid: pd.DataFrame, goal_replicas: int, initial_target: float) -> alt.LayerChart:
+    """Replicas per warmup against the goal, with a slider for the KV target."""
+    targets = np.sort(grid["target"].unique())
+    step = float(np.round(np.min(np.diff(targets)), 6)) if targets.size > 1 else 0.05
+    target = alt.param(name="kv_target", value=float(initial_target),
+                       bind=alt.binding_range(min=float(targets.min()), max=float(targets.max()), step=step,
+                                              name="KV usage target "))
+    lines = alt.Chart(grid).transform_filter(f"abs(datum.target - kv_target) < {step / 2}").mark_line(
+        interpolate="step-after", point=True
+    ).encode(
+        x=alt.X("warmup:Q", title="Warmups after the overload starts", axis=alt.Axis(tickMinStep=1)),
+        y=alt.Y("replicas:Q", title="Ready replicas"),
+        color=alt.Color("signal:N", title=None),
+        tooltip=["signal:N", "warmup:Q", "replicas:Q"],
+    )
+    goal = alt.Chart(pd.DataFrame({"goal": [goal_replicas]})).mark_rule(color="#e45756", strokeDash=[6, 4]).encode(
+        y="goal:Q"
+    )
+    return alt.layer(lines, goal).add_params(target).properties(
+        width=520, height=260, title="A bounded ratio grows the fleet by at most 1/target per warmup"
+    )
+
+
+def sum_avg_grid(replica_counts, kv_levels, target: float) -> pd.DataFrame:
+    """Proposals for three ways to put KV usage in a trigger, all pods Ready and at the same usage."""
+    target_milli = keda_quantity_milli(target)
+    tolerances = Tolerances()
+    rows = []
+    for kv in kv_levels:
+        kv_milli = keda_quantity_milli(kv)
+        for n in replica_counts:
+            n = int(n)
+            pods = ready_pods(n)
+            rows.append((float(kv), n, "sum(kv) with AverageValue",
+                         get_external_per_pod_metric_replicas(n, target_milli, [n * kv_milli], tolerances).replica_count))
+            rows.append((float(kv), n, "avg(kv) with Value",
+                         get_external_metric_replicas(n, target_milli, [kv_milli], tolerances, pods).replica_count))
+            rows.append((float(kv), n, "avg(kv) with AverageValue",
+                         get_external_per_pod_metric_replicas(n, target_milli, [kv_milli], tolerances).replica_count))
+    return pd.DataFrame(rows, columns=["kv_usage", "replicas", "trigger", "proposal"])
+
+
+def sum_avg_chart(grid: pd.DataFrame, initial_kv: float) -> alt.LayerChart:
+    """Proposal against the current count, with a slider for the KV usage every pod shows."""
+    levels = np.sort(grid["kv_usage"].unique())
+    step = float(np.round(np.min(np.diff(levels)), 6)) if levels.size > 1 else 0.05
+    kv = alt.param(name="kv_usage", value=float(initial_kv),
+                   bind=alt.binding_range(min=float(levels.min()), max=float(levels.max()), step=step,
+                                          name="KV usage on every pod "))
+    lines = alt.Chart(grid).transform_filter(f"abs(datum.kv_usage - kv_usage) < {step / 2}").mark_line(
+        point=True
+    ).encode(
+        x=alt.X("replicas:Q", title="Current replicas (all Ready)"),
+        y=alt.Y("proposal:Q", title="Proposed replicas"),
+        color=alt.Color("trigger:N", title=None),
+        strokeDash=alt.StrokeDash("trigger:N", legend=None),
+        tooltip=["trigger:N", "replicas:Q", "proposal:Q"],
+    )
+    diagonal = alt.Chart(pd.DataFrame({"replicas": [float(grid["replicas"].min()), float(grid["replicas"].max())]})
+                         ).mark_line(color="#888", strokeDash=[2, 3]).encode(x="replicas:Q", y="replicas:Q")
+    return alt.layer(lines, diagonal).add_params(kv).properties(
+        width=520, height=260, title="sum with AverageValue = avg with Value; avg with AverageValue divides twice"
+    )
+
+
+def paired_hpa(kv_target: float, in_flight_target: float | None, max_replicas: int,
+               behavior=None) -> HorizontalPodAutoscalerSpec:
+    """The HPA for a KV trigger (``avg`` with ``Value``), optionally with an in-flight trigger (``sum``, AverageValue)."""
+    metrics = [MetricSpec("External", "kv-usage", MetricTarget("Value", value_milli=keda_quantity_milli(kv_target)))]
+    if in_flight_target is not None:
+        metrics.append(MetricSpec("External", "in-flight", MetricTarget(
+            "AverageValue", average_value_milli=keda_quantity_milli(in_flight_target))))
+    return HorizontalPodAutoscalerSpec("hpa", max_replicas, tuple(metrics), 1, behavior)
+
+
+def pairing_grid(kv_targets, *, start_replicas: int, in_flight_total: float, kv_capacity_requests: float,
+                 in_flight_target: float, warmup_s: float, duration_s: float, max_replicas: int) -> pd.DataFrame:
+    """Ready replicas over time after a load step, KV alone vs KV paired with in-flight requests.
+
+    The load after the step is ``in_flight_total`` requests; each Ready pod
+    holds an equal share, and its KV usage is that share over
+    ``kv_capacity_requests``, capped at 1.
+    """
+    def readings(with_in_flight: bool):
+        def readings_for(ready: int, current: int):
+            share = in_flight_total / max(ready, 1)
+            kv = min(1.0, share / kv_capacity_requests)
+            values = [ExternalReading((keda_quantity_milli(kv),))]
+            if with_in_flight:
+                values.append(ExternalReading((keda_quantity_milli(in_flight_total),)))
+            return values
+        return readings_for
+
+    frames = []
+    for kv_target in kv_targets:
+        for label, in_flight in (("KV usage alone", None), ("KV usage + in-flight", in_flight_target)):
+            controller = HorizontalController(paired_hpa(float(kv_target), in_flight, max_replicas))
+            trace = step_through_warmup(controller, start_replicas, readings(in_flight is not None), warmup_s,
+                                        duration_s)
+            trace["kv_target"] = float(kv_target)
+            trace["triggers"] = label
+            frames.append(trace[["kv_target", "triggers", "t_s", "ready_replicas", "desired_replicas"]])
+    return pd.concat(frames, ignore_index=True)
+
+
+def pairing_chart(grid: pd.DataFrame, goal_replicas: int, initial_target: float) -> alt.LayerChart:
+    """Ready replicas over time for both trigger sets, with a slider for the KV target."""
+    targets = np.sort(grid["kv_target"].unique())
+    step = float(np.round(np.min(np.diff(targets)), 6)) if targets.size > 1 else 0.05
+    target = alt.param(name="pair_kv_target", value=float(initial_target),
+                       bind=alt.binding_range(min=float(targets.min()), max=float(targets.max()), step=step,
+                                              name="KV usage target "))
+    lines = alt.Chart(grid).transform_filter(f"abs(datum.kv_target - pair_kv_target) < {step / 2}").mark_line(
+        interpolate="step-after"
+    ).encode(
+        x=alt.X("t_s:Q", title="Time after the load step (s)"),
+        y=alt.Y("ready_replicas:Q", title="Ready replicas"),
+        color=alt.Color("triggers:N", title=None),
+        tooltip=["triggers:N", "t_s:Q", "ready_replicas:Q", "desired_replicas:Q"],
+    )
+    goal = alt.Chart(pd.DataFrame({"goal": [goal_replicas]})).mark_rule(color="#e45756", strokeDash=[6, 4]).encode(
+        y="goal:Q"
+    )
+    return alt.layer(lines, goal).add_params(target).properties(
+        width=520, height=260, title="Pairing KV with an unbounded signal: KV becomes a floor"
+    )
