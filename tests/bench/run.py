@@ -14,7 +14,12 @@ from collections.abc import Callable
 
 import numpy as np
 
+from planner.behavior import HorizontalPodAutoscalerBehavior
 from planner.headroom import backlog_trajectory_requests
+from planner.hpa import PodMetric, ready_pods
+from planner.hpa_controller import ExternalReading, HorizontalController, PodMetricsReading
+from planner.hpa_spec import HorizontalPodAutoscalerSpec, MetricSpec, MetricTarget
+from planner.keda import KedaController, ScaledObjectSpec, Trigger
 from planner.kv_ramp import ramp_replicas
 from planner.littles_law import in_flight_requests, replicas_for_target
 from planner.step_time import fit_step_time, output_throughput_tps
@@ -49,7 +54,38 @@ def _kv_ramp() -> None:
     ramp_replicas(4, 0.8, 20)
 
 
+def _hpa_hour() -> None:
+    # one HPA reconciled every 15 s for an hour on an External AverageValue trigger, behavior defaults
+    spec = HorizontalPodAutoscalerSpec("q", 100, (
+        MetricSpec("External", "q", MetricTarget("AverageValue", average_value_milli=2000)),),
+        behavior=HorizontalPodAutoscalerBehavior())
+    controller, replicas = HorizontalController(spec), 4
+    for tick in range(240):
+        load = 20_000 if (tick // 40) % 2 else 6_000
+        replicas = controller.reconcile_autoscaler(15.0 * tick, replicas, [ExternalReading((load,))]).desired_replicas
+
+
+_PODS_50 = ready_pods(50)
+_READING_50 = PodMetricsReading({pod.name: PodMetric(12_000) for pod in _PODS_50})
+_PODS_SPEC = HorizontalPodAutoscalerSpec("p", 100, (
+    MetricSpec("Pods", "q", MetricTarget("AverageValue", average_value_milli=10_000)),))
+
+
+def _pods_metric_50() -> None:
+    HorizontalController(_PODS_SPEC).reconcile_autoscaler(0.0, 50, [_READING_50], pods=_PODS_50)
+
+
+def _keda_hour() -> None:
+    keda = KedaController(ScaledObjectSpec("q", (Trigger(0, "prometheus", 5.0),), max_replica_count=20))
+    replicas = 0
+    for tick in range(240):
+        replicas = keda.step(15.0 * tick, replicas, {0: 40.0 if (tick // 40) % 2 else 0.0})
+
+
 CASES: dict[str, tuple[Callable[[], None], int]] = {
+    "HorizontalController, 240 reconciles (1 h)": (_hpa_hour, 20),
+    "reconcile, Pods metric over 50 pods": (_pods_metric_50, 200),
+    "KedaController.step, 240 steps (1 h)": (_keda_hour, 10),
     "replicas_for_target, 100k rates vectorised": (_replicas_vectorised, 20),
     "replicas_for_target, 1k scalar calls": (_replicas_scalar_loop, 5),
     "output_throughput_tps, 1024 batch sizes": (_throughput_grid, 500),
