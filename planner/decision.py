@@ -51,7 +51,6 @@ from planner.keda import (
     COMPOSITE_METRIC_NAME,
     TriggersEvaluation,
     evaluate_triggers,
-    keda_quantity_milli,
     request_scale,
 )
 from planner.readers.manifest import Autoscaler, parse_quantity_milli
@@ -405,7 +404,7 @@ def _steps(autoscaler, hpa, current, ready, lines, result, after, keda) -> list[
     steps = [
         f"{autoscaler.kind} {autoscaler.name}: HPA min {hpa.effective_min_replicas}, max {hpa.max_replicas}, "
         f"{'behavior set' if hpa.behavior is not None else 'no behavior (legacy path)'}; "
-        f"current {current} replicas, {ready} Ready.",
+        f"current {current} replica{'' if current == 1 else 's'}, {ready} Ready.",
     ]
     if keda is not None:
         evaluation, executor = keda
@@ -450,7 +449,7 @@ def _steps(autoscaler, hpa, current, ready, lines, result, after, keda) -> list[
         )
     if result.metric_desired_replicas == -1:
         steps.append(f"Invalid metrics and no scale-up: nothing changes ({result.error}).")
-        steps.append(f"Final: {result.desired_replicas} replicas.")
+        steps.append(f"Final: {result.desired_replicas} replica{'' if result.desired_replicas == 1 else 's'}.")
         return steps
     steps.append(f"Largest proposal: {result.metric_desired_replicas}.")
     if result.able_to_scale is not None:
@@ -462,7 +461,7 @@ def _steps(autoscaler, hpa, current, ready, lines, result, after, keda) -> list[
         steps.append(
             f"Limits: {result.desired_replicas} ({result.scaling_limited.reason}: {result.scaling_limited.message})."
         )
-    steps.append(f"Final: {result.desired_replicas} replicas.")
+    steps.append(f"Final: {result.desired_replicas} replica{'' if result.desired_replicas == 1 else 's'}.")
     if after is not None and after != result.desired_replicas:
         steps.append(
             f"The stabilization window holds the change; with the same metrics after the window the count goes to {after}."
@@ -472,7 +471,3 @@ def _steps(autoscaler, hpa, current, ready, lines, result, after, keda) -> list[
         steps.append(f"minReplicaCount is 0: KEDA scales to 0 once no trigger has been active for {cooldown:g} s.")
     return steps
 
-
-def keda_value_to_hpa(value: float) -> float:
-    """The value KEDA hands to the HPA, after rounding to milli-units."""
-    return keda_quantity_milli(value) / 1000
