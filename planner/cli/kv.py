@@ -8,7 +8,6 @@ GPU's size (``--gpu``), labelled as such in the output.
 
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from planner.kv_cache import (
     kv_dtype_bytes,
     kv_rule,
 )
+from planner.readers.gpus import gpu_memory
 from planner.readers.model_config import read_model_config, read_safetensors_index
 from planner.readers.vllm_log import cross_check, read_vllm_log
 
@@ -211,7 +211,7 @@ def _log_memory_per_stage(log, tp: int, pp: int) -> list[float]:
 
 
 def _estimate(args, model, tp: int, pp: int):
-    gpu_gib = _gpu_memory_gib(args.gpu, Path(args.gpus_csv))
+    gpu_gib = gpu_memory(args.gpu, Path(args.gpus_csv)).usable_gib
     if args.weights_gib is not None:
         weights_gib = _positive("--weights-gib", args.weights_gib)
     elif args.safetensors_index:
@@ -222,30 +222,6 @@ def _estimate(args, model, tp: int, pp: int):
             "(the 'metadata.total_size' of model.safetensors.index.json)")
     return available_kv_memory_estimate(gpu_gib, args.gpu_memory_utilization,
                                         weights_gib / (tp * pp))
-
-
-def _gpu_memory_gib(name: str, table: Path) -> float:
-    """Memory CUDA reports for a GPU, else its nominal size, from the GPU table. [GiB]"""
-    try:
-        with table.open(newline="", encoding="utf-8") as handle:
-            rows = list(csv.DictReader(handle))
-    except FileNotFoundError:
-        raise PlannerInputError(f"{table}: no such file (the GPU memory table)") from None
-    for number, row in enumerate(rows, start=2):
-        if row.get("name", "").strip().lower() == name.strip().lower():
-            for column in ("reported_gib", "memory_gib"):
-                value = (row.get(column) or "").strip()
-                if value:
-                    try:
-                        gib = float(value)
-                    except ValueError:
-                        raise PlannerInputError(
-                            f"{table}, row {number}: column '{column}' must be a number, "
-                            f"got {value!r}") from None
-                    return _positive(f"{table}, row {number}, column '{column}'", gib)
-            raise PlannerInputError(f"{table}, row {number}: no memory for GPU {name!r}")
-    known = ", ".join(row.get("name", "") for row in rows)
-    raise PlannerInputError(f"unknown GPU {name!r}; {table} lists: {known}")
 
 
 def _print_readable(result: dict, estimate) -> None:
