@@ -39,7 +39,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from planner.errors import PlannerInputError
+from planner.errors import (
+    PlannerInputError,
+    require_fraction,
+    require_non_negative,
+    require_positive,
+)
 
 __all__ = [
     "CURRENT_VLLM_VERSION",
@@ -928,8 +933,6 @@ def available_kv_memory_estimate(gpu_memory_gib: float, gpu_memory_utilization: 
     PlannerInputError
         When nothing would be left for the KV cache.
     """
-    from planner.errors import require_fraction, require_non_negative, require_positive
-
     gpu_memory_gib = require_positive("gpu_memory_gib", gpu_memory_gib)
     gpu_memory_utilization = require_fraction("gpu_memory_utilization", gpu_memory_utilization)
     weights_per_gpu_gib = require_non_negative("weights_per_gpu_gib", weights_per_gpu_gib)
