@@ -102,7 +102,7 @@ def run(args) -> int:
     pp, _ = pick(args.pp, log and log.pipeline_parallel_size, 1)
     kv_dtype, _ = pick(args.kv_cache_dtype, log and log.kv_cache_dtype, "auto")
     block, _ = pick(args.block_size, log and log.block_size, 16)
-    version, version_source = pick(args.vllm_version, log and log.version, CURRENT_VLLM_VERSION)
+    version, _ = pick(args.vllm_version, log and log.version, CURRENT_VLLM_VERSION)
     max_len, max_len_source = pick(args.max_model_len, log and log.max_model_len,
                                    model.max_position_embeddings)
     if max_len_source == "default":
@@ -110,7 +110,8 @@ def run(args) -> int:
     if kv_dtype not in KV_CACHE_DTYPES:
         raise PlannerInputError(f"kv cache dtype {kv_dtype!r} from the log is not one vLLM "
                                 f"documents; pass --kv-cache-dtype")
-    engine = "v0" if (log and log.engine == "v0" and version_source == "vllm log") else None
+    # A log written by the V0 engine (0.8-0.10 could still run it) follows V0's rule.
+    engine = "v0" if (log and log.engine == "v0") else None
     try:
         kv_rule(version, engine)
     except PlannerInputError:
