@@ -61,7 +61,7 @@ lab: setup
 	$(BIN)/jupyter lab book/
 
 bench: $(STAMP)
-	$(BIN)/python tests/bench/run.py
+	$(BIN)/python -m tests.bench.run
 
 clean:
 	rm -rf _build book/_vendor .pytest_cache .ruff_cache .hypothesis

@@ -20,9 +20,14 @@ from planner.hpa import PodMetric, ready_pods
 from planner.hpa_controller import ExternalReading, HorizontalController, PodMetricsReading
 from planner.hpa_spec import HorizontalPodAutoscalerSpec, MetricSpec, MetricTarget
 from planner.keda import KedaController, ScaledObjectSpec, Trigger
+from planner.knee import find_knee
+from planner.kv_cache import ServingSpec, kv_capacity
 from planner.kv_ramp import ramp_replicas
 from planner.littles_law import in_flight_requests, replicas_for_target
+from planner.readers.loadtest import read_loadtest
+from planner.readers.model_config import read_model_config
 from planner.step_time import fit_step_time, output_throughput_tps
+from tests.conftest import DATA_DIR
 
 RATES_RPS = np.linspace(0.0, 200.0, 100_000)
 
@@ -82,6 +87,29 @@ def _keda_hour() -> None:
         replicas = keda.step(15.0 * tick, replicas, {0: 40.0 if (tick // 40) % 2 else 0.0})
 
 
+GPT_OSS = read_model_config(DATA_DIR / "models" / "gpt-oss-120b.json")
+LLAMA = read_model_config(DATA_DIR / "models" / "llama-3.1-8b-instruct.json")
+SERVING = ServingSpec(max_model_len=16384)
+SWEEP = read_loadtest(DATA_DIR / "loadtests" / "llama-3.1-8b_canonical.csv")
+
+
+def _kv_capacity_dense() -> None:
+    kv_capacity(LLAMA, SERVING, 40 * 2**30)
+
+
+def _kv_capacity_hybrid() -> None:
+    kv_capacity(GPT_OSS, SERVING, 40 * 2**30)
+
+
+def _read_loadtest_guidellm() -> None:
+    read_loadtest(DATA_DIR / "loadtests" / "llama-3.1-8b_guidellm_benchmarks.json")
+
+
+def _find_knee() -> None:
+    find_knee(SWEEP["concurrency"], SWEEP["ttft_p99_ms"], SWEEP["itl_p99_ms"],
+              ttft_p99_slo_ms=2000.0, itl_p99_slo_ms=50.0)
+
+
 CASES: dict[str, tuple[Callable[[], None], int]] = {
     "HorizontalController, 240 reconciles (1 h)": (_hpa_hour, 20),
     "reconcile, Pods metric over 50 pods": (_pods_metric_50, 200),
@@ -92,6 +120,10 @@ CASES: dict[str, tuple[Callable[[], None], int]] = {
     "fit_step_time, 256 points": (_fit, 200),
     "backlog_trajectory_requests, 1 h at 1 s": (_backlog_hour, 10),
     "ramp_replicas, 20 warmups": (_kv_ramp, 2000),
+    "kv_capacity, dense GQA (Llama 3.1 8B)": (_kv_capacity_dense, 500),
+    "kv_capacity, sliding-window hybrid (gpt-oss-120b)": (_kv_capacity_hybrid, 500),
+    "read_loadtest, GuideLLM benchmarks.json": (_read_loadtest_guidellm, 20),
+    "find_knee, 12-step sweep": (_find_knee, 500),
 }
 
 

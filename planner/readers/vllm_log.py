@@ -1,0 +1,368 @@
+"""Read the KV-cache figures out of a vLLM start-up log, whatever the version.
+
+vLLM has printed its KV-cache sizing in several forms over the years:
+
+* V1 (0.9 and later): "Available KV cache memory: 13.76 GiB" (one line per
+  worker), "GPU KV cache size: 257,584 tokens", "Maximum concurrency for
+  32,768 tokens per request: 7.86x" (0.34 joins the last two in one line);
+  0.10.2 also printed "Current kv cache memory in use is N bytes".
+* V1 before February 2025: "# GPU blocks: N".
+* V0, late 2024: "Memory profiling results: ... kv_cache_size=3.81GiB ...".
+* V0, 0.7-0.8: "... the rest of the memory reserved for KV Cache is 8.69GiB."
+* V0: "# GPU blocks: N, # CPU blocks: M" ("# cuda blocks" in 0.8).
+
+:func:`read_vllm_log` collects all of them, with the worker each came from
+when the line says so, and the settings the log reveals (version, tensor and
+pipeline parallel sizes, max model length, KV dtype, block size).
+:func:`cross_check` compares the figures with what
+:mod:`planner.kv_cache` predicts for a model, within the printed rounding.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from planner.errors import PlannerInputError
+from planner.kv_cache import (
+    GIB_BYTES,
+    KvCapacity,
+    ModelSpec,
+    ServingSpec,
+    kv_capacity,
+)
+
+__all__ = ["LogCheck", "VllmStartupLog", "cross_check", "parse_vllm_log", "read_vllm_log"]
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m|\^\[\[[0-9;]*m")
+_NUMBER = r"(-?[0-9][0-9,]*(?:\.[0-9]+)?)"
+
+_AVAILABLE = re.compile(r"Available KV cache memory:\s*" + _NUMBER + r"\s*GiB")
+_V0_REST = re.compile(r"the rest of the memory reserved for KV Cache is\s*" + _NUMBER + r"\s*GiB")
+_V0_PROFILE = re.compile(r"kv_cache_size=" + _NUMBER + r"\s*GiB")
+_EXACT_BYTES = re.compile(r"kv cache memory in use is\s*" + _NUMBER + r"\s*bytes", re.I)
+_TOKENS = re.compile(r"GPU(?: \+ host)? KV cache size:\s*" + _NUMBER + r"\s*tokens")
+_CONCURRENCY = re.compile(
+    r"Maximum concurrency for\s*" + _NUMBER + r"\s*tokens per request:\s*" + _NUMBER + r"\s*x")
+_GPU_BLOCKS = re.compile(r"#?\s*(?:GPU|gpu|cuda|CUDA) blocks:\s*" + _NUMBER)
+_CPU_BLOCKS = re.compile(r"#\s*CPU blocks:\s*" + _NUMBER)
+_VERSION_PATTERNS = (
+    re.compile(r"vLLM API server version\s+v?([0-9][\w.+-]*)"),
+    re.compile(r"Initializing an? (?:V1 )?LLM engine \(v([0-9][\w.+-]*)\)"),
+    re.compile(r"\bversion\s+v?(0\.[0-9]+[\w.+-]*)"),
+)
+_WORKER_PATTERNS = (
+    re.compile(r"\(Worker_PP(\d+)_TP(\d+)"),
+    re.compile(r"\((?:VllmWorker|RayWorkerWrapper|Worker)[^)]*?rank=(\d+)"),
+)
+_MAX_LEN = re.compile(r"Using max model len\s*" + _NUMBER)
+_WEIGHTS = re.compile(
+    r"(?:Model loading took|Loading model weights took)\s*" + _NUMBER + r"\s*(GiB|GB)")
+_TOTAL_GPU = re.compile(r"total_gpu_memory[ =(]*" + _NUMBER + r"\s*GiB")
+_UTILIZATION = re.compile(r"gpu_memory_utilization[ =(']*:?\s*" + _NUMBER)
+_MAMBA_BLOCK = re.compile(r"Setting attention block size to\s*" + _NUMBER + r"\s*tokens")
+_PADDING = re.compile(r"Add\s*" + _NUMBER + r"\s*padding layers")
+# key=value settings of the "with config:" dump, and the "non-default args: {...}" dict
+_CONFIG_DUMP = re.compile(r"with config:\s*(.*)$")
+_NON_DEFAULT = re.compile(r"non-default args:\s*(\{.*\})\s*$")
+
+
+@dataclass(frozen=True)
+class VllmStartupLog:
+    """The KV-cache figures and settings found in one vLLM start-up log.
+
+    Memory figures are as printed (GiB rounded to two decimals), in the order
+    the lines appear; ``*_workers`` give the worker label of each line, or
+    ``""`` when the line names none.
+    """
+
+    source: str
+    version: str | None = None
+    engine: str | None = None
+    available_kv_gib: tuple[float, ...] = ()
+    available_kv_workers: tuple[str, ...] = ()
+    available_kv_exact_bytes: tuple[int, ...] = ()
+    kv_cache_tokens: tuple[int, ...] = ()
+    max_concurrency: tuple[tuple[int, float], ...] = ()
+    gpu_blocks: tuple[int, ...] = ()
+    cpu_blocks: tuple[int, ...] = ()
+    tensor_parallel_size: int | None = None
+    pipeline_parallel_size: int | None = None
+    max_model_len: int | None = None
+    kv_cache_dtype: str | None = None
+    block_size: int | None = None
+    model: str | None = None
+    gpu_memory_utilization: float | None = None
+    total_gpu_memory_gib: float | None = None
+    weights_gib: float | None = None
+    padding_layers: int | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def stage_of(self, worker: str, tensor_parallel_size: int) -> int:
+        """Pipeline stage of a worker label (``"pp1/tp0"`` or ``"rank=5"``); 0 when unknown."""
+        match = re.fullmatch(r"pp(\d+)/tp\d+", worker)
+        if match:
+            return int(match.group(1))
+        match = re.fullmatch(r"rank=(\d+)", worker)
+        if match:
+            return int(match.group(1)) // tensor_parallel_size
+        return 0
+
+
+def read_vllm_log(path) -> VllmStartupLog:
+    """Read a vLLM start-up log file; see :func:`parse_vllm_log`."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        raise PlannerInputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise PlannerInputError(f"{path}: expected a log file, got a directory") from None
+    return parse_vllm_log(text, source=str(path))
+
+
+def parse_vllm_log(text: str, source: str = "log") -> VllmStartupLog:
+    """Collect the KV-cache lines and serving settings of a vLLM start-up log.
+
+    Parameters
+    ----------
+    text : str
+        The log text (ANSI colours and container prefixes are fine).
+    source : str
+        Name used in messages.
+
+    Returns
+    -------
+    VllmStartupLog
+
+    Raises
+    ------
+    PlannerInputError
+        When the text holds none of the KV-cache lines vLLM prints.
+    """
+    found: dict[str, list] = {k: [] for k in (
+        "gib", "workers", "exact", "tokens", "concurrency", "gpu_blocks", "cpu_blocks", "notes")}
+    settings: dict[str, object] = {}
+    engine = None
+    for raw in text.splitlines():
+        line = _ANSI.sub("", raw)
+        worker = _worker(line)
+        for pattern, is_v0 in ((_AVAILABLE, False), (_V0_REST, True), (_V0_PROFILE, True)):
+            match = pattern.search(line)
+            if match:
+                found["gib"].append(_float(match.group(1)))
+                found["workers"].append(worker)
+                engine = engine or ("v0" if is_v0 else "v1")
+                break
+        if (match := _EXACT_BYTES.search(line)):
+            found["exact"].append(int(_float(match.group(1))))
+        if (match := _TOKENS.search(line)):
+            found["tokens"].append(int(_float(match.group(1))))
+            engine = "v1"
+        if (match := _CONCURRENCY.search(line)):
+            found["concurrency"].append((int(_float(match.group(1))), _float(match.group(2))))
+        if (match := _GPU_BLOCKS.search(line)) and "KV cache" not in line:
+            found["gpu_blocks"].append(int(_float(match.group(1))))
+            if (cpu := _CPU_BLOCKS.search(line)):
+                found["cpu_blocks"].append(int(_float(cpu.group(1))))
+                engine = engine or "v0"
+        _settings(line, settings)
+        if (match := _MAMBA_BLOCK.search(line)):
+            found["notes"].append(
+                f"attention block size raised to {match.group(1)} tokens for Mamba layers: "
+                "a hybrid model this planner does not size")
+        if (match := _PADDING.search(line)):
+            settings["padding_layers"] = int(_float(match.group(1)))
+    if not (found["gib"] or found["tokens"] or found["gpu_blocks"]):
+        raise PlannerInputError(
+            f"{source}: no KV-cache lines found; expected vLLM's 'Available KV cache memory', "
+            "'GPU KV cache size' or '# GPU blocks' start-up lines")
+    return VllmStartupLog(
+        source=source,
+        engine=engine,
+        available_kv_gib=tuple(found["gib"]),
+        available_kv_workers=tuple(found["workers"]),
+        available_kv_exact_bytes=tuple(found["exact"]),
+        kv_cache_tokens=tuple(found["tokens"]),
+        max_concurrency=tuple(found["concurrency"]),
+        gpu_blocks=tuple(found["gpu_blocks"]),
+        cpu_blocks=tuple(found["cpu_blocks"]),
+        notes=tuple(found["notes"]),
+        **settings,
+    )
+
+
+def _float(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def _worker(line: str) -> str:
+    match = _WORKER_PATTERNS[0].search(line)
+    if match:
+        return f"pp{match.group(1)}/tp{match.group(2)}"
+    match = _WORKER_PATTERNS[1].search(line)
+    if match:
+        return f"rank={match.group(1)}"
+    return ""
+
+
+def _settings(line: str, settings: dict) -> None:
+    if "version" not in settings:
+        for pattern in _VERSION_PATTERNS:
+            if (match := pattern.search(line)):
+                settings["version"] = match.group(1).rstrip(".,)")
+                break
+    if (match := _MAX_LEN.search(line)):
+        settings["max_model_len"] = int(_float(match.group(1)))
+    if (match := _WEIGHTS.search(line)) and "weights_gib" not in settings:
+        value = _float(match.group(1))
+        # "GB" in these vLLM lines is GiB (it divides by 2**30).
+        settings["weights_gib"] = value
+    if (match := _TOTAL_GPU.search(line)):
+        settings["total_gpu_memory_gib"] = _float(match.group(1))
+    if (match := _CONFIG_DUMP.search(line)):
+        _from_pairs(match.group(1), settings)
+    if (match := _NON_DEFAULT.search(line)):
+        _from_dict(match.group(1), settings)
+    if "gpu_memory_utilization" not in settings and (match := _UTILIZATION.search(line)):
+        settings["gpu_memory_utilization"] = _float(match.group(1))
+
+
+_PAIR_KEYS = {
+    "tensor_parallel_size": ("tensor_parallel_size", int),
+    "pipeline_parallel_size": ("pipeline_parallel_size", int),
+    "max_seq_len": ("max_model_len", int),
+    "kv_cache_dtype": ("kv_cache_dtype", str),
+    "block_size": ("block_size", int),
+    "model": ("model", str),
+}
+
+
+def _from_pairs(text: str, settings: dict) -> None:
+    for key, (name, kind) in _PAIR_KEYS.items():
+        match = re.search(rf"(?<![\w.]){key}=('?)([^,')]+)\1", text)
+        if match and match.group(2) not in ("None", ""):
+            try:
+                settings.setdefault(name, kind(match.group(2)))
+            except ValueError:
+                continue
+
+
+def _from_dict(text: str, settings: dict) -> None:
+    try:
+        args = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        # Values such as AttentionConfig(...) are not literals; read key by key.
+        args = {}
+        for key in ("tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
+                    "block_size", "kv_cache_dtype", "model", "gpu_memory_utilization"):
+            match = re.search(rf"'{key}':\s*('([^']*)'|[0-9.]+)", text)
+            if match:
+                args[key] = match.group(2) if match.group(2) is not None else (
+                    float(match.group(1)) if "." in match.group(1) else int(match.group(1)))
+    if not isinstance(args, dict):
+        return
+    for key in ("tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
+                "block_size", "kv_cache_dtype", "model", "gpu_memory_utilization"):
+        if key in args and args[key] is not None:
+            settings[key] = args[key]
+
+
+# --------------------------------------------------------------------------------------
+# Cross-check against a model
+
+
+@dataclass(frozen=True)
+class LogCheck:
+    """One printed figure against the interval the model predicts for it.
+
+    ``low`` and ``high`` bound the prediction over the printed GiB's rounding
+    interval; ``ok`` says whether the printed value lies within them.
+    """
+
+    figure: str
+    worker: str
+    printed: float
+    low: float
+    high: float
+
+    @property
+    def ok(self) -> bool:
+        """True when the printed figure lies in the predicted interval."""
+        return self.low <= self.printed <= self.high
+
+
+def cross_check(log: VllmStartupLog, model: ModelSpec, serving: ServingSpec,
+                decimals: int = 2) -> tuple[LogCheck, ...]:
+    """Compare a log's token, block and concurrency lines with the model's prediction.
+
+    Each printed "Available KV cache memory" stands for an interval (two
+    decimals of GiB); the model's figures at both ends bound what vLLM could
+    have printed. Worker lines are paired with pipeline stages through their
+    rank labels; lines without labels count as stage 0.
+
+    Returns
+    -------
+    tuple of LogCheck
+        One per printed token, block or concurrency figure that can be
+        checked; empty when the log has no memory line.
+    """
+    if not log.available_kv_gib:
+        return ()
+    tp = serving.tensor_parallel_size
+    stages = serving.pipeline_parallel_size
+    half = 0.5 * 10.0 ** -decimals
+    per_stage: dict[int, list[float]] = {}
+    for gib, worker in zip(log.available_kv_gib, log.available_kv_workers, strict=True):
+        stage = min(log.stage_of(worker, tp), stages - 1)
+        per_stage.setdefault(stage, []).append(gib)
+    if any(g <= 0 for values in per_stage.values() for g in values):
+        raise PlannerInputError(
+            f"{log.source}: 'Available KV cache memory' is not positive "
+            f"({min(log.available_kv_gib)} GiB): vLLM had no memory for the cache")
+    # A stage without its own line is assumed to have stage 0's memory.
+    fallback = per_stage.get(0) or next(iter(per_stage.values()))
+    lows, highs = [], []
+    for stage in range(stages):
+        values = per_stage.get(stage, fallback)
+        lows.append((min(values) - half) * GIB_BYTES)
+        highs.append((max(values) + half) * GIB_BYTES - 1)
+    if log.available_kv_exact_bytes:
+        lows = highs = [float(min(log.available_kv_exact_bytes))] * stages
+    low: KvCapacity = kv_capacity(model, serving, lows)
+    high: KvCapacity = kv_capacity(model, serving, highs)
+    # A printed line is explained by the engine's figure or, for versions that
+    # print per worker, by one worker's own figure.
+    token_ranges = [(low.kv_tokens, high.kv_tokens)] + [
+        (lw.kv_tokens_logged, hw.kv_tokens_logged)
+        for lw, hw in zip(low.workers, high.workers, strict=True)]
+    block_ranges = [(min(w.num_blocks for w in low.workers),
+                     min(w.num_blocks for w in high.workers))] + [
+        (lw.num_blocks, hw.num_blocks) for lw, hw in zip(low.workers, high.workers, strict=True)]
+    concurrency_ranges = [(low.max_concurrency, high.max_concurrency)] + [
+        (lw.max_concurrency_logged, hw.max_concurrency_logged)
+        for lw, hw in zip(low.workers, high.workers, strict=True)]
+    checks = [_check("kv_cache_tokens", t, token_ranges) for t in log.kv_cache_tokens]
+    checks += [_check("gpu_blocks", b, block_ranges) for b in log.gpu_blocks]
+    for max_len, printed in log.max_concurrency:
+        if max_len != low.max_model_len:
+            continue
+        # vLLM prints %.2f: compare with the rounded prediction.
+        rounded = [(_round2(a), _round2(b)) for a, b in concurrency_ranges]
+        checks.append(_check("max_concurrency", printed, rounded))
+    return tuple(checks)
+
+
+def _round2(value: float) -> float:
+    return math.floor(value * 100 + 0.5) / 100
+
+
+def _check(figure: str, printed: float, ranges: list[tuple[float, float]]) -> LogCheck:
+    for low, high in ranges:
+        if low <= printed <= high:
+            return LogCheck(figure, "", printed, low, high)
+    low, high = min(ranges, key=lambda r: min(abs(printed - r[0]), abs(printed - r[1])))
+    return LogCheck(figure, "", printed, low, high)
