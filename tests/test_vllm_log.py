@@ -8,6 +8,8 @@ from planner.errors import PlannerInputError
 from planner.kv_cache import (
     GIB_BYTES,
     ServingSpec,
+    kv_bytes_per_token,
+    kv_capacity,
     kv_memory_for_max_len_bytes,
     max_model_len_for_memory,
 )
@@ -45,6 +47,13 @@ CASES = [
     Case("vllm-19996-llama-3.1-8b-eagle.log", "llama-3.1-8b-instruct",
          ServingSpec(max_model_len=131_072, num_draft_layers=1, vllm_version="0.9.1"),
          (410_128,), (3.13,)),
+    Case("orbit-ai-gemma-3-4b-rocm.log", "gemma-3-4b-it",
+         ServingSpec(max_model_len=8192, max_num_batched_tokens=8192, vllm_version="0.23.0"),
+         (1_217_591,), (148.63,)),
+    Case("joshi004-qwen3-vl-235b-fp8-tp8.log", "qwen3-vl-235b-a22b-thinking-fp8",
+         ServingSpec(tensor_parallel_size=8, max_model_len=131_072, max_num_batched_tokens=8192,
+                     vllm_version="0.11.2"),
+         (798_736,), (6.09,) * 8),
 ]
 
 
@@ -76,6 +85,42 @@ def test_pipeline_stage_memory_is_paired_by_rank():
     wrong = cross_check(log, deepseek, ServingSpec(tensor_parallel_size=4, max_model_len=1024,
                                                    vllm_version="0.9.2"))
     assert not all(check.ok for check in wrong)
+
+
+def test_gemma3_log_groups_and_sliding_pages():
+    log = read_vllm_log(LOGS / "orbit-ai-gemma-3-4b-rocm.log")
+    assert log.max_num_batched_tokens == 8192 and log.padding_layers == 1
+    gemma = read_model_config(DATA_DIR / "models" / "gemma-3-4b-it.json")
+    serving = ServingSpec(max_model_len=8192, max_num_batched_tokens=8192, vllm_version="0.23.0")
+    capacity = kv_capacity(gemma, serving, 162.84 * GIB_BYTES)
+    # 5 full + 29 sliding layers: 7 groups of 5, one padding layer, as the log warns.
+    assert (capacity.num_groups, capacity.padding_layers) == (7, 1)
+    # 0.23 prints the tokens as int(concurrency x max_model_len), not blocks x 16.
+    assert capacity.max_concurrency * 8192 == pytest.approx(capacity.kv_tokens, abs=1)
+    # With vLLM's small-GPU budget (2048) the sliding pages, and the printed line, differ.
+    small = cross_check(log, gemma, ServingSpec(max_model_len=8192, vllm_version="0.23.0"))
+    assert [c.figure for c in small if not c.ok] == ["kv_cache_tokens", "max_concurrency"]
+    # At 8,192 tokens a window of 1,024 plus an 8,192 budget covers the whole request, so
+    # sliding layers save nothing here and the padding layer costs 3 %: sized as 34
+    # uniform layers (hybrid manager off) the figures no longer match the log.
+    off = ServingSpec(max_model_len=8192, max_num_batched_tokens=8192, vllm_version="0.23.0",
+                      disable_hybrid_kv_cache_manager=True)
+    assert kv_capacity(gemma, off, 162.84 * GIB_BYTES).kv_tokens > 1.03 * capacity.kv_tokens
+    assert not any(check.ok for check in cross_check(log, gemma, off))
+
+
+def test_tp8_on_four_kv_heads_keeps_one_whole_head_per_gpu():
+    log = read_vllm_log(LOGS / "joshi004-qwen3-vl-235b-fp8-tp8.log")
+    assert log.tensor_parallel_size == 8 and log.max_num_batched_tokens == 8192
+    qwen = read_model_config(DATA_DIR / "models" / "qwen3-vl-235b-a22b-thinking-fp8.json")
+    assert qwen.num_kv_heads == 4
+    tp8 = ServingSpec(tensor_parallel_size=8, max_model_len=131_072, vllm_version="0.11.2")
+    tp4 = ServingSpec(tensor_parallel_size=4, max_model_len=131_072, vllm_version="0.11.2")
+    # Each rank stores one full head (vLLM replicates), not half of one.
+    assert kv_bytes_per_token(qwen, tp8) == kv_bytes_per_token(qwen, tp4) == 2 * 94 * 128 * 2
+    # Halving the heads per GPU (4 / 8) would predict twice the printed tokens.
+    naive_tokens = 35.80 * GIB_BYTES / (2 * 94 * 0.5 * 128 * 2)
+    assert naive_tokens > 1.9 * log.kv_cache_tokens[0]
 
 
 def test_fp8_log_needs_the_fp8_byte():
