@@ -47,6 +47,9 @@ CASES = [
     Case("vllm-19996-llama-3.1-8b-eagle.log", "llama-3.1-8b-instruct",
          ServingSpec(max_model_len=131_072, num_draft_layers=1, vllm_version="0.9.1"),
          (410_128,), (3.13,)),
+    Case("dennislee22-gpt-oss-120b-tp4.log", "gpt-oss-120b",
+         ServingSpec(tensor_parallel_size=4, max_model_len=16_384, vllm_version="0.10.1.1"),
+         (2_640_144,) * 4, (284.25,) * 4),
     Case("orbit-ai-gemma-3-4b-rocm.log", "gemma-3-4b-it",
          ServingSpec(max_model_len=8192, max_num_batched_tokens=8192, vllm_version="0.23.0"),
          (1_217_591,), (148.63,)),
@@ -107,6 +110,19 @@ def test_gemma3_log_groups_and_sliding_pages():
                       disable_hybrid_kv_cache_manager=True)
     assert kv_capacity(gemma, off, 162.84 * GIB_BYTES).kv_tokens > 1.03 * capacity.kv_tokens
     assert not any(check.ok for check in cross_check(log, gemma, off))
+
+
+def test_gpt_oss_windows_raise_concurrency_above_tokens_per_length():
+    log = read_vllm_log(LOGS / "dennislee22-gpt-oss-120b-tp4.log")
+    assert (log.tensor_parallel_size, log.max_num_batched_tokens) == (4, 2048)
+    # 2,640,144 tokens / 16,384 is 161 requests; the 128-token windows make it 284.25.
+    assert log.kv_cache_tokens[0] / 16_384 < 0.6 * log.max_concurrency[0][1]
+    oss = read_model_config(DATA_DIR / "models" / "gpt-oss-120b.json")
+    off = ServingSpec(tensor_parallel_size=4, max_model_len=16_384, vllm_version="0.10.1.1",
+                      disable_hybrid_kv_cache_manager=True)
+    checks = cross_check(log, oss, off)
+    assert all(c.ok for c in checks if c.figure == "kv_cache_tokens")  # 2 x 18 layers: same
+    assert not any(c.ok for c in checks if c.figure == "max_concurrency")
 
 
 def test_tp8_on_four_kv_heads_keeps_one_whole_head_per_gpu():
