@@ -201,6 +201,23 @@ def test_settings_from_a_v1_config_dump_and_non_default_args():
     assert log.kv_cache_tokens == (217_376,) and log.max_concurrency == ((128_000, 1.70),)
 
 
+def test_exact_byte_lines_explain_every_workers_own_token_line():
+    # 0.10 prints one token line per worker; with exact bytes per worker, each rank's
+    # line must be explained by its own memory, not only by the smallest one.
+    qwen = read_model_config(DATA_DIR / "models" / "qwen3-vl-235b-a22b-thinking-fp8.json")
+    serving = ServingSpec(tensor_parallel_size=8, max_model_len=32_768, vllm_version="0.10.2")
+    exact = (11_423_138_508, 11_467_178_700)
+    tokens = [kv_capacity(qwen, serving, b).workers[0].kv_tokens_logged for b in exact]
+    assert tokens[0] < tokens[1]
+    text = "\n".join(
+        [f"(Worker_TP{r}_EP{r} pid=1) INFO Available KV cache memory: "
+         f"{b / GIB_BYTES:.2f} GiB" for r, b in enumerate(exact)]
+        + [f"INFO GPU KV cache size: {t:,} tokens" for t in tokens]
+        + [f"INFO Current kv cache memory in use is {b} bytes." for b in exact])
+    checks = cross_check(parse_vllm_log(text), qwen, serving)
+    assert [c.ok for c in checks] == [True, True]
+
+
 def test_text_without_kv_lines_is_refused(tmp_path):
     with pytest.raises(PlannerInputError, match="no KV-cache lines"):
         parse_vllm_log("INFO starting server\n", source="server.log")

@@ -339,7 +339,9 @@ def cross_check(log: VllmStartupLog, model: ModelSpec, serving: ServingSpec,
         lows.append((min(values) - half) * GIB_BYTES)
         highs.append((max(values) + half) * GIB_BYTES - 1)
     if log.available_kv_exact_bytes:
-        lows = highs = [float(min(log.available_kv_exact_bytes))] * stages
+        # The exact lines name no stage; they bound every worker's own figure.
+        lows = [float(min(log.available_kv_exact_bytes))] * stages
+        highs = [float(max(log.available_kv_exact_bytes))] * stages
     low: KvCapacity = kv_capacity(model, serving, lows)
     high: KvCapacity = kv_capacity(model, serving, highs)
     # A printed line is explained by the engine's figure or, for versions that
