@@ -52,6 +52,18 @@ def test_vllm_log_source_fills_settings_and_checks_the_log(capsys):
     assert low <= out["kv_tokens"] <= high
 
 
+def test_scheduler_budget_comes_from_the_log_unless_given(capsys):
+    gemma = str(DATA_DIR / "models" / "gemma-3-4b-it.json")
+    log = str(LOGS / "orbit-ai-gemma-3-4b-rocm.log")
+    status, out = run_json(capsys, "--config", gemma, "--vllm-log", log)
+    assert status == 0 and out["max_num_batched_tokens"] == 8192
+    assert out["log_consistent"] is True
+    status, out = run_json(capsys, "--config", gemma, "--vllm-log", log,
+                           "--max-num-batched-tokens", "2048")
+    assert status == 0 and out["max_num_batched_tokens"] == 2048
+    assert out["log_consistent"] is False
+
+
 def test_gpu_estimate_is_labelled(capsys):
     status, out = run_json(capsys, "--config", QWEN_AWQ, "--gpu", "A10", "--weights-gib", "5.2",
                            "--gpu-memory-utilization", "0.9")

@@ -27,6 +27,8 @@ EXPECTED = [
     ("mistral-7b-instruct-v0.3", 32, 8, 128, "bfloat16", False, 0, None, 32768),
     ("mixtral-8x7b-instruct-v0.1", 32, 8, 128, "bfloat16", False, 0, None, 32768),
     ("gemma-3-27b-it", 62, 16, 128, "bfloat16", False, 52, 1024, 131072),
+    ("gemma-3-4b-it", 34, 4, 256, "bfloat16", False, 29, 1024, 131072),
+    ("qwen3-vl-235b-a22b-thinking-fp8", 94, 4, 128, "bfloat16", False, 0, None, 262144),
     ("gpt-oss-20b", 24, 8, 64, "bfloat16", False, 12, 128, 131072),
     ("gpt-oss-120b", 36, 8, 64, "bfloat16", False, 18, 128, 131072),
     ("deepseek-v2-lite", 27, 1, 576, "bfloat16", True, 0, None, 163840),
@@ -47,6 +49,14 @@ def test_gemma3_global_layers_every_sixth():
     spec = read_model_config(MODELS / "gemma-3-27b-it.json")
     assert [i for i, k in enumerate(spec.kinds) if k == "full"] == list(range(5, 62, 6))
     assert spec.model_type == "gemma3_text"
+
+
+def test_gemma3_head_counts_default_as_in_transformers():
+    # gemma-3-4b-it's published text_config names no head counts; Gemma3TextConfig's
+    # defaults (8 query heads, 4 KV heads of 256) apply, as they do in vLLM.
+    spec = read_model_config(MODELS / "gemma-3-4b-it.json")
+    assert (spec.num_attention_heads, spec.num_kv_heads, spec.head_dim) == (8, 4, 256)
+    assert spec.kinds.count("full") == 5
 
 
 def test_gemma2_alternates_from_a_sliding_first_layer():

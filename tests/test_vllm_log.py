@@ -8,6 +8,8 @@ from planner.errors import PlannerInputError
 from planner.kv_cache import (
     GIB_BYTES,
     ServingSpec,
+    kv_bytes_per_token,
+    kv_capacity,
     kv_memory_for_max_len_bytes,
     max_model_len_for_memory,
 )
@@ -45,6 +47,16 @@ CASES = [
     Case("vllm-19996-llama-3.1-8b-eagle.log", "llama-3.1-8b-instruct",
          ServingSpec(max_model_len=131_072, num_draft_layers=1, vllm_version="0.9.1"),
          (410_128,), (3.13,)),
+    Case("dennislee22-gpt-oss-120b-tp4.log", "gpt-oss-120b",
+         ServingSpec(tensor_parallel_size=4, max_model_len=16_384, vllm_version="0.10.1.1"),
+         (2_640_144,) * 4, (284.25,) * 4),
+    Case("orbit-ai-gemma-3-4b-rocm.log", "gemma-3-4b-it",
+         ServingSpec(max_model_len=8192, max_num_batched_tokens=8192, vllm_version="0.23.0"),
+         (1_217_591,), (148.63,)),
+    Case("joshi004-qwen3-vl-235b-fp8-tp8.log", "qwen3-vl-235b-a22b-thinking-fp8",
+         ServingSpec(tensor_parallel_size=8, max_model_len=131_072, max_num_batched_tokens=8192,
+                     vllm_version="0.11.2"),
+         (798_736,), (6.09,) * 8),
 ]
 
 
@@ -76,6 +88,55 @@ def test_pipeline_stage_memory_is_paired_by_rank():
     wrong = cross_check(log, deepseek, ServingSpec(tensor_parallel_size=4, max_model_len=1024,
                                                    vllm_version="0.9.2"))
     assert not all(check.ok for check in wrong)
+
+
+def test_gemma3_log_groups_and_sliding_pages():
+    log = read_vllm_log(LOGS / "orbit-ai-gemma-3-4b-rocm.log")
+    assert log.max_num_batched_tokens == 8192 and log.padding_layers == 1
+    gemma = read_model_config(DATA_DIR / "models" / "gemma-3-4b-it.json")
+    serving = ServingSpec(max_model_len=8192, max_num_batched_tokens=8192, vllm_version="0.23.0")
+    capacity = kv_capacity(gemma, serving, 162.84 * GIB_BYTES)
+    # 5 full + 29 sliding layers: 7 groups of 5, one padding layer, as the log warns.
+    assert (capacity.num_groups, capacity.padding_layers) == (7, 1)
+    # 0.23 prints the tokens as int(concurrency x max_model_len), not blocks x 16.
+    assert capacity.max_concurrency * 8192 == pytest.approx(capacity.kv_tokens, abs=1)
+    # With vLLM's small-GPU budget (2048) the sliding pages, and the printed line, differ.
+    small = cross_check(log, gemma, ServingSpec(max_model_len=8192, vllm_version="0.23.0"))
+    assert [c.figure for c in small if not c.ok] == ["kv_cache_tokens", "max_concurrency"]
+    # At 8,192 tokens a window of 1,024 plus an 8,192 budget covers the whole request, so
+    # sliding layers save nothing here and the padding layer costs 3 %: sized as 34
+    # uniform layers (hybrid manager off) the figures no longer match the log.
+    off = ServingSpec(max_model_len=8192, max_num_batched_tokens=8192, vllm_version="0.23.0",
+                      disable_hybrid_kv_cache_manager=True)
+    assert kv_capacity(gemma, off, 162.84 * GIB_BYTES).kv_tokens > 1.03 * capacity.kv_tokens
+    assert not any(check.ok for check in cross_check(log, gemma, off))
+
+
+def test_gpt_oss_windows_raise_concurrency_above_tokens_per_length():
+    log = read_vllm_log(LOGS / "dennislee22-gpt-oss-120b-tp4.log")
+    assert (log.tensor_parallel_size, log.max_num_batched_tokens) == (4, 2048)
+    # 2,640,144 tokens / 16,384 is 161 requests; the 128-token windows make it 284.25.
+    assert log.kv_cache_tokens[0] / 16_384 < 0.6 * log.max_concurrency[0][1]
+    oss = read_model_config(DATA_DIR / "models" / "gpt-oss-120b.json")
+    off = ServingSpec(tensor_parallel_size=4, max_model_len=16_384, vllm_version="0.10.1.1",
+                      disable_hybrid_kv_cache_manager=True)
+    checks = cross_check(log, oss, off)
+    assert all(c.ok for c in checks if c.figure == "kv_cache_tokens")  # 2 x 18 layers: same
+    assert not any(c.ok for c in checks if c.figure == "max_concurrency")
+
+
+def test_tp8_on_four_kv_heads_keeps_one_whole_head_per_gpu():
+    log = read_vllm_log(LOGS / "joshi004-qwen3-vl-235b-fp8-tp8.log")
+    assert log.tensor_parallel_size == 8 and log.max_num_batched_tokens == 8192
+    qwen = read_model_config(DATA_DIR / "models" / "qwen3-vl-235b-a22b-thinking-fp8.json")
+    assert qwen.num_kv_heads == 4
+    tp8 = ServingSpec(tensor_parallel_size=8, max_model_len=131_072, vllm_version="0.11.2")
+    tp4 = ServingSpec(tensor_parallel_size=4, max_model_len=131_072, vllm_version="0.11.2")
+    # Each rank stores one full head (vLLM replicates), not half of one.
+    assert kv_bytes_per_token(qwen, tp8) == kv_bytes_per_token(qwen, tp4) == 2 * 94 * 128 * 2
+    # Halving the heads per GPU (4 / 8) would predict twice the printed tokens.
+    naive_tokens = 35.80 * GIB_BYTES / (2 * 94 * 0.5 * 128 * 2)
+    assert naive_tokens > 1.9 * log.kv_cache_tokens[0]
 
 
 def test_fp8_log_needs_the_fp8_byte():
@@ -138,6 +199,23 @@ def test_settings_from_a_v1_config_dump_and_non_default_args():
     assert log.max_model_len == 128_000 and log.kv_cache_dtype == "fp8"
     assert log.available_kv_workers == ("pp0/tp1",)
     assert log.kv_cache_tokens == (217_376,) and log.max_concurrency == ((128_000, 1.70),)
+
+
+def test_exact_byte_lines_explain_every_workers_own_token_line():
+    # 0.10 prints one token line per worker; with exact bytes per worker, each rank's
+    # line must be explained by its own memory, not only by the smallest one.
+    qwen = read_model_config(DATA_DIR / "models" / "qwen3-vl-235b-a22b-thinking-fp8.json")
+    serving = ServingSpec(tensor_parallel_size=8, max_model_len=32_768, vllm_version="0.10.2")
+    exact = (11_423_138_508, 11_467_178_700)
+    tokens = [kv_capacity(qwen, serving, b).workers[0].kv_tokens_logged for b in exact]
+    assert tokens[0] < tokens[1]
+    text = "\n".join(
+        [f"(Worker_TP{r}_EP{r} pid=1) INFO Available KV cache memory: "
+         f"{b / GIB_BYTES:.2f} GiB" for r, b in enumerate(exact)]
+        + [f"INFO GPU KV cache size: {t:,} tokens" for t in tokens]
+        + [f"INFO Current kv cache memory in use is {b} bytes." for b in exact])
+    checks = cross_check(parse_vllm_log(text), qwen, serving)
+    assert [c.ok for c in checks] == [True, True]
 
 
 def test_text_without_kv_lines_is_refused(tmp_path):

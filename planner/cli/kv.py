@@ -58,10 +58,9 @@ def register(subparsers) -> None:
                         help="max model length [tokens] (default: the log's, else the config's)")
     parser.add_argument("--tokens-per-request", type=float, default=None, metavar="N",
                         help="mean prompt + output tokens per request")
-    parser.add_argument("--max-num-batched-tokens", type=int,
-                        default=DEFAULT_MAX_NUM_BATCHED_TOKENS, metavar="N",
-                        help="scheduler token budget; caps sliding-window pages (default "
-                             f"{DEFAULT_MAX_NUM_BATCHED_TOKENS})")
+    parser.add_argument("--max-num-batched-tokens", type=int, default=None, metavar="N",
+                        help="scheduler token budget; caps sliding-window pages (default: "
+                             f"the log's, else {DEFAULT_MAX_NUM_BATCHED_TOKENS})")
     parser.add_argument("--num-draft-layers", type=int, default=0, metavar="N",
                         help="speculative draft layers sharing the KV pool (EAGLE: 1)")
     parser.add_argument("--vllm-version", default=None, metavar="X.Y.Z",
@@ -103,6 +102,8 @@ def run(args) -> int:
     kv_dtype, _ = pick(args.kv_cache_dtype, log and log.kv_cache_dtype, "auto")
     block, _ = pick(args.block_size, log and log.block_size, 16)
     version, _ = pick(args.vllm_version, log and log.version, CURRENT_VLLM_VERSION)
+    batched, _ = pick(args.max_num_batched_tokens, log and log.max_num_batched_tokens,
+                      DEFAULT_MAX_NUM_BATCHED_TOKENS)
     max_len, max_len_source = pick(args.max_model_len, log and log.max_model_len,
                                    model.max_position_embeddings)
     if max_len_source == "default":
@@ -119,7 +120,7 @@ def run(args) -> int:
     serving = ServingSpec(
         tensor_parallel_size=tp, pipeline_parallel_size=pp, kv_cache_dtype=kv_dtype,
         block_size=block, max_model_len=max_len,
-        max_num_batched_tokens=args.max_num_batched_tokens,
+        max_num_batched_tokens=batched,
         num_draft_layers=args.num_draft_layers, vllm_version=version, engine=engine)
 
     result: dict = {
@@ -133,6 +134,7 @@ def run(args) -> int:
         "vllm_version": version,
         "max_model_len": max_len,
         "max_model_len_source": max_len_source,
+        "max_num_batched_tokens": batched,
     }
     estimate = None
     if args.available_kv_gib is not None:

@@ -76,8 +76,10 @@ _LAYER_TYPE_KINDS = {"full_attention": "full", "sliding_attention": "sliding"}
 # Defaults of transformers' config classes that published config.json files omit
 # (vLLM reads the config object, defaults filled in).
 _FAMILY_DEFAULTS = {
+    # Gemma3TextConfig; gemma-3-4b-it's text_config omits the head counts.
     "gemma3_text": {"max_position_embeddings": 131072, "sliding_window_pattern": 6,
-                    "sliding_window": 4096, "num_key_value_heads": 4, "head_dim": 256},
+                    "sliding_window": 4096, "num_attention_heads": 8,
+                    "num_key_value_heads": 4, "head_dim": 256},
 }
 
 

@@ -13,7 +13,8 @@ vLLM has printed its KV-cache sizing in several forms over the years:
 
 :func:`read_vllm_log` collects all of them, with the worker each came from
 when the line says so, and the settings the log reveals (version, tensor and
-pipeline parallel sizes, max model length, KV dtype, block size).
+pipeline parallel sizes, max model length, KV dtype, block size, scheduler
+token budget).
 :func:`cross_check` compares the figures with what
 :mod:`planner.kv_cache` predicts for a model, within the printed rounding.
 """
@@ -63,6 +64,8 @@ _WEIGHTS = re.compile(
     r"(?:Model loading took|Loading model weights took)\s*" + _NUMBER + r"\s*(GiB|GB)")
 _TOTAL_GPU = re.compile(r"total_gpu_memory[ =(]*" + _NUMBER + r"\s*GiB")
 _UTILIZATION = re.compile(r"gpu_memory_utilization[ =(']*:?\s*" + _NUMBER)
+# "Chunked prefill is enabled with max_num_batched_tokens=8192." (the last one is final)
+_BATCHED_TOKENS = re.compile(r"max_num_batched_tokens=" + _NUMBER)
 _MAMBA_BLOCK = re.compile(r"Setting attention block size to\s*" + _NUMBER + r"\s*tokens")
 _PADDING = re.compile(r"Add\s*" + _NUMBER + r"\s*padding layers")
 # key=value settings of the "with config:" dump, and the "non-default args: {...}" dict
@@ -94,6 +97,7 @@ class VllmStartupLog:
     max_model_len: int | None = None
     kv_cache_dtype: str | None = None
     block_size: int | None = None
+    max_num_batched_tokens: int | None = None
     model: str | None = None
     gpu_memory_utilization: float | None = None
     total_gpu_memory_gib: float | None = None
@@ -221,6 +225,8 @@ def _settings(line: str, settings: dict) -> None:
         value = _float(match.group(1))
         # "GB" in these vLLM lines is GiB (it divides by 2**30).
         settings["weights_gib"] = value
+    if (match := _BATCHED_TOKENS.search(line)):
+        settings["max_num_batched_tokens"] = int(_float(match.group(1)))
     if (match := _TOTAL_GPU.search(line)):
         settings["total_gpu_memory_gib"] = _float(match.group(1))
     if (match := _CONFIG_DUMP.search(line)):
@@ -258,7 +264,8 @@ def _from_dict(text: str, settings: dict) -> None:
         # Values such as AttentionConfig(...) are not literals; read key by key.
         args = {}
         for key in ("tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
-                    "block_size", "kv_cache_dtype", "model", "gpu_memory_utilization"):
+                    "block_size", "kv_cache_dtype", "model", "gpu_memory_utilization",
+                    "max_num_batched_tokens"):
             match = re.search(rf"'{key}':\s*('([^']*)'|[0-9.]+)", text)
             if match:
                 args[key] = match.group(2) if match.group(2) is not None else (
@@ -266,7 +273,8 @@ def _from_dict(text: str, settings: dict) -> None:
     if not isinstance(args, dict):
         return
     for key in ("tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
-                "block_size", "kv_cache_dtype", "model", "gpu_memory_utilization"):
+                "block_size", "kv_cache_dtype", "model", "gpu_memory_utilization",
+                    "max_num_batched_tokens"):
         if key in args and args[key] is not None:
             settings[key] = args[key]
 
@@ -331,7 +339,9 @@ def cross_check(log: VllmStartupLog, model: ModelSpec, serving: ServingSpec,
         lows.append((min(values) - half) * GIB_BYTES)
         highs.append((max(values) + half) * GIB_BYTES - 1)
     if log.available_kv_exact_bytes:
-        lows = highs = [float(min(log.available_kv_exact_bytes))] * stages
+        # The exact lines name no stage; they bound every worker's own figure.
+        lows = [float(min(log.available_kv_exact_bytes))] * stages
+        highs = [float(max(log.available_kv_exact_bytes))] * stages
     low: KvCapacity = kv_capacity(model, serving, lows)
     high: KvCapacity = kv_capacity(model, serving, highs)
     # A printed line is explained by the engine's figure or, for versions that
