@@ -200,23 +200,31 @@ def knee_slider_chart(latency: pd.DataFrame, grid: pd.DataFrame, step_variable: 
             y=alt.Y(f"{slo_field}:Q"), tooltip=[alt.Tooltip(f"{slo_field}:Q", title="objective (ms)")])
         knee_rule = selected.mark_rule(color="black", strokeWidth=2).encode(
             x=alt.X("knee_step:Q"), tooltip=["label:N"])
-        panels.append(alt.layer(points, slo_rule, knee_rule).properties(width=300, height=220,
+        panels.append(alt.layer(points, slo_rule, knee_rule).properties(width=220, height=200,
                                                                        title=f"{metric} p99 against load"))
 
+    # Fixed axes, so they stay put while the reader moves the objectives.
+    highest = float(np.nanmax(rows["knee_concurrency"], initial=0.0))
+    y_scale = alt.Scale(domain=[0, max(highest, 1.0) * 1.1])
+    x_scale = alt.Scale(domain=[0, float(itl_values[-1])])
+    colors = alt.Scale(domain=["knee K", "target T"], range=["black", "#54a24b"])
     this_ttft = alt.Chart(rows).transform_filter(alt.datum.ttft_p99_slo_ms == ttft).transform_fold(
         ["knee K", "target T"], as_=["quantity", "requests"])
     by_itl = this_ttft.mark_line(interpolate="step-after").encode(
-        x=alt.X("itl_p99_slo_ms:Q", title=f"{itl_metric} p99 objective (ms)"),
-        y=alt.Y("requests:Q", title="Requests in flight per replica"),
-        color=alt.Color("quantity:N", title=None,
-                        scale=alt.Scale(domain=["knee K", "target T"], range=["black", "#54a24b"])),
+        x=alt.X("itl_p99_slo_ms:Q", title=f"{itl_metric} p99 objective (ms)", scale=x_scale),
+        y=alt.Y("requests:Q", title="Requests in flight per replica", scale=y_scale),
+        color=alt.Color("quantity:N", scale=colors, legend=None),
     )
     here = this_ttft.transform_filter(itl_matches).mark_point(filled=True, size=120).encode(
-        x="itl_p99_slo_ms:Q", y="requests:Q", color="quantity:N",
+        x="itl_p99_slo_ms:Q", y="requests:Q", color=alt.Color("quantity:N", scale=colors, legend=None),
         tooltip=["label:N"])
+    # Name each line at its right end instead of a legend.
+    names = this_ttft.transform_filter(alt.datum.itl_p99_slo_ms == float(itl_values[-1])).mark_text(
+        align="left", dx=6).encode(x="itl_p99_slo_ms:Q", y="requests:Q", text="quantity:N",
+                                   color=alt.Color("quantity:N", scale=colors, legend=None))
     caption = selected.mark_text(align="left", fontSize=13, dy=-6).encode(
         x=alt.value(0), y=alt.value(0), text="label:N")
-    summary = alt.layer(by_itl, here, caption).properties(
-        width=640, height=200, title=alt.TitleParams("Knee and target against the objective", dy=-14))
+    summary = alt.layer(by_itl, here, names, caption).properties(
+        width=460, height=180, title=alt.TitleParams("Knee and target against the objective", dy=-14))
     return alt.vconcat(alt.hconcat(*panels), summary).add_params(itl, ttft).properties(
         title="Move the objectives: the knee follows")

@@ -22,6 +22,15 @@ def _slider_range_ms(measured_ms: pd.Series, objective_ms: float) -> tuple[float
     return 0.5 * low, 1.5 * high
 
 
+_LOG_STEP = 0.01  # TTFT slider step in log10 units: about 2.3 % per notch
+
+
+def _on_log_grid(end_ms: float, objective_ms: float, direction: int) -> float:
+    # A slider end a whole number of notches from the objective, so the slider opens exactly on it.
+    notches = math.ceil(abs(math.log10(end_ms) - math.log10(objective_ms)) / _LOG_STEP)
+    return math.log10(objective_ms) + direction * notches * _LOG_STEP
+
+
 def loadtest_thresholds_explorer(
     steps: pd.DataFrame,
     ttft_p99_slo_ms: float = 2000.0,
@@ -52,7 +61,8 @@ def loadtest_thresholds_explorer(
     sliders = {
         # TTFT p99 spans orders of magnitude between a light and an overloaded step.
         "ttft_p99_slo_ms": widgets.FloatLogSlider(
-            value=ttft_p99_slo_ms, base=10, min=math.log10(ttft_low), max=math.log10(ttft_high), step=0.01,
+            value=ttft_p99_slo_ms, base=10, min=_on_log_grid(ttft_low, ttft_p99_slo_ms, -1),
+            max=_on_log_grid(ttft_high, ttft_p99_slo_ms, 1), step=_LOG_STEP,
             description="TTFT p99 objective (ms)", readout_format=",.0f", style=style, layout=layout),
         "itl_p99_slo_ms": widgets.FloatSlider(
             value=itl_p99_slo_ms, min=math.floor(2 * itl_low) / 2, max=math.ceil(2 * itl_high) / 2, step=0.5,
