@@ -32,6 +32,7 @@ __all__ = [
     "Knee",
     "LoadTestThresholds",
     "find_knee",
+    "knee_grid",
     "kv_usage_target_frac",
     "thresholds_from_loadtest",
     "value_at_knee",
@@ -109,18 +110,9 @@ def find_knee(step, ttft_p99_ms, itl_p99_ms, preemptions=None, *, ttft_p99_slo_m
     >>> knee.step, knee.limited_by
     (48.0, 'ttft_p99+itl_p99')
     """
-    step = np.atleast_1d(np.asarray(step, dtype=float))
-    ttft = np.atleast_1d(np.asarray(ttft_p99_ms, dtype=float))
-    itl = np.atleast_1d(np.asarray(itl_p99_ms, dtype=float))
-    preempt = np.full(step.shape, np.nan) if preemptions is None else np.atleast_1d(np.asarray(preemptions, dtype=float))
+    step, ttft, itl, preempt = _checked_sweep(step, ttft_p99_ms, itl_p99_ms, preemptions)
     ttft_p99_slo_ms = require_positive("ttft_p99_slo_ms", ttft_p99_slo_ms)
     itl_p99_slo_ms = require_positive("itl_p99_slo_ms", itl_p99_slo_ms)
-    if not (step.shape == ttft.shape == itl.shape == preempt.shape) or step.size == 0:
-        raise PlannerInputError("step, ttft_p99_ms, itl_p99_ms and preemptions must be non-empty and of one length")
-    if np.any(np.isnan(step)) or np.any(np.diff(step) <= 0):
-        raise PlannerInputError(f"steps must be numbers in strictly increasing order, got {step.tolist()}")
-    require_non_negative("ttft_p99_ms", ttft)
-    require_non_negative("itl_p99_ms", itl)
 
     failures = [_failures(ttft[i], itl[i], preempt[i], ttft_p99_slo_ms, itl_p99_slo_ms) for i in range(step.size)]
     if failures[0]:
@@ -146,6 +138,20 @@ def find_knee(step, ttft_p99_ms, itl_p99_ms, preemptions=None, *, ttft_p99_slo_m
         interpolated = knee_step > step[index]
     return Knee(index=index, step=knee_step, interpolated=interpolated,
                 limited_by="+".join(failures[first_fail]), lower_bound=False, later_passing_steps=later)
+
+
+def _checked_sweep(step, ttft_p99_ms, itl_p99_ms, preemptions):
+    step = np.atleast_1d(np.asarray(step, dtype=float))
+    ttft = np.atleast_1d(np.asarray(ttft_p99_ms, dtype=float))
+    itl = np.atleast_1d(np.asarray(itl_p99_ms, dtype=float))
+    preempt = np.full(step.shape, np.nan) if preemptions is None else np.atleast_1d(np.asarray(preemptions, dtype=float))
+    if not (step.shape == ttft.shape == itl.shape == preempt.shape) or step.size == 0:
+        raise PlannerInputError("step, ttft_p99_ms, itl_p99_ms and preemptions must be non-empty and of one length")
+    if np.any(np.isnan(step)) or np.any(np.diff(step) <= 0):
+        raise PlannerInputError(f"steps must be numbers in strictly increasing order, got {step.tolist()}")
+    require_non_negative("ttft_p99_ms", ttft)
+    require_non_negative("itl_p99_ms", itl)
+    return step, ttft, itl, preempt
 
 
 def _failures(ttft, itl, preempt, ttft_slo, itl_slo) -> list[str]:
@@ -316,10 +322,7 @@ def thresholds_from_loadtest(steps: pd.DataFrame, *, ttft_p99_slo_ms: float, itl
     LoadTestThresholds
     """
     growth_frac = require_non_negative("growth_frac", growth_frac)
-    variable = step_column or steps.attrs.get("step_variable", "concurrency")
-    step = steps[variable].to_numpy(dtype=float)
-    has_itl = steps["itl_p99_ms"].notna().all()
-    itl_source = "itl_p99_ms" if has_itl else "tpot_p99_ms"
+    variable, step, itl_source = _sweep_columns(steps, step_column)
     preemptions = steps["preemptions"].to_numpy(dtype=float)
     knee = find_knee(step, steps["ttft_p99_ms"], steps[itl_source], preemptions,
                      ttft_p99_slo_ms=ttft_p99_slo_ms, itl_p99_slo_ms=itl_p99_slo_ms, interpolate=interpolate)
@@ -327,7 +330,7 @@ def thresholds_from_loadtest(steps: pd.DataFrame, *, ttft_p99_slo_ms: float, itl
     def at_knee(column: str) -> float:
         return value_at_knee(knee, step, steps[column].to_numpy(dtype=float))
 
-    knee_concurrency = knee.step if variable == "concurrency" else at_knee("mean_concurrency")
+    knee_concurrency = _knee_concurrency(knee, steps, variable, step)
     knee_rate = knee.step if variable == "request_rate_rps" else at_knee("request_throughput_rps")
     if not np.isfinite(knee_rate):
         knee_rate = at_knee("request_throughput_rps")
@@ -364,6 +367,93 @@ def thresholds_from_loadtest(steps: pd.DataFrame, *, ttft_p99_slo_ms: float, itl
         tpot_fit=tpot_fit, throughput_fit=throughput_fit, fit_steps=len(fit_indices),
         fit_step_indices=fit_indices, fit_batch=fit_batch,
     )
+
+
+def _sweep_columns(steps: pd.DataFrame, step_column: str | None) -> tuple[str, np.ndarray, str]:
+    # The step variable and which inter-token column stands for ITL (TPOT when the tool has no ITL).
+    variable = step_column or steps.attrs.get("step_variable", "concurrency")
+    itl_source = "itl_p99_ms" if steps["itl_p99_ms"].notna().all() else "tpot_p99_ms"
+    return variable, steps[variable].to_numpy(dtype=float), itl_source
+
+
+def _knee_concurrency(knee: Knee, steps: pd.DataFrame, variable: str, step: np.ndarray) -> float:
+    # Requests in flight at the knee: the step itself in a concurrency sweep, else the measured mean.
+    if variable == "concurrency":
+        return float(knee.step)
+    return value_at_knee(knee, step, steps["mean_concurrency"].to_numpy(dtype=float))
+
+
+def knee_grid(steps: pd.DataFrame, ttft_slos_ms, itl_slos_ms, growth_frac: float = 0.2, *,
+              interpolate: bool = False, step_column: str | None = None) -> pd.DataFrame:
+    """Knee and concurrency target for every pair of objectives, one row per pair.
+
+    The rows are what a slider over the objectives selects from: each is
+    exactly what :func:`thresholds_from_loadtest` gives for that pair. A pair
+    under which even the lightest step fails is a row too (knee NaN), not an
+    error.
+
+    Parameters
+    ----------
+    steps : pandas.DataFrame
+        The table :func:`planner.readers.loadtest.read_loadtest` returns,
+        sorted by load.
+    ttft_slos_ms, itl_slos_ms : array_like
+        Candidate TTFT p99 and ITL p99 objectives. [ms]
+    growth_frac : float
+        Expected growth in load during one warmup. [fraction]
+    interpolate : bool
+        Interpolate the knee between steps (see :func:`find_knee`).
+    step_column : str, optional
+        Step variable; defaults to ``steps.attrs["step_variable"]`` or
+        ``concurrency``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (TTFT, ITL) pair, TTFT-major, with columns
+        ``ttft_p99_slo_ms``, ``itl_p99_slo_ms`` [ms]; ``knee_step`` (in the
+        step variable's unit); ``knee_concurrency`` and ``concurrency_target``
+        [requests]; ``limited_by`` (as in :class:`Knee`, or what the lightest
+        step misses when none passes); ``status``: ``"knee"``,
+        ``"lower bound"`` (every step passed) or ``"no passing step"``.
+
+    Raises
+    ------
+    PlannerInputError
+        If an objective is not a positive number or the sweep is malformed.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> steps = pd.DataFrame({"concurrency": [16.0, 32, 48, 64], "ttft_p99_ms": [300.0, 500, 900, 2500],
+    ...                       "itl_p99_ms": [20.0, 30, 45, 70], "preemptions": [0.0, 0, 0, 0]})
+    >>> knee_grid(steps, [2000], [25, 50], growth_frac=0.2)[["itl_p99_slo_ms", "knee_step", "concurrency_target"]]
+       itl_p99_slo_ms  knee_step  concurrency_target
+    0            25.0       16.0           13.333333
+    1            50.0       48.0           40.000000
+    """
+    growth_frac = float(require_non_negative("growth_frac", growth_frac))
+    ttft_slos = np.atleast_1d(require_positive("ttft_slos_ms", np.asarray(ttft_slos_ms, dtype=float))).ravel()
+    itl_slos = np.atleast_1d(require_positive("itl_slos_ms", np.asarray(itl_slos_ms, dtype=float))).ravel()
+    variable, step, itl_source = _sweep_columns(steps, step_column)
+    step, ttft, itl, preempt = _checked_sweep(step, steps["ttft_p99_ms"], steps[itl_source], steps["preemptions"])
+    rows = []
+    for ttft_slo in ttft_slos:
+        for itl_slo in itl_slos:
+            lightest_misses = _failures(ttft[0], itl[0], preempt[0], ttft_slo, itl_slo)
+            if lightest_misses:
+                rows.append((ttft_slo, itl_slo, math.nan, math.nan, math.nan, "+".join(lightest_misses),
+                             "no passing step"))
+                continue
+            knee = find_knee(step, ttft, itl, preempt, ttft_p99_slo_ms=ttft_slo, itl_p99_slo_ms=itl_slo,
+                             interpolate=interpolate)
+            concurrency = _knee_concurrency(knee, steps, variable, step)
+            target = (float(target_for_step(concurrency, growth_frac))
+                      if np.isfinite(concurrency) and concurrency > 0 else math.nan)
+            rows.append((ttft_slo, itl_slo, knee.step, concurrency, target, knee.limited_by,
+                         "lower bound" if knee.lower_bound else "knee"))
+    return pd.DataFrame(rows, columns=["ttft_p99_slo_ms", "itl_p99_slo_ms", "knee_step", "knee_concurrency",
+                                       "concurrency_target", "limited_by", "status"])
 
 
 def _fit_step_time_models(steps: pd.DataFrame, knee: Knee):

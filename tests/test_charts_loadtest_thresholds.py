@@ -3,14 +3,18 @@
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from planner.charts.loadtest_thresholds import (
+    knee_slider_chart,
     latency_chart,
     latency_long,
+    select_objectives_ms,
+    slider_objectives_ms,
     step_time_chart,
     step_time_points,
 )
-from planner.knee import thresholds_from_loadtest
+from planner.knee import knee_grid, thresholds_from_loadtest
 from planner.readers.loadtest import read_loadtest
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "loadtests" / "qwen2.5-7b_canonical.csv"
@@ -33,3 +37,91 @@ def test_infinite_rate_step_is_left_off_the_axis():
     steps = read_loadtest(Path(__file__).resolve().parent / "data/loadtests/vllm_llama3.3-70b_tp8_qps")
     steps.loc[1, "request_rate_rps"] = np.inf
     assert latency_long(steps, "request_rate_rps")["step"].max() == 1.0
+
+
+# ---------------------------------------------------------------- the objectives slider
+
+def _slider_inputs(path=SAMPLE, ttft_ms=2000.0, itl_ms=50.0):
+    steps = read_loadtest(path)
+    grid = knee_grid(steps, select_objectives_ms(steps["ttft_p99_ms"], ttft_ms),
+                     slider_objectives_ms(steps["itl_p99_ms"], itl_ms), growth_frac=0.2)
+    return steps, grid
+
+
+def _walk(node):
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _walk(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _walk(value)
+
+
+def test_slider_objectives_are_round_even_steps_across_the_measurements():
+    values = slider_objectives_ms([7.064, 48.479], 50.0, max_count=40)
+    assert 50.0 in values and values[0] < 7.064 and values[-1] > 50.0
+    spacing = np.diff(values)
+    assert np.allclose(spacing, 2.0) and len(values) <= 42
+    odd = slider_objectives_ms([10.0, 400.0], 37.5, max_count=20)
+    # 432 ms over 19 gaps rounds up to 50 ms; values at or under 0 ms are left out.
+    assert odd.tolist() == [37.5 + 50 * k for k in range(10)]
+
+
+def test_select_objectives_bracket_the_measurements():
+    values = select_objectives_ms([136.4, 17783.3], 1500.0)
+    assert values.tolist() == [100, 200, 500, 1000, 1500, 2000, 5000, 10000, 20000]
+
+
+def test_slider_chart_binds_a_range_and_a_select_to_the_planners_grid():
+    steps, grid = _slider_inputs()
+    spec = knee_slider_chart(latency_long(steps, "concurrency"), grid, "concurrency", 2000.0, 50.0).to_dict()
+    params = {param["name"]: param for param in spec["params"]}
+    itl, ttft = params["itl_slo"], params["ttft_slo"]
+    itl_values = np.sort(grid["itl_p99_slo_ms"].unique())
+    assert itl["bind"]["input"] == "range" and itl["value"] == 50.0
+    assert (itl["bind"]["min"], itl["bind"]["max"]) == (itl_values[0], itl_values[-1])
+    assert itl["bind"]["step"] == 2.0
+    assert ttft["bind"]["input"] == "select" and ttft["value"] == 2000.0
+    assert ttft["bind"]["options"] == sorted(grid["ttft_p99_slo_ms"].unique().tolist())
+    # The page only filters the precomputed rows: no Vega calculation anywhere.
+    transforms = [t for node in _walk(spec) for t in node.get("transform", [])]
+    assert transforms and not any("calculate" in t or "aggregate" in t for t in transforms)
+    filters = " ".join(str(t["filter"]) for t in transforms if "filter" in t)
+    assert "itl_slo" in filters and "ttft_slo" in filters
+    # The grid's rows reach the page unchanged, one per pair of objectives.
+    (rows,) = [data for data in spec["datasets"].values() if data and "knee_step" in data[0]]
+    assert len(rows) == len(grid) < 5000
+    at_inputs = next(r for r in rows if (r["ttft_p99_slo_ms"], r["itl_p99_slo_ms"]) == (2000.0, 50.0))
+    assert at_inputs["knee_step"] == 32.0 and at_inputs["limited_by"] == "itl_p99+preemptions"
+    assert at_inputs["label"].startswith("Knee 32.0 requests, target 26.7")
+
+
+def test_slider_rows_say_when_no_step_passes_and_when_every_step_does():
+    _, grid = _slider_inputs()
+    spec = knee_slider_chart(latency_long(read_loadtest(SAMPLE), "concurrency"), grid, "concurrency",
+                             2000.0, 50.0).to_dict()
+    (rows,) = [data for data in spec["datasets"].values() if data and "knee_step" in data[0]]
+    tightest = next(r for r in rows if r["itl_p99_slo_ms"] == grid["itl_p99_slo_ms"].min())
+    assert tightest["knee_step"] is None
+    assert tightest["label"].startswith("No step meets these objectives: the lightest misses")
+    loosest = [r for r in rows if r["ttft_p99_slo_ms"] == grid["ttft_p99_slo_ms"].max()
+               and r["itl_p99_slo_ms"] == grid["itl_p99_slo_ms"].max()]
+    assert loosest[0]["label"].startswith(("Every step passes", "Knee"))
+
+
+def test_slider_chart_on_a_rate_sweep_with_an_infinite_step():
+    steps = read_loadtest(Path(__file__).resolve().parent / "data/loadtests/vllm_llama3.3-70b_tp8_qps")
+    steps.loc[len(steps) - 1, "request_rate_rps"] = np.inf
+    grid = knee_grid(steps, select_objectives_ms(steps["ttft_p99_ms"], 200.0),
+                     slider_objectives_ms(steps["itl_p99_ms"], 45.0), growth_frac=0.2)
+    assert np.isinf(grid["knee_step"]).any()
+    spec = knee_slider_chart(latency_long(steps, "request_rate_rps"), grid, "request_rate_rps", 200.0, 45.0)
+    text = str(spec.to_dict())
+    assert "inf" not in text.replace("info", "") and "Request rate (requests/s)" in text
+
+
+def test_slider_chart_refuses_opening_objectives_off_the_grid():
+    steps, grid = _slider_inputs()
+    with pytest.raises(ValueError, match="rows of the grid"):
+        knee_slider_chart(latency_long(steps, "concurrency"), grid, "concurrency", 2000.0, 51.0)

@@ -12,7 +12,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from planner.errors import PlannerInputError
-from planner.knee import find_knee, kv_usage_target_frac, thresholds_from_loadtest, value_at_knee
+from planner.knee import (
+    find_knee,
+    knee_grid,
+    kv_usage_target_frac,
+    thresholds_from_loadtest,
+    value_at_knee,
+)
 from planner.readers.loadtest import COLUMNS, read_loadtest
 from planner.step_time import step_time_ms
 
@@ -171,3 +177,78 @@ def test_real_rate_sweep_knee_uses_mean_in_flight():
     assert result.knee_concurrency == pytest.approx(18.33, abs=0.01)
     with pytest.raises(PlannerInputError, match=r"lightest step \(1\) misses ITL p99 42.9578 ms > 40 ms"):
         thresholds_from_loadtest(steps, ttft_p99_slo_ms=200, itl_p99_slo_ms=40)
+
+
+# ---------------------------------------------------------------- knee_grid
+
+
+@pytest.mark.parametrize("interpolate", [False, True])
+@pytest.mark.parametrize("path", [SAMPLES / "llama-3.1-8b_canonical.csv", SAMPLES / "qwen2.5-7b_canonical.csv",
+                                  FIXTURES / "vllm_llama3.3-70b_tp8_qps",
+                                  FIXTURES / "guidellm_v05_qwen3-0.6b_concurrency"])
+def test_grid_agrees_with_the_knee_at_every_pair(path, interpolate):
+    steps = read_loadtest(path)
+    ttft_slos = [50.0, 200.0, 250.0, 1000.0, 2000.0, 20000.0]
+    itl_slos = np.arange(5.0, 80.0, 2.5)
+    grid = knee_grid(steps, ttft_slos, itl_slos, growth_frac=0.25, interpolate=interpolate)
+    assert len(grid) == len(ttft_slos) * len(itl_slos)
+    assert set(grid["status"]) <= {"knee", "lower bound", "no passing step"}
+    for row in grid.itertuples():
+        if row.status == "no passing step":
+            with pytest.raises(PlannerInputError, match="no step meets the objectives"):
+                thresholds_from_loadtest(steps, ttft_p99_slo_ms=row.ttft_p99_slo_ms,
+                                         itl_p99_slo_ms=row.itl_p99_slo_ms)
+            assert math.isnan(row.knee_step) and math.isnan(row.concurrency_target)
+            continue
+        expected = thresholds_from_loadtest(steps, ttft_p99_slo_ms=row.ttft_p99_slo_ms,
+                                            itl_p99_slo_ms=row.itl_p99_slo_ms, growth_frac=0.25,
+                                            interpolate=interpolate)
+        assert row.knee_step == expected.knee.step
+        assert row.limited_by == expected.knee.limited_by
+        assert (row.status == "lower bound") == expected.knee.lower_bound
+        assert row.knee_concurrency == pytest.approx(expected.knee_concurrency, nan_ok=True)
+        assert row.concurrency_target == pytest.approx(expected.concurrency_target, nan_ok=True)
+
+
+def test_grid_records_a_pair_no_step_meets():
+    frame = _sweep([16, 32, 48], [300, 500, 3000], [20, 30, 45])
+    grid = knee_grid(frame, [200, 2000], [10, 50], growth_frac=0.2)
+    by_pair = grid.set_index(["ttft_p99_slo_ms", "itl_p99_slo_ms"])
+    assert by_pair.loc[(200, 10), "limited_by"] == "ttft_p99+itl_p99"
+    assert by_pair.loc[(2000, 10), "limited_by"] == "itl_p99"
+    assert (by_pair.loc[(2000, 10), "status"], by_pair.loc[(200, 50), "status"]) == ("no passing step",) * 2
+    assert by_pair.loc[(2000, 50), "knee_step"] == 32 and by_pair.loc[(2000, 50), "limited_by"] == "ttft_p99"
+    assert by_pair.loc[(2000, 50), "concurrency_target"] == pytest.approx(32 / 1.2)
+
+
+def test_grid_still_rejects_bad_input():
+    frame = _sweep([16, 32], [300, 500], [20, 30])
+    with pytest.raises(PlannerInputError, match="itl_slos_ms"):
+        knee_grid(frame, [2000], [0, 50])
+    with pytest.raises(PlannerInputError, match="growth_frac"):
+        knee_grid(frame, [2000], [50], growth_frac=-0.1)
+    with pytest.raises(PlannerInputError, match="strictly increasing"):
+        knee_grid(_sweep([32, 16], [300, 500], [20, 30]), [2000], [50])
+
+
+@given(data=st.data(), interpolate=st.booleans())
+def test_a_looser_objective_never_lowers_the_knee(data, interpolate):
+    size = data.draw(st.integers(1, 10))
+    ttft = data.draw(st.lists(st.floats(1, 5000), min_size=size, max_size=size))
+    itl = data.draw(st.lists(st.floats(1, 100), min_size=size, max_size=size))
+    preemptions = data.draw(st.lists(st.sampled_from([0.0, 0.0, 0.0, 1.0]), min_size=size, max_size=size))
+    frame = _sweep(list(np.cumsum(data.draw(st.lists(st.integers(1, 32), min_size=size, max_size=size)))),
+                   ttft, itl, preemptions=preemptions)
+    ttft_slos = sorted(set(data.draw(st.lists(st.floats(1, 6000), min_size=1, max_size=4))))
+    itl_slos = sorted(set(data.draw(st.lists(st.floats(1, 120), min_size=2, max_size=8))))
+    grid = knee_grid(frame, ttft_slos, itl_slos, interpolate=interpolate)
+    # No knee counts as the lowest knee of all.
+    knees = grid.pivot(index="ttft_p99_slo_ms", columns="itl_p99_slo_ms", values="knee_step").fillna(-np.inf)
+    knees = knees.to_numpy()
+    assert (knees[:, 1:] >= knees[:, :-1]).all()  # along ITL objectives
+    assert (knees[1:, :] >= knees[:-1, :]).all()  # along TTFT objectives
+    for row in grid.itertuples():
+        if row.status != "no passing step":
+            knee = find_knee(frame["concurrency"], ttft, itl, preemptions, ttft_p99_slo_ms=row.ttft_p99_slo_ms,
+                             itl_p99_slo_ms=row.itl_p99_slo_ms, interpolate=interpolate)
+            assert (row.knee_step, row.limited_by) == (knee.step, knee.limited_by)
