@@ -85,7 +85,7 @@ def test_readable_table(capsys):
     (["--config", QWEN_AWQ, "--available-kv-gib", "10", "--tp", "8"], "tensor_parallel_size 8"),
     (["--config", QWEN_AWQ, "--available-kv-gib", "10", "--pp", "40"], "at least one layer"),
     (["--config", QWEN_AWQ, "--gpu", "A11", "--weights-gib", "5"], "unknown GPU"),
-    (["--config", QWEN_AWQ, "--gpu", "A10"], "weight size"),
+    (["--config", str(DATA_DIR / "models" / "gpt-oss-20b.json"), "--gpu", "A10"], "pass --weights-gib or --safetensors-index"),
     (["--config", QWEN_AWQ, "--gpu", "A10", "--weights-gib", "40"], "no memory left"),
     (["--config", QWEN_AWQ, "--vllm-log",
       str(LOGS / "vllm-13882-qwen2.5-7b-negative-memory.log")], "no memory left"),
@@ -127,3 +127,15 @@ def test_installed_console_script():
     bad = subprocess.run([script, "kv", "--config", QWEN_AWQ, "--available-kv-gib", "0"],
                          capture_output=True, text=True, check=False)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_gpu_estimate_counts_weights_from_config_when_no_size_is_given(capsys):
+    from planner.cli import main as cli_main
+
+    status = cli_main(["kv", "--config", QWEN_AWQ, "--gpu", "A10",
+                       "--max-model-len", "32768", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert status == 0 and out["is_estimate"] is True
+    assert "7.62 B parameters from config.json" in out["estimate"]["weights_source"]
+    # vLLM logged 13.76 GiB for this model on an A10 (W30); the estimate is within its stated error.
+    assert abs(out["available_kv_gib"] - 13.76) <= out["estimate"]["typical_error_gib"]

@@ -27,7 +27,11 @@ from planner.kv_cache import (
     kv_rule,
 )
 from planner.readers.gpus import gpu_memory
-from planner.readers.model_config import read_model_config, read_safetensors_index
+from planner.readers.model_config import (
+    read_model_config,
+    read_safetensors_index,
+    read_weight_bytes_estimate,
+)
 from planner.readers.vllm_log import cross_check, read_vllm_log
 
 DEFAULT_GPUS_CSV = Path(__file__).resolve().parents[2] / "data" / "gpus.csv"
@@ -158,13 +162,13 @@ def run(args) -> int:
              "predicted_high": c.high, "ok": c.ok} for c in checks]
         result["log_consistent"] = all(c.ok for c in checks)
     else:
-        estimate = _estimate(args, model, tp, pp)
+        estimate, weights_source = _estimate(args, model, tp, pp)
         available_gib = estimate.available_kv_gib
         memory_source = "estimate"
         capacity = kv_capacity(model, serving, estimate.available_kv_bytes)
         result["estimate"] = {
             "gpu": args.gpu, "requested_gib": estimate.requested_gib,
-            "weights_per_gpu_gib": estimate.weights_gib,
+            "weights_per_gpu_gib": estimate.weights_gib, "weights_source": weights_source,
             "activation_gib": estimate.activation_gib, "non_torch_gib": estimate.non_torch_gib,
             "typical_error_gib": estimate.typical_error_gib, "note": estimate.note}
 
@@ -217,14 +221,16 @@ def _estimate(args, model, tp: int, pp: int):
     gpu_gib = gpu_memory(args.gpu, Path(args.gpus_csv)).usable_gib
     if args.weights_gib is not None:
         weights_gib = _positive("--weights-gib", args.weights_gib)
+        weights_source = "--weights-gib"
     elif args.safetensors_index:
         weights_gib = read_safetensors_index(args.safetensors_index) / GIB_BYTES
+        weights_source = f"metadata.total_size of {args.safetensors_index}"
     else:
-        raise PlannerInputError(
-            "--gpu needs the model's weight size: pass --weights-gib or --safetensors-index "
-            "(the 'metadata.total_size' of model.safetensors.index.json)")
-    return available_kv_memory_estimate(gpu_gib, args.gpu_memory_utilization,
-                                        weights_gib / (tp * pp))
+        weight_bytes, weights_source = read_weight_bytes_estimate(args.config)
+        weights_gib = weight_bytes / GIB_BYTES
+    estimate = available_kv_memory_estimate(gpu_gib, args.gpu_memory_utilization,
+                                            weights_gib / (tp * pp))
+    return estimate, weights_source
 
 
 def _print_readable(result: dict, estimate) -> None:
@@ -252,3 +258,4 @@ def _print_readable(result: dict, estimate) -> None:
     print_table(rows, title="KV-cache capacity of one replica")
     if estimate is not None:
         print(f"  ESTIMATE: {estimate.note}")
+        print(f"  weights: {estimate.weights_gib:.2f} GiB per GPU ({result['estimate']['weights_source']})")

@@ -22,6 +22,12 @@ from pathlib import Path
 
 from planner.errors import PlannerInputError
 from planner.kv_cache import ModelSpec
+from planner.weights import (
+    DecoderShape,
+    Quantization,
+    decoder_parameter_count,
+    weight_bytes_estimate,
+)
 
 __all__ = ["model_spec_from_config", "read_model_config", "read_safetensors_index"]
 
@@ -373,3 +379,109 @@ def _derived_max_model_len(text: Mapping, field, model_type: str = "") -> int | 
     if not math.isfinite(derived) or derived < 1:
         raise PlannerInputError(f"{field('max_position_embeddings')} gives no valid length")
     return int(derived)
+
+
+# Decoder layouts whose parameter count planner.weights covers, and the
+# config keys that switch on their optional parts.
+_WEIGHT_LAYOUTS = {
+    "llama": {}, "mistral": {}, "qwen2": {"qkv_bias": True}, "qwen3": {"qk_norm": True},
+    "mixtral": {"experts_key": "num_local_experts", "expert_width_key": "intermediate_size"},
+    "qwen2_moe": {"qkv_bias": True, "experts_key": "num_experts",
+                  "expert_width_key": "moe_intermediate_size"},
+    "qwen3_moe": {"qk_norm": True, "experts_key": "num_experts",
+                  "expert_width_key": "moe_intermediate_size"},
+}
+
+
+def read_weight_bytes_estimate(source, name: str | None = None) -> tuple[float, str]:
+    """Estimate a checkpoint's weight bytes from its ``config.json``. [bytes]
+
+    For when no ``model.safetensors.index.json`` is at hand. The parameter
+    count is exact for the layouts covered (Llama, Mistral, Qwen2, Qwen3
+    and their MoE variants); quantized linear layers (AWQ, GPTQ, FP8) are
+    sized from ``quantization_config``, an estimate within a few percent.
+
+    Returns
+    -------
+    tuple of (float, str)
+        Bytes, and a one-line description of how they were obtained.
+
+    Raises
+    ------
+    PlannerInputError
+        For another layout, or a quantization method not covered; the
+        message says to pass the weight size instead.
+    """
+    label = name or (str(source) if not isinstance(source, Mapping) else "config")
+    config = source if isinstance(source, Mapping) else _load_json_object(Path(source))
+    model = model_spec_from_config(config, label)
+    text, prefix = _text_config(config)
+    layout = _WEIGHT_LAYOUTS.get(model.model_type)
+    fallback = "pass --weights-gib or --safetensors-index instead"
+    if layout is None or model.use_mla:
+        raise PlannerInputError(
+            f"{label}: no parameter count for model_type {model.model_type!r} (covered: "
+            f"{', '.join(sorted(_WEIGHT_LAYOUTS))}); {fallback}")
+
+    def size(key: str) -> int:
+        if text.get(key) is None:
+            raise PlannerInputError(f"{label}: field '{prefix}{key}' is missing; {fallback}")
+        return _as_int(text[key], f"{label}: field '{prefix}{key}'")
+
+    experts_key = layout.get("experts_key")
+    num_experts = size(experts_key) if experts_key else 0
+    if experts_key and (text.get("mlp_only_layers") or text.get("decoder_sparse_step", 1) != 1):
+        raise PlannerInputError(
+            f"{label}: dense layers mixed among MoE layers are not counted; {fallback}")
+    shape = DecoderShape(
+        vocab_size=size("vocab_size"),
+        hidden_size=size("hidden_size"),
+        num_layers=model.num_layers,
+        num_attention_heads=model.num_attention_heads,
+        num_kv_heads=model.num_kv_heads,
+        head_dim=model.head_dim,
+        intermediate_size=size(layout.get("expert_width_key", "intermediate_size")),
+        num_experts=num_experts,
+        shared_expert_intermediate_size=(
+            int(text.get("shared_expert_intermediate_size") or 0) if experts_key else 0),
+        tie_word_embeddings=bool(text.get("tie_word_embeddings", config.get("tie_word_embeddings", False))),
+        qkv_bias=layout.get("qkv_bias", False),
+        qk_norm=layout.get("qk_norm", False),
+    )
+    quantization, how = _quantization(config.get("quantization_config"), label, fallback)
+    parameters = decoder_parameter_count(shape)
+    total = weight_bytes_estimate(shape, 2.0, quantization)
+    return total, f"{parameters / 1e9:.2f} B parameters from config.json, {how}"
+
+
+def _quantization(settings, label: str, fallback: str):
+    if not settings:
+        return None, "16-bit weights"
+    method = str(settings.get("quant_method", "")).lower()
+    if method == "fp8":
+        return Quantization(linear_bits=8.0), "FP8 linear layers (estimate)"
+    if method in ("awq", "gptq"):
+        bits = settings.get("bits", settings.get("w_bit"))
+        group = settings.get("group_size", settings.get("q_group_size"))
+        if not isinstance(bits, int) or not isinstance(group, int) or group < 1 or bits < 1:
+            raise PlannerInputError(
+                f"{label}: field 'quantization_config' needs integer 'bits' and 'group_size' "
+                f"for {method}; {fallback}")
+        # Per group and output column: a 16-bit scale and a packed zero point.
+        return (Quantization(linear_bits=float(bits), group_size=group, scale_bytes=2 + bits / 8),
+                f"{method.upper()} {bits}-bit linear layers, group {group} (estimate)")
+    raise PlannerInputError(
+        f"{label}: quantization method {method!r} is not covered by the weight estimate; {fallback}")
+
+
+def _load_json_object(path: Path) -> dict:
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PlannerInputError(f"{path}: no such file") from None
+    except json.JSONDecodeError as error:
+        raise PlannerInputError(
+            f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})") from None
+    if not isinstance(config, dict):
+        raise PlannerInputError(f"{path}: expected a JSON object, got {type(config).__name__}")
+    return config
