@@ -600,7 +600,7 @@ def request_scale(
             return ExecutorDecision(replicas, "scaleFromZeroOrIdle: triggers are active", now_s)
         if is_error:
             return ExecutorDecision(None, "PartialTriggerError: some triggers are not working", last_active_s)
-        return ExecutorDecision(None, "active: the HPA scales between 1 and N", now_s)
+        return ExecutorDecision(None, "active: scaling above the minimum is left to the HPA", now_s)
     if is_error and so.fallback is not None and so.fallback.replicas != 0:
         return ExecutorDecision(None, "error: the HPA holds fallback.replicas after failureThreshold", last_active_s)
     if is_error and so.fallback is None:
