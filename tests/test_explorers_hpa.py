@@ -125,7 +125,11 @@ def test_time_view_holds_the_load_for_value_targets():
 
 def test_bad_metric_type_is_a_clear_error():
     with pytest.raises(PlannerInputError, match="metric type must be one of AverageValue, Value"):
-        hpa_decisions_explorer(metric_type="Utilization")
+        explorer_autoscaler("Utilization", 80.0, 0.1, 1, 4)
+    box = hpa_decisions_explorer(metric_type="Utilization", target=80.0, metric_value=160.0)
+    assert box.children[2].value == "AverageValue"
+    assert "opened at AverageValue instead of Utilization" in _text(box.children[-1])
+    assert "proposes 2" in _text(box.children[-1])  # ceil(160 / 80), said as an AverageValue trigger
     with pytest.raises(PlannerInputError, match="target must be > 0"):
         explorer_autoscaler("Value", 0.0, 0.1, 1, 4)
 

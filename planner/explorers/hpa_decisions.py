@@ -165,10 +165,12 @@ def hpa_decisions_explorer(
     ipywidgets.VBox
         The controls in the order of the parameters, then the explanation.
     """
+    opening_note = ""
     if metric_type not in METRIC_TYPES:
-        raise PlannerInputError(
-            f"metric type must be one of {', '.join(METRIC_TYPES)} (one External trigger), got {metric_type!r}"
-        )
+        # A chapter run on a manifest with, say, a CPU trigger still gets a working explorer, and says so.
+        opening_note = (f"<p><i>The explorer models one External trigger with an AverageValue or Value target; "
+                        f"it opened at {AVERAGE_VALUE} instead of {html.escape(str(metric_type))}.</i></p>")
+        metric_type = AVERAGE_VALUE
     ready_replicas = current_replicas if ready_replicas is None else ready_replicas
     style = {"description_width": "14em"}
     layout = widgets.Layout(width="36em")
@@ -229,4 +231,6 @@ def hpa_decisions_explorer(
     for control in controls.values():
         control.observe(update, names="value")
     update()
+    if opening_note:
+        explanation.value = opening_note + explanation.value
     return widgets.VBox([*controls.values(), explanation])
