@@ -1,0 +1,236 @@
+"""Live explorer for one HPA decision on a single KEDA trigger, explained step by step.
+
+The controls describe a ScaledObject with one Prometheus trigger; every
+move rebuilds it, creates the HPA KEDA would create, and runs
+:func:`planner.decision.evaluate_decision`, so the steps shown are the ones
+``planner hpa`` prints for the same inputs. The tolerance is set as
+``behavior.scaleUp.tolerance`` and ``behavior.scaleDown.tolerance``
+(Kubernetes 1.33+), the per-HPA form of the cluster's
+``--horizontal-pod-autoscaler-tolerance``; every other behavior field keeps
+its default.
+"""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as widgets
+import pandas as pd
+
+from planner.behavior import HorizontalPodAutoscalerBehavior, HPAScalingRules
+from planner.decision import Decision, evaluate_decision
+from planner.errors import PlannerInputError
+from planner.hpa import DEFAULT_TOLERANCE
+from planner.hpa_controller import HorizontalController
+from planner.hpa_ramp import DEFAULT_SYNC_PERIOD_S, step_through_warmup
+from planner.hpa_spec import AVERAGE_VALUE, VALUE
+from planner.keda import ScaledObjectSpec, Trigger, evaluate_triggers, hpa_for_scaled_object
+from planner.readers.manifest import Autoscaler
+
+__all__ = ["explorer_autoscaler", "hpa_decisions_explorer", "syncs_with_load_held"]
+
+METRIC_TYPES = (AVERAGE_VALUE, VALUE)
+TRIGGER_NAME = "load"  # how the steps name the one trigger
+TIME_VIEW_S = 360.0  # long enough to see a scale-down leave the default 300-s window
+
+
+def explorer_autoscaler(
+    metric_type: str,
+    target: float,
+    tolerance_frac: float,
+    min_replicas: int,
+    max_replicas: int,
+) -> Autoscaler:
+    """The one-trigger ScaledObject the explorer evaluates, and the HPA KEDA makes of it.
+
+    Parameters
+    ----------
+    metric_type : str
+        ``AverageValue`` (the query returns a fleet total) or ``Value``.
+    target : float
+        The trigger's ``threshold``. [metric units]
+    tolerance_frac : float
+        Tolerance in both directions. [fraction]
+    min_replicas, max_replicas : int
+        ``minReplicaCount`` and ``maxReplicaCount``. [replicas]
+
+    Raises
+    ------
+    PlannerInputError
+        An unknown metric type, a target <= 0, a tolerance outside [0, 1), or
+        bounds KEDA's admission check rejects.
+    """
+    if metric_type not in METRIC_TYPES:
+        raise PlannerInputError(
+            f"metric type must be one of {', '.join(METRIC_TYPES)} (one External trigger), got {metric_type!r}"
+        )
+    if not target > 0:
+        raise PlannerInputError(f"target must be > 0, got {target!r}")
+    if not 0 <= tolerance_frac < 1:
+        raise PlannerInputError(f"tolerance must be in [0, 1), got {tolerance_frac!r}")
+    rules = HPAScalingRules(tolerance=float(tolerance_frac))
+    so = ScaledObjectSpec(
+        "explorer",
+        (Trigger(0, "prometheus", float(target), name=TRIGGER_NAME, metric_type=metric_type),),
+        min_replica_count=int(min_replicas),
+        max_replica_count=int(max_replicas),
+        behavior=HorizontalPodAutoscalerBehavior(scale_up=rules, scale_down=rules),
+    )
+    return Autoscaler("ScaledObject", so.name, "explorer", hpa_for_scaled_object(so), so)
+
+
+def syncs_with_load_held(autoscaler: Autoscaler, start_replicas: int, metric_value: float,
+                         duration_s: float = TIME_VIEW_S) -> pd.DataFrame:
+    """``spec.replicas`` at each 15-s sync while the load stays what it is now.
+
+    The fleet starts with ``start_replicas`` Ready; a pod the HPA adds counts
+    as Ready by the next sync, so only the behavior (stabilization and rate
+    policies) spaces the steps. An ``AverageValue`` trigger keeps returning
+    the same fleet total; a ``Value`` trigger on an average returns the
+    same total spread over the Ready pods.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows of :func:`planner.hpa_ramp.step_through_warmup`.
+    """
+    so = autoscaler.scaled_object
+    trigger = so.triggers[0]
+    total = metric_value * start_replicas if trigger.metric_type == VALUE else metric_value
+
+    def readings_for(ready: int, current: int):
+        value = total / ready if trigger.metric_type == VALUE else total
+        evaluation = evaluate_triggers(so, autoscaler.hpa, {trigger.index: value},
+                                       current_replicas=current, ready_replicas=ready)
+        return list(evaluation.readings)
+
+    controller = HorizontalController(autoscaler.hpa)
+    return step_through_warmup(controller, start_replicas, readings_for, warmup_s=0.0, duration_s=duration_s,
+                               sync_period_s=DEFAULT_SYNC_PERIOD_S)
+
+
+def _steps_html(decision: Decision) -> str:
+    # The same step texts `planner hpa` prints, numbered the same way.
+    items = "".join(f"<li>{html.escape(step)}</li>" for step in decision.steps)
+    return f"<ol>{items}</ol>"
+
+
+def _time_view_html(trace: pd.DataFrame, start_replicas: int, metric_type: str) -> str:
+    counts = [start_replicas]
+    changes = []
+    for row in trace.itertuples():
+        if row.desired_replicas != counts[-1]:
+            counts.append(int(row.desired_replicas))
+            changes.append(f"{row.desired_replicas} at {row.t_s:g} s")
+    held = "the fleet total" if metric_type == AVERAGE_VALUE else "the load (the same total over more Ready pods)"
+    path = " → ".join(str(c) for c in counts)
+    when = f" ({', '.join(changes)})" if changes else " (no change)"
+    return (f"<p><b>Over successive {DEFAULT_SYNC_PERIOD_S:g} s syncs</b>, with {held} held and new pods "
+            f"Ready by the next sync, starting from {start_replicas} Ready: {path}{when}, "
+            f"over {trace['t_s'].iloc[-1]:g} s.</p>")
+
+
+def hpa_decisions_explorer(
+    current_replicas: int = 4,
+    ready_replicas: int | None = None,
+    metric_type: str = AVERAGE_VALUE,
+    target: float = 2.0,
+    metric_value: float = 20.0,
+    tolerance_frac: float = DEFAULT_TOLERANCE,
+    min_replicas: int = 1,
+    max_replicas: int = 40,
+) -> widgets.VBox:
+    """Controls for one trigger and the replica counts, with the decision explained live.
+
+    Parameters
+    ----------
+    current_replicas : int
+        ``spec.replicas`` of the Deployment the controls open at. [replicas]
+    ready_replicas : int, optional
+        Of which Ready; defaults to all. [replicas]
+    metric_type : str
+        ``AverageValue`` or ``Value``.
+    target : float
+        The trigger's threshold. [metric units]
+    metric_value : float
+        What the trigger's query returns: the fleet total for an
+        ``AverageValue`` trigger on ``sum(...)``. [metric units]
+    tolerance_frac : float
+        Tolerance in both directions. [fraction]
+    min_replicas, max_replicas : int
+        ``minReplicaCount`` and ``maxReplicaCount``. [replicas]
+
+    Returns
+    -------
+    ipywidgets.VBox
+        The controls in the order of the parameters, then the explanation.
+    """
+    opening_note = ""
+    if metric_type not in METRIC_TYPES:
+        # A chapter run on a manifest with, say, a CPU trigger still gets a working explorer, and says so.
+        opening_note = (f"<p><i>The explorer models one External trigger with an AverageValue or Value target; "
+                        f"it opened at {AVERAGE_VALUE} instead of {html.escape(str(metric_type))}.</i></p>")
+        metric_type = AVERAGE_VALUE
+    ready_replicas = current_replicas if ready_replicas is None else ready_replicas
+    style = {"description_width": "14em"}
+    layout = widgets.Layout(width="36em")
+    value_max = max(100.0, 4.0 * metric_value, 20.0 * target)
+    controls = {
+        "current_replicas": widgets.IntSlider(
+            value=current_replicas, min=0, max=max(64, 2 * current_replicas), description="current replicas",
+            style=style, layout=layout),
+        "ready_replicas": widgets.IntSlider(
+            value=ready_replicas, min=0, max=current_replicas, description="of which Ready",
+            style=style, layout=layout),
+        "metric_type": widgets.ToggleButtons(
+            options=list(METRIC_TYPES), value=metric_type, description="metricType", style=style),
+        "target": widgets.FloatSlider(
+            value=target, min=0.01, max=max(10.0, 4.0 * target), step=0.01, description="target (threshold)",
+            style=style, layout=layout),
+        "metric_value": widgets.FloatSlider(
+            value=metric_value, min=0.0, max=value_max, step=0.01, description="",
+            style=style, layout=layout),
+        "tolerance_frac": widgets.FloatSlider(
+            value=tolerance_frac, min=0.0, max=0.5, step=0.01, readout_format=".0%", description="tolerance",
+            style=style, layout=layout),
+        "min_replicas": widgets.IntSlider(
+            value=min_replicas, min=0, max=max(64, min_replicas), description="minReplicaCount",
+            style=style, layout=layout),
+        "max_replicas": widgets.IntSlider(
+            value=max_replicas, min=1, max=max(200, max_replicas), description="maxReplicaCount",
+            style=style, layout=layout),
+    }
+    explanation = widgets.HTML()
+
+    def update(_change=None) -> None:
+        v = {name: control.value for name, control in controls.items()}
+        controls["ready_replicas"].max = v["current_replicas"]  # clamps the Ready count with it
+        v["ready_replicas"] = controls["ready_replicas"].value
+        controls["metric_value"].description = (
+            "query result: fleet total" if v["metric_type"] == AVERAGE_VALUE else "query result: value")
+        try:
+            autoscaler = explorer_autoscaler(v["metric_type"], v["target"], v["tolerance_frac"],
+                                             v["min_replicas"], v["max_replicas"])
+            decision = evaluate_decision(autoscaler, v["current_replicas"], {TRIGGER_NAME: v["metric_value"]},
+                                         ready_replicas=v["ready_replicas"])
+        except PlannerInputError as error:
+            explanation.value = f"<p><b>Not a valid autoscaler:</b> {html.escape(str(error))}.</p>"
+            return
+        proposal = "" if decision.max_proposal is None else f" (largest proposal {decision.max_proposal})"
+        text = (f"<p>Desired at this sync: <b>{decision.desired_replicas}</b> replicas{proposal}.</p>"
+                + _steps_html(decision))
+        if v["current_replicas"] == 0:
+            text += "<p>The HPA is idle at 0 replicas; KEDA's activation decides the first replica.</p>"
+        else:
+            trace = syncs_with_load_held(autoscaler, v["current_replicas"], v["metric_value"])
+            text += _time_view_html(trace, v["current_replicas"], v["metric_type"])
+            if v["ready_replicas"] < v["current_replicas"]:
+                text += "<p>(The time view starts with every current replica Ready.)</p>"
+        explanation.value = text
+
+    for control in controls.values():
+        control.observe(update, names="value")
+    update()
+    if opening_note:
+        explanation.value = opening_note + explanation.value
+    return widgets.VBox([*controls.values(), explanation])
