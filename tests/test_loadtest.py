@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from planner.cli import main
 from planner.errors import PlannerInputError
 from planner.readers.loadtest import COLUMNS, read_loadtest
 
@@ -63,6 +66,85 @@ def test_guidellm_pre_04_shape_real_without_p50():
     assert row.model == "example_model"  # worker.backend_model
     assert row.ttft_p50_ms == pytest.approx(16.38054847717285)  # from 'median': no p50 key here
     assert row.duration_s == pytest.approx(29.997201442718506)
+
+
+GUIDELLM_V07 = FIXTURES / "guidellm_v07_qwen3.8-27b-fp8_multiturn_concurrency" / "agent-multiturn-benchmarks.json"
+VLLM_JSONL = FIXTURES / "vllm_llama3.2-3b_llm-d_rate_jsonl" / "results.json"
+
+
+def test_guidellm_v07_concurrency_sweep_real():
+    steps = read_loadtest(GUIDELLM_V07)
+    assert steps.attrs["step_variable"] == "concurrency"
+    assert steps["concurrency"].tolist() == [1.0, 2.0, 4.0, 8.0]  # config.strategy.streams
+    assert steps["step_label"].tolist() == ["concurrent@1", "concurrent@2", "concurrent@4", "concurrent@8"]
+    assert steps["model"].unique().tolist() == ["Qwen/Qwen3.8-27B-FP8"]  # per-benchmark backend; the report's is ""
+    assert steps["completed_requests"].tolist() == [6, 14, 31, 63]  # the warmup request is not counted
+    c8 = steps.iloc[3]
+    assert c8.ttft_p99_ms == pytest.approx(3131.0160160064697)
+    assert c8.itl_p99_ms == pytest.approx(49.29057772612152)
+    assert c8.ttft_p50_ms == pytest.approx(1343.3499336242676)
+    assert c8.e2e_p99_ms == pytest.approx(26275.994300842285)  # request_latency is in seconds
+    assert c8.mean_concurrency == pytest.approx(4.028979035591816)
+    assert c8.output_throughput_tps == pytest.approx(90.57284491055366)
+    # No benchmark-level 'duration' kept for this step: the measured window comes from scheduler_metrics.
+    assert c8.duration_s == pytest.approx(1789844639.2184331 - 1789844302.8038468)
+    assert steps.iloc[0].duration_s == pytest.approx(136.53227305412292)
+    # Multi-turn conversations kept two streams at about one request in flight.
+    assert steps.iloc[1].mean_concurrency == pytest.approx(0.9999770939326591)
+
+
+def test_guidellm_v07_knee_cli(capsys):
+    code = main(["knee", str(GUIDELLM_V07), "--ttft-p99-ms", "2500", "--itl-p99-ms", "50", "--json"])
+    payload = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert payload["steps"] == 4
+    assert payload["knee_step"] == 4.0  # 8 streams: TTFT p99 3131 ms > 2500
+    assert payload["limited_by"] == "ttft_p99"
+    assert payload["knee_request_rate_rps"] == pytest.approx(0.11243809580855195)
+
+
+def test_vllm_append_result_jsonl_real_mixes_deployments():
+    # Nine results appended one per line: three llm-d deployments x rates 10, 30, inf.
+    with pytest.raises(PlannerInputError, match=(
+        r"duplicated step: request_rate_rps 10 in results.json \(rate 10.0, result 1\) "
+        r"and results.json \(rate 10.0, result 4\)"
+    )):
+        read_loadtest(VLLM_JSONL)
+
+
+def test_vllm_jsonl_one_deployment_real(tmp_path):
+    lines = VLLM_JSONL.read_text().splitlines()
+    assert [json.loads(line)["deployment"] for line in lines[3:6]] == ["base"] * 3
+    path = tmp_path / "base.jsonl"
+    path.write_text("\n".join(lines[3:6]) + "\n")
+    steps = read_loadtest(path)
+    assert steps.attrs["step_variable"] == "request_rate_rps"
+    assert steps["request_rate_rps"].tolist() == [10.0, 30.0, math.inf]  # the string "inf"
+    assert steps["step_label"].tolist() == ["rate 10.0, result 1", "rate 30.0, result 2", "rate inf, result 3"]
+    assert steps["model"].unique().tolist() == ["meta-llama/Llama-3.2-3B-Instruct"]
+    inf = steps.iloc[2]
+    assert inf.ttft_p99_ms == pytest.approx(3155.812861540362)
+    assert inf.itl_p99_ms == pytest.approx(86.78916550024948)
+    assert inf.mean_output_tokens == pytest.approx(241786 / 900)
+    assert math.isnan(inf.concurrency)  # max_concurrency null
+    code = main(["knee", str(path), "--ttft-p99-ms", "1000", "--itl-p99-ms", "100", "--json"])
+    assert code == 0
+
+
+def test_vllm_jsonl_knee_cli_subprocess(tmp_path):
+    lines = VLLM_JSONL.read_text().splitlines()
+    path = tmp_path / "kvcache.jsonl"
+    path.write_text("\n".join(lines[6:9]) + "\n")
+    planner = Path(sys.executable).with_name("planner")
+    done = subprocess.run([str(planner), "knee", str(path), "--ttft-p99-ms", "1000", "--itl-p99-ms", "100",
+                           "--json"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(done.stdout)
+    # kvcache deployment: rate inf has TTFT p99 1249.6 ms, so the knee is the 30 req/s step.
+    assert payload["knee_step"] == 30.0 and payload["limited_by"] == "ttft_p99"
+    # W = mean TTFT + mean TPOT x (mean output - 1) at 30 req/s; concurrency by Little's law.
+    w_s = (72.16499725443909 + 23.541025315462797 * (237626 / 900 - 1)) / 1000
+    assert payload["knee_concurrency"] == pytest.approx(21.99082799328171 * w_s)
 
 
 def test_shared_ascend_rate_sweep_with_inf_step(shared_dir):

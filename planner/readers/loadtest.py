@@ -207,11 +207,11 @@ def read_vllm_bench(path: str | Path, documents: Iterable[Mapping] | None = None
         where = str(path) if len(documents) == 1 else f"{path}, result {index + 1}"
         if not isinstance(document, Mapping):
             raise PlannerInputError(f"{where}: expected a JSON object of benchmark results, got {type(document).__name__}")
-        rows.append(_vllm_row(document, where, path, index))
+        rows.append(_vllm_row(document, where, path, index, len(documents)))
     return _frame(rows)
 
 
-def _vllm_row(doc: Mapping, where: str, path: Path, index: int) -> dict:
+def _vllm_row(doc: Mapping, where: str, path: Path, index: int, count: int) -> dict:
     if "request_rate" not in doc and "max_concurrency" not in doc:
         raise PlannerInputError(
             f"{where}: not a vllm bench serve result (no 'request_rate' or 'max_concurrency' key); "
@@ -234,7 +234,7 @@ def _vllm_row(doc: Mapping, where: str, path: Path, index: int) -> dict:
         "source": path.name,
         "tool": "vllm-bench-serve",
         "model": str(doc.get("model_id") or ""),
-        "step_label": _vllm_label(doc, path, index),
+        "step_label": _vllm_label(doc, path, index, count),
         "concurrency": _number(doc, "max_concurrency", where, required=False),
         "request_rate_rps": _rate(doc.get("request_rate"), where),
         "completed_requests": completed,
@@ -258,7 +258,7 @@ def _vllm_row(doc: Mapping, where: str, path: Path, index: int) -> dict:
     return row
 
 
-def _vllm_label(doc: Mapping, path: Path, index: int) -> str:
+def _vllm_label(doc: Mapping, path: Path, index: int, count: int) -> str:
     concurrency = doc.get("max_concurrency")
     rate = doc.get("request_rate")
     parts = []
@@ -268,6 +268,9 @@ def _vllm_label(doc: Mapping, path: Path, index: int) -> str:
         parts.append(f"rate {rate}")
     if "run_number" in doc:
         parts.append(f"run {doc['run_number']}")
+    if count > 1:
+        # Several results in one file (JSON lines, a list): name which, so a duplicate can be found.
+        parts.append(f"result {index + 1}")
     return ", ".join(parts) or f"{path.stem} #{index + 1}"
 
 
