@@ -219,6 +219,16 @@ class StepTimeFit:
     max_abs_residual_ms: float
     n_points: int
 
+    @property
+    def is_plausible(self) -> bool:
+        """Both constants positive: a step costs something, and more sequences cost more.
+
+        A fit with a zero or negative constant can still have a high
+        ``r_squared`` (prefix caching or multi-turn reuse make TPOT fall with
+        load), but the step-time model does not describe that sweep.
+        """
+        return self.fixed_ms > 0 and self.per_sequence_ms > 0
+
     def predict_ms(self, batch_size):
         """Step time the fitted model gives for ``batch_size``. [ms]"""
         return self.fixed_ms + self.per_sequence_ms * np.asarray(batch_size, dtype=float)[()]
@@ -247,10 +257,12 @@ def fit_step_time(batch_size, step_ms) -> StepTimeFit:
 
     Notes
     -----
-    Ordinary least squares on the raw points. A fitted intercept at or
+    Ordinary least squares on the raw points. A fitted constant at or
     below zero means the data do not look like this model (for instance,
-    steps past saturation where queueing, not batching, sets latency);
-    the fit is still returned and its ``r_squared`` says how well it holds.
+    steps past saturation where queueing, not batching, sets latency, or
+    a multi-turn workload whose cache hits make TPOT fall with load); the
+    fit is still returned, ``is_plausible`` is then False, and
+    ``r_squared`` says how well the line holds.
     """
     batch = np.atleast_1d(require_positive("batch_size", batch_size)).astype(float)
     step = np.atleast_1d(require_positive("step_ms", step_ms)).astype(float)

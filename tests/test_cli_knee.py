@@ -101,3 +101,17 @@ def test_console_script_end_to_end(tmp_path):
     missing = subprocess.run([planner, "knee", str(tmp_path / "none.json"), "--ttft-p99-ms", "1", "--itl-p99-ms", "1"],
                              capture_output=True, text=True, check=False)
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
+
+
+def test_implausible_step_time_fit_is_flagged_on_a_real_multi_turn_sweep(capsys):
+    import json as _json
+
+    from planner.cli import main as cli_main
+    from tests.conftest import TEST_DATA_DIR
+
+    sweep = TEST_DATA_DIR / "loadtests" / "guidellm_v07_qwen3.8-27b-fp8_multiturn_concurrency"
+    assert cli_main(["knee", str(sweep), "--ttft-p99-ms", "2500", "--itl-p99-ms", "50", "--json"]) == 0
+    out = _json.loads(capsys.readouterr().out)
+    assert out["step_time_fit_tpot"]["plausible"] is False
+    assert cli_main(["knee", str(sweep), "--ttft-p99-ms", "2500", "--itl-p99-ms", "50"]) == 0
+    assert "does not describe this sweep" in capsys.readouterr().out

@@ -109,3 +109,10 @@ def test_max_batch_meets_the_slo_and_one_more_does_not(slo, fixed_ms, per_seq_ms
     if n > 0:
         assert tpot_ms(n, fixed_ms, per_seq_ms) <= slo * (1 + 1e-9)
     assert tpot_ms(n + 1, fixed_ms, per_seq_ms) > slo * (1 - 1e-9)
+
+
+def test_a_falling_tpot_fit_is_flagged_implausible():
+    # Multi-turn sweeps with prefix caching: TPOT falls as concurrency rises.
+    fit = fit_step_time([1.0, 2.0, 4.0], [44.4, 38.1, 27.0])
+    assert fit.per_sequence_ms < 0 and not fit.is_plausible
+    assert fit_step_time([1.0, 64.0], [6.25, 22.0]).is_plausible

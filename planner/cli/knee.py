@@ -78,6 +78,9 @@ def run(args: argparse.Namespace) -> int:
         print_table([("fixed a [ms]", fit.fixed_ms), ("per sequence b [ms]", fit.per_sequence_ms),
                      ("R^2", fit.r_squared), ("RMSE [ms]", fit.rmse_ms), ("points", fit.n_points)],
                     title=f"Step-time fit {name}: step = a + b x batch")
+        if not fit.is_plausible:
+            print("  warning: a fitted constant is not positive; the step-time model does not "
+                  "describe this sweep (cache hits or queueing dominate), so do not use a or b")
     return 0
 
 
@@ -112,5 +115,6 @@ def _payload(steps, result, args) -> dict:
         payload[name] = None if fit is None else {
             "fixed_ms": fit.fixed_ms, "per_sequence_ms": fit.per_sequence_ms, "r_squared": fit.r_squared,
             "rmse_ms": fit.rmse_ms, "max_abs_residual_ms": fit.max_abs_residual_ms, "n_points": fit.n_points,
+            "plausible": fit.is_plausible,
         }
     return payload
