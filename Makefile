@@ -56,9 +56,12 @@ test: setup
 	$(MAKE) --no-print-directory nbval
 	$(MAKE) --no-print-directory build-strict
 
+# Jupyter refuses to run as root unless told; containers often are root.
+LAB_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: setup
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[lab]'
-	$(BIN)/jupyter lab book/
+	$(BIN)/jupyter lab $(LAB_ROOT_FLAG) book/
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench.run
