@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from planner.behavior import HorizontalPodAutoscalerBehavior
+from planner.charts import grid_slider
 from planner.hpa import (
     Tolerances,
     get_external_metric_replicas,
@@ -101,11 +102,8 @@ def ready_grid(current_replicas: int, per_pod_values, target: float) -> pd.DataF
 
 def ready_chart(grid: pd.DataFrame, current_replicas: int, initial_value: float) -> alt.LayerChart:
     """Proposal against Ready pods, with a slider for the per-pod value."""
-    values = np.sort(grid["per_pod_value"].unique())
-    step = float(np.min(np.diff(values))) if values.size > 1 else 0.1
-    value = alt.param(name="per_pod", value=float(initial_value),
-                      bind=alt.binding_range(min=float(values.min()), max=float(values.max()), step=step,
-                                             name="Value each Ready pod reports "))
+    value, step = grid_slider("per_pod", grid["per_pod_value"], initial_value,
+                              "Value each Ready pod reports ", default_step=0.1)
     lines = alt.Chart(grid).transform_filter(
         f"abs(datum.per_pod_value - per_pod) < {step / 2}"
     ).mark_line(point=True).encode(
@@ -150,11 +148,7 @@ def policy_grid(start_replicas: int, wanted, periods: int = 5, sync_period_s: fl
 
 def policy_chart(grid: pd.DataFrame, initial_wanted: int) -> alt.LayerChart:
     """Replicas over time under the default scale-up policies, with a slider for the count asked for."""
-    wanted = np.sort(grid["wanted"].unique())
-    step = int(np.min(np.diff(wanted))) if wanted.size > 1 else 1
-    goal = alt.param(name="wanted", value=int(initial_wanted),
-                     bind=alt.binding_range(min=int(wanted.min()), max=int(wanted.max()), step=step,
-                                            name="Replicas the trigger asks for "))
+    goal, _ = grid_slider("wanted", grid["wanted"], initial_wanted, "Replicas the trigger asks for ")
     base = alt.Chart(grid).transform_filter(alt.datum.wanted == goal)
     steps = base.mark_line(interpolate="step-after", point=True).encode(
         x=alt.X("t_s:Q", title="Time after the trigger asks (s)"),

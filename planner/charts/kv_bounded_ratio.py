@@ -7,9 +7,9 @@ through warmups (:mod:`planner.hpa_ramp`); the sliders only filter rows.
 from __future__ import annotations
 
 import altair as alt
-import numpy as np
 import pandas as pd
 
+from planner.charts import grid_slider
 from planner.hpa import (
     Tolerances,
     get_external_metric_replicas,
@@ -53,11 +53,8 @@ def ramp_grid(start_replicas: int, targets, n_warmups: int, goal_replicas: int) 
 
 def ramp_chart(grid: pd.DataFrame, goal_replicas: int, initial_target: float) -> alt.LayerChart:
     """Replicas per warmup against the goal, with a slider for the KV target."""
-    targets = np.sort(grid["target"].unique())
-    step = float(np.round(np.min(np.diff(targets)), 6)) if targets.size > 1 else 0.05
-    target = alt.param(name="kv_target", value=float(initial_target),
-                       bind=alt.binding_range(min=float(targets.min()), max=float(targets.max()), step=step,
-                                              name="KV usage target "))
+    target, step = grid_slider("kv_target", grid["target"], initial_target, "KV usage target ",
+                               default_step=0.05)
     lines = alt.Chart(grid).transform_filter(f"abs(datum.target - kv_target) < {step / 2}").mark_line(
         interpolate="step-after", point=True
     ).encode(
@@ -95,11 +92,8 @@ def sum_avg_grid(replica_counts, kv_levels, target: float) -> pd.DataFrame:
 
 def sum_avg_chart(grid: pd.DataFrame, initial_kv: float) -> alt.LayerChart:
     """Proposal against the current count, with a slider for the KV usage every pod shows."""
-    levels = np.sort(grid["kv_usage"].unique())
-    step = float(np.round(np.min(np.diff(levels)), 6)) if levels.size > 1 else 0.05
-    kv = alt.param(name="kv_usage", value=float(initial_kv),
-                   bind=alt.binding_range(min=float(levels.min()), max=float(levels.max()), step=step,
-                                          name="KV usage on every pod "))
+    kv, step = grid_slider("kv_usage", grid["kv_usage"], initial_kv, "KV usage on every pod ",
+                           default_step=0.05)
     lines = alt.Chart(grid).transform_filter(f"abs(datum.kv_usage - kv_usage) < {step / 2}").mark_line(
         point=True
     ).encode(
@@ -158,11 +152,8 @@ def pairing_grid(kv_targets, *, start_replicas: int, in_flight_total: float, kv_
 
 def pairing_chart(grid: pd.DataFrame, goal_replicas: int, initial_target: float) -> alt.LayerChart:
     """Ready replicas over time for both trigger sets, with a slider for the KV target."""
-    targets = np.sort(grid["kv_target"].unique())
-    step = float(np.round(np.min(np.diff(targets)), 6)) if targets.size > 1 else 0.05
-    target = alt.param(name="pair_kv_target", value=float(initial_target),
-                       bind=alt.binding_range(min=float(targets.min()), max=float(targets.max()), step=step,
-                                              name="KV usage target "))
+    target, step = grid_slider("pair_kv_target", grid["kv_target"], initial_target, "KV usage target ",
+                               default_step=0.05)
     lines = alt.Chart(grid).transform_filter(f"abs(datum.kv_target - pair_kv_target) < {step / 2}").mark_line(
         interpolate="step-after"
     ).encode(

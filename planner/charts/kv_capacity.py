@@ -8,6 +8,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from planner.charts import grid_slider
 from planner.kv_cache import (
     GIB_BYTES,
     ModelSpec,
@@ -62,14 +63,8 @@ def architecture_chart(grid: pd.DataFrame, initial_memory_gib: float,
 
     The slider only selects rows of ``grid``, which the planner computed.
     """
-    memories = np.sort(grid["memory_gib"].unique())
-    step = float(np.min(np.diff(memories))) if memories.size > 1 else 1.0
-    memory = alt.param(
-        name="memory",
-        value=float(initial_memory_gib),
-        bind=alt.binding_range(min=float(memories.min()), max=float(memories.max()), step=step,
-                               name="Available KV memory per GPU (GiB) "),
-    )
+    memory, _ = grid_slider("memory", grid["memory_gib"], initial_memory_gib,
+                            "Available KV memory per GPU (GiB) ")
     return alt.Chart(grid).transform_filter(alt.datum.memory_gib == memory).mark_bar().encode(
         x=alt.X("concurrent_requests:Q",
                 title=f"Requests of {tokens_per_request:,.0f} tokens held at once"),

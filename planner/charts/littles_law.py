@@ -6,6 +6,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from planner.charts import grid_slider
 from planner.littles_law import in_flight_requests, replicas_for_target
 from planner.step_time import output_throughput_tps, tpot_ms
 
@@ -53,16 +54,8 @@ def replicas_chart(grid: pd.DataFrame, knee_concurrency: float, initial_target: 
     The slider only selects rows of ``grid``; every number was computed by
     the planner beforehand.
     """
-    targets = np.sort(grid["target_concurrency"].unique())
-    step = float(np.min(np.diff(targets))) if targets.size > 1 else 1.0
-    target = alt.param(
-        name="target",
-        value=float(initial_target),
-        bind=alt.binding_range(
-            min=float(targets.min()), max=float(targets.max()), step=step,
-            name="Per-replica target (requests) ",
-        ),
-    )
+    target, _ = grid_slider("target", grid["target_concurrency"], initial_target,
+                            "Per-replica target (requests) ")
     selected = alt.Chart(grid).transform_filter(alt.datum.target_concurrency == target)
     replicas = selected.mark_line(interpolate="step-after", point=True).encode(
         x=alt.X("arrival_rate_rps:Q", title="Arrival rate (requests/s)"),

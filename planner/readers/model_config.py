@@ -113,24 +113,7 @@ def read_model_config(source, name: str | None = None) -> ModelSpec:
     if isinstance(source, Mapping):
         return model_spec_from_config(source, name or "config")
     path = Path(source)
-    label = name or str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PlannerInputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise PlannerInputError(f"{path}: expected a config.json file, got a directory") from None
-    except UnicodeDecodeError:
-        raise PlannerInputError(f"{path}: not a UTF-8 text file") from None
-    try:
-        config = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise PlannerInputError(
-            f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
-        ) from None
-    if not isinstance(config, dict):
-        raise PlannerInputError(f"{path}: expected a JSON object, got {type(config).__name__}")
-    return model_spec_from_config(config, label)
+    return model_spec_from_config(_load_json_object(path), name or str(path))
 
 
 def read_safetensors_index(path) -> float:
@@ -139,14 +122,9 @@ def read_safetensors_index(path) -> float:
     Reads ``metadata.total_size``, the sum of every tensor's bytes.
     """
     path = Path(path)
-    try:
-        index = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise PlannerInputError(f"{path}: no such file") from None
-    except json.JSONDecodeError as error:
-        raise PlannerInputError(
-            f"{path}: not valid JSON (line {error.lineno}, column {error.colno})") from None
-    total = index.get("metadata", {}).get("total_size") if isinstance(index, dict) else None
+    index = _load_json_object(path, "a model.safetensors.index.json file")
+    metadata = index.get("metadata")
+    total = metadata.get("total_size") if isinstance(metadata, dict) else None
     if isinstance(total, bool) or not isinstance(total, int | float) or total <= 0:
         raise PlannerInputError(
             f"{path}: field 'metadata.total_size' must be a positive number of bytes, "
@@ -474,11 +452,16 @@ def _quantization(settings, label: str, fallback: str):
         f"{label}: quantization method {method!r} is not covered by the weight estimate; {fallback}")
 
 
-def _load_json_object(path: Path) -> dict:
+def _load_json_object(path: Path, what: str = "a config.json file") -> dict:
+    """Parse a JSON file holding one object; errors name the file and what went wrong."""
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise PlannerInputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise PlannerInputError(f"{path}: expected {what}, got a directory") from None
+    except UnicodeDecodeError:
+        raise PlannerInputError(f"{path}: not a UTF-8 text file") from None
     except json.JSONDecodeError as error:
         raise PlannerInputError(
             f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})") from None
