@@ -39,7 +39,13 @@ from planner.grace import DEFAULT_TERMINATION_GRACE_PERIOD_S, drain_time_s, plan
 from planner.hpa_spec import AVERAGE_VALUE, CONTAINER_RESOURCE, EXTERNAL, OBJECT, PODS, RESOURCE
 from planner.promql import LEGACY_ONLY, SIGNALS
 from planner.readers.manifest import Autoscaler
-from planner.readers.workload import ManifestSet, Workload, YamlDocument, find_scale_target, format_path
+from planner.readers.workload import (
+    ManifestSet,
+    Workload,
+    YamlDocument,
+    find_scale_target,
+    format_path,
+)
 
 __all__ = [
     "DEFAULT_ITL_MS",
@@ -310,7 +316,7 @@ def _avg_with_average_value(ctx, autoscaler, signals, settings, target):
         query = signal.text.strip()
         if _AVG_TOP.match(query) or _SUM_OVER_COUNT.match(query):
             yield ctx.finding(
-                "avg-with-averagevalue", signal.path + ("metadata", "query"),
+                "avg-with-averagevalue", (*signal.path, "metadata", "query"),
                 "The query already divides by the pods and AverageValue divides by the ready pods again, so "
                 "the autoscaler sees 1/N of the load and under-scales (W10).",
                 "Use the fleet total, sum(...), under AverageValue, or keep avg(...) and set metricType: Value.",
@@ -324,8 +330,8 @@ def _ignore_null_values(ctx, autoscaler, signals, settings, target):
     for trigger in so.triggers:
         if trigger.type == "prometheus" and trigger.ignore_null_values:
             path = ("spec", "triggers", trigger.index, "metadata")
-            if _get(ctx.document.data, path + ("ignoreNullValues",)) is not None:
-                path = path + ("ignoreNullValues",)
+            if _get(ctx.document.data, (*path, "ignoreNullValues")) is not None:
+                path = (*path, "ignoreNullValues")
             yield ctx.finding(
                 "ignore-null-values", path,
                 "With ignoreNullValues left at true an empty query result (a renamed metric, a broken scrape) "
@@ -378,7 +384,7 @@ def _short_scale_down_window(ctx, autoscaler, signals, settings, target):
         return  # the default 300 s window applies
     warmup = settings.warmup_s
     if window == 0 or window < warmup:
-        path = _behavior_path(autoscaler) + ("scaleDown", "stabilizationWindowSeconds")
+        path = (*_behavior_path(autoscaler), "scaleDown", "stabilizationWindowSeconds")
         yield ctx.finding(
             "short-scale-down-window", path,
             f"A {window} s scale-down window is shorter than the {warmup:g} s a new replica takes to warm up, "
@@ -468,7 +474,7 @@ def _unaggregated_query(ctx, autoscaler, signals, settings, target):
     for signal in signals:
         if signal.source == "prometheus" and _BARE_SELECTOR.match(signal.text.strip()):
             yield ctx.finding(
-                "unaggregated-query", signal.path + ("metadata", "query"),
+                "unaggregated-query", (*signal.path, "metadata", "query"),
                 "The query is a bare selector that returns one series per pod, and KEDA's Prometheus scaler "
                 "fails on a result with more than one element.",
                 f"Aggregate it: sum({signal.text.strip()}) for a fleet total under AverageValue.",
@@ -513,7 +519,7 @@ _AUTOSCALER_RULES = (
 
 def _drain_s(server, settings: LintSettings) -> tuple[float | None, str]:
     itl = settings.itl_ms if settings.itl_ms is not None else DEFAULT_ITL_MS
-    itl_text = f"{itl:g} ms per token" + ("" if settings.itl_ms is not None else " (default; pass --itl-ms)")
+    itl_text = f"{itl:g} ms per token" + ("" if settings.itl_ms is not None else ", the default --itl-ms")
     if settings.max_tokens is not None:
         return float(drain_time_s(settings.max_tokens, itl)), f"--max-tokens {settings.max_tokens:g} at {itl_text}"
     if server.max_model_len is not None:
@@ -524,7 +530,7 @@ def _drain_s(server, settings: LintSettings) -> tuple[float | None, str]:
 def _workload_rules(workload: Workload, settings: LintSettings) -> Iterable[Finding]:
     ctx = _Context(workload.document)
     grace = workload.termination_grace_period_s
-    grace_path = workload.pod_path + ("terminationGracePeriodSeconds",)
+    grace_path = (*workload.pod_path, "terminationGracePeriodSeconds")
     effective_grace = DEFAULT_TERMINATION_GRACE_PERIOD_S if grace is None else grace
     for server in workload.servers:
         pre_stop_s = server.pre_stop.sleep_s if server.pre_stop and server.pre_stop.sleep_s else 0.0
@@ -588,10 +594,10 @@ def _strings(node, path: tuple = ()):
         for key, value in node.items():
             if key in ("containers", "initContainers"):
                 continue  # shell variables in scripts are not placeholders
-            yield from _strings(value, path + (key,))
+            yield from _strings(value, (*path, key))
     elif isinstance(node, list):
         for index, item in enumerate(node):
-            yield from _strings(item, path + (index,))
+            yield from _strings(item, (*path, index))
     elif isinstance(node, str):
         yield path, node
 

@@ -166,12 +166,12 @@ def _walk_marks(node, path: tuple, lines: dict) -> None:
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
             key = key_node.value
-            lines[path + (key,)] = key_node.start_mark.line + 1
-            _walk_marks(value_node, path + (key,), lines)
+            lines[(*path, key)] = key_node.start_mark.line + 1
+            _walk_marks(value_node, (*path, key), lines)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
-            lines[path + (index,)] = item.start_mark.line + 1
-            _walk_marks(item, path + (index,), lines)
+            lines[(*path, index)] = item.start_mark.line + 1
+            _walk_marks(item, (*path, index), lines)
 
 
 def _helm_source(text_lines: list[str], start_line: int) -> str:
@@ -467,10 +467,10 @@ def _pod_specs(node, path: tuple = ()) -> Iterator[tuple[tuple, Mapping]]:
         for key, value in node.items():
             if key in ("metadata", "status"):
                 continue
-            yield from _pod_specs(value, path + (key,))
+            yield from _pod_specs(value, (*path, key))
     elif isinstance(node, list):
         for index, item in enumerate(node):
-            yield from _pod_specs(item, path + (index,))
+            yield from _pod_specs(item, (*path, index))
 
 
 def workload_from_document(document: YamlDocument) -> tuple[Workload, ...]:
@@ -487,7 +487,7 @@ def workload_from_document(document: YamlDocument) -> tuple[Workload, ...]:
             gpus, resource = _gpus(container)
             servers.append(ModelServer(
                 container=str(container.get("name") or ""),
-                path=pod_path + ("containers", index),
+                path=(*pod_path, "containers", index),
                 image=str(container.get("image") or ""),
                 flags=flags,
                 gpus=gpus,
