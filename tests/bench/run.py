@@ -110,6 +110,13 @@ def _find_knee() -> None:
               ttft_p99_slo_ms=2000.0, itl_p99_slo_ms=50.0)
 
 
+def _lint_review_folder() -> None:
+    from planner.lint import lint
+    from planner.readers.workload import read_manifest_set
+
+    lint(read_manifest_set([DATA_DIR / "manifests" / "review"]))
+
+
 CASES: dict[str, tuple[Callable[[], None], int]] = {
     "HorizontalController, 240 reconciles (1 h)": (_hpa_hour, 20),
     "reconcile, Pods metric over 50 pods": (_pods_metric_50, 200),
@@ -124,6 +131,7 @@ CASES: dict[str, tuple[Callable[[], None], int]] = {
     "kv_capacity, sliding-window hybrid (gpt-oss-120b)": (_kv_capacity_hybrid, 500),
     "read_loadtest, GuideLLM benchmarks.json": (_read_loadtest_guidellm, 20),
     "find_knee, 12-step sweep": (_find_knee, 500),
+    "read_manifest_set + lint, 3 files (4 documents)": (_lint_review_folder, 20),
 }
 
 
