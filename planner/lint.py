@@ -612,7 +612,7 @@ def _placeholders(document: YamlDocument) -> Iterable[Finding]:
     for path, text in _strings(document.data):
         found = _PLACEHOLDER.findall(text)
         if path in _NAME_PATHS:
-            found += _NAME_PLACEHOLDER.findall(text)
+            found += _NAME_PLACEHOLDER.findall(_PLACEHOLDER.sub("", text))
         for name in found:
             if name not in names:
                 names.append(name)

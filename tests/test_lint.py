@@ -436,3 +436,15 @@ def test_linter_agrees_with_the_expert_on_the_corpus(shared_dir):
 
 def test_precision_recall_counts_pairs():
     assert precision_recall({"a": {"x", "y"}}, {"a": {"x"}, "b": {"z"}}) == (0.5, 0.5)
+
+
+def test_placeholders_are_named_once_each_and_shell_variables_are_not_placeholders(tmp_path):
+    text = scaled_object(prom('sum(llm_d_epp_request_running{namespace="${NAMESPACE}"})'),
+                         behavior=GOOD_BEHAVIOR, target="${TARGET_DEPLOYMENT}").replace(
+        "name: llama\n  namespace: llm", "name: vllm-openai-V_ACCELERATOR\n  namespace: llm")
+    (finding,) = [f for f in run_lint(tmp_path, text) if f.rule == "unsubstituted-placeholder"]
+    assert "V_ACCELERATOR, ${TARGET_DEPLOYMENT}, ${NAMESPACE}, which" in finding.why
+    script = deployment(GOOD_ARGS).replace('command: ["vllm", "serve"]', 'command: ["sh", "-c"]').replace(
+        '            - "meta-llama/Llama-3.1-8B-Instruct"\n',
+        '            - "exec vllm serve ${MODEL_PATH} --max-num-seqs 64 --max-model-len 4096 --shutdown-timeout 226"\n')
+    assert "unsubstituted-placeholder" not in rules_of(run_lint(tmp_path, script))
