@@ -207,7 +207,7 @@ def test_reads_the_six_model_servers_of_the_corpus(shared_dir):
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("key: [unclosed\n", "not valid YAML at line"),
+    ("key: [unclosed\n", "not valid YAML in document 1 at line"),
     ("- just\n- a list\n", "(document 1): not a Kubernetes object"),
     ("apiVersion: v1\nkind: ConfigMap\n---\nname: no-kind\n", "(document 2): not a Kubernetes object"),
     ("apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: x}\nspec:\n  scaleTargetRef: {name: x}\n",
@@ -240,3 +240,14 @@ def test_binary_file_and_empty_folder(tmp_path):
 
 def test_parse_server_args_doctest_case():
     assert parse_server_args(["serve", "m", "--port", "8000", "--x"]) == {"--port": "8000", "--x": None}
+
+
+def test_yaml_error_names_the_document(tmp_path):
+    path = write(tmp_path, "apiVersion: v1\nkind: ConfigMap\n---\n# second\napiVersion: v1\nkind: [broken\n")
+    with pytest.raises(PlannerInputError, match=r"not valid YAML in document 2 at line"):
+        load_documents(path)
+
+
+def test_command_given_as_a_string_is_one_word(tmp_path):
+    _, server = only_server(tmp_path, deployment('command: "vllm"\nargs: ["serve", "m", "--max-num-seqs", "16"]'))
+    assert server.max_num_seqs == 16

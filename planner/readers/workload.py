@@ -145,7 +145,7 @@ def load_documents(path: str | Path) -> tuple[YamlDocument, ...]:
         nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
+        where = f" in document {_document_at(text, mark.line)} at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
         raise PlannerInputError(f"{source}: not valid YAML{where}: {problem}") from None
     text_lines = text.splitlines()
@@ -160,6 +160,18 @@ def load_documents(path: str | Path) -> tuple[YamlDocument, ...]:
     if not documents:
         raise PlannerInputError(f"{source}: no YAML documents found (expected Kubernetes manifests)")
     return tuple(documents)
+
+
+def _document_at(text: str, line_index: int) -> int:
+    """1-based number of the document that holds 0-based line ``line_index``."""
+    number, content = 1, False
+    for line in text.splitlines()[:line_index]:
+        if line.startswith("---"):
+            number += 1 if content else 0
+            content = False
+        elif line.strip() and not line.lstrip().startswith("#"):
+            content = True
+    return number
 
 
 def _walk_marks(node, path: tuple, lines: dict) -> None:
@@ -440,10 +452,17 @@ def _script_flags(script: str) -> dict[str, str | None]:
     return flags
 
 
+def _string_list(value) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list):  # invalid for Kubernetes, but read it as one word rather than letters
+        return [str(value)]
+    return [str(part) for part in value if part is not None]
+
+
 def _server_flags(container: Mapping) -> tuple[dict[str, str | None], bool]:
     """(flags, runs vLLM) for one container."""
-    command = [str(part) for part in container.get("command") or [] if part is not None]
-    args = [str(part) for part in container.get("args") or [] if part is not None]
+    command, args = _string_list(container.get("command")), _string_list(container.get("args"))
     tokens = command + args
     image = str(container.get("image") or "")
     text = " ".join(tokens)
