@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
+import sys
 import timeit
 from collections.abc import Callable
 
@@ -141,6 +143,28 @@ def measure(func: Callable[[], None], number: int, repeat: int) -> float:
     return statistics.median(runs) / number
 
 
+# Process start-up: a bare interpreter, numpy (which the maths needs), and whole CLI commands.
+STARTUP = {
+    "python -c pass": [sys.executable, "-c", "pass"],
+    "python -c 'import numpy'": [sys.executable, "-c", "import numpy"],
+    "planner replicas": [sys.executable, "-m", "planner.cli", "replicas", "--arrival-rate-rps", "10",
+                         "--duration-s", "12", "--knee", "48"],
+    "planner grace": [sys.executable, "-m", "planner.cli", "grace", "--max-tokens", "4096", "--itl-ms", "50",
+                      "--grace-period-s", "300", "--shutdown-timeout-s", "240"],
+    "planner knee (reads a table)": [sys.executable, "-m", "planner.cli", "knee",
+                                     str(DATA_DIR / "loadtests" / "llama-3.1-8b_canonical.csv"),
+                                     "--ttft-p99-ms", "2000", "--itl-p99-ms", "50"],
+}
+
+
+def measure_startup(argv: list[str], repeat: int) -> float:
+    """Median wall seconds for one run of the command."""
+    def once() -> None:
+        subprocess.run(argv, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    once()  # warm the file cache
+    return statistics.median(timeit.repeat(once, number=1, repeat=repeat))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7, help="runs per case (median reported)")
@@ -154,6 +178,12 @@ def main() -> None:
     per_rate_vector = results["replicas_for_target, 100k rates vectorised"] / 100_000
     per_rate_scalar = results["replicas_for_target, 1k scalar calls"] / 1000
     print(f"\nratio: scalar call / vectorised element = {per_rate_scalar / per_rate_vector:,.0f}x")
+    print(f"\n{'command start-up':<{width}}  median wall time")
+    startup = {name: measure_startup(argv, args.repeat) for name, argv in STARTUP.items()}
+    for name, seconds in startup.items():
+        print(f"{name:<{width}}  {seconds * 1e3:12.1f} ms")
+    numpy_s = startup["python -c 'import numpy'"]
+    print(f"ratio: planner replicas / importing numpy alone = {startup['planner replicas'] / numpy_s:.2f}x")
 
 
 if __name__ == "__main__":
