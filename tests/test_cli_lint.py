@@ -55,6 +55,13 @@ def test_json_finding_fields(capsys, tmp_path):
     }
 
 
+def test_json_flag_is_format_json(capsys, tmp_path):
+    path = tmp_path / "so.yaml"
+    path.write_text(ERROR)
+    assert main(["lint", str(path), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["counts"]["error"] == 1
+
+
 def test_text_output_points_at_the_rule_page(capsys, tmp_path):
     path = tmp_path / "so.yaml"
     path.write_text(WARNING_ONLY)

@@ -24,6 +24,8 @@ def register(subparsers) -> None:
     )
     parser.add_argument("paths", nargs="+", metavar="FILE|DIR", help="manifests to review")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default text)")
+    parser.add_argument("--json", action="store_const", const="json", dest="format",
+                        help="same as --format json, like the other subcommands")
     parser.add_argument("--max-tokens", type=float, default=None,
                         help="largest max_tokens the service accepts [tokens] (default: the server's --max-model-len)")
     parser.add_argument("--itl-ms", type=float, default=None,
