@@ -105,6 +105,7 @@ RULES: dict[str, Rule] = {rule.id: rule for rule in (
     Rule("misplaced-metric-type", "warning", "metricType under metadata, where KEDA ignores it"),
     Rule("missing-readiness-probe", "warning", "a vLLM container without a readiness probe"),
     Rule("scale-target-not-found", "info", "scaleTargetRef names no workload in the files given"),
+    Rule("metric-not-exported", "error", "a query names a vLLM metric the server's scrape does not export"),
 )}
 
 
@@ -158,12 +159,16 @@ class LintSettings:
         Inter-token latency while draining. [ms]
     max_num_seqs : int or None
         vLLM ``--max-num-seqs`` of the replicas. [requests]
+    exported_metrics : frozenset of str or None
+        ``vllm:`` metric families a server's ``/metrics`` scrape exports
+        (:func:`planner.readers.metrics.read_metrics_scrape`); ``None`` skips ``metric-not-exported``.
     """
 
     warmup_s: float = DEFAULT_WARMUP_S
     max_tokens: float | None = None
     itl_ms: float | None = None
     max_num_seqs: int | None = None
+    exported_metrics: frozenset[str] | None = None
 
 
 _KIND_PATTERNS = (
@@ -507,10 +512,40 @@ def _scale_target_not_found(ctx, autoscaler, signals, settings, target, workload
         )
 
 
+_VLLM_NAME = re.compile(r"vllm:[A-Za-z0-9_:]+")
+_SAMPLE_SUFFIXES = ("_bucket", "_total", "_count", "_sum", "_created")
+
+
+def _family(name: str) -> str:
+    """The metric family of a sample name, as the scrape parser names it (``_total`` etc. removed)."""
+    for suffix in _SAMPLE_SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _metric_not_exported(ctx, autoscaler, signals, settings, target):
+    exported = settings.exported_metrics
+    if exported is None:
+        return
+    for signal in signals:
+        if signal.source != "prometheus":
+            continue
+        missing = sorted({name for name in _VLLM_NAME.findall(signal.text)
+                          if name not in exported and _family(name) not in exported})
+        if missing:
+            yield ctx.finding(
+                "metric-not-exported", (*signal.path, "metadata", "query"),
+                f"The server's scrape has no {', '.join(missing)}, so the query returns nothing for it "
+                "(a renamed, hidden or misspelt metric).",
+                "Use a name the scrape exports; `planner metrics SCRAPE` lists them with matching PromQL.",
+            )
+
+
 _AUTOSCALER_RULES = (
     _gpu_util_trigger, _waiting_only, _avg_with_average_value, _ignore_null_values, _deprecated_metric,
     _multi_trigger_or, _short_scale_down_window, _min_zero_pod_metric, _threshold_at_batch_limit, _no_max,
-    _cpu_trigger, _kv_threshold, _unaggregated_query, _misplaced_metric_type,
+    _cpu_trigger, _kv_threshold, _unaggregated_query, _misplaced_metric_type, _metric_not_exported,
 )
 
 

@@ -124,3 +124,12 @@ def test_corpus_exit_status_and_counts(capsys, shared_dir):
     status, out = lint_json(capsys, shared_dir / "real-world" / "manifests")
     assert status == 1 and len(out["files"]) == 33
     assert sum(out["counts"].values()) == len(out["findings"])
+
+
+def test_scrape_option_reads_the_servers_metric_names(capsys, tmp_path, shared_dir):
+    path = tmp_path / "so.yaml"
+    path.write_text(CLEAN.replace("vllm:num_requests_running", "vllm:num_requests_swapped"))
+    scrape = shared_dir / "real-world" / "metrics" / "vllm-0.25.1-opt125m-tp2-loaded.txt"
+    status, out = lint_json(capsys, path, "--scrape", scrape)
+    assert status == 1 and {f["rule"] for f in out["findings"]} >= {"metric-not-exported", "deprecated-metric"}
+    assert main(["lint", str(path), "--scrape", str(tmp_path / "missing.txt")]) == 2

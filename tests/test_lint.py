@@ -196,7 +196,8 @@ CASES = [
 
 
 def test_every_rule_has_a_case_and_the_issue_ids_are_rules():
-    assert {case[0] for case in CASES} == set(RULES)
+    # metric-not-exported needs a scrape: test_metric_not_exported_checks_queries_against_a_scrape
+    assert {case[0] for case in CASES} | {"metric-not-exported"} == set(RULES)
     assert set(ISSUE_RULES) <= set(RULES)
 
 
@@ -448,3 +449,33 @@ def test_placeholders_are_named_once_each_and_shell_variables_are_not_placeholde
         '            - "meta-llama/Llama-3.1-8B-Instruct"\n',
         '            - "exec vllm serve ${MODEL_PATH} --max-num-seqs 64 --max-model-len 4096 --shutdown-timeout 226"\n')
     assert "unsubstituted-placeholder" not in rules_of(run_lint(tmp_path, script))
+
+
+SCRAPE = """\
+# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="llama"} 12.0
+# HELP vllm:num_requests_waiting Number of requests waiting to be processed.
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{engine="0",model_name="llama"} 0.0
+# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine="0",model_name="llama"} 0.31
+# HELP vllm:generation_tokens_total Number of generation tokens processed.
+# TYPE vllm:generation_tokens_total counter
+vllm:generation_tokens_total{engine="0",model_name="llama"} 52811.0
+"""
+
+
+def test_metric_not_exported_checks_queries_against_a_scrape(tmp_path):
+    from planner.readers.metrics import report_from_text
+
+    exported = report_from_text(SCRAPE, "scrape.txt").exported
+    old = scaled_object(prom("sum(vllm:gpu_cache_usage_perc)", "0.8"), behavior=GOOD_BEHAVIOR)
+    found = [f for f in run_lint(tmp_path, old, exported_metrics=exported) if f.rule == "metric-not-exported"]
+    assert len(found) == 1 and "vllm:gpu_cache_usage_perc" in found[0].why and found[0].severity == "error"
+    assert "metric-not-exported" not in rules_of(run_lint(tmp_path, old))  # no scrape, no check
+    current = scaled_object(
+        prom("sum(rate(vllm:generation_tokens_total[2m])) + sum(vllm:num_requests_running)", "400"),
+        behavior=GOOD_BEHAVIOR)
+    assert "metric-not-exported" not in rules_of(run_lint(tmp_path, current, exported_metrics=exported))

@@ -7,6 +7,7 @@ import argparse
 from planner.cli.output import print_json
 from planner.errors import PlannerInputError
 from planner.lint import DEFAULT_ITL_MS, DEFAULT_WARMUP_S, LintSettings, exit_status, lint
+from planner.readers.metrics import read_metrics_scrape
 from planner.readers.workload import read_manifest_set
 
 RULES_PAGE = "book/lint_rules.md"
@@ -34,6 +35,8 @@ def register(subparsers) -> None:
                         help="vLLM --max-num-seqs of the replicas (default: the workload's flag, else 256)")
     parser.add_argument("--warmup-s", type=float, default=DEFAULT_WARMUP_S,
                         help=f"time from a new pod to Ready [s] (default {DEFAULT_WARMUP_S:g})")
+    parser.add_argument("--scrape", default=None, metavar="SCRAPE_FILE",
+                        help="a saved vLLM /metrics scrape: flag queries on metrics the server does not export")
     parser.set_defaults(func=run)
 
 
@@ -49,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
         max_tokens=_positive("--max-tokens", args.max_tokens),
         itl_ms=_positive("--itl-ms", args.itl_ms),
         max_num_seqs=_positive("--max-num-seqs", args.max_num_seqs, integer=True),
+        exported_metrics=read_metrics_scrape(args.scrape).exported if args.scrape else None,
     )
     manifests = read_manifest_set(args.paths)
     findings = lint(manifests, settings)
