@@ -251,3 +251,47 @@ def test_yaml_error_names_the_document(tmp_path):
 def test_command_given_as_a_string_is_one_word(tmp_path):
     _, server = only_server(tmp_path, deployment('command: "vllm"\nargs: ["serve", "m", "--max-num-seqs", "16"]'))
     assert server.max_num_seqs == 16
+
+
+def test_kserve_inference_service_predictor_model(tmp_path):
+    path = write(tmp_path, """\
+        apiVersion: serving.kserve.io/v1beta1
+        kind: InferenceService
+        metadata: {name: opt-125m}
+        spec:
+          predictor:
+            minReplicas: 1
+            model:
+              modelFormat: {name: huggingface}
+              args: ["--model_name=opt-125m", "--model_id=facebook/opt-125m", "--max-model-len=2048"]
+              resources: {limits: {nvidia.com/gpu: "1"}}
+        """)
+    (document,) = load_documents(path)
+    (workload,) = workload_from_document(document)
+    (server,) = workload.servers
+    assert workload.kind == "InferenceService" and workload.termination_grace_period_s is None
+    assert server.path == ("spec", "predictor", "model") and server.max_model_len == 2048 and server.gpus == 1
+
+
+def test_kserve_predictor_deployment_pairs_with_its_inference_service(tmp_path):
+    path = write(tmp_path, """\
+        apiVersion: serving.kserve.io/v1beta1
+        kind: InferenceService
+        metadata: {name: opt-125m}
+        spec:
+          predictor:
+            model:
+              modelFormat: {name: huggingface}
+              args: ["--max-num-seqs=16"]
+        ---
+        apiVersion: keda.sh/v1alpha1
+        kind: ScaledObject
+        metadata: {name: opt}
+        spec:
+          scaleTargetRef: {name: opt-125m-predictor}
+          triggers:
+            - {type: prometheus, metadata: {query: sum(vllm:num_requests_running), threshold: "16"}}
+        """)
+    manifests = read_manifest_set([path])
+    ((document, autoscaler),) = manifests.autoscalers
+    assert find_scale_target(autoscaler, document, manifests.workloads).servers[0].max_num_seqs == 16

@@ -477,11 +477,24 @@ def _server_flags(container: Mapping) -> tuple[dict[str, str | None], bool]:
     return (parse_server_args(tokens) if runs else {}), runs
 
 
-def _pod_specs(node, path: tuple = ()) -> Iterator[tuple[tuple, Mapping]]:
-    """Every mapping with a ``containers`` list (a pod spec), wherever the owner keeps it."""
+# KServe's InferenceService puts the server in predictor.model; its Hugging Face runtime serves with vLLM.
+_KSERVE_VLLM_FORMATS = ("huggingface", "vllm")
+
+
+def _pod_specs(node, path: tuple = ()) -> Iterator[tuple[tuple, Mapping, list]]:
+    """Every pod spec wherever its owner keeps it: (path, spec, [(container path, container, runs vLLM)]).
+
+    A pod spec is a mapping with a ``containers`` list, or a KServe predictor with a ``model``.
+    """
     if isinstance(node, Mapping):
-        if isinstance(node.get("containers"), list):
-            yield path, node
+        containers, model = node.get("containers"), node.get("model")
+        kserve = isinstance(model, Mapping) and isinstance(model.get("modelFormat"), Mapping)
+        if isinstance(containers, list) or kserve:
+            items = [((*path, "containers", i), c, False) for i, c in enumerate(containers or [])]
+            if kserve:
+                model_format = str(model["modelFormat"].get("name") or "").lower()
+                items.append(((*path, "model"), model, model_format in _KSERVE_VLLM_FORMATS))
+            yield path, node, items
             return
         for key, value in node.items():
             if key in ("metadata", "status"):
@@ -495,18 +508,20 @@ def _pod_specs(node, path: tuple = ()) -> Iterator[tuple[tuple, Mapping]]:
 def workload_from_document(document: YamlDocument) -> tuple[Workload, ...]:
     """The pod templates in ``document`` whose containers run vLLM (empty when none do)."""
     found = []
-    for pod_path, pod in _pod_specs(document.data.get("spec"), ("spec",)):
+    for pod_path, pod, containers in _pod_specs(document.data.get("spec"), ("spec",)):
         servers = []
-        for index, container in enumerate(pod.get("containers") or []):
+        for container_path, container, serves in containers:
             if not isinstance(container, Mapping):
                 continue
             flags, runs = _server_flags(container)
+            if serves and not runs:
+                flags, runs = parse_server_args(_string_list(container.get("args"))), True
             if not runs:
                 continue
             gpus, resource = _gpus(container)
             servers.append(ModelServer(
                 container=str(container.get("name") or ""),
-                path=(*pod_path, "containers", index),
+                path=container_path,
                 image=str(container.get("image") or ""),
                 flags=flags,
                 gpus=gpus,
@@ -547,7 +562,10 @@ def find_scale_target(autoscaler: Autoscaler, document: YamlDocument, workloads)
     """The workload an autoscaler's ``scaleTargetRef`` names (kind and name; namespace when both give one)."""
     kind, name = autoscaler.hpa.scale_target_kind, autoscaler.hpa.scale_target_name
     for workload in workloads:
-        if workload.kind != kind or workload.name != name:
+        # KServe in RawDeployment mode runs an InferenceService X as the Deployment X-predictor.
+        owned = (workload.kind == "InferenceService" and kind == "Deployment"
+                 and name == f"{workload.name}-predictor")
+        if not owned and (workload.kind != kind or workload.name != name):
             continue
         if document.namespace and workload.namespace and document.namespace != workload.namespace:
             continue
