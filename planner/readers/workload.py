@@ -1,7 +1,7 @@
 """Read Kubernetes manifests for review: model-server workloads, autoscalers, and where each field sits.
 
-:func:`load_documents` reads a YAML file with PyYAML's ``safe_load_all``
-and, from ``compose_all``'s node marks, the line of every field, so a
+:func:`load_documents` reads a YAML file with PyYAML's safe loader (as
+``safe_load_all``, with libyaml when present) and, from ``compose_all``'s node marks, the line of every field, so a
 finding can say ``spec.triggers[0].metadata.query`` is on line 26 of the
 third document. Helm-rendered output works: empty documents are skipped and
 each document keeps the template named by its ``# Source:`` comment.
@@ -55,6 +55,7 @@ __all__ = [
 AUTOSCALER_KINDS = ("HorizontalPodAutoscaler", "ScaledObject")
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915", "gpu.intel.com/xe", "habana.ai/gaudi")
 YAML_SUFFIXES = (".yaml", ".yml")
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 # Flags read from the vLLM command line; a unique prefix is accepted, as argparse does.
 SERVER_FLAGS = (
@@ -141,8 +142,9 @@ def load_documents(path: str | Path) -> tuple[YamlDocument, ...]:
     except UnicodeDecodeError:
         raise PlannerInputError(f"{source}: not a text file (expected YAML)") from None
     try:
-        datas = list(yaml.safe_load_all(text))
-        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        # safe_load_all's loader, in C when PyYAML has libyaml; compose_all for each field's line
+        datas = list(yaml.load_all(text, Loader=_SAFE_LOADER))
+        nodes = list(yaml.compose_all(text, Loader=_SAFE_LOADER))
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" in document {_document_at(text, mark.line)} at line {mark.line + 1}" if mark is not None else ""
