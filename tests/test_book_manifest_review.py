@@ -23,3 +23,10 @@ def test_chapter_on_the_corpus_equals_the_cli(tmp_path, capsys, shared_dir):
     cli = json.loads(capsys.readouterr().out)
     assert json.loads(values["findings_json"]) == cli["findings"]
     assert values["n_files"] == 33 and values["n_errors"] == cli["counts"]["error"]
+
+
+def test_chapter_checks_query_names_against_a_scrape(tmp_path, shared_dir):
+    scrape = shared_dir / "real-world" / "metrics" / "vllm-0.25.1-opt125m-tp2-loaded.txt"
+    values = glued(run_chapter("manifest_review", tmp_path, scrape_path=str(scrape)))
+    missing = [f for f in json.loads(values["findings_json"]) if f["rule"] == "metric-not-exported"]
+    assert len(missing) == 1 and "vllm:gpu_cache_usage_perc" in missing[0]["why"]  # the code model's KV trigger
