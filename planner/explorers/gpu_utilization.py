@@ -37,7 +37,8 @@ def gpu_utilization_explorer(
         per_pod = 100 * float(replica_utilization_frac(v["fleet_in_flight"] / final, v["busy_pct"] / 100))
         needed = replicas_for_target(v["fleet_in_flight"], concurrency_target) if v["fleet_in_flight"] else 0
         summary.value = (
-            f"<p>After {duration_s:.0f} s the HPA holds <b>{final}</b> replicas (maxReplicas {max_replicas}), "
+            f"<p>Target {v['target_pct']:.0f} %, {v['fleet_in_flight']:.0f} requests in flight. "
+            f"After {duration_s:.0f} s the HPA holds <b>{final}</b> replicas (maxReplicas {max_replicas}), "
             f"each reading {per_pod:.1f} % utilization.</p>"
             f"<p>An in-flight target of {concurrency_target:.0f} per replica would hold <b>{needed}</b>.</p>"
         )
