@@ -1,0 +1,113 @@
+"""One replica's KV capacity from every input: settings' sources, log checks, explanations."""
+
+import json
+
+import pytest
+
+from planner.errors import PlannerInputError
+from planner.kv_cache import GIB_BYTES, ServingSpec, kv_capacity
+from planner.readers.model_config import read_model_config
+from planner.readers.vllm_log import parse_vllm_log, read_vllm_log
+from planner.replica_kv import explain_log_mismatch, replica_kv
+from tests.conftest import DATA_DIR, TEST_DATA_DIR
+
+LOGS = TEST_DATA_DIR / "vllm_logs"
+MODELS = DATA_DIR / "models"
+
+
+def test_settings_come_from_the_argument_then_the_log_then_the_default():
+    gemma = read_model_config(MODELS / "gemma-3-4b-it.json")
+    log = read_vllm_log(LOGS / "orbit-ai-gemma-3-4b-rocm.log")
+    replica = replica_kv(gemma, log=log)
+    assert replica.serving.max_num_batched_tokens == 8192
+    assert replica.source("max_num_batched_tokens") == "vllm log"
+    assert replica.source("block_size") == "default"
+    assert replica.log_consistent is True and replica.log_mismatch == ()
+    given = replica_kv(gemma, log=log, max_num_batched_tokens=4096)
+    assert given.serving.max_num_batched_tokens == 4096
+    assert given.source("max_num_batched_tokens") == "argument"
+    # Without a log the memory must come from somewhere.
+    with pytest.raises(PlannerInputError, match="no KV memory"):
+        replica_kv(gemma)
+
+
+def test_argument_memory_equals_kv_capacity():
+    qwen = read_model_config(MODELS / "qwen2.5-7b-instruct-awq.json")
+    replica = replica_kv(qwen, available_kv_gib=13.76, vllm_version="0.11.0",
+                         tokens_per_request=1000.0)
+    direct = kv_capacity(qwen, ServingSpec(max_model_len=32768, vllm_version="0.11.0"),
+                         13.76 * GIB_BYTES)
+    assert replica.capacity == direct
+    assert replica.log_consistent is None and replica.memory_source == "argument"
+    assert round(replica.concurrent_requests) == 258
+
+
+def test_deepseek_workers_need_parallel_sizes():
+    deepseek = read_model_config(MODELS / "deepseek-v2-lite.json")
+    log = read_vllm_log(LOGS / "vllm-20665-deepseek-v2-lite-pp2-tp2.log")
+    with pytest.raises(PlannerInputError, match=r"4 workers.*tensor_parallel_size 1"):
+        replica_kv(deepseek, log=log)
+    given = replica_kv(deepseek, log=log, tensor_parallel_size=2, pipeline_parallel_size=2,
+                       vllm_version="0.9.2")
+    assert given.log_consistent is True
+    text = ("$ vllm serve deepseek-ai/DeepSeek-V2-Lite --tensor-parallel-size=2 "
+            "--pipeline-parallel-size=2 --max-model-len 1024\n"
+            + (LOGS / "vllm-20665-deepseek-v2-lite-pp2-tp2.log").read_text())
+    read = replica_kv(deepseek, log=parse_vllm_log(text, "log"), vllm_version="0.9.2")
+    assert (read.serving.tensor_parallel_size, read.serving.pipeline_parallel_size) == (2, 2)
+    assert read.source("tensor_parallel_size") == "vllm log"
+    assert read.capacity == given.capacity
+    assert read.available_kv_gib_per_stage == (12.13, 11.33)
+
+
+def test_worker_labels_fill_unnamed_parallel_sizes():
+    llama = read_model_config(MODELS / "llama-3.1-8b-instruct.json")
+    log = parse_vllm_log("(Worker_PP1_TP0 pid=5) INFO Available KV cache memory: 10.00 GiB\n"
+                         "(Worker_PP0_TP0 pid=2) INFO Available KV cache memory: 11.00 GiB\n")
+    replica = replica_kv(llama, log=log)
+    assert replica.serving.pipeline_parallel_size == 2
+    assert replica.source("pipeline_parallel_size") == "vllm log worker labels"
+    with pytest.raises(PlannerInputError, match="at least 2 GPUs"):
+        replica_kv(llama, log=log, pipeline_parallel_size=1)
+
+
+def test_mismatch_names_the_config_field_and_both_values(tmp_path):
+    config = json.loads((MODELS / "qwen3-14b.json").read_text())
+    assert config["num_key_value_heads"] == 8
+    config["num_key_value_heads"] = 4
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    wrong = read_model_config(tmp_path / "config.json")
+    replica = replica_kv(wrong, log=read_vllm_log(LOGS / "lmcache-1739-qwen3-14b.log"),
+                         max_model_len=32768)
+    assert replica.log_consistent is False
+    assert replica.log_mismatch[0].startswith(
+        "GPU KV cache size: the log printed 42,656, the model predicts")
+    assert "num_key_value_heads: config.json says 4, the log implies 8" in replica.log_mismatch
+
+
+def test_mismatch_names_a_setting_and_its_source():
+    qwen = read_model_config(MODELS / "qwen3-30b-a3b.json")
+    log = read_vllm_log(LOGS / "vllm-25350-qwen3-30b-a3b-fp8-kv.log")
+    serving = ServingSpec(max_model_len=100_000, vllm_version="0.10.2")
+    lines = explain_log_mismatch(log, qwen, serving, {"kv_cache_dtype": "argument"})
+    assert "kv_cache_dtype: the planner used auto (argument), the log implies fp8" in lines
+    # The wrong model entirely: the layer count that explains the log is Qwen3-14B's.
+    llama = read_model_config(MODELS / "llama-3.1-8b-instruct.json")
+    lines = replica_kv(llama, log=read_vllm_log(LOGS / "lmcache-1739-qwen3-14b.log")).log_mismatch
+    assert "num_hidden_layers: llama-3.1-8b-instruct.json says 32, the log implies 40" in lines
+
+
+def test_settings_the_log_states_are_not_second_guessed():
+    gemma = read_model_config(MODELS / "gemma-3-4b-it.json")
+    log = read_vllm_log(LOGS / "orbit-ai-gemma-3-4b-rocm.log")
+    lines = replica_kv(gemma, log=log, max_num_batched_tokens=2048).log_mismatch
+    assert any(line.startswith("max_num_batched_tokens: the planner used 2048 (argument), "
+                               "the log implies 8192") for line in lines)
+    assert not any(line.startswith(("tensor_parallel_size", "vllm_version")) for line in lines)
+
+
+def test_estimate_from_the_gpu_is_labelled():
+    qwen = read_model_config(MODELS / "qwen2.5-7b-instruct-awq.json")
+    replica = replica_kv(qwen, gpu_memory_gib=22.07, weights_gib=5.2)
+    assert replica.memory_source == "estimate" and replica.estimate.is_estimate
+    assert replica.as_dict()["is_estimate"] is True
