@@ -38,7 +38,8 @@ from planner.kv_cache import (
 )
 from planner.readers.vllm_log import LogCheck, VllmStartupLog, cross_check
 
-__all__ = ["DEFAULT_BLOCK_SIZE", "ReplicaKv", "explain_log_mismatch", "replica_kv"]
+__all__ = ["DEFAULT_BLOCK_SIZE", "GpuEstimate", "ReplicaKv", "estimate_on_gpu",
+           "explain_log_mismatch", "model_label", "replica_kv"]
 
 # vLLM's default --block-size on CUDA.
 DEFAULT_BLOCK_SIZE = 16
@@ -88,6 +89,9 @@ class ReplicaKv:
         Mean request length asked about. [tokens]
     concurrent_requests : float or None
         Requests of that length held at once. [requests]
+    model_label : str
+        A name for the model: the one the log serves, else the config's file
+        (or folder, for a file called ``config.json``).
     """
 
     model: ModelSpec
@@ -102,6 +106,7 @@ class ReplicaKv:
     estimate: KvMemoryEstimate | None = None
     tokens_per_request: float | None = None
     concurrent_requests: float | None = None
+    model_label: str = ""
 
     @property
     def available_kv_gib(self) -> float:
@@ -115,6 +120,26 @@ class ReplicaKv:
             return None
         return all(check.ok for check in self.log_checks)
 
+    def log_summary(self) -> str:
+        """One paragraph on the log: reproduced, or which field would explain it."""
+        if self.memory_source != "vllm log" and not self.log_checks:
+            return ("No start-up log was given, so nothing is checked; the memory is the "
+                    "figure passed in.")
+        if not self.log_checks:
+            return "The log printed no token, block or concurrency figure to check."
+        printed = ", ".join(
+            f"{_FIGURES.get(c.figure, c.figure)} {_number(c.printed)}" for c in self.log_checks)
+        if self.log_consistent:
+            return (f"The log printed {printed}; the planner reproduces every figure within "
+                    "the rounding of the printed memory.")
+        first, *rest = self.log_mismatch
+        text = f"The log and the model disagree. {first}."
+        if rest and not rest[0].startswith("no single"):
+            text += " Each of these alone would make them agree: " + "; ".join(rest) + "."
+        elif rest:
+            text += f" {rest[0].capitalize()}."
+        return text
+
     def source(self, name: str) -> str:
         """Where the setting ``name`` came from."""
         return dict(self.sources)[name]
@@ -124,6 +149,7 @@ class ReplicaKv:
         serving, capacity = self.serving, self.capacity
         result: dict = {
             "model": self.model.name,
+            "model_label": self.model_label,
             "model_type": self.model.model_type,
             "tensor_parallel_size": serving.tensor_parallel_size,
             "pipeline_parallel_size": serving.pipeline_parallel_size,
@@ -174,6 +200,7 @@ class ReplicaKv:
 
 def replica_kv(model: ModelSpec, *, log: VllmStartupLog | None = None,
                available_kv_gib: float | None = None,
+               default_available_kv_gib: float | None = None,
                gpu_memory_gib: float | None = None, weights_gib: float | None = None,
                gpu_memory_utilization: float = 0.9,
                tensor_parallel_size: int | None = None,
@@ -196,6 +223,9 @@ def replica_kv(model: ModelSpec, *, log: VllmStartupLog | None = None,
         A parsed vLLM start-up log: settings, memory and figures to check.
     available_kv_gib : float, optional
         "Available KV cache memory" of one GPU; beats the log's. [GiB]
+    default_available_kv_gib : float, optional
+        The memory to use only when neither ``available_kv_gib`` nor the log
+        gives one (the book's parameter, which a log replaces). [GiB]
     gpu_memory_gib, weights_gib : float, optional
         Without memory from the argument or log: the GPU's memory as CUDA
         reports it and the checkpoint's total weights, for an ESTIMATE. [GiB]
@@ -272,6 +302,9 @@ def replica_kv(model: ModelSpec, *, log: VllmStartupLog | None = None,
     elif log is not None and log.available_kv_gib:
         memory_source = "vllm log"
         per_stage = _log_memory_per_stage(log, tp, pp)
+    elif default_available_kv_gib is not None:
+        memory_source = "argument"
+        per_stage = [_positive("available_kv_gib", default_available_kv_gib)] * pp
     elif log is not None:
         raise PlannerInputError(
             f"{log.source}: no 'Available KV cache memory' line (nor the V0 equivalents); "
@@ -305,7 +338,82 @@ def replica_kv(model: ModelSpec, *, log: VllmStartupLog | None = None,
         available_kv_gib_per_stage=tuple(per_stage), memory_source=memory_source,
         capacity=capacity, kv_tokens_range=kv_range, log_checks=checks,
         log_mismatch=mismatch, estimate=estimate, tokens_per_request=tokens_per_request,
-        concurrent_requests=requests)
+        concurrent_requests=requests, model_label=model_label(model, log))
+
+
+def model_label(model: ModelSpec, log: VllmStartupLog | None = None) -> str:
+    """The model's name: the log's served model, else the config file's stem or folder."""
+    if log is not None and log.model:
+        return log.model
+    path = PurePath(model.name)
+    if path.stem == "config" and path.parent.name not in ("", "."):
+        return path.parent.name
+    return path.stem or model.name
+
+
+@dataclass(frozen=True)
+class GpuEstimate:
+    """An ESTIMATE of the replica on a GPU before any log exists, or why there is none.
+
+    ``replica`` is None when no estimate can be made; ``reason`` then says why
+    (weights unknown, or nothing left for the cache).
+    """
+
+    gpu_name: str
+    replica: ReplicaKv | None
+    reason: str = ""
+
+    def summary(self) -> str:
+        """One sentence: the estimate and its error, or why there is none."""
+        if self.replica is None:
+            return f"No estimate for the {self.gpu_name}: {self.reason}."
+        estimate = self.replica.estimate
+        return (f"On the {self.gpu_name} the estimate is {estimate.available_kv_gib:.1f} GiB "
+                f"of KV memory per GPU (give or take about {estimate.typical_error_gib:.1f} "
+                f"GiB), or about {self.replica.capacity.kv_tokens:,} tokens.")
+
+
+def estimate_on_gpu(replica: ReplicaKv, gpu_name: str, gpu_memory_gib: float,
+                    gpu_memory_utilization: float, weights_gib: float | None,
+                    weights_note: str = "") -> GpuEstimate:
+    """The same replica, its memory estimated from the GPU's size instead of measured.
+
+    Parameters
+    ----------
+    replica : ReplicaKv
+        The measured replica whose settings to keep.
+    gpu_name : str
+        The GPU's name, for the text.
+    gpu_memory_gib : float
+        The GPU's memory as CUDA reports it. [GiB]
+    gpu_memory_utilization : float
+        ``--gpu-memory-utilization``. [fraction]
+    weights_gib : float or None
+        Total checkpoint weights, all GPUs; None when unknown. [GiB]
+    weights_note : str
+        Why the weights are unknown, when they are.
+
+    Returns
+    -------
+    GpuEstimate
+    """
+    if weights_gib is None:
+        return GpuEstimate(gpu_name, None, f"the weights' size is unknown ({weights_note})")
+    serving = replica.serving
+    try:
+        estimated = replica_kv(
+            replica.model, gpu_memory_gib=gpu_memory_gib, weights_gib=weights_gib,
+            gpu_memory_utilization=gpu_memory_utilization,
+            tensor_parallel_size=serving.tensor_parallel_size,
+            pipeline_parallel_size=serving.pipeline_parallel_size,
+            kv_cache_dtype=serving.kv_cache_dtype, block_size=serving.block_size,
+            max_model_len=replica.capacity.max_model_len,
+            max_num_batched_tokens=serving.max_num_batched_tokens,
+            num_draft_layers=serving.num_draft_layers, vllm_version=serving.vllm_version,
+            tokens_per_request=replica.tokens_per_request)
+    except PlannerInputError as error:
+        return GpuEstimate(gpu_name, None, str(error))
+    return GpuEstimate(gpu_name, estimated)
 
 
 def explain_log_mismatch(log: VllmStartupLog, model: ModelSpec, serving: ServingSpec,

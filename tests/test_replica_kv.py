@@ -111,3 +111,47 @@ def test_estimate_from_the_gpu_is_labelled():
     replica = replica_kv(qwen, gpu_memory_gib=22.07, weights_gib=5.2)
     assert replica.memory_source == "estimate" and replica.estimate.is_estimate
     assert replica.as_dict()["is_estimate"] is True
+
+
+def test_gemma_3_27b_concurrency_follows_the_scheduler_budget():
+    # A Gemma-3-27B start-up log on ROCm (vLLM 0.11.0rc2, max_num_batched_tokens 8192)
+    # printed 109.86 GiB, 205,696 tokens and 50.05x at 4,096 tokens. The budget only moves
+    # the sliding layers' pages: at vLLM's small-GPU default of 2048 it would be 63.65x.
+    gemma = read_model_config(MODELS / "gemma-3-27b-it.json")
+    args = {"available_kv_gib": 109.86, "max_model_len": 4096, "vllm_version": "0.11.0"}
+    served = replica_kv(gemma, max_num_batched_tokens=8192, **args)
+    assert served.capacity.kv_tokens == 205_696
+    assert f"{served.capacity.max_concurrency:.2f}" == "50.05"
+    assert f"{replica_kv(gemma, **args).capacity.max_concurrency:.2f}" == "63.65"
+
+
+def test_log_summary_and_model_label(tmp_path):
+    gemma = read_model_config(MODELS / "gemma-3-4b-it.json")
+    log = read_vllm_log(LOGS / "orbit-ai-gemma-3-4b-rocm.log")
+    replica = replica_kv(gemma, log=log)
+    assert replica.model_label == "google/gemma-3-4b-it"  # the log names the served model
+    assert replica.log_summary().startswith("The log printed GPU KV cache size 1,217,591")
+    wrong = replica_kv(gemma, log=log, max_num_batched_tokens=2048).log_summary()
+    assert wrong.startswith("The log and the model disagree. GPU KV cache size")
+    assert "max_num_batched_tokens: the planner used 2048 (argument)" in wrong
+    plain = replica_kv(gemma, available_kv_gib=10.0)
+    assert plain.model_label == "gemma-3-4b-it" and "No start-up log" in plain.log_summary()
+    (tmp_path / "my-model").mkdir()
+    (tmp_path / "my-model" / "config.json").write_text((MODELS / "qwen3-8b.json").read_text())
+    own = read_model_config(tmp_path / "my-model" / "config.json")
+    assert replica_kv(own, available_kv_gib=10.0).model_label == "my-model"
+
+
+def test_estimate_on_gpu_says_why_there_is_none():
+    from planner.replica_kv import estimate_on_gpu
+
+    qwen = read_model_config(MODELS / "qwen2.5-7b-instruct-awq.json")
+    replica = replica_kv(qwen, available_kv_gib=13.76)
+    made = estimate_on_gpu(replica, "A10", 22.07, 0.9, 5.2)
+    assert made.replica.memory_source == "estimate"
+    assert made.summary().startswith("On the A10 the estimate is")
+    unknown = estimate_on_gpu(replica, "A10", 22.07, 0.9, None, "no parameter count")
+    assert unknown.summary() == ("No estimate for the A10: the weights' size is unknown "
+                                 "(no parameter count).")
+    too_big = estimate_on_gpu(replica, "A10", 22.07, 0.9, 40.0)
+    assert too_big.replica is None and "no memory left" in too_big.summary()
