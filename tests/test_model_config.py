@@ -170,4 +170,4 @@ def test_weights_for_an_estimate_or_why_not():
     gib, how = read_weights_gib(DATA_DIR / "models" / "qwen2.5-7b-instruct-awq.json")
     assert 5.0 < gib < 5.4 and "AWQ" in how
     gib, why = read_weights_gib(DATA_DIR / "models" / "gemma-3-4b-it.json")
-    assert gib is None and "gemma3_text" in why
+    assert gib is None and "gemma3_text" in why and "set weights_gib" in why

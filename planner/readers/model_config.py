@@ -164,7 +164,8 @@ def read_weights_gib(config_path, weights_gib: float = 0.0) -> tuple[float | Non
     if weights_gib > 0:
         return float(weights_gib), "as given"
     try:
-        weight_bytes, how = read_weight_bytes_estimate(config_path)
+        weight_bytes, how = read_weight_bytes_estimate(
+            config_path, fallback="set weights_gib to the checkpoint's size")
     except PlannerInputError as error:
         return None, str(error)
     return weight_bytes / 2**30, how
@@ -425,13 +426,17 @@ _WEIGHT_LAYOUTS = {
 }
 
 
-def read_weight_bytes_estimate(source, name: str | None = None) -> tuple[float, str]:
+def read_weight_bytes_estimate(source, name: str | None = None,
+                               fallback: str = "pass --weights-gib or --safetensors-index "
+                                               "instead") -> tuple[float, str]:
     """Estimate a checkpoint's weight bytes from its ``config.json``. [bytes]
 
     For when no ``model.safetensors.index.json`` is at hand. The parameter
     count is exact for the layouts covered (Llama, Mistral, Qwen2, Qwen3
     and their MoE variants); quantized linear layers (AWQ, GPTQ, FP8) are
     sized from ``quantization_config``, an estimate within a few percent.
+    ``fallback`` ends every error message: what the caller's user can give
+    instead (a flag on the command line, a parameter in the book).
 
     Returns
     -------
@@ -449,7 +454,6 @@ def read_weight_bytes_estimate(source, name: str | None = None) -> tuple[float, 
     model = model_spec_from_config(config, label)
     text, prefix = _text_config(config)
     layout = _WEIGHT_LAYOUTS.get(model.model_type)
-    fallback = "pass --weights-gib or --safetensors-index instead"
     if layout is None or model.use_mla:
         raise PlannerInputError(
             f"{label}: no parameter count for model_type {model.model_type!r} (covered: "
