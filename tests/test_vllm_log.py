@@ -274,3 +274,8 @@ def test_worker_labels_bound_the_parallel_sizes():
                          "(Worker_PP0_TP0 pid=2) INFO Available KV cache memory: 11.00 GiB\n")
     assert log.workers_seen() == (2, 2, 4)
     assert read_vllm_log(LOGS / "lmcache-1739-qwen3-14b.log").workers_seen() == (1, 1, 1)
+    # Newer workers name only the dimensions larger than one, expert parallel included.
+    log = parse_vllm_log("(Worker_TP3_EP3 pid=5) INFO Available KV cache memory: 10.00 GiB\n"
+                         "(Worker_PP1 pid=7) INFO Available KV cache memory: 10.00 GiB\n")
+    assert log.available_kv_workers == ("pp0/tp3", "pp1/tp0")
+    assert log.workers_seen() == (4, 2, 8)

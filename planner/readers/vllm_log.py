@@ -64,7 +64,9 @@ _VERSION_PATTERNS = (
     re.compile(r"\bversion\s+v?(0\.[0-9]+[\w.+-]*)"),
 )
 _WORKER_PATTERNS = (
-    re.compile(r"\(Worker_PP(\d+)_TP(\d+)"),
+    # V1 multiprocess workers: "Worker" plus _DP<n>, _PP<n>, _TP<n>, _EP<n> parts for the
+    # dimensions larger than one ("Worker_PP1_TP0", "Worker_TP3_EP3", "Worker_PP1").
+    re.compile(r"\(Worker((?:_[A-Z]+\d+)+)[ )]"),
     re.compile(r"\((?:VllmWorker|RayWorkerWrapper|Worker)[^)]*?rank=(\d+)"),
 )
 _MAX_LEN = re.compile(r"Using max model len\s*" + _NUMBER)
@@ -263,7 +265,9 @@ def _float(text: str) -> float:
 def _worker(line: str) -> str:
     match = _WORKER_PATTERNS[0].search(line)
     if match:
-        return f"pp{match.group(1)}/tp{match.group(2)}"
+        parts = dict(re.findall(r"_([A-Z]+)(\d+)", match.group(1)))
+        if "PP" in parts or "TP" in parts:
+            return f"pp{parts.get('PP', '0')}/tp{parts.get('TP', '0')}"
     match = _WORKER_PATTERNS[1].search(line)
     if match:
         return f"rank={match.group(1)}"
