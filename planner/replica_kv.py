@@ -273,6 +273,9 @@ def replica_kv(model: ModelSpec, *, log: VllmStartupLog | None = None,
                  DEFAULT_BLOCK_SIZE)
     version = pick("vllm_version", vllm_version, log.version if log else None,
                    CURRENT_VLLM_VERSION)
+    if sources["vllm_version"] == "default" and log is not None and log.engine == "v0":
+        # No release printed, but the lines are the V0 engine's: follow its rule.
+        version, sources["vllm_version"] = "v0", "vllm log (V0 engine lines)"
     batched = pick("max_num_batched_tokens", max_num_batched_tokens,
                    log.max_num_batched_tokens if log else None, DEFAULT_MAX_NUM_BATCHED_TOKENS)
     max_len = pick("max_model_len", max_model_len, log.max_model_len if log else None,

@@ -155,3 +155,13 @@ def test_estimate_on_gpu_says_why_there_is_none():
                                  "(no parameter count).")
     too_big = estimate_on_gpu(replica, "A10", 22.07, 0.9, 40.0)
     assert too_big.replica is None and "no memory left" in too_big.summary()
+
+
+def test_a_v0_log_without_a_release_follows_the_v0_rule():
+    llama = read_model_config(MODELS / "llama-3.1-8b-instruct.json")
+    log = read_vllm_log(LOGS / "vllm-10517-llama-3.1-8b-v0-20k.log")
+    replica = replica_kv(llama, log=log)
+    assert replica.capacity.rule == "v0"
+    assert replica.source("vllm_version") == "vllm log (V0 engine lines)"
+    assert replica.capacity.num_blocks * 16 == replica.capacity.kv_tokens
+    assert replica.log_consistent is True  # "# GPU blocks: 1952" and 1.56x

@@ -131,9 +131,11 @@ def _print_readable(result: dict, estimate) -> None:
     rows = [
         ("model", f"{result['model']} ({result['model_type']})"),
         ("parallelism", f"TP {result['tensor_parallel_size']} x PP "
-                        f"{result['pipeline_parallel_size']}"),
+                        f"{result['pipeline_parallel_size']} "
+                        f"({result['settings_source']['tensor_parallel_size']})"),
         ("KV dtype", f"{result['kv_cache_dtype']} ({result['kv_dtype_bytes']} B)"),
-        ("vLLM rule", f"{result['rule']} (vLLM {result['vllm_version']})"),
+        ("vLLM rule", f"{result['rule']} (vLLM {result['vllm_version']}, "
+                      f"{result['settings_source']['vllm_version']})"),
         ("available KV memory", f"{result['available_kv_gib']:.2f} GiB per GPU "
                                 f"({result['available_kv_source']})"),
         ("bytes per token per GPU", result["bytes_per_token"]),
