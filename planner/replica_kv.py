@@ -127,8 +127,10 @@ class ReplicaKv:
                     "figure passed in.")
         if not self.log_checks:
             return "The log printed no token, block or concurrency figure to check."
-        printed = ", ".join(
-            f"{_FIGURES.get(c.figure, c.figure)} {_number(c.printed)}" for c in self.log_checks)
+        units = {"kv_cache_tokens": " tokens", "max_concurrency": "x"}
+        printed = ", ".join(dict.fromkeys(  # one mention per distinct line
+            f'"{_FIGURES.get(c.figure, c.figure)}: {_number(c.printed)}{units.get(c.figure, "")}"'
+            for c in self.log_checks))
         if self.log_consistent:
             return (f"The log printed {printed}; the planner reproduces every figure within "
                     "the rounding of the printed memory.")

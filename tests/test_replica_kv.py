@@ -130,7 +130,9 @@ def test_log_summary_and_model_label(tmp_path):
     log = read_vllm_log(LOGS / "orbit-ai-gemma-3-4b-rocm.log")
     replica = replica_kv(gemma, log=log)
     assert replica.model_label == "google/gemma-3-4b-it"  # the log names the served model
-    assert replica.log_summary().startswith("The log printed GPU KV cache size 1,217,591")
+    assert replica.log_summary() == (
+        'The log printed "GPU KV cache size: 1,217,591 tokens", "Maximum concurrency: 148.63x"; '
+        "the planner reproduces every figure within the rounding of the printed memory.")
     wrong = replica_kv(gemma, log=log, max_num_batched_tokens=2048).log_summary()
     assert wrong.startswith("The log and the model disagree. GPU KV cache size")
     assert "max_num_batched_tokens: the planner used 2048 (argument)" in wrong
