@@ -103,6 +103,16 @@ def _kv_capacity_hybrid() -> None:
     kv_capacity(GPT_OSS, SERVING, 40 * 2**30)
 
 
+def _replica_kv_mismatch() -> None:
+    # The wrong model for the log: every single-field explanation is tried.
+    from planner.readers.vllm_log import read_vllm_log
+    from planner.replica_kv import replica_kv
+    from tests.conftest import TEST_DATA_DIR
+
+    log = read_vllm_log(TEST_DATA_DIR / "vllm_logs" / "lmcache-1739-qwen3-14b.log")
+    replica_kv(LLAMA, log=log)
+
+
 def _read_loadtest_guidellm() -> None:
     read_loadtest(DATA_DIR / "loadtests" / "llama-3.1-8b_guidellm_benchmarks.json")
 
@@ -124,6 +134,7 @@ CASES: dict[str, tuple[Callable[[], None], int]] = {
     "ramp_replicas, 20 warmups": (_kv_ramp, 2000),
     "kv_capacity, dense GQA (Llama 3.1 8B)": (_kv_capacity_dense, 500),
     "kv_capacity, sliding-window hybrid (gpt-oss-120b)": (_kv_capacity_hybrid, 500),
+    "replica_kv, log that disagrees (explanation search)": (_replica_kv_mismatch, 5),
     "read_loadtest, GuideLLM benchmarks.json": (_read_loadtest_guidellm, 20),
     "find_knee, 12-step sweep": (_find_knee, 500),
 }
