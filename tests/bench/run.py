@@ -27,7 +27,10 @@ from planner.littles_law import in_flight_requests, replicas_for_target
 from planner.readers.loadtest import read_loadtest
 from planner.readers.model_config import read_model_config
 from planner.step_time import fit_step_time, output_throughput_tps
-from tests.conftest import DATA_DIR
+from planner.readers.trace import read_trace
+from planner.simulate.scenario import Scenario, scenario_trace
+from planner.simulate.traffic import stretch_trace
+from tests.conftest import DATA_DIR, SHARED_DIR
 
 RATES_RPS = np.linspace(0.0, 200.0, 100_000)
 
@@ -110,6 +113,21 @@ def _find_knee() -> None:
               ttft_p99_slo_ms=2000.0, itl_p99_slo_ms=50.0)
 
 
+AZURE_CONV = SHARED_DIR / "traces" / "AzureLLMInferenceTrace_conv.csv"
+
+
+def _diurnal_day() -> None:
+    scenario_trace(Scenario("diurnal", 86_400.0, 6.0, token_distribution="geometric"), 0)
+
+
+def _read_azure_hour() -> None:
+    read_trace(AZURE_CONV)
+
+
+def _stretch_azure_day() -> None:
+    stretch_trace(read_trace(AZURE_CONV), 0)
+
+
 CASES: dict[str, tuple[Callable[[], None], int]] = {
     "HorizontalController, 240 reconciles (1 h)": (_hpa_hour, 20),
     "reconcile, Pods metric over 50 pods": (_pods_metric_50, 200),
@@ -124,7 +142,11 @@ CASES: dict[str, tuple[Callable[[], None], int]] = {
     "kv_capacity, sliding-window hybrid (gpt-oss-120b)": (_kv_capacity_hybrid, 500),
     "read_loadtest, GuideLLM benchmarks.json": (_read_loadtest_guidellm, 20),
     "find_knee, 12-step sweep": (_find_knee, 500),
+    "scenario_trace, diurnal day at 6 req/s (~518k requests)": (_diurnal_day, 2),
 }
+if AZURE_CONV.is_file():  # the shared corpus sits beside the checkout
+    CASES["read_trace, Azure conv hour (19,366 rows)"] = (_read_azure_hour, 10)
+    CASES["stretch_trace, Azure conv hour to a day (~478k requests)"] = (_stretch_azure_day, 2)
 
 
 def measure(func: Callable[[], None], number: int, repeat: int) -> float:
