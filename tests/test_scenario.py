@@ -145,3 +145,30 @@ def test_bad_scenario_files(tmp_path):
     path.write_text("", encoding="utf-8")
     with pytest.raises(PlannerInputError, match="empty file"):
         read_scenario(path)
+
+
+def test_bundled_scenarios_load_and_carry_the_articles_numbers():
+    from tests.conftest import DATA_DIR
+
+    scenarios = {p.stem: read_scenario(p) for p in sorted((DATA_DIR / "scenarios").glob("*.yaml"))}
+    assert {s.kind for s in scenarios.values()} == set(SCENARIO_KINDS)
+    spike = scenarios["launch_spike"]
+    assert spike.rate_at([spike.spike_at_s + 20.0])[0] == 2.5 * spike.rate_rps == 75.0
+    longer = scenarios["long_answers"]
+    assert scenario_rate_trace(longer).mean_output_tokens[-1] == 3 * longer.mean_output_tokens
+    trickle = scenarios["steady_trickle"]
+    assert (trickle.rate_rps, trickle.duration_s) == (0.6, 720.0)
+    for scenario in scenarios.values():
+        scenario_trace(scenario, 0).check()
+
+
+def test_bundled_rate_trace():
+    from planner.readers.trace import read_rate_trace, read_trace
+    from tests.conftest import DATA_DIR
+
+    path = DATA_DIR / "traces" / "rate_example.csv"
+    rates = read_rate_trace(path)
+    assert rates.end_s == 1200.0 and rates.expected_requests == pytest.approx(300 * (2 + 4 + 4 + 1))
+    trace = read_trace(path, seed=0)
+    assert set(trace.output_tokens.tolist()) == {240, 720}
+    assert np.all(trace.output_tokens[(trace.arrival_s >= 600) & (trace.arrival_s < 900)] == 720)

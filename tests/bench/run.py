@@ -26,10 +26,10 @@ from planner.kv_ramp import ramp_replicas
 from planner.littles_law import in_flight_requests, replicas_for_target
 from planner.readers.loadtest import read_loadtest
 from planner.readers.model_config import read_model_config
-from planner.step_time import fit_step_time, output_throughput_tps
 from planner.readers.trace import read_trace
 from planner.simulate.scenario import Scenario, scenario_trace
 from planner.simulate.traffic import stretch_trace
+from planner.step_time import fit_step_time, output_throughput_tps
 from tests.conftest import DATA_DIR, SHARED_DIR
 
 RATES_RPS = np.linspace(0.0, 200.0, 100_000)
