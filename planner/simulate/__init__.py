@@ -1,7 +1,6 @@
 """Replay traffic through a model of a vLLM fleet driven by the planner's own HPA/KEDA port.
 
-The modules follow the data, top to bottom: ``traffic`` and ``scenario``
-(requests in: read, drawn from a rate, or stretched to a day),
+The modules follow the data, top to bottom: ``traffic`` (requests in),
 ``replica`` and ``fleet`` (vLLM continuous batching, cold starts, drain),
 ``metrics`` (what Prometheus would scrape and the queries return),
 ``control`` (the manifest's HPA or ScaledObject, decided exactly by
