@@ -18,6 +18,9 @@ Ported from ``kedacore/keda`` (v2.x, by function name):
 * ``GetMetricsWithFallback`` / ``doFallback`` (``pkg/fallback/fallback.go``):
   after more than ``failureThreshold`` consecutive failures the metric is
   replaced by ``target x replicas`` so the HPA computes ``fallback.replicas``.
+  Failures are counted where KEDA counts them: once per metric each time the
+  HPA fetches it through the metrics adapter (``GetScaledObjectMetrics``),
+  never in the polling loop (``getScaledObjectState``).
 * ``HandleScalingModifiers`` (``pkg/scaling/modifiers``) with the formula
   evaluated by :mod:`planner.formula`, never ``eval``.
 * ``RequestScale`` (``pkg/scaling/executor/scale_scaledobjects.go``):
