@@ -6,7 +6,10 @@ import csv
 from datetime import datetime
 
 import numpy as np
+import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from planner.errors import PlannerInputError
 from planner.readers.trace import read_rate_trace, read_request_trace, read_trace, trace_format
@@ -149,3 +152,18 @@ def test_wrong_reader_for_the_shape(tmp_path):
         read_rate_trace(canonical)
     with pytest.raises(PlannerInputError, match="no such file"):
         read_trace(tmp_path / "missing.csv")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1e6, allow_nan=False, allow_infinity=False), st.integers(0, 2**40),
+                          st.integers(1, 2**40)), min_size=1, max_size=50))
+def test_canonical_round_trip_is_exact(tmp_path_factory, rows):
+    """Whatever pandas writes, the reader gives back exactly (floats to the bit, tokens as int64)."""
+    rows = sorted(rows)
+    frame = pd.DataFrame(rows, columns=["arrival_s", "input_tokens", "output_tokens"])
+    path = tmp_path_factory.mktemp("round") / "t.csv"
+    frame.to_csv(path, index=False)
+    trace = read_trace(path)
+    assert trace.arrival_s.tobytes() == frame["arrival_s"].to_numpy(dtype=float).tobytes()
+    assert trace.input_tokens.tolist() == frame["input_tokens"].tolist()
+    assert trace.output_tokens.tolist() == frame["output_tokens"].tolist()

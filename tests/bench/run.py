@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import tempfile
 import timeit
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from planner.behavior import HorizontalPodAutoscalerBehavior
 from planner.headroom import backlog_trajectory_requests
@@ -128,6 +131,17 @@ def _stretch_azure_day() -> None:
     stretch_trace(read_trace(AZURE_CONV), 0)
 
 
+_TRACE_DIR = tempfile.TemporaryDirectory()
+DAY_CSV = Path(_TRACE_DIR.name) / "day.csv"
+_DAY = scenario_trace(Scenario("diurnal", 86_400.0, 6.0, token_distribution="geometric"), 0)
+pd.DataFrame({"arrival_s": _DAY.arrival_s, "input_tokens": _DAY.input_tokens,
+              "output_tokens": _DAY.output_tokens}).to_csv(DAY_CSV, index=False)
+
+
+def _read_day() -> None:
+    read_trace(DAY_CSV)
+
+
 CASES: dict[str, tuple[Callable[[], None], int]] = {
     "HorizontalController, 240 reconciles (1 h)": (_hpa_hour, 20),
     "reconcile, Pods metric over 50 pods": (_pods_metric_50, 200),
@@ -143,6 +157,7 @@ CASES: dict[str, tuple[Callable[[], None], int]] = {
     "read_loadtest, GuideLLM benchmarks.json": (_read_loadtest_guidellm, 20),
     "find_knee, 12-step sweep": (_find_knee, 500),
     "scenario_trace, diurnal day at 6 req/s (~518k requests)": (_diurnal_day, 2),
+    "read_trace, canonical CSV of that day (~518k rows)": (_read_day, 2),
 }
 if AZURE_CONV.is_file():  # the shared corpus sits beside the checkout
     CASES["read_trace, Azure conv hour (19,366 rows)"] = (_read_azure_hour, 10)
