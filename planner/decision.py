@@ -365,8 +365,10 @@ def _reconcile(hpa, current, ready, readings, pods) -> tuple[ReconcileResult, in
     if held:
         # the same inputs once the seeded record has left the window
         window = _window_s(controller, scale_down=result.stabilization.reason == "ScaleDownStabilized")
-        later = HorizontalController(hpa)
-        later.reconcile_autoscaler(0.0, current, readings, pods=pods)
+        later = HorizontalController(
+            hpa, recommendations=controller.recommendations,
+            scale_up_events=controller.scale_up_events, scale_down_events=controller.scale_down_events,
+        )
         after = later.reconcile_autoscaler(window + 1.0, current, readings, pods=pods).desired_replicas
     return result, after
 
