@@ -167,3 +167,10 @@ def test_canonical_round_trip_is_exact(tmp_path_factory, rows):
     assert trace.arrival_s.tobytes() == frame["arrival_s"].to_numpy(dtype=float).tobytes()
     assert trace.input_tokens.tolist() == frame["input_tokens"].tolist()
     assert trace.output_tokens.tolist() == frame["output_tokens"].tolist()
+
+
+def test_a_scenario_file_is_a_trace_too(tmp_path):
+    path = _write(tmp_path, "kind: constant\nduration_s: 600\nrate_rps: 2\n", "steady.yaml")
+    a, b = read_trace(path, seed=8), read_trace(path, seed=8)
+    assert a.arrival_s.tobytes() == b.arrival_s.tobytes() and 1000 < len(a) < 1400
+    assert a.source.startswith("scenario constant")

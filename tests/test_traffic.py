@@ -183,3 +183,10 @@ def test_stretch_is_seeded(shared_dir):
 def test_stretch_needs_two_requests():
     with pytest.raises(PlannerInputError, match="needs at least two requests"):
         stretch_trace(RequestTrace(np.array([0.0]), np.array([1]), np.array([1]), "one"), 0)
+
+
+def test_until_keeps_the_arrivals_before_the_end():
+    trace = RequestTrace(np.array([0.0, 1.0, 2.0, 2.0, 3.5]), np.arange(5), np.arange(1, 6), "t")
+    short = trace.until(2.0)
+    assert short.arrival_s.tolist() == [0.0, 1.0] and short.output_tokens.tolist() == [1, 2]
+    assert len(trace.until(10.0)) == 5 and len(trace.until(0.0)) == 0

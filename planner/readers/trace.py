@@ -16,6 +16,9 @@ Three shapes, told apart by the header (:func:`trace_format`):
     default one more step as long as the one before it). Requests come from a
     seeded non-homogeneous Poisson process (:meth:`RateTrace.requests`).
 
+:func:`read_trace` also takes a scenario file (``.yaml``; see
+:mod:`planner.readers.scenario`) and draws its requests with the seed.
+
 Every problem raises :class:`~planner.errors.PlannerInputError` naming the
 file, the 1-based data row (the first row after the header is row 1) and
 what was expected: unparseable or unsorted times, negative or non-integer
@@ -31,6 +34,8 @@ import numpy as np
 import pandas as pd
 
 from planner.errors import PlannerInputError
+from planner.readers.scenario import read_scenario
+from planner.simulate.scenario import scenario_trace
 from planner.simulate.traffic import RateTrace, RequestTrace
 
 __all__ = [
@@ -159,18 +164,21 @@ def read_rate_trace(
 
 
 def read_trace(path: str | Path, *, seed: int = 0, token_distribution: str = "fixed", **rate_options) -> RequestTrace:
-    """Requests from any of the three shapes; a rate trace is drawn with ``seed``.
+    """Requests from any of the three CSV shapes, or from a scenario file (``.yaml``/``.yml``).
 
     Parameters
     ----------
     path : path
     seed : int, optional
-        Seed for a rate trace's Poisson arrivals (ignored for request traces).
+        Seed for the Poisson arrivals of a rate trace or a scenario (ignored
+        for request traces).
     token_distribution : {"fixed", "geometric"}, optional
-        Lengths for a rate trace's requests from its means.
+        Lengths for a rate trace's requests from its means (a scenario names its own).
     **rate_options
         ``end_s``, ``mean_input_tokens``, ``mean_output_tokens`` for :func:`read_rate_trace`.
     """
+    if Path(path).suffix.lower() in (".yaml", ".yml"):
+        return scenario_trace(read_scenario(path), seed)
     if trace_format(path) == "rate":
         return read_rate_trace(path, **rate_options).requests(seed, token_distribution=token_distribution)
     return read_request_trace(path)

@@ -83,6 +83,12 @@ class RequestTrace:
     def __len__(self) -> int:
         return len(self.arrival_s)
 
+    def until(self, end_s: float) -> RequestTrace:
+        """The requests arriving before ``end_s`` (for a run shorter than the trace). [s]"""
+        count = int(np.searchsorted(np.asarray(self.arrival_s, dtype=float), end_s, side="left"))
+        return RequestTrace(self.arrival_s[:count], self.input_tokens[:count], self.output_tokens[:count],
+                            f"{self.source or 'trace'} until {end_s:g} s")
+
     @property
     def mean_rate_rps(self) -> float:
         """Requests per second from zero to the last arrival (0 for fewer than two requests). [requests/s]"""
