@@ -11,10 +11,13 @@ import argparse
 import statistics
 import subprocess
 import sys
+import tempfile
 import timeit
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from planner.behavior import HorizontalPodAutoscalerBehavior
 from planner.headroom import backlog_trajectory_requests
@@ -28,8 +31,11 @@ from planner.kv_ramp import ramp_replicas
 from planner.littles_law import in_flight_requests, replicas_for_target
 from planner.readers.loadtest import read_loadtest
 from planner.readers.model_config import read_model_config
+from planner.readers.trace import read_trace
+from planner.simulate.scenario import Scenario, scenario_trace
+from planner.simulate.traffic import stretch_trace
 from planner.step_time import fit_step_time, output_throughput_tps
-from tests.conftest import DATA_DIR
+from tests.conftest import DATA_DIR, SHARED_DIR
 
 RATES_RPS = np.linspace(0.0, 200.0, 100_000)
 
@@ -122,6 +128,32 @@ def _find_knee() -> None:
               ttft_p99_slo_ms=2000.0, itl_p99_slo_ms=50.0)
 
 
+AZURE_CONV = SHARED_DIR / "traces" / "AzureLLMInferenceTrace_conv.csv"
+
+
+def _diurnal_day() -> None:
+    scenario_trace(Scenario("diurnal", 86_400.0, 6.0, token_distribution="geometric"), 0)
+
+
+def _read_azure_hour() -> None:
+    read_trace(AZURE_CONV)
+
+
+def _stretch_azure_day() -> None:
+    stretch_trace(read_trace(AZURE_CONV), 0)
+
+
+_TRACE_DIR = tempfile.TemporaryDirectory()
+DAY_CSV = Path(_TRACE_DIR.name) / "day.csv"
+_DAY = scenario_trace(Scenario("diurnal", 86_400.0, 6.0, token_distribution="geometric"), 0)
+pd.DataFrame({"arrival_s": _DAY.arrival_s, "input_tokens": _DAY.input_tokens,
+              "output_tokens": _DAY.output_tokens}).to_csv(DAY_CSV, index=False)
+
+
+def _read_day() -> None:
+    read_trace(DAY_CSV)
+
+
 CASES: dict[str, tuple[Callable[[], None], int]] = {
     "HorizontalController, 240 reconciles (1 h)": (_hpa_hour, 20),
     "reconcile, Pods metric over 50 pods": (_pods_metric_50, 200),
@@ -137,7 +169,12 @@ CASES: dict[str, tuple[Callable[[], None], int]] = {
     "replica_kv, log that disagrees (explanation search)": (_replica_kv_mismatch, 5),
     "read_loadtest, GuideLLM benchmarks.json": (_read_loadtest_guidellm, 20),
     "find_knee, 12-step sweep": (_find_knee, 500),
+    "scenario_trace, diurnal day at 6 req/s (~518k requests)": (_diurnal_day, 2),
+    "read_trace, canonical CSV of that day (~518k rows)": (_read_day, 2),
 }
+if AZURE_CONV.is_file():  # the shared corpus sits beside the checkout
+    CASES["read_trace, Azure conv hour (19,366 rows)"] = (_read_azure_hour, 10)
+    CASES["stretch_trace, Azure conv hour to a day (~478k requests)"] = (_stretch_azure_day, 2)
 
 
 def measure(func: Callable[[], None], number: int, repeat: int) -> float:
