@@ -120,6 +120,8 @@ class ScalingPlan:
         ``behavior.scaleUp.tolerance``; None leaves the cluster's (10 %). [fraction]
     polling_interval_s : int
         KEDA ``pollingInterval``. [s]
+    max_num_seqs : int or None
+        vLLM's ``--max-num-seqs``, if known: the target must stay below it. [sequences]
     """
 
     target_name: str
@@ -143,6 +145,7 @@ class ScalingPlan:
     pre_stop_s: float = DEFAULT_PRE_STOP_S
     scale_up_tolerance_frac: float | None = 0.0
     polling_interval_s: int = DEFAULT_POLLING_INTERVAL_S
+    max_num_seqs: int | None = None
 
 
 @dataclass(frozen=True)
@@ -291,6 +294,14 @@ def _check(plan: ScalingPlan) -> None:
         raise PlannerInputError(
             f"warmup_s {plan.warmup_s:g} s is longer than the {MAX_STABILIZATION_WINDOW_S} s the HPA allows "
             "for a stabilization window, so no scale-down window can cover it; shorten the warmup")
+    if plan.max_num_seqs is not None:
+        require_positive("max_num_seqs", plan.max_num_seqs)
+        if plan.concurrency_target >= plan.max_num_seqs:
+            raise PlannerInputError(
+                f"concurrency target {plan.concurrency_target:g} is at or above --max-num-seqs "
+                f"{plan.max_num_seqs}: a replica runs at most {plan.max_num_seqs} requests at once, so "
+                "in-flight above that is a queue, and the fleet would scale only once requests wait; "
+                "lower the target or raise --max-num-seqs")
     if plan.kv_usage_target_frac is not None:
         require_fraction("kv_usage_target_frac", plan.kv_usage_target_frac)
     if plan.queue_threshold_requests is not None:
@@ -338,6 +349,8 @@ def _signals(plan: ScalingPlan) -> list[_Signal]:
                "warmup) requests in flight per replica")
     else:
         why = f"{t} requests in flight per replica (running + waiting)"
+    if plan.max_num_seqs is not None:
+        why += f", below --max-num-seqs {plan.max_num_seqs}"
     signals = [_Signal(
         "inflight", "vllm_requests_in_flight",
         f"sum({RUNNING}{match}) + sum({WAITING}{match})", f"{RUNNING}{match}", t, why,

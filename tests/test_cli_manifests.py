@@ -182,6 +182,14 @@ def test_refuses_to_write_over_its_input(tmp_path, shared_dir, capsys):
     assert copy.read_bytes() == source.read_bytes()
 
 
+def test_target_at_the_batch_limit_is_refused(shared_dir, tmp_path, capsys):
+    [source] = (shared_dir / "real-world" / "manifests").glob("55-*.yaml")  # --max-num-seqs=64
+    status = main([*BASE, "--concurrency-target", "64", "--patch", str(source), "--out", str(tmp_path)])
+    assert status == 2 and "at or above --max-num-seqs 64" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+    assert main([*BASE, "--target", "x", "--concurrency-target", "40", "--max-num-seqs", "32"]) == 2
+
+
 @pytest.mark.parametrize(("content", "extra", "message"), [
     ("not json {", [], "knee.txt: not JSON"),
     ('{"knee_step": 3}', [], "knee.txt: expected the output of `planner knee --json`"),

@@ -123,6 +123,23 @@ def test_existing_shutdown_timeout_is_replaced_in_both_spellings():
     assert "        - --shutdown-timeout=226  # aborts on SIGTERM\n" in patched
 
 
+def test_windows_line_ends_are_kept(shared_dir):
+    before = _real(shared_dir, "55").read_text(encoding="utf-8").replace("\n", "\r\n")
+    patched = patch_workload_text(before, GRACE, source="crlf.yaml").text
+    assert patched.count("\r\n") == patched.count("\n") == before.count("\n") + 6
+
+
+def test_max_num_seqs_is_read_from_args_and_shell_strings(shared_dir):
+    from planner.readers.manifest_yaml import vllm_argument
+
+    text = _real(shared_dir, "55").read_text(encoding="utf-8")
+    assert vllm_argument(text, "--max-num-seqs", source="55.yaml") == "64"
+    assert vllm_argument(text, "--max-model-len", source="55.yaml") is None
+    shell = _deployment('        command: ["/bin/sh", "-c"]\n        args:\n'
+                        '        - vllm serve m --max-num-seqs 32 --port 8000\n')
+    assert vllm_argument(shell, "--max-num-seqs", source="s.yaml") == "32"
+
+
 def test_flow_style_args_get_the_flag_appended_in_place():
     text = _deployment('        args: ["--model", "m"]\n')
     patched = patch_workload_text(text, GRACE, source="d.yaml").text

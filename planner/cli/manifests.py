@@ -12,7 +12,7 @@ from pathlib import Path
 from planner.cli.output import print_json, print_table
 from planner.errors import PlannerInputError
 from planner.manifests import DEFAULT_PRE_STOP_S, ScalingPlan, generate_manifests
-from planner.readers.manifest_yaml import dump_manifest, patch_workload_text
+from planner.readers.manifest_yaml import dump_manifest, patch_workload_text, vllm_argument
 from planner.schema import schema_errors
 
 _KNEE_KEYS = ("concurrency_target", "kv_usage_target", "queue_threshold_requests", "knee_concurrency",
@@ -67,6 +67,8 @@ def register(subparsers) -> None:
                         metavar="URL", help="Prometheus address KEDA queries")
     parser.add_argument("--container", metavar="NAME",
                         help="the vLLM container (default: found by image or command in --patch, else 'vllm')")
+    parser.add_argument("--max-num-seqs", type=int, metavar="N",
+                        help="vLLM's --max-num-seqs (default: read from --patch); the target must stay below it")
     parser.add_argument("--pre-stop-s", type=float, default=DEFAULT_PRE_STOP_S,
                         help=f"preStop sleep before SIGTERM (default {DEFAULT_PRE_STOP_S:g}) [s]")
     parser.add_argument("--scale-up-tolerance", default="0", metavar="FRAC|cluster",
@@ -93,6 +95,15 @@ def run(args: argparse.Namespace) -> int:
                                     "over your file")
     if target is None:
         raise PlannerInputError("--target NAME is required (the Deployment to scale) unless --patch names it")
+    max_num_seqs = args.max_num_seqs
+    if max_num_seqs is None and patch_text is not None:
+        found = vllm_argument(patch_text, "--max-num-seqs", source=args.patch, target_name=target,
+                              container_name=args.container)
+        if found is not None:
+            try:
+                max_num_seqs = int(found)
+            except ValueError:
+                raise PlannerInputError(f"{args.patch}: --max-num-seqs {found!r} is not a whole number") from None
     warmup_s = args.warmup_s if args.warmup_s is not None else thresholds.get("warmup_s")
     if warmup_s is None:
         raise PlannerInputError("--warmup-s is required (the knee file does not record a warmup)")
@@ -117,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
         kv_usage_at_knee_frac=thresholds.get("kv_usage_at_knee_frac"),
         pre_stop_s=args.pre_stop_s,
         scale_up_tolerance_frac=_tolerance(args.scale_up_tolerance),
+        max_num_seqs=max_num_seqs,
     )
     result = generate_manifests(plan)
     files: dict[str, str] = {}
@@ -291,6 +303,7 @@ def _summary(result, plan, written, patch_summary) -> dict:
         "queue_threshold_requests": plan.queue_threshold_requests,
         "min_replicas": plan.min_replicas,
         "max_replicas": plan.max_replicas,
+        "max_num_seqs": plan.max_num_seqs,
         "warmup_s": plan.warmup_s,
         "scale_down_window_s": result.scale_down_window_s,
         "scale_down_period_s": result.scale_down_period_s,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -29,7 +30,7 @@ from planner.errors import PlannerInputError
 from planner.grace import GracePlan
 from planner.manifests import GeneratedManifest, grace_reason, pre_stop_reason, shutdown_reason
 
-__all__ = ["WorkloadPatch", "dump_manifest", "patch_workload_text", "workload_names"]
+__all__ = ["WorkloadPatch", "dump_manifest", "patch_workload_text", "vllm_argument", "workload_names"]
 
 _WORKLOAD_KINDS = ("Deployment", "StatefulSet")
 _SHUTDOWN_FLAG = "--shutdown-timeout"
@@ -192,7 +193,7 @@ def patch_workload_text(text: str, grace: GracePlan, *, source: str, target_name
     if flag_warning:
         warnings.append(flag_warning)
 
-    patched = _apply(lines, edits)
+    patched = _apply(lines, edits, "\r\n" if "\r\n" in text else "\n")
     _verify(text, patched, index, source)
     return WorkloadPatch(patched, tuple(changes), tuple(warnings), index, c_name)
 
@@ -203,6 +204,34 @@ def workload_names(text: str, source: str) -> list[str]:
     """Names of the Deployments and StatefulSets in a YAML text."""
     return [str((d.get("metadata") or {}).get("name", "")) for d in _load_all(text, source)
             if isinstance(d, CommentedMap) and d.get("kind") in _WORKLOAD_KINDS]
+
+
+def vllm_argument(text: str, flag: str, *, source: str, target_name: str | None = None,
+                  container_name: str | None = None) -> str | None:
+    """The value of a vLLM flag (``--max-num-seqs``) in the workload's vLLM container, if set.
+
+    Reads ``--flag=value`` and ``--flag value`` from ``command`` and ``args``,
+    shell strings included. None when the flag is absent.
+    """
+    index, workload = _find_workload(text, source, target_name)
+    where = f"{source} (document {index + 1})"
+    pod = _mapping_at(workload, ("spec", "template", "spec"), where)
+    containers = pod.get("containers")
+    if not isinstance(containers, CommentedSeq) or not containers:
+        raise PlannerInputError(f"{where}: spec.template.spec.containers: expected a list of containers")
+    _, container = _find_container(containers, container_name, where)
+    words = []
+    for word in _words(container):
+        try:
+            words += shlex.split(word) if " " in word.strip() else [word]
+        except ValueError:
+            words.append(word)
+    for position, word in enumerate(words):
+        if word.startswith(flag + "="):
+            return word.split("=", 1)[1]
+        if word == flag and position + 1 < len(words):
+            return words[position + 1]
+    return None
 
 
 def _load_all(text: str, source: str) -> list:
@@ -368,7 +397,7 @@ def _append_item(lines, items: CommentedSeq, word: str, where: str, path: str, r
     return _Edit(line + 1, None, (new_line,), rank=0)
 
 
-def _apply(lines: list[str], edits: list[_Edit]) -> str:
+def _apply(lines: list[str], edits: list[_Edit], newline: str) -> str:
     out = list(lines)
     if out and not out[-1].endswith("\n"):
         out[-1] += "\n"
@@ -380,7 +409,7 @@ def _apply(lines: list[str], edits: list[_Edit]) -> str:
             out[edit.line] = edit.replace
     inserts = sorted((e for e in edits if e.replace is None), key=lambda e: (e.line, e.rank))
     for edit in reversed(inserts):  # bottom up, so earlier line numbers stay valid
-        out[edit.line:edit.line] = list(edit.insert)
+        out[edit.line:edit.line] = [line[:-1] + newline for line in edit.insert]  # keep the file's line ends
     text = "".join(out)
     if trailing_newline_added and text.endswith("\n"):
         text = text[:-1]
