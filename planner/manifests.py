@@ -528,11 +528,16 @@ def _adapter_rules(plan, signals) -> GeneratedManifest:
     for index, signal in enumerate(signals):
         rules.append({
             "seriesQuery": signal.series,
+            "resources": {"namespaced": False},
             "name": {"as": signal.metric},
             "metricsQuery": signal.query,
         })
-        comments.append((("externalRules", index, "metricsQuery"), "the same query as the "
-                         f"ScaledObject's {signal.name!r} trigger"))
+        comments += [
+            (("externalRules", index, "resources"), "the query names its own labels, so the adapter "
+             "adds no namespace matcher"),
+            (("externalRules", index, "metricsQuery"), "the same query as the "
+             f"ScaledObject's {signal.name!r} trigger"),
+        ]
     header = ("prometheus-adapter configuration (its --config file, or the Helm chart's rules.external):\n"
               "serves the External metrics hpa.yaml reads. Not a Kubernetes object.")
     return GeneratedManifest("adapter-rules", {"externalRules": rules}, header, tuple(comments),
