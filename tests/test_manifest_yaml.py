@@ -140,6 +140,14 @@ def test_max_num_seqs_is_read_from_args_and_shell_strings(shared_dir):
     assert vllm_argument(shell, "--max-num-seqs", source="s.yaml") == "32"
 
 
+def test_inserted_keys_go_above_the_comment_of_the_key_they_precede():
+    text = _deployment("        # the engine's flags\n        args: [--model, m]\n").replace(
+        "      containers:", "      # one container\n      containers:")
+    patched = patch_workload_text(text, GRACE, source="d.yaml").text
+    assert "      terminationGracePeriodSeconds: 241" in patched.split("      # one container\n")[0]
+    assert "# the engine's flags\n        args:" in patched
+
+
 def test_flow_style_args_get_the_flag_appended_in_place():
     text = _deployment('        args: ["--model", "m"]\n')
     patched = patch_workload_text(text, GRACE, source="d.yaml").text

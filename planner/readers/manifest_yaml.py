@@ -328,6 +328,9 @@ def _insert_key(lines, mapping: CommentedMap, new_lines: list[str], where: str, 
         line, col = mapping.lc.key(key)
         if lines[line][:col].strip() == "":
             indent = lines[line][:col]
+            # keep a comment that sits on the lines just above the key next to that key
+            while line > 0 and lines[line - 1].startswith(indent + "#"):
+                line -= 1
             return _Edit(line, None, tuple(f"{indent}{text}\n" for text in new_lines))
     raise PlannerInputError(f"{where}: {path}: written in a layout (flow style or one key only after "
                             "'- ') that cannot be edited without touching other lines; add the fields by hand")
