@@ -113,3 +113,19 @@ def test_version_and_str():
     assert KUBERNETES_VERSION.startswith("1.37")
     assert str(SchemaProblem("spec", "bad", source="f.yaml")) == "f.yaml: spec: bad"
     assert str(SchemaProblem("", "bad")) == "bad"
+
+
+def test_schemas_load_without_network(monkeypatch, shared_dir):
+    import socket
+
+    from planner import schema
+
+    def refuse(*args, **kwargs):
+        raise OSError("network disabled in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    schema._validator.cache_clear()
+    schema._keda_schema.cache_clear()
+    for name in ("22-llm-serving-keda-running-sum.yaml", "55-k8sexamples-vllm-deployment-no-grace.yaml",
+                 "04-k8sexamples-hpa-running.yaml"):
+        assert schema_errors(_real(shared_dir, name)) == []
