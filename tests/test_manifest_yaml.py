@@ -187,6 +187,25 @@ def test_bad_workload_files_name_the_file(text, message):
         patch_workload_text(text, GRACE, source="d.yaml")
 
 
+@pytest.mark.parametrize(("tail", "outcome"), [
+    ("        lifecycle:\n        args: [a]\n", "lifecycle is set but is not a mapping"),
+    ("        lifecycle: x\n        args: [a]\n", "lifecycle is set but is not a mapping"),
+    ("        lifecycle:\n          preStop:\n        args: [a]\n", "preStop is present but empty"),
+    ("        args: []\n", "an empty list"),
+    ("        args:\n        - |\n          --model m\n", "a multi-line item"),
+    ("        args:\n        - |\n          vllm serve m\n", "shell string"),
+])
+def test_odd_layouts_are_left_alone_with_a_reason(tail, outcome):
+    text = _deployment(tail)
+    try:
+        patch = patch_workload_text(text, GRACE, source="d.yaml")
+    except PlannerInputError as error:
+        assert outcome in str(error) and str(error).startswith("d.yaml (document 1): ")
+        return
+    assert any(outcome in warning for warning in patch.warnings)
+    assert patch.text.count("lifecycle:") <= 1  # never a second lifecycle key
+
+
 def test_no_vllm_container_asks_for_its_name():
     text = _deployment("        args: [serve]\n", image="nginx:1")
     with pytest.raises(PlannerInputError, match="--container"):

@@ -158,6 +158,9 @@ def patch_workload_text(text: str, grace: GracePlan, *, source: str, target_name
     grace_s = grace.termination_grace_period_s
     if "terminationGracePeriodSeconds" in pod:
         old = pod["terminationGracePeriodSeconds"]
+        if old is None:
+            raise PlannerInputError(f"{where}: spec.template.spec.terminationGracePeriodSeconds is present "
+                                    f"but empty; set it to {grace_s} by hand")
         if isinstance(old, int) and not isinstance(old, bool) and old >= grace_s:
             # a longer grace period only makes termination slower, never cuts a generation
             changes.append(f"spec.template.spec.terminationGracePeriodSeconds: kept {old} "
@@ -173,13 +176,19 @@ def patch_workload_text(text: str, grace: GracePlan, *, source: str, target_name
     # preStop
     lifecycle = container.get("lifecycle")
     sleep_block = ["preStop:", "  sleep:", f"    seconds: {grace.pre_stop_s}  # {pre_stop_reason(grace)}"]
-    if lifecycle is None:
+    if "lifecycle" in container and not isinstance(lifecycle, CommentedMap):
+        warnings.append(f"{c_path}.lifecycle is set but is not a mapping, so it was left alone; add "
+                        f"a preStop sleep of {grace.pre_stop_s} s by hand")
+    elif lifecycle is None:
         edits.append(_insert_key(lines, container, ["lifecycle:", *("  " + s for s in sleep_block)],
                                  where, c_path))
         changes.append(f"{c_path}.lifecycle.preStop.sleep.seconds: {grace.pre_stop_s}")
-    elif isinstance(lifecycle, CommentedMap) and lifecycle.get("preStop") is None:
+    elif "preStop" not in lifecycle:
         edits.append(_insert_key(lines, lifecycle, sleep_block, where, f"{c_path}.lifecycle"))
         changes.append(f"{c_path}.lifecycle.preStop.sleep.seconds: {grace.pre_stop_s}")
+    elif lifecycle["preStop"] is None:
+        warnings.append(f"{c_path}.lifecycle.preStop is present but empty, so it was left alone; add "
+                        f"a preStop sleep of {grace.pre_stop_s} s by hand")
     else:
         warnings.append(f"{c_path}.lifecycle.preStop is already set and was kept; the grace period "
                         f"assumes it ends within {grace.pre_stop_s} s, so check how long it can run")
@@ -195,6 +204,7 @@ def patch_workload_text(text: str, grace: GracePlan, *, source: str, target_name
 
     patched = _apply(lines, edits, "\r\n" if "\r\n" in text else "\n")
     _verify(text, patched, index, source)
+    _check_effect(patched, source, index, c_index, changes)
     return WorkloadPatch(patched, tuple(changes), tuple(warnings), index, c_name)
 
 
@@ -379,6 +389,8 @@ def _replace_item(lines, items: CommentedSeq, position: int, new: str, where: st
 
 
 def _append_item(lines, items: CommentedSeq, word: str, where: str, path: str, reason: str) -> _Edit:
+    if not items:
+        raise PlannerInputError(f"{where}: {path}: an empty list; add {word} to it by hand")
     last = len(items) - 1
     line, col = items.lc.item(last)
     text = lines[line]
@@ -432,6 +444,29 @@ def _verify(before: str, after: str, index: int, source: str) -> None:
         raise PlannerInputError(f"{source}: the patch would change other documents; patch it by hand")
     if _strip(old_docs[index]) != _strip(new_docs[index]):
         raise PlannerInputError(f"{source}: the patch would change fields it should not; patch it by hand")
+
+
+def _check_effect(patched: str, source: str, index: int, c_index: int, changes: list[str]) -> None:
+    """Each change claimed must be in the patched file, once (no duplicated keys)."""
+    _load_all(patched, source)  # ruamel refuses duplicate keys, which PyYAML would silently merge
+    document = list(yaml.safe_load_all(patched))[index]
+    pod = document["spec"]["template"]["spec"]
+    container = pod["containers"][c_index]
+    for change in changes:
+        field, _, value = change.rpartition(": ")
+        if "->" in value:
+            value = value.split("-> ")[-1]
+        if field.endswith("terminationGracePeriodSeconds") and "kept" not in value:
+            ok = str(pod.get("terminationGracePeriodSeconds")) == value
+        elif field.endswith("preStop.sleep.seconds"):
+            ok = str(((container.get("lifecycle") or {}).get("preStop") or {}).get("sleep", {}).get("seconds")) == value
+        elif _SHUTDOWN_FLAG in change:
+            words = [str(w) for key in ("command", "args") for w in (container.get(key) or [])]
+            ok = any(w.startswith(_SHUTDOWN_FLAG) for w in words)
+        else:
+            ok = True
+        if not ok:
+            raise PlannerInputError(f"{source}: the patch did not take effect for {field}; patch it by hand")
 
 
 def _strip(document):
