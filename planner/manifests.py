@@ -491,8 +491,9 @@ def _hpa(plan, signals, behavior, behavior_comments) -> GeneratedManifest:
     comments = [
         (("spec", "minReplicas"), "at least 1: the vLLM metrics vanish at 0 replicas"),
         (("spec", "maxReplicas"), "the ceiling: GPU quota / GPUs per replica"),
-        (("spec", "metrics"), "External metrics from prometheus-adapter (adapter-rules.yaml); the HPA "
-         "scales to the largest proposal, the same max() as the ScaledObject's formula"),
+        (("spec", "metrics"), "External AverageValue metrics from prometheus-adapter (adapter-rules.yaml), "
+         "the type KEDA itself hands the HPA, so both files decide alike; the HPA scales to the largest "
+         "proposal, the same max() as the ScaledObject's formula"),
     ]
     for index, signal in enumerate(signals):
         metrics.append({
