@@ -267,7 +267,9 @@ def generate_manifests(plan: ScalingPlan) -> ManifestSet:
     notes = []
     if plan.scale_up_tolerance_frac is not None:
         notes.append("behavior.scaleUp.tolerance needs the HPAConfigurableTolerance feature gate "
-                     "(beta); where it is off the cluster's 10 % tolerance applies")
+                     "(beta; where it is off, the cluster's 10 % applies) and, for the ScaledObject, a "
+                     "KEDA whose CRD lists the field (older CRDs refuse it under strict validation); "
+                     "--scale-up-tolerance cluster leaves it out")
     return ManifestSet(
         scaled_object=_scaled_object(plan, signals, formula, behavior, behavior_comments),
         hpa=_hpa(plan, signals, behavior, behavior_comments),
