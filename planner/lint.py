@@ -91,7 +91,7 @@ RULES: dict[str, Rule] = {rule.id: rule for rule in (
     Rule("avg-with-averagevalue", "error", "a per-pod average under an AverageValue target"),
     Rule("ignore-null-values", "warning", 'a Prometheus trigger without ignoreNullValues: "false"'),
     Rule("deprecated-metric", "warning", "a vLLM metric name current servers no longer export"),
-    Rule("multi-trigger-or", "warning", "several triggers without scalingModifiers combine as OR"),
+    Rule("multi-trigger-or", "warning", "several KEDA triggers without scalingModifiers combine as OR"),
     Rule("short-scale-down-window", "warning", "scale-down stabilization shorter than the warmup, or 0"),
     Rule("min-zero-pod-metric", "error", "scale to zero on a signal only the pods serve"),
     Rule("short-grace", "error", "grace period unset or shorter than the longest generation"),
@@ -369,9 +369,11 @@ def _deprecated_metric(ctx, autoscaler, signals, settings, target):
 
 
 def _multi_trigger_or(ctx, autoscaler, signals, settings, target):
+    # KEDA only: a plain HPA has no other way to combine metrics, and pairing KV usage with an
+    # unbounded signal there is the recommended design (the max makes KV a floor).
     so = autoscaler.scaled_object
-    if len(signals) > 1 and (so is None or not so.is_using_modifiers):
-        path = ("spec", "triggers") if so is not None else ("spec", "metrics")
+    if so is not None and len(signals) > 1 and not so.is_using_modifiers:
+        path = ("spec", "triggers")
         yield ctx.finding(
             "multi-trigger-or", path,
             f"The {len(signals)} signals combine as OR: the HPA takes the largest proposal, so any one of them "

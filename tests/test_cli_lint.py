@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from planner.cli import main
+from tests.conftest import DATA_DIR
 
 CLEAN = """\
 apiVersion: keda.sh/v1alpha1
@@ -133,3 +134,25 @@ def test_scrape_option_reads_the_servers_metric_names(capsys, tmp_path, shared_d
     status, out = lint_json(capsys, path, "--scrape", scrape)
     assert status == 1 and {f["rule"] for f in out["findings"]} >= {"metric-not-exported", "deprecated-metric"}
     assert main(["lint", str(path), "--scrape", str(tmp_path / "missing.txt")]) == 2
+
+
+GENERATE = ["manifests", "--warmup-s", "240", "--max-tokens", "4096", "--itl-ms", "50", "--max-replicas", "12"]
+
+
+@pytest.mark.parametrize("signals", [
+    ["--concurrency-target", "24"],
+    ["--concurrency-target", "24", "--kv-target", "0.8"],
+    ["--concurrency-target", "24", "--kv-target", "0.8", "--queue-threshold", "129"],
+], ids=["in-flight", "in-flight+kv", "in-flight+kv+queue"])
+def test_generated_manifests_lint_clean(capsys, tmp_path, signals):
+    user = tmp_path / "chat.yaml"
+    user.write_text((DATA_DIR / "manifests" / "review" / "chat-deployment.yaml").read_text())
+    out = tmp_path / "out"
+    assert main([*GENERATE, *signals, "--target", "chat", "--patch", str(user), "--out", str(out)]) == 0
+    capsys.readouterr()
+    for settings in ([], ["--warmup-s", "240", "--max-tokens", "4096", "--itl-ms", "50"]):
+        status, report = lint_json(capsys, out, *settings)
+        assert (status, report["findings"]) == (0, [])
+        assert len(report["files"]) == 5  # ScaledObject, HPA, patch, patched copy, adapter rules (skipped)
+    # the user's own file, unpatched, is what the review chapter flags
+    assert {f["rule"] for f in lint_json(capsys, user)[1]["findings"]} == {"short-grace", "shutdown-timeout-vs-grace"}

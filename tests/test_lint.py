@@ -479,3 +479,33 @@ def test_metric_not_exported_checks_queries_against_a_scrape(tmp_path):
         prom("sum(rate(vllm:generation_tokens_total[2m])) + sum(vllm:num_requests_running)", "400"),
         behavior=GOOD_BEHAVIOR)
     assert "metric-not-exported" not in rules_of(run_lint(tmp_path, current, exported_metrics=exported))
+
+
+def test_hpa_pairing_kv_with_in_flight_is_not_multi_trigger_or(tmp_path):
+    text = """\
+    apiVersion: autoscaling/v2
+    kind: HorizontalPodAutoscaler
+    metadata: {name: llama}
+    spec:
+      scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: llama}
+      minReplicas: 2
+      maxReplicas: 12
+      metrics:
+        - type: External
+          external:
+            metric: {name: vllm_requests_in_flight}
+            target: {type: AverageValue, averageValue: "40"}
+        - type: External
+          external:
+            metric: {name: vllm_kv_cache_usage_sum}
+            target: {type: AverageValue, averageValue: "0.8"}
+    """
+    assert run_lint(tmp_path, text) == ()
+
+
+def test_prometheus_adapter_config_is_skipped_not_refused(tmp_path):
+    (tmp_path / "adapter.yaml").write_text(
+        "externalRules:\n  - seriesQuery: vllm:num_requests_running\n    metricsQuery: sum(vllm:num_requests_running)\n")
+    (tmp_path / "so.yaml").write_text(scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR))
+    manifests = read_manifest_set([tmp_path])
+    assert len(manifests.files) == 2 and len(manifests.documents) == 1 and lint(manifests) == ()

@@ -19,7 +19,8 @@ kubelet then gives 30 s), the preStop hook, the probes and the image.
 :class:`ManifestSet`; it refuses, with one line naming the file and
 document, a file that is not YAML, a document that is not a Kubernetes
 object, and an autoscaler the controllers would reject (a ScaledObject
-without triggers, a scalingModifiers formula outside KEDA's arithmetic).
+without triggers, a scalingModifiers formula outside KEDA's arithmetic). A
+prometheus-adapter configuration file is recognised and skipped.
 """
 
 from __future__ import annotations
@@ -586,6 +587,15 @@ def _yaml_files(path: Path) -> list[Path]:
     return [path]
 
 
+_ADAPTER_KEYS = frozenset({"rules", "externalRules", "resourceRules"})
+
+
+def _is_adapter_config(data) -> bool:
+    """A prometheus-adapter ``--config`` file: only rule lists, no apiVersion or kind."""
+    return isinstance(data, Mapping) and bool(data) and set(data) <= _ADAPTER_KEYS \
+        and all(isinstance(value, list | Mapping) for value in data.values())
+
+
 def read_manifest_set(paths) -> ManifestSet:
     """Read files and folders (``*.yaml``, ``*.yml``, recursively) for review.
 
@@ -603,6 +613,8 @@ def read_manifest_set(paths) -> ManifestSet:
         for document in load_documents(path):
             label = f"{document.source} (document {document.number})"
             data = document.data
+            if _is_adapter_config(data):
+                continue  # prometheus-adapter's own config, not an object the cluster stores
             if not isinstance(data, Mapping) or not data.get("apiVersion") or not data.get("kind"):
                 shown = type(data).__name__ if not isinstance(data, Mapping) else "a mapping without apiVersion/kind"
                 raise PlannerInputError(f"{label}: not a Kubernetes object (got {shown}; expected apiVersion and kind)")
