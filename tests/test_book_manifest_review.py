@@ -12,6 +12,7 @@ def test_default_run_reviews_the_bundled_examples(tmp_path):
     values = glued(run_chapter("manifest_review", tmp_path))
     assert values["n_files"] == 3 and values["n_findings"] == 10 and values["n_errors"] == 4
     assert values["drain_s"] == "204.8" and values["grace_s"] == 241 and values["timeout_s"] == 226  # W37
+    assert (values["generated_files"], values["generated_findings"]) == (5, 0)  # planner manifests output lints clean
     rules = {f["rule"] for f in json.loads(values["findings_json"])}
     assert {"waiting-only-trigger", "min-zero-pod-metric", "short-grace", "threshold-at-batch-limit"} <= rules
 
@@ -23,6 +24,7 @@ def test_chapter_on_the_corpus_equals_the_cli(tmp_path, capsys, shared_dir):
     cli = json.loads(capsys.readouterr().out)
     assert json.loads(values["findings_json"]) == cli["findings"]
     assert values["n_files"] == 33 and values["n_errors"] == cli["counts"]["error"]
+    assert (values["generated_files"], values["generated_findings"]) == (4, 0)  # no "chat" workload to patch
 
 
 def test_chapter_checks_query_names_against_a_scrape(tmp_path, shared_dir):

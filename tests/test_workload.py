@@ -295,3 +295,17 @@ def test_kserve_predictor_deployment_pairs_with_its_inference_service(tmp_path):
     manifests = read_manifest_set([path])
     ((document, autoscaler),) = manifests.autoscalers
     assert find_scale_target(autoscaler, document, manifests.workloads).servers[0].max_num_seqs == 16
+
+
+def test_manifest_set_from_texts_reads_yaml_in_memory():
+    from planner.readers.workload import manifest_set_from_texts
+
+    texts = {"so.yaml": "apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: a}\nspec:\n"
+                        "  scaleTargetRef: {name: a}\n  triggers:\n"
+                        "    - {type: prometheus, metadata: {query: sum(x), threshold: '1'}}\n",
+             "rules.yaml": "externalRules: []\n"}
+    manifests = manifest_set_from_texts(texts)
+    assert manifests.files == ("so.yaml", "rules.yaml") and len(manifests.autoscalers) == 1
+    assert manifests.documents[0].line(("spec", "triggers", 0)) == 7
+    with pytest.raises(PlannerInputError, match=r"^bad\.yaml \(document 1\): not a Kubernetes object"):
+        manifest_set_from_texts({"bad.yaml": "a: 1\n"})

@@ -45,9 +45,12 @@ __all__ = [
     "Probe",
     "Workload",
     "YamlDocument",
+    "documents_from_text",
     "find_scale_target",
     "format_path",
     "load_documents",
+    "manifest_set_from_documents",
+    "manifest_set_from_texts",
     "parse_server_args",
     "read_manifest_set",
     "workload_from_document",
@@ -137,11 +140,15 @@ def load_documents(path: str | Path) -> tuple[YamlDocument, ...]:
         The file is not valid YAML, or holds no document.
     """
     path = Path(path)
-    source = str(path)
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise PlannerInputError(f"{source}: not a text file (expected YAML)") from None
+        raise PlannerInputError(f"{path}: not a text file (expected YAML)") from None
+    return documents_from_text(text, str(path))
+
+
+def documents_from_text(text: str, source: str) -> tuple[YamlDocument, ...]:
+    """Every non-empty document of YAML ``text``; ``source`` names it in errors and findings."""
     try:
         # safe_load_all's loader, in C when PyYAML has libyaml; compose_all for each field's line
         datas = list(yaml.load_all(text, Loader=_SAFE_LOADER))
@@ -608,9 +615,20 @@ def read_manifest_set(paths) -> ManifestSet:
     files: list[Path] = []
     for path in paths:
         files.extend(_yaml_files(Path(path)))
+    return manifest_set_from_documents([str(p) for p in files], [load_documents(p) for p in files])
+
+
+def manifest_set_from_texts(texts) -> ManifestSet:
+    """The same as :func:`read_manifest_set` for YAML already in memory: a mapping of name -> text."""
+    names = list(texts)
+    return manifest_set_from_documents(names, [documents_from_text(texts[name], name) for name in names])
+
+
+def manifest_set_from_documents(files, documents_per_file) -> ManifestSet:
+    """Sort parsed documents into autoscalers and vLLM workloads, refusing what is not a Kubernetes object."""
     documents, autoscalers, workloads = [], [], []
-    for path in files:
-        for document in load_documents(path):
+    for file_documents in documents_per_file:
+        for document in file_documents:
             label = f"{document.source} (document {document.number})"
             data = document.data
             if _is_adapter_config(data):
@@ -623,4 +641,4 @@ def read_manifest_set(paths) -> ManifestSet:
             if autoscaler is not None:
                 autoscalers.append((document, autoscaler))
             workloads.extend(workload_from_document(document))
-    return ManifestSet(tuple(str(p) for p in files), tuple(documents), tuple(autoscalers), tuple(workloads))
+    return ManifestSet(tuple(files), tuple(documents), tuple(autoscalers), tuple(workloads))
