@@ -52,6 +52,7 @@ __all__ = [
     "kv_usage_target_frac",
     "step_name",
     "sweep_commands",
+    "targets_summary",
     "thresholds_from_loadtest",
     "value_at_knee",
 ]
@@ -603,6 +604,39 @@ def knee_finding(result: LoadTestThresholds, steps: pd.DataFrame) -> str:
     if result.sweep_too_short:
         text += (f" The sweep has {result.sweep_steps} step{'s' if result.sweep_steps != 1 else ''}; a knee "
                  f"needs at least {MIN_SWEEP_STEPS}, so no target is given.")
+    return text
+
+
+def targets_summary(result: LoadTestThresholds) -> str:
+    """One sentence on the targets, written for what the load test allows.
+
+    Parameters
+    ----------
+    result : LoadTestThresholds
+
+    Returns
+    -------
+    str
+        The concurrency target, drain rate and queue threshold when they
+        exist; otherwise why there are none.
+    """
+    if not result.knee.found:
+        return ("No step met the objectives, so there is no knee and no target: loosen the objectives, "
+                "or measure lighter steps, or a faster replica.")
+    if result.sweep_too_short:
+        return (f"The sweep has {result.sweep_steps} step{'' if result.sweep_steps == 1 else 's'}, fewer than "
+                f"the {MIN_SWEEP_STEPS} a knee needs, so no target is given; the measurements at the step "
+                "are shown as measured.")
+    if not math.isfinite(result.concurrency_target):
+        return (f"The requests in flight at the knee are unknown ({result.concurrency_source}), "
+                "so no concurrency target follows.")
+    text = f"Hold each replica at about {result.concurrency_target:,.1f} requests in flight."
+    if math.isfinite(result.drain_rate_rps):
+        text += f" At the knee one replica completes {result.drain_rate_rps:,.2f} requests per second"
+        if math.isfinite(result.queue_threshold_requests):
+            text += (f", so a queue-depth trigger that keeps waits within {result.queue_wait_budget_s:g} s "
+                     f"fires at about {result.queue_threshold_requests:,.0f} waiting requests")
+        text += "."
     return text
 
 

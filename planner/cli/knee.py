@@ -115,21 +115,9 @@ def _print_text(steps, result, payload) -> None:
                   "describe this sweep (cache hits or queueing dominate), so do not use a or b")
 
 
-def repeats_notes(steps) -> list[str]:
-    """Sentences saying how repeated runs and results read twice were handled."""
-    from planner.readers.loadtest import REPEATS
-
-    notes = list(steps.attrs.get("dropped_duplicates", []))
-    combined = steps.attrs.get("combined_steps", [])
-    if combined:
-        notes += combined
-        notes.append(f"repeats '{steps.attrs['repeats']}': {REPEATS[steps.attrs['repeats']]}; means are "
-                     "pooled over all the runs' requests")
-    return notes
-
-
 def _payload(steps, result, args) -> dict:
     from planner.knee import MIN_SWEEP_STEPS, knee_finding, sweep_commands
+    from planner.readers.loadtest import repeats_notes
 
     knee = result.knee
     payload = {
