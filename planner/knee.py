@@ -433,7 +433,7 @@ def in_flight_by_step(steps: pd.DataFrame, mean_output_tokens: float | None = No
             parts.append(f"W = TTFT + TPOT x (N - 1) with N = {mean_output_tokens:g} output tokens as given")
         elif (assumed_tokens & derived).any():
             parts.append("W unknown: the file records neither end-to-end latency nor output lengths; "
-                         "give the mean output tokens of the workload")
+                         "give the workload's mean output tokens (mean_output_tokens, --mean-output-tokens)")
         else:
             parts.append("W = TTFT + TPOT x (N - 1) with the file's mean output tokens N")
     return in_flight, duration_ms, "; ".join(parts)
@@ -625,8 +625,8 @@ def targets_summary(result: LoadTestThresholds) -> str:
                 "or measure lighter steps, or a faster replica.")
     if result.sweep_too_short:
         return (f"The sweep has {result.sweep_steps} step{'' if result.sweep_steps == 1 else 's'}, fewer than "
-                f"the {MIN_SWEEP_STEPS} a knee needs, so no target is given; the measurements at the step "
-                "are shown as measured.")
+                f"the {MIN_SWEEP_STEPS} a knee needs, so no target is given; the knee, duration and drain "
+                "rate above describe the measured steps only.")
     if not math.isfinite(result.concurrency_target):
         return (f"The requests in flight at the knee are unknown ({result.concurrency_source}), "
                 "so no concurrency target follows.")

@@ -304,7 +304,7 @@ def test_rate_sweep_without_throughput_gets_k_from_littles_law(shared_dir):
     # The files keep only latency keys: without a mean output length W, and so K, is unknown, and it says so.
     unknown = thresholds_from_loadtest(steps, ttft_p99_slo_ms=1000, itl_p99_slo_ms=300)
     assert unknown.knee.step == 4.0 and math.isnan(unknown.knee_concurrency)
-    assert "give the mean output tokens" in unknown.concurrency_source
+    assert "--mean-output-tokens" in unknown.concurrency_source
     result = thresholds_from_loadtest(steps, ttft_p99_slo_ms=1000, itl_p99_slo_ms=300, mean_output_tokens=200,
                                       queue_wait_budget_s=5)
     at_4 = steps.iloc[1]

@@ -330,7 +330,7 @@ def test_one_result_in_two_files_is_counted_once(tmp_path):
     shutil.copy(GUIDELLM_DIR / "concurrent4-benchmarks.json", tmp_path / "b.json")
     steps = read_loadtest(tmp_path)
     assert len(steps) == 1 and steps.iloc[0].source == "a.json"
-    assert steps.attrs["dropped_duplicates"] == ["b.json (concurrent@4) repeats a.json (concurrent@4); counted once"]
+    assert steps.attrs["dropped_duplicates"] == ["b.json (concurrent@4) repeats a.json (concurrent@4), so it is counted once."]
     with pytest.raises(PlannerInputError, match=r"repeats must be one of worst, mean, refuse, got 'max'"):
         read_loadtest(tmp_path, repeats="max")
 
@@ -428,7 +428,7 @@ def test_shared_repeated_runs_are_combined_and_said(shared_dir, how):
     (row,) = steps.itertuples()
     # summary.json lists the same two runs: each counted once.
     assert len(steps.attrs["dropped_duplicates"]) == 2 and "summary.json" in steps.attrs["dropped_duplicates"][0]
-    assert steps.attrs["repeats"] == how and steps.attrs["combined_steps"][0].startswith("concurrency 2: 2 runs")
+    assert steps.attrs["repeats"] == how and steps.attrs["combined_steps"][0].startswith("At concurrency 2, 2 runs were combined: run=0.json")
     p99s = [r["p99_ttft_ms"] for r in runs]  # 762 ms (a cold first run) and 58 ms
     assert row.ttft_p99_ms == pytest.approx(max(p99s) if how == "worst" else sum(p99s) / 2)
     # Means are pooled exactly: weighted by completed requests, rates by measured time.

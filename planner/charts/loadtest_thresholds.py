@@ -217,7 +217,8 @@ def knee_slider_chart(latency: pd.DataFrame, grid: pd.DataFrame, step_variable: 
                                                                        title=f"{metric} p99 against load"))
 
     # Fixed axes, so they stay put while the reader moves the objectives.
-    highest = float(np.nanmax(rows["knee_concurrency"], initial=0.0))
+    knees = rows["knee_concurrency"].to_numpy(dtype=float)
+    highest = float(knees[np.isfinite(knees)].max(initial=0.0))
     y_scale = alt.Scale(domain=[0, max(highest, 1.0) * 1.1])
     x_scale = alt.Scale(domain=[0, float(itl_values[-1])])
     colors = alt.Scale(domain=["knee K", "target T"], range=["black", "#54a24b"])

@@ -849,8 +849,8 @@ def validate_sweep(frame: pd.DataFrame, *, repeats: str = "worst") -> pd.DataFra
             )
         _require_same_settings(group, variable, value)
         rows.append(combine_runs(group, repeats))
-        combined.append(f"{variable} {value:g}: {len(group)} runs combined ("
-                        + ", ".join(f"{r.source} ({r.step_label})" for r in group.itertuples()) + ")")
+        combined.append(f"At {variable} {value:g}, {len(group)} runs were combined: "
+                        + ", ".join(f"{r.source} ({r.step_label})" for r in group.itertuples()) + ".")
     result = _frame(rows)
     result.attrs.update(step_variable=variable, repeats=repeats, combined_steps=combined,
                         dropped_duplicates=dropped)
@@ -866,7 +866,7 @@ def _drop_results_read_twice(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[st
     for i in np.flatnonzero(~first.to_numpy()):
         kept = frame.loc[(first & (key == key.iloc[i])).to_numpy()].iloc[0]
         dropped.append(f"{frame.iloc[i].source} ({frame.iloc[i].step_label}) repeats "
-                       f"{kept.source} ({kept.step_label}); counted once")
+                       f"{kept.source} ({kept.step_label}), so it is counted once.")
     return frame[first.to_numpy()].reset_index(drop=True), dropped
 
 
