@@ -514,7 +514,7 @@ def thresholds_from_loadtest(steps: pd.DataFrame, *, ttft_p99_slo_ms: float, itl
     if too_short:
         target = kv_target = threshold = math.nan
 
-    tpot_fit, throughput_fit, fit_indices, fit_batch = _fit_step_time_models(steps, knee)
+    tpot_fit, throughput_fit, fit_indices, fit_batch = _fit_step_time_models(steps, knee, in_flight)
     concurrency_source = ("the step itself (a concurrency sweep)" if variable == "concurrency"
                           else in_flight_source)
     return LoadTestThresholds(
@@ -760,12 +760,12 @@ def knee_grid(steps: pd.DataFrame, ttft_slos_ms, itl_slos_ms, growth_frac: float
                                        "concurrency_target", "limited_by", "status"])
 
 
-def _fit_step_time_models(steps: pd.DataFrame, knee: Knee):
+def _fit_step_time_models(steps: pd.DataFrame, knee: Knee, in_flight: np.ndarray):
     # Past the knee queueing, not batching, sets latency; fit the steps up to it,
     # or every step when fewer than two distinct batches precede it.
-    batch = steps["mean_concurrency"].to_numpy(dtype=float)
-    if not np.isfinite(batch).all():
-        batch = steps["concurrency"].to_numpy(dtype=float)
+    in_flight = np.asarray(in_flight, dtype=float)
+    configured = steps["concurrency"].to_numpy(dtype=float)
+    batch = in_flight if np.isfinite(in_flight).all() else np.where(np.isfinite(configured), configured, in_flight)
     tpot = steps["tpot_mean_ms"].to_numpy(dtype=float)
     if not np.isfinite(tpot).any():
         tpot = steps["itl_mean_ms"].to_numpy(dtype=float)
