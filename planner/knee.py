@@ -661,18 +661,24 @@ def sweep_commands(steps: pd.DataFrame, concurrencies=(1, 2, 4, 8, 16, 32, 64, 1
     input_tokens = _mean_tokens(steps["mean_input_tokens"], 1024)
     output_tokens = _mean_tokens(steps["mean_output_tokens"], 256)
     levels = [int(c) for c in concurrencies]
+    # Short lines, so the commands fit a page's column and a terminal.
     vllm = (
         f"for c in {' '.join(map(str, levels))}; do\n"
-        f"  vllm bench serve --model {model} --dataset-name random \\\n"
-        f"    --random-input-len {input_tokens} --random-output-len {output_tokens} \\\n"
-        "    --max-concurrency $c --request-rate inf --num-prompts $((100 + 20 * c)) \\\n"
-        "    --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,90,99 \\\n"
+        f"  vllm bench serve --model {model} \\\n"
+        f"    --dataset-name random --random-input-len {input_tokens} \\\n"
+        f"    --random-output-len {output_tokens} \\\n"
+        "    --max-concurrency $c --request-rate inf \\\n"
+        "    --num-prompts $((100 + 20 * c)) \\\n"
+        "    --percentile-metrics ttft,tpot,itl,e2el \\\n"
+        "    --metric-percentiles 50,90,99 \\\n"
         "    --save-result --result-dir sweep/\n"
         "done"
     )
     guidellm = (
-        f"guidellm benchmark run --target http://localhost:8000 --model {model} \\\n"
-        f"  --profile concurrent --rate {','.join(map(str, levels))} --max-seconds 120 \\\n"
+        "guidellm benchmark run --target http://localhost:8000 \\\n"
+        f"  --model {model} \\\n"
+        f"  --profile concurrent --rate {','.join(map(str, levels))} \\\n"
+        "  --max-seconds 120 \\\n"
         f"  --data prompt_tokens={input_tokens},output_tokens={output_tokens} \\\n"
         "  --output-path benchmarks.json"
     )

@@ -177,3 +177,10 @@ def test_knee_rate_sweep_with_mean_output_tokens(capsys, shared_dir):
     assert "Little's law" in payload["concurrency_source"]
     assert main([*args, "--mean-output-tokens", "-3"]) == 2
     assert "--mean-output-tokens must be a finite number > 0" in capsys.readouterr().err
+
+
+def test_knee_choices_match_the_library():
+    from planner.cli.knee import _REPEATS
+    from planner.readers.loadtest import REPEATS
+
+    assert _REPEATS == tuple(REPEATS)
