@@ -450,3 +450,14 @@ def test_worst_run_p99_is_never_below_the_pooled_p99(samples):
     per_run = [np.percentile(s, 99, method="inverted_cdf") for s in samples]
     pooled = np.percentile(np.concatenate(samples), 99, method="inverted_cdf")
     assert pooled <= max(per_run)
+
+
+def test_the_input_sentence_follows_the_input(shared_dir):
+    from planner.readers.loadtest import describe_input
+
+    sample = HERE.parent / "data" / "loadtests" / "llama-3.1-8b_canonical.csv"
+    assert describe_input(sample, read_loadtest(sample)).startswith("The input is a synthetic sweep bundled")
+    real = shared_dir / "real-world/vllm_bench/aurotripathy-llama3.1-8b-fp8-l40s-concurrency-sweep"
+    assert describe_input(real, read_loadtest(real)) == (
+        "The input is aurotripathy-llama3.1-8b-fp8-l40s-concurrency-sweep: 8 steps of "
+        "RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8 by concurrency, written by vllm bench serve.")
