@@ -186,5 +186,5 @@ def _unsupported(what: str, why: str, key: str):
 
     return PlannerInputError(
         f"{what} cannot be simulated: {why}; map it to a simulated signal in FLEET.yaml, "
-        f'e.g. signals: {{"{key}": "sum(vllm:num_requests_waiting)"}}'
+        f"e.g. signals: {{'{key}': 'sum(vllm:num_requests_waiting)'}}"
     )

@@ -19,7 +19,7 @@ Queries are parsed (:func:`parse_query`) into a small subset of PromQL:
 * ``rate``/``irate``/``increase`` of a counter and ``avg_over_time``/
   ``max_over_time``/``min_over_time`` of a gauge over ``[w]``, with
   Prometheus' window (left-open) and ``rate`` extrapolation;
-* ``+ - * /`` between such terms and numbers;
+* ``+ - * /`` between such terms and numbers, ``or``, and ``vector(N)``;
 * ``kube_pod_info`` (kube-state-metrics): 1 per existing pod.
 
 Anything else raises :class:`~planner.errors.PlannerInputError` naming the
@@ -204,8 +204,7 @@ def parse_query(text: str, signals: dict[str, str] | None = None) -> Query:
         if parser.peek() is not None:
             raise _Unsupported(f"unexpected {parser.peek()[1]!r}")
     except _Unsupported as error:
-        hint = (f'; map it to a simulated signal in FLEET.yaml, e.g. signals: {{"{source}": '
-                f'"sum(vllm:num_requests_waiting)"}}')
+        hint = f"; map it to a simulated signal in FLEET.yaml, e.g. signals: {{'{source}': 'sum(vllm:num_requests_waiting)'}}"
         raise PlannerInputError(f"query {source!r} cannot be simulated: {error}{hint}") from None
     return Query(source, node)
 
@@ -241,6 +240,13 @@ class _Parser:
         return token
 
     def expression(self):
+        node = self.additive()
+        while (token := self.peek()) is not None and token[1].lower() == "or":
+            self.take()
+            node = ("or", node, self.additive())
+        return node
+
+    def additive(self):
         node = self.term()
         while (token := self.peek()) is not None and token[1] in "+-":
             self.take()
@@ -283,6 +289,13 @@ class _Parser:
             self.take(")")
             window_s = float(duration[1].strip("[] ")[:-1]) * _UNIT_S[duration[1].strip("[] ")[-1]]
             return ("range", lowered, selector, window_s)
+        if lowered == "vector":
+            self.take("(")
+            number = self.take()
+            if number[0] != "number":
+                raise _Unsupported("vector() needs a number")
+            self.take(")")
+            return ("vector", float(number[1]))
         if self.peek() is not None and self.peek()[1] == "(":
             raise _Unsupported(f"function {value}() is not modelled")
         return ("selector", self.selector(token))
@@ -336,6 +349,15 @@ def _evaluate(node: tuple, store: MetricStore, now_s: float):
         if not series:
             return {}
         return {(): _aggregate(op, list(series.values()))}
+    if kind == "vector":
+        return {(): node[1]}
+    if kind == "or":
+        left = _evaluate(node[1], store, now_s)
+        right = _evaluate(node[2], store, now_s)
+        if isinstance(left, float) or isinstance(right, float):
+            raise PlannerInputError("'or' needs vectors on both sides")
+        # Every series of the left side, plus right-side series whose key the left lacks.
+        return {**right, **left}
     if kind == "binary":
         _, op, left_node, right_node = node
         left = _evaluate(left_node, store, now_s)
