@@ -39,6 +39,7 @@ import heapq
 import math
 from collections import deque
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -105,9 +106,15 @@ class ReplicaSpec:
             if not ok or not math.isfinite(value):
                 raise PlannerInputError(f"replica parameter {name}: got {value!r}, which is out of range")
 
+    @cached_property
+    def _step_table_s(self) -> tuple[float, ...]:
+        # Step time for every batch size the replica can run, computed once.
+        batches = np.arange(self.max_num_seqs + 1).clip(min=1)
+        return tuple(float(v) / 1000.0 for v in step_time_ms(batches, self.fixed_ms, self.per_sequence_ms))
+
     def step_s(self, batch: int) -> float:
-        """Duration of one decode step with ``batch`` sequences (at least 1). [s]"""
-        return float(step_time_ms(max(batch, 1), self.fixed_ms, self.per_sequence_ms)) / 1000.0
+        """Duration of one decode step with ``batch`` sequences (at least 1, at most ``max_num_seqs``). [s]"""
+        return self._step_table_s[min(max(batch, 1), self.max_num_seqs)]
 
     def blocks_tokens(self, tokens: float) -> int:
         """KV tokens reserved for ``tokens`` tokens, rounded up to whole blocks. [tokens]"""
@@ -204,6 +211,13 @@ def _preempt_to_fit(running: list[int], waiting: deque, req: RequestState, spec:
                     dt_s: float) -> int:
     # Recompute preemption: drop the newest sequences until the batch's growth this tick fits.
     preempted = 0
+    if not running:
+        return 0
+    # Cheap bound first: if even the worst case fits, nothing is preempted.
+    step_s = spec.step_s(len(running))
+    bound = sum(int(req.input_tokens[i]) + req.generated[i] for i in running)
+    if bound + len(running) * (dt_s / step_s + spec.block_size_tokens + 1) <= spec.kv_tokens:
+        return 0
     while len(running) > 1:
         step_s = spec.step_s(len(running))
         need = 0
@@ -251,24 +265,27 @@ def advance_replica(t0_s: float, dt_s: float, running: list[int], waiting: deque
     step_s = spec.step_s(min(spec.max_num_seqs, len(running) + len(waiting)))
     completed: list[int] = []
     intervals: list[tuple[float, float]] = []
-    generated_before = 0.0
     free_at: list[float] = [t0_s] * (spec.max_num_seqs - len(running))
     freed: list[tuple[float, int]] = []  # (time, KV tokens released)
     kv_used = 0
-    for i in running:
-        generated_before += req.generated[i]
-        held = spec.blocks_tokens(req.input_tokens[i] + math.floor(req.generated[i]))
-        kv_used += held
-        done = _progress(i, t0_s, end_s, step_s, req, intervals)
-        if done is not None:
-            completed.append(i)
-            free_at.append(done)
-            freed.append((done, held))
+    generated_before = 0.0
+    still_running: list[int] = []
+    if running:
+        finished, done_s, held, generated_before = _progress_batch(np.asarray(running), t0_s, end_s, step_s,
+                                                                   req, spec)
+        kv_used = int(held.sum())
+        intervals.append((t0_s, float(np.where(finished, done_s, end_s).max())))
+        for i, is_done, at, tokens in zip(running, finished.tolist(), done_s.tolist(), held.tolist(), strict=True):
+            if is_done:
+                completed.append(i)
+                free_at.append(at)
+                freed.append((at, tokens))
+            else:
+                still_running.append(i)
     heapq.heapify(free_at)
     freed.sort()
     freed_index = 0
     prompt_tokens = 0
-    still_running = [i for i in running if req.status[i] == RUNNING]
     while waiting and free_at:
         i = waiting[0]
         at = max(free_at[0], req.arrival_s[i], t0_s)
@@ -302,6 +319,29 @@ def advance_replica(t0_s: float, dt_s: float, running: list[int], waiting: deque
     generated_after = sum(req.generated[i] for i in running) + sum(req.output_tokens[i] for i in completed)
     return ReplicaTick(_union_s(intervals), tuple(completed), float(generated_after - generated_before),
                        prompt_tokens, preempted)
+
+
+def _progress_batch(idx: np.ndarray, t0_s: float, end_s: float, step_s: float, req: RequestState,
+                    spec: ReplicaSpec):
+    # The sequences running at the tick start, all at once: which finish, when, and the KV they held.
+    gen = req.generated[idx]
+    out = req.output_tokens[idx]
+    block = spec.block_size_tokens
+    held = -(-(req.input_tokens[idx] + np.floor(gen).astype(np.int64)) // block) * block
+    prefill = req.prefill_left_s[idx]
+    in_prefill = t0_s + prefill >= end_s
+    tokens_from = t0_s + prefill
+    first = tokens_from + (1.0 - gen) * step_s
+    first_now = ~in_prefill & (gen < 1.0) & (first <= end_s) & np.isnan(req.first_token_s[idx])
+    req.first_token_s[idx[first_now]] = first[first_now]
+    done_s = tokens_from + (out - gen) * step_s
+    finished = ~in_prefill & (done_s <= end_s)
+    req.prefill_left_s[idx] = np.where(in_prefill, prefill - (end_s - t0_s), 0.0)
+    new_gen = np.where(in_prefill, gen, np.where(finished, out, gen + (end_s - tokens_from) / step_s))
+    req.generated[idx] = new_gen
+    req.done_s[idx[finished]] = done_s[finished]
+    req.status[idx[finished]] = DONE
+    return finished, done_s, held, float(gen.sum())
 
 
 def _progress(i: int, start_s: float, end_s: float, step_s: float, req: RequestState,
