@@ -25,7 +25,7 @@ import pandas as pd
 
 from planner.simulate.replica import CUT, RequestState
 
-__all__ = ["Outcome", "count_flaps", "request_latencies", "slo_attainment_frac"]
+__all__ = ["Outcome", "count_flaps", "request_latencies", "slo_attainment_frac", "slo_met"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,14 @@ class Outcome:
     preemptions: int
     events: tuple[tuple[float, int, int], ...]
     timeseries: pd.DataFrame
+    arrival_s: np.ndarray
+    ttft_s: np.ndarray
+    slo_met: np.ndarray
+
+    def attainment_between(self, start_s: float, end_s: float) -> float:
+        """Attainment of the requests arriving in ``[start_s, end_s)``. [fraction]"""
+        window = (self.arrival_s >= start_s) & (self.arrival_s < end_s)
+        return float(self.slo_met[window].mean()) if window.any() else float("nan")
 
     def summary(self) -> dict:
         """The scalar fields, for JSON."""
@@ -84,15 +92,20 @@ def request_latencies(req: RequestState) -> tuple[np.ndarray, np.ndarray]:
     return ttft_s, itl_ms
 
 
-def slo_attainment_frac(req: RequestState, ttft_slo_s: float, itl_slo_ms: float | None = None) -> float:
-    """Fraction of requests meeting the TTFT objective (and ITL, if given). [fraction]"""
-    if len(req) == 0:
-        return float("nan")
+def slo_met(req: RequestState, ttft_slo_s: float, itl_slo_ms: float | None = None) -> np.ndarray:
+    """Per request: whether it met the TTFT objective (and ITL, if given)."""
     ttft_s, itl_ms = request_latencies(req)
     ok = np.isfinite(ttft_s) & (ttft_s <= ttft_slo_s + 1e-9) & (req.status != CUT)
     if itl_slo_ms is not None:
         ok &= np.isfinite(itl_ms) & (itl_ms <= itl_slo_ms + 1e-9)
-    return float(np.count_nonzero(ok) / len(req))
+    return ok
+
+
+def slo_attainment_frac(req: RequestState, ttft_slo_s: float, itl_slo_ms: float | None = None) -> float:
+    """Fraction of requests meeting the TTFT objective (and ITL, if given). [fraction]"""
+    if len(req) == 0:
+        return float("nan")
+    return float(np.count_nonzero(slo_met(req, ttft_slo_s, itl_slo_ms)) / len(req))
 
 
 def count_flaps(events) -> tuple[int, int]:

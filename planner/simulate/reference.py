@@ -34,7 +34,7 @@ from planner.readers.manifest import Autoscaler
 from planner.simulate.control import Control
 from planner.simulate.fleet import Fleet, FleetSpec
 from planner.simulate.metrics import COLUMNS, MetricStore
-from planner.simulate.outcome import Outcome, count_flaps, request_latencies, slo_attainment_frac
+from planner.simulate.outcome import Outcome, count_flaps, request_latencies, slo_met
 from planner.simulate.replica import CUT, DONE, RequestState, advance_replica, kv_usage_frac
 from planner.simulate.traffic import RequestTrace
 from planner.step_time import output_throughput_tps
@@ -162,6 +162,7 @@ def _outcome(req: RequestState, fleet: Fleet, spec: FleetSpec, events, rows, cut
     series = pd.DataFrame(rows, columns=["t_s", "demand_tps", "ready_capacity_tps", "running", "waiting",
                                          "replicas_requested", "replicas_ready", "replicas_live"])
     ttft_s, itl_ms = request_latencies(req)
+    met = slo_met(req, spec.ttft_slo_s, spec.itl_slo_ms)
     gpu_hours = fleet.gpu_hours(end_s)
     changes, flaps = count_flaps(events)
     finite_ttft = ttft_s[np.isfinite(ttft_s)]
@@ -170,7 +171,7 @@ def _outcome(req: RequestState, fleet: Fleet, spec: FleetSpec, events, rows, cut
         engine="reference",
         requests=len(req),
         completed=int(np.count_nonzero(req.status == DONE)),
-        slo_attainment_frac=slo_attainment_frac(req, spec.ttft_slo_s, spec.itl_slo_ms),
+        slo_attainment_frac=float(met.mean()) if len(met) else math.nan,
         ttft_p50_s=float(np.percentile(finite_ttft, 50)) if finite_ttft.size else math.nan,
         ttft_p99_s=float(np.percentile(finite_ttft, 99)) if finite_ttft.size else math.nan,
         itl_mean_ms=float(finite_itl.mean()) if finite_itl.size else math.nan,
@@ -185,5 +186,8 @@ def _outcome(req: RequestState, fleet: Fleet, spec: FleetSpec, events, rows, cut
         preemptions=int(preemptions),
         events=tuple(events),
         timeseries=series,
+        arrival_s=req.arrival_s.copy(),
+        ttft_s=ttft_s,
+        slo_met=met,
     )
 
