@@ -295,8 +295,20 @@ def advance_replica(t0_s: float, dt_s: float, running: list[int], waiting: deque
             kv_used -= freed[freed_index][1]
             freed_index += 1
         need = spec.blocks_tokens(req.input_tokens[i] + math.floor(req.generated[i]) + 1)
-        if kv_used + need > spec.kv_tokens and (still_running or kv_used > 0):
-            break  # head-of-line: wait for blocks to free up
+        if kv_used + need > spec.kv_tokens and kv_used > 0:
+            # Head-of-line: the queue waits until sequences finishing in this tick free enough blocks.
+            released, j, when = 0, freed_index, None
+            while j < len(freed):
+                released += freed[j][1]
+                if kv_used - released + need <= spec.kv_tokens:
+                    when = freed[j][0]
+                    break
+                j += 1
+            if when is None or when >= end_s:
+                break
+            at = max(at, when)
+            kv_used -= released
+            freed_index = j + 1
         heapq.heappop(free_at)
         waiting.popleft()
         kv_used += need
