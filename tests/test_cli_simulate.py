@@ -75,7 +75,7 @@ def test_bad_trace_exits_2_with_one_line_and_writes_nothing(capsys, files, trace
     folder, trace, manifest, _ = files
     trace.write_text(trace_text)
     out_csv = folder / "series.csv"
-    status, out, err = _run(capsys, ["simulate", "--trace", str(trace), "--manifest", str(manifest),
+    status, _out, err = _run(capsys, ["simulate", "--trace", str(trace), "--manifest", str(manifest),
                                      "--timeseries", str(out_csv)])
     assert status == 2
     assert message in err
@@ -84,7 +84,7 @@ def test_bad_trace_exits_2_with_one_line_and_writes_nothing(capsys, files, trace
 
 
 def test_unknown_fleet_key_is_named(capsys, files):
-    folder, trace, manifest, fleet = files
+    _folder, trace, manifest, fleet = files
     fleet.write_text("max_num_seq: 32\n")
     status, _, err = _run(capsys, ["simulate", "--trace", str(trace), "--manifest", str(manifest), "--fleet",
                                    str(fleet)])

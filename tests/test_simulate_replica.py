@@ -9,7 +9,15 @@ import numpy as np
 import pytest
 
 from planner.errors import PlannerInputError
-from planner.simulate.replica import DONE, RUNNING, WAITING, ReplicaSpec, RequestState, advance_replica, kv_usage_frac
+from planner.simulate.replica import (
+    DONE,
+    RUNNING,
+    WAITING,
+    ReplicaSpec,
+    RequestState,
+    advance_replica,
+    kv_usage_frac,
+)
 
 
 def _state(arrival_s, input_tokens, output_tokens):
@@ -70,7 +78,7 @@ def test_kv_usage_counts_whole_blocks_as_a_fraction():
 def test_preemption_when_the_batch_outgrows_the_cache():
     spec = ReplicaSpec(fixed_ms=10.0, per_sequence_ms=0.0, max_num_seqs=8, kv_tokens=256, block_size_tokens=16)
     req = _state([0.0, 0.0], 16, 1000)
-    running, waiting, ticks = _run(req, spec, 3)
+    _running, _waiting, ticks = _run(req, spec, 3)
     assert sum(t.preemptions for t in ticks) >= 1
     assert req.preemptions[1] >= 1
     assert req.status[0] == RUNNING and req.status[1] == WAITING

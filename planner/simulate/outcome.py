@@ -52,6 +52,7 @@ class Outcome:
     timeseries: pd.DataFrame
     arrival_s: np.ndarray
     ttft_s: np.ndarray
+    latency_s: np.ndarray
     slo_met: np.ndarray
 
     def attainment_between(self, start_s: float, end_s: float) -> float:

@@ -188,6 +188,7 @@ def _outcome(req: RequestState, fleet: Fleet, spec: FleetSpec, events, rows, cut
         timeseries=series,
         arrival_s=req.arrival_s.copy(),
         ttft_s=ttft_s,
+        latency_s=req.done_s - req.arrival_s,
         slo_met=met,
     )
 
