@@ -8,12 +8,12 @@ queue (first come, first served, as vLLM's scheduler runs them).
 One tick of ``dt_s`` seconds (:func:`advance_replica`) is the model's unit:
 
 * **Step time.** Every scheduler step emits one token per running sequence
-  and lasts ``planner.step_time.step_time_ms(batch)``. The batch used for the
-  whole tick is the largest the tick can hold, ``min(max_num_seqs, running +
-  waiting)`` at its start: the step time is re-evaluated once per tick, not at
-  every admission (the approximation this engine makes; with 1 s ticks and
-  steps of tens of milliseconds it moves a request's finish by at most the
-  change in step time over one second).
+  and lasts ``planner.step_time.step_time_ms(batch)``. The step time is set
+  once per tick (the approximation this engine makes), for the running batch
+  plus the queue, each queued request weighted by the share of the tick it is
+  present, capped at ``max_num_seqs``. The per-request discrete-event engine
+  (:mod:`planner.simulate.discrete_event`), which re-evaluates the step at
+  every admission and completion, measures what this costs.
 * **Tokens within a tick** are fractional: a sequence active for ``x``
   seconds of the tick gains ``x / step`` tokens, so first-token and finish
   times fall inside the tick, not on its edges.
@@ -262,7 +262,7 @@ def advance_replica(t0_s: float, dt_s: float, running: list[int], waiting: deque
     if end_s <= t0_s:
         return ReplicaTick(0.0, (), 0.0, 0, 0)
     preempted = _preempt_to_fit(running, waiting, req, spec, end_s - t0_s)
-    step_s = spec.step_s(min(spec.max_num_seqs, len(running) + len(waiting)))
+    step_s = spec.step_s(_tick_batch(t0_s, end_s, running, waiting, req, spec))
     completed: list[int] = []
     intervals: list[tuple[float, float]] = []
     free_at: list[float] = [t0_s] * (spec.max_num_seqs - len(running))
@@ -331,6 +331,25 @@ def advance_replica(t0_s: float, dt_s: float, running: list[int], waiting: deque
     generated_after = sum(req.generated[i] for i in running) + sum(req.output_tokens[i] for i in completed)
     return ReplicaTick(_union_s(intervals), tuple(completed), float(generated_after - generated_before),
                        prompt_tokens, preempted)
+
+
+def _tick_batch(t0_s: float, end_s: float, running: list[int], waiting: deque, req: RequestState,
+                spec: ReplicaSpec) -> int:
+    # The tick's time-averaged batch, which sets its step time: each running sequence counts for the
+    # share of the tick until it finishes (at the step time of the batch it starts in), each queued
+    # request for the share of the tick after its arrival; capped at max_num_seqs.
+    span_s = end_s - t0_s
+    batch = 0.0
+    if running:
+        idx = np.asarray(running)
+        step_s = spec.step_s(len(running))
+        left_s = req.prefill_left_s[idx] + (req.output_tokens[idx] - req.generated[idx]) * step_s
+        batch = float(np.minimum(left_s / span_s, 1.0).sum())
+    for i in waiting:
+        if batch >= spec.max_num_seqs:
+            break
+        batch += min((end_s - max(req.arrival_s[i], t0_s)) / span_s, 1.0)
+    return min(max(round(batch), 1), spec.max_num_seqs)
 
 
 def _progress_batch(idx: np.ndarray, t0_s: float, end_s: float, step_s: float, req: RequestState,
