@@ -35,9 +35,9 @@ def test_mission_1_gpu_utilization_pins_the_fleet_at_its_maximum(tmp_path):
     assert gpu.peak_replicas == 16
     assert (gpu.timeseries["replicas_requested"].iloc[-300:] == 16).all()
     assert gpu.cost_usd > 8.0  # W25: about $20.80 per 20 minutes; all 16 for 10 minutes would be $10.67
-    # The signal that sees the work holds about five replicas for under $7 per 20 minutes at the same
-    # attainment (W26).
-    assert in_flight.timeseries["replicas_live"].mean() == pytest.approx(5.0, abs=1.0)
+    # The signal that sees the work holds a handful of replicas (W26: about five at up to 50 req/s; fewer
+    # here, at up to 40) for under $7 per 20 minutes at the same attainment.
+    assert 3.0 <= in_flight.timeseries["replicas_live"].mean() <= 6.0
     assert in_flight.cost_usd < 3.5
     assert in_flight.slo_attainment_frac >= 0.99
     assert gpu.slo_attainment_frac >= 0.99

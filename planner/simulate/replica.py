@@ -9,9 +9,9 @@ One tick of ``dt_s`` seconds (:func:`advance_replica`) is the model's unit:
 
 * **Step time.** Every scheduler step emits one token per running sequence
   and lasts ``planner.step_time.step_time_ms(batch)``. The step time is set
-  once per tick (the approximation this engine makes), for the running batch
-  plus the queue, each queued request weighted by the share of the tick it is
-  present, capped at ``max_num_seqs``. The per-request discrete-event engine
+  once per tick (the approximation this engine makes), for the batch averaged
+  over the busy part of the tick: running sequences until they finish, queued
+  requests from their arrival, capped at ``max_num_seqs``. The per-request discrete-event engine
   (:mod:`planner.simulate.discrete_event`), which re-evaluates the step at
   every admission and completion, measures what this costs.
 * **Tokens within a tick** are fractional: a sequence active for ``x``
@@ -215,7 +215,8 @@ def _preempt_to_fit(running: list[int], waiting: deque, req: RequestState, spec:
         return 0
     # Cheap bound first: if even the worst case fits, nothing is preempted.
     step_s = spec.step_s(len(running))
-    bound = sum(int(req.input_tokens[i]) + req.generated[i] for i in running)
+    idx = np.asarray(running)
+    bound = float(req.input_tokens[idx].sum() + req.generated[idx].sum())
     if bound + len(running) * (dt_s / step_s + spec.block_size_tokens + 1) <= spec.kv_tokens:
         return 0
     while len(running) > 1:
@@ -288,13 +289,14 @@ def advance_replica(t0_s: float, dt_s: float, running: list[int], waiting: deque
     prompt_tokens = 0
     while waiting and free_at:
         i = waiting[0]
-        at = max(free_at[0], req.arrival_s[i], t0_s)
+        at = max(free_at[0], float(req.arrival_s[i]), t0_s)
         if at >= end_s:
             break
         while freed_index < len(freed) and freed[freed_index][0] <= at:
             kv_used -= freed[freed_index][1]
             freed_index += 1
-        need = spec.blocks_tokens(req.input_tokens[i] + math.floor(req.generated[i]) + 1)
+        tokens_to_prefill = int(req.input_tokens[i]) + math.floor(float(req.generated[i]))
+        need = spec.blocks_tokens(tokens_to_prefill + 1)
         if kv_used + need > spec.kv_tokens and kv_used > 0:
             # Head-of-line: the queue waits until sequences finishing in this tick free enough blocks.
             released, j, when = 0, freed_index, None
@@ -315,8 +317,7 @@ def advance_replica(t0_s: float, dt_s: float, running: list[int], waiting: deque
         req.status[i] = RUNNING
         if math.isnan(req.admit_s[i]):
             req.admit_s[i] = at
-        tokens_to_prefill = req.input_tokens[i] + math.floor(req.generated[i])
-        prompt_tokens += int(tokens_to_prefill)
+        prompt_tokens += tokens_to_prefill
         req.prefill_left_s[i] = tokens_to_prefill * spec.prefill_ms_per_token / 1000.0
         generated_before += req.generated[i]
         done = _progress(i, at, end_s, step_s, req, intervals)
@@ -335,21 +336,28 @@ def advance_replica(t0_s: float, dt_s: float, running: list[int], waiting: deque
 
 def _tick_batch(t0_s: float, end_s: float, running: list[int], waiting: deque, req: RequestState,
                 spec: ReplicaSpec) -> int:
-    # The tick's time-averaged batch, which sets its step time: each running sequence counts for the
-    # share of the tick until it finishes (at the step time of the batch it starts in), each queued
-    # request for the share of the tick after its arrival; capped at max_num_seqs.
+    # The batch that sets the tick's step time: the batch averaged over the part of the tick the replica
+    # is busy. Each running sequence is active until it finishes (at the step time of the batch it starts
+    # in), each queued request from its arrival; capped at max_num_seqs.
     span_s = end_s - t0_s
-    batch = 0.0
+    active_s = 0.0
+    busy_s = 0.0
     if running:
         idx = np.asarray(running)
         step_s = spec.step_s(len(running))
-        left_s = req.prefill_left_s[idx] + (req.output_tokens[idx] - req.generated[idx]) * step_s
-        batch = float(np.minimum(left_s / span_s, 1.0).sum())
+        left_s = np.minimum(req.prefill_left_s[idx] + (req.output_tokens[idx] - req.generated[idx]) * step_s,
+                            span_s)
+        active_s = float(left_s.sum())
+        busy_s = float(left_s.max())
     for i in waiting:
-        if batch >= spec.max_num_seqs:
+        if active_s >= spec.max_num_seqs * span_s:
             break
-        batch += min((end_s - max(req.arrival_s[i], t0_s)) / span_s, 1.0)
-    return min(max(round(batch), 1), spec.max_num_seqs)
+        present_s = min(end_s - max(float(req.arrival_s[i]), t0_s), span_s)
+        active_s += present_s
+        busy_s = max(busy_s, present_s)
+    if busy_s <= 0.0:
+        return 1
+    return min(max(round(active_s / busy_s), 1), spec.max_num_seqs)
 
 
 def _progress_batch(idx: np.ndarray, t0_s: float, end_s: float, step_s: float, req: RequestState,
