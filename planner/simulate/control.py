@@ -20,7 +20,7 @@ and hands the controller what the Go controller would fetch:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
 
 from planner.hpa import Pod, PodMetric
 from planner.hpa_controller import (
@@ -35,16 +35,7 @@ from planner.keda import KedaController, keda_quantity_milli
 from planner.readers.manifest import Autoscaler
 from planner.simulate.metrics import MetricStore, Query, metric_column, parse_query
 
-__all__ = ["Control", "Decision"]
-
-
-@dataclass(frozen=True)
-class Decision:
-    """One controller action: the replica count written at ``now_s``, and the signal it saw."""
-
-    now_s: float
-    replicas: int | None
-    signal: float | None
+__all__ = ["Control"]
 
 
 class Control:
@@ -121,19 +112,30 @@ class Control:
         return poll, reconcile
 
     def signal(self, store: MetricStore, now_s: float) -> float | None:
-        """The first trigger's or metric's current value, for charts."""
-        query = self.queries.get(0) if self.keda is not None else (
-            self.metric_queries[0][1] if self.metric_queries else None
-        )
-        if query is None:
+        """The first trigger's value (a Pods metric: its average over pods), for charts."""
+        if self.keda is not None:
+            query = self.queries.get(min(self.queries)) if self.queries else None
+            return None if query is None else query.scalar(store, now_s)[0]
+        if not self.metric_queries:
             return None
-        value, _ = query.scalar(store, now_s)
-        return value
+        kind, query = self.metric_queries[0]
+        result = query.evaluate(store, now_s)
+        if isinstance(result, float):
+            return result
+        if not result:
+            return None
+        values = list(result.values())
+        return sum(values) / len(values) if kind == PODS else sum(values)
 
-    def decide(self, now_s: float, tick_s: float, spec_replicas: int, pods: list[Pod], ready: int,
-               store: MetricStore) -> int:
-        """Run whatever is due at ``now_s`` and return ``spec.replicas`` after it."""
+    def decide(self, now_s: float, tick_s: float, spec_replicas: int, pods: Callable[[], list[Pod]],
+               ready: int, store: MetricStore) -> int:
+        """Run whatever is due at ``now_s`` and return ``spec.replicas`` after it.
+
+        ``pods`` is called only when a controller runs: it returns the pods the HPA sees.
+        """
         poll, reconcile = self.is_due(now_s, tick_s)
+        if not (poll or reconcile):
+            return spec_replicas
         replicas = spec_replicas
         if self.keda is not None:
             if not (poll or reconcile):
@@ -151,14 +153,15 @@ class Control:
                 if decision.replicas is not None:
                     replicas = decision.replicas
             if reconcile and replicas > 0:
-                result = self.keda.reconcile(now_s, replicas, values, ready_replicas=ready, pods=pods,
+                result = self.keda.reconcile(now_s, replicas, values, ready_replicas=ready, pods=pods(),
                                              errors=errors or None)
                 replicas = result.desired_replicas
             return replicas
         if not reconcile:
             return replicas
         readings = [self._reading(kind, query, store, now_s) for kind, query in self.metric_queries]
-        result = self.hpa.reconcile_autoscaler(now_s, replicas, readings, status_replicas=len(pods), pods=pods)
+        seen = pods()
+        result = self.hpa.reconcile_autoscaler(now_s, replicas, readings, status_replicas=len(seen), pods=seen)
         return result.desired_replicas
 
     @staticmethod

@@ -13,7 +13,10 @@ Each tick of ``FleetSpec.tick_s`` seconds, in this order:
    (:func:`planner.simulate.replica.advance_replica`);
 5. **scrape** - at scrape times, the tick-end state of every serving pod
    is recorded;
-6. **record** - one row of the time series.
+6. **record** - one row of the time series: demand and Ready capacity (output
+   tokens/s), running and waiting requests, replicas requested, Ready and
+   live, and the first trigger's (or metric's) value as the controller would
+   read it now.
 
 Each step is a function of the state arrays, so an engine over many
 configurations can run the same steps on stacked arrays. Nothing reads a
@@ -111,7 +114,7 @@ def simulate(trace: RequestTrace, autoscaler: Autoscaler, fleet_spec: FleetSpec 
         # 1. control
         live = fleet.live()
         ready_count = sum(1 for p in live if fleet.ready_s[p] <= t0)
-        wanted = control.decide(t0, dt, spec_replicas, controller_pods(fleet, t0), ready_count, store)
+        wanted = control.decide(t0, dt, spec_replicas, lambda t=t0: controller_pods(fleet, t), ready_count, store)
         if wanted != spec_replicas:
             events.append((t0, spec_replicas, wanted))
             spec_replicas = wanted
@@ -144,14 +147,15 @@ def simulate(trace: RequestTrace, autoscaler: Autoscaler, fleet_spec: FleetSpec 
                  100.0 * busy[p], *counters[p]]
                 for p in scraped
             ]).reshape(len(scraped), len(COLUMNS))
-            store.record(t1, scraped, values, fleet.live())
+            store.record(t1, scraped, values, [p for p in range(len(fleet.uid)) if math.isnan(fleet.removed_s[p])])
         # 6. record
         waiting = sum(len(fleet.waiting[p]) for p in scraped) + len(fleet.gateway)
         running = sum(len(fleet.running[p]) for p in scraped)
         ready_now = len(fleet.routable(t1))
         demand_tps = float(req.output_tokens[arrivals_from:next_arrival].sum()) / dt
+        signal = control.signal(store, t1)
         rows.append((t1, demand_tps, ready_now * capacity_tps, running, waiting, spec_replicas, ready_now,
-                     len(fleet.live())))
+                     len(fleet.live()), math.nan if signal is None else signal))
     end_s = n_ticks * dt
     cut += fleet.finish_terminations(end_s, req)
     return _outcome(req, fleet, spec, events, rows, cut, preemptions, end_s)
@@ -160,7 +164,7 @@ def simulate(trace: RequestTrace, autoscaler: Autoscaler, fleet_spec: FleetSpec 
 def _outcome(req: RequestState, fleet: Fleet, spec: FleetSpec, events, rows, cut: int, preemptions: int,
              end_s: float) -> Outcome:
     series = pd.DataFrame(rows, columns=["t_s", "demand_tps", "ready_capacity_tps", "running", "waiting",
-                                         "replicas_requested", "replicas_ready", "replicas_live"])
+                                         "replicas_requested", "replicas_ready", "replicas_live", "signal"])
     ttft_s, itl_ms = request_latencies(req)
     met = slo_met(req, spec.ttft_slo_s, spec.itl_slo_ms)
     gpu_hours = fleet.gpu_hours(end_s)

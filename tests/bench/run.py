@@ -19,17 +19,31 @@ from planner.headroom import backlog_trajectory_requests
 from planner.hpa import PodMetric, ready_pods
 from planner.hpa_controller import ExternalReading, HorizontalController, PodMetricsReading
 from planner.hpa_spec import HorizontalPodAutoscalerSpec, MetricSpec, MetricTarget
-from planner.keda import KedaController, ScaledObjectSpec, Trigger
+from planner.keda import KedaController, ScaledObjectSpec, Trigger, hpa_for_scaled_object
 from planner.knee import find_knee
 from planner.kv_cache import ServingSpec, kv_capacity
 from planner.kv_ramp import ramp_replicas
 from planner.littles_law import in_flight_requests, replicas_for_target
 from planner.readers.loadtest import read_loadtest
+from planner.readers.manifest import Autoscaler
 from planner.readers.model_config import read_model_config
+from planner.simulate.fleet import FleetSpec
+from planner.simulate.reference import simulate
+from planner.simulate.traffic import RequestTrace
 from planner.step_time import fit_step_time, output_throughput_tps
 from tests.conftest import DATA_DIR
 
 RATES_RPS = np.linspace(0.0, 200.0, 100_000)
+
+# The fleet simulator's reference engine on ten minutes of Poisson traffic into a KEDA in-flight trigger.
+_SIM_RNG = np.random.default_rng(0)
+_SIM_ARRIVALS = np.sort(_SIM_RNG.uniform(0.0, 600.0, 6000))
+SIM_TRACE = RequestTrace(_SIM_ARRIVALS, np.full(6000, 200), np.full(6000, 240), "bench")
+SIM_SO = ScaledObjectSpec(
+    "bench", (Trigger(0, "prometheus", 40.0, query="sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting)"),),
+    min_replica_count=1, max_replica_count=16, polling_interval_s=15.0)
+SIM_AUTOSCALER = Autoscaler("ScaledObject", "bench", "bench", hpa_for_scaled_object(SIM_SO), SIM_SO)
+SIM_FLEET = FleetSpec()
 
 
 def _replicas_vectorised() -> None:
@@ -110,6 +124,10 @@ def _find_knee() -> None:
               ttft_p99_slo_ms=2000.0, itl_p99_slo_ms=50.0)
 
 
+def _simulate_reference_10min() -> None:
+    simulate(SIM_TRACE, SIM_AUTOSCALER, SIM_FLEET, duration_s=600.0)
+
+
 CASES: dict[str, tuple[Callable[[], None], int]] = {
     "HorizontalController, 240 reconciles (1 h)": (_hpa_hour, 20),
     "reconcile, Pods metric over 50 pods": (_pods_metric_50, 200),
@@ -124,6 +142,7 @@ CASES: dict[str, tuple[Callable[[], None], int]] = {
     "kv_capacity, sliding-window hybrid (gpt-oss-120b)": (_kv_capacity_hybrid, 500),
     "read_loadtest, GuideLLM benchmarks.json": (_read_loadtest_guidellm, 20),
     "find_knee, 12-step sweep": (_find_knee, 500),
+    "simulate (reference engine), 10 min at 1 s ticks, 10 req/s": (_simulate_reference_10min, 1),
 }
 
 
