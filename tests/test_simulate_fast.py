@@ -153,3 +153,25 @@ def test_configurations_with_different_ticks_are_refused(tmp_path):
     configs = [fast.Configuration(manifest, FleetSpec()), fast.Configuration(manifest, FleetSpec(tick_s=0.5))]
     with pytest.raises(PlannerInputError, match="configuration 1: tick_s"):
         fast.simulate_many(trace, configs)
+
+
+def test_cli_engines_print_the_same_numbers_and_fast_is_the_default(tmp_path, capsys):
+    import json
+
+    from planner.cli import main
+
+    trace = tmp_path / "trace.csv"
+    trace.write_text("arrival_s,input_tokens,output_tokens\n"
+                     + "\n".join(f"{i * 0.2:.3f},200,240" for i in range(600)) + "\n")
+    manifest = tmp_path / "so.yaml"
+    manifest.write_text(scaled_object("chat", QUERIES[0], 8, max_replicas=4))
+    outputs = {}
+    for engine in ("fast", "reference", None):
+        args = ["simulate", "--trace", str(trace), "--manifest", str(manifest), "--json"]
+        assert main([*args, "--engine", engine] if engine else args) == 0
+        outputs[engine] = json.loads(capsys.readouterr().out)
+    assert outputs[None]["engine"] == "fast" and outputs["reference"]["engine"] == "reference"
+    for payload in outputs.values():
+        payload.pop("engine")
+    assert outputs["fast"] == outputs["reference"] == outputs[None]
+    assert outputs["fast"]["scale_events"] >= 1

@@ -82,7 +82,7 @@ def test_hpa_points_and_invalid_combinations(tmp_path):
         "num_requests_waiting", 4000, 3)
     with pytest.raises(PlannerInputError, match=r"grid point 0 \(min_replicas=5, max_replicas=3\)"):
         apply_point(manifest, FleetSpec(), expand_grid({"min_replicas": [5], "max_replicas": [3]})[0])
-    with pytest.raises(PlannerInputError, match="grid point 0 .*cannot be simulated"):
+    with pytest.raises(PlannerInputError, match=r"grid point 0 .*cannot be simulated"):
         apply_point(manifest, FleetSpec(), expand_grid({"signal": ["inferflow_queue_depth"]})[0])
     with pytest.raises(PlannerInputError, match="polling_interval_s applies to a ScaledObject"):
         apply_point(manifest, FleetSpec(), expand_grid({"polling_interval_s": [5]})[0])
