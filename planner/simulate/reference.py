@@ -125,9 +125,8 @@ def simulate(trace: RequestTrace, autoscaler: Autoscaler, fleet_spec: FleetSpec 
         # 3. route
         endpoints = fleet.routable(t0)
         arrivals_from = next_arrival
-        while next_arrival < len(req) and req.arrival_s[next_arrival] < t1:
-            fleet.route(next_arrival, req.arrival_s[next_arrival], req, endpoints)
-            next_arrival += 1
+        next_arrival = int(np.searchsorted(req.arrival_s, t1, side="left"))
+        fleet.route_all(range(arrivals_from, next_arrival), t0, req, endpoints)
         # 4. serve
         if counters.shape[0] < len(fleet.uid):
             counters = np.vstack([counters, np.zeros((len(fleet.uid) - counters.shape[0], 4))])
