@@ -149,3 +149,16 @@ def test_every_real_manifest_is_simulated_or_refused_by_name(capsys, files, shar
             assert len(err.strip().splitlines()) == 1, (path, err)
             assert "Traceback" not in err
     assert accepted >= 15
+
+
+def test_bundled_fleet_samples_load_and_match_the_tests():
+    from planner.readers.fleet import read_fleet
+    from tests.conftest import DATA_DIR
+    from tests.test_simulate_missions import LAB
+    from tests.test_simulate_seed003 import RIG
+
+    rig = read_fleet(DATA_DIR / "fleets" / "seed003-rig.yaml")
+    assert (rig.replica, rig.warmup_s, rig.ttft_slo_s) == (RIG.replica, RIG.warmup_s, RIG.ttft_slo_s)
+    lab = read_fleet(DATA_DIR / "fleets" / "lab-8b.yaml")
+    assert (lab.replica, lab.warmup_s, lab.ttft_slo_s, lab.usd_per_gpu_hour) == (
+        LAB.replica, LAB.warmup_s, LAB.ttft_slo_s, LAB.usd_per_gpu_hour)
