@@ -162,3 +162,19 @@ def test_bundled_fleet_samples_load_and_match_the_tests():
     lab = read_fleet(DATA_DIR / "fleets" / "lab-8b.yaml")
     assert (lab.replica, lab.warmup_s, lab.ttft_slo_s, lab.usd_per_gpu_hour) == (
         LAB.replica, LAB.warmup_s, LAB.ttft_slo_s, LAB.usd_per_gpu_hour)
+
+
+def test_a_bom_is_accepted_and_a_binary_file_is_refused(capsys, files):
+    _folder, trace, manifest, _ = files
+    trace.write_bytes(b"\xef\xbb\xbfarrival_s,input_tokens,output_tokens\n0,10,5\n")
+    assert _run(capsys, ["simulate", "--trace", str(trace), "--manifest", str(manifest), "--json"])[0] == 0
+    trace.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
+    status, _, err = _run(capsys, ["simulate", "--trace", str(trace), "--manifest", str(manifest)])
+    assert status == 2 and "not a UTF-8 text file" in err
+
+
+def test_timeseries_into_a_directory_is_refused_before_running(capsys, files):
+    folder, trace, manifest, _ = files
+    status, _, err = _run(capsys, ["simulate", "--trace", str(trace), "--manifest", str(manifest),
+                                   "--timeseries", str(folder)])
+    assert status == 2 and "is a directory" in err
