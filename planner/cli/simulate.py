@@ -60,7 +60,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    trace = read_trace_csv(args.trace)
+    trace = _read_trace_csv(args.trace)
     autoscaler = load_autoscaler(args.manifest, args.name)
     fleet = read_fleet(args.fleet) if args.fleet else FleetSpec()
     if args.duration_s is not None and not (math.isfinite(args.duration_s) and args.duration_s > 0):
@@ -86,10 +86,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def read_trace_csv(path: str | Path) -> RequestTrace:
+def _read_trace_csv(path: str | Path) -> RequestTrace:
     """Read the canonical trace CSV, naming the row and column of any problem.
 
-    Until the trace readers land this is the one shape ``simulate`` reads.
+    Interim: until planner.readers.trace lands, this is the one shape ``simulate`` reads.
     """
     path = Path(path)
     try:
