@@ -149,3 +149,32 @@ def test_every_real_manifest_is_simulated_or_refused_by_name(capsys, files, shar
             assert len(err.strip().splitlines()) == 1, (path, err)
             assert "Traceback" not in err
     assert accepted >= 15
+
+
+def test_bundled_fleet_samples_load_and_match_the_tests():
+    from planner.readers.fleet import read_fleet
+    from tests.conftest import DATA_DIR
+    from tests.test_simulate_missions import LAB
+    from tests.test_simulate_seed003 import RIG
+
+    rig = read_fleet(DATA_DIR / "fleets" / "seed003-rig.yaml")
+    assert (rig.replica, rig.warmup_s, rig.ttft_slo_s) == (RIG.replica, RIG.warmup_s, RIG.ttft_slo_s)
+    lab = read_fleet(DATA_DIR / "fleets" / "lab-8b.yaml")
+    assert (lab.replica, lab.warmup_s, lab.ttft_slo_s, lab.usd_per_gpu_hour) == (
+        LAB.replica, LAB.warmup_s, LAB.ttft_slo_s, LAB.usd_per_gpu_hour)
+
+
+def test_a_bom_is_accepted_and_a_binary_file_is_refused(capsys, files):
+    _folder, trace, manifest, _ = files
+    trace.write_bytes(b"\xef\xbb\xbfarrival_s,input_tokens,output_tokens\n0,10,5\n")
+    assert _run(capsys, ["simulate", "--trace", str(trace), "--manifest", str(manifest), "--json"])[0] == 0
+    trace.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
+    status, _, err = _run(capsys, ["simulate", "--trace", str(trace), "--manifest", str(manifest)])
+    assert status == 2 and "not a UTF-8 text file" in err
+
+
+def test_timeseries_into_a_directory_is_refused_before_running(capsys, files):
+    folder, trace, manifest, _ = files
+    status, _, err = _run(capsys, ["simulate", "--trace", str(trace), "--manifest", str(manifest),
+                                   "--timeseries", str(folder)])
+    assert status == 2 and "is a directory" in err

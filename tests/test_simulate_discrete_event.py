@@ -1,8 +1,9 @@
 """The tick engine against a per-request discrete-event version of the same replica model (SimPy).
 
 Five fixed-fleet scenarios; attainment must agree within one percentage point,
-and mean TTFT within 5 %. The largest gap measured when this was written:
-0.15 percentage points (see the chapter on the lab).
+and mean TTFT within 5 %. The largest gaps measured when this was written, at
+1 s ticks: 0.53 percentage points of attainment ("long answers") and 0.9 % of
+mean TTFT ("near capacity").
 """
 
 from __future__ import annotations

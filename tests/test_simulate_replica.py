@@ -7,6 +7,8 @@ from collections import deque
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from planner.errors import PlannerInputError
 from planner.simulate.replica import (
@@ -110,3 +112,43 @@ def test_a_stop_time_ends_the_tick_early():
 def test_bad_replica_parameters_are_named(field):
     with pytest.raises(PlannerInputError, match=field):
         ReplicaSpec(**{field: 0})
+
+
+@settings(max_examples=40)
+@given(
+    arrivals=st.lists(st.floats(0.0, 20.0, allow_nan=False), min_size=1, max_size=40),
+    output_tokens=st.integers(1, 400),
+    input_tokens=st.integers(0, 300),
+    max_num_seqs=st.integers(1, 8),
+    kv_blocks=st.integers(8, 200),
+    per_sequence_ms=st.floats(0.0, 5.0),
+    prefill_ms_per_token=st.floats(0.0, 0.2),
+)
+def test_invariants_of_a_replica_run(arrivals, output_tokens, input_tokens, max_num_seqs, kv_blocks,
+                                     per_sequence_ms, prefill_ms_per_token):
+    spec = ReplicaSpec(fixed_ms=5.0, per_sequence_ms=per_sequence_ms, max_num_seqs=max_num_seqs,
+                       kv_tokens=16 * kv_blocks, prefill_ms_per_token=prefill_ms_per_token)
+    arrival_s = np.sort(np.asarray(arrivals))
+    req = RequestState(arrival_s, np.full(len(arrival_s), input_tokens), np.full(len(arrival_s), output_tokens))
+    running, waiting = [], deque()
+    routed = 0
+    for k in range(400):
+        t0, t1 = k * 0.5, (k + 1) * 0.5
+        while routed < len(req) and req.arrival_s[routed] < t1:
+            waiting.append(routed)
+            routed += 1
+        tick = advance_replica(t0, 0.5, running, waiting, req, spec)
+        assert len(running) <= max_num_seqs
+        assert 0.0 <= tick.busy_s <= 0.5 + 1e-9
+        assert tick.generated_tokens >= -1e-9
+        if routed == len(req) and not running and not waiting:
+            break
+    done = req.status == DONE
+    assert done.all()
+    # Causality: admitted after arrival, first token after admission, last token after the first.
+    assert np.all(req.admit_s >= req.arrival_s - 1e-9)
+    assert np.all(req.first_token_s >= req.admit_s + spec.step_s(1) - 1e-9)
+    assert np.all(req.done_s >= req.first_token_s - 1e-9)
+    # No request is served faster than alone on the replica.
+    alone_s = input_tokens * prefill_ms_per_token / 1000.0 + output_tokens * spec.step_s(1)
+    assert np.all(req.done_s - req.admit_s >= alone_s - 1e-6)

@@ -321,6 +321,21 @@ class Fleet:
         req.status[i] = WAITING
         self.waiting[p].append(i)
 
+    def route_all(self, indices, now_s: float, req: RequestState, endpoints: list[int]) -> None:
+        """Route requests in arrival order (same choices as :meth:`route`, one load count kept per pod)."""
+        if not endpoints or self.spec.router == ROUND_ROBIN:
+            for i in indices:
+                self.route(i, now_s, req, endpoints)
+            return
+        loads = [len(self.running[p]) + len(self.waiting[p]) for p in endpoints]
+        for i in indices:
+            j = loads.index(min(loads))  # lowest load, then lowest pod index (endpoints are sorted)
+            p = endpoints[j]
+            loads[j] += 1
+            req.replica[i] = p
+            req.status[i] = WAITING
+            self.waiting[p].append(i)
+
     def release_gateway(self, now_s: float, req: RequestState) -> None:
         """Requests held while no pod was Ready go to the pods that are Ready now."""
         endpoints = self.routable(now_s)

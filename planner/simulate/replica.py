@@ -13,7 +13,9 @@ One tick of ``dt_s`` seconds (:func:`advance_replica`) is the model's unit:
   over the busy part of the tick: running sequences until they finish, queued
   requests from their arrival, capped at ``max_num_seqs``. The per-request discrete-event engine
   (:mod:`planner.simulate.discrete_event`), which re-evaluates the step at
-  every admission and completion, measures what this costs.
+  every admission and completion, measures what this costs: on five
+  fixed-fleet scenarios at 1 s ticks, at most 0.53 percentage points of SLO
+  attainment and 0.9 % of mean TTFT.
 * **Tokens within a tick** are fractional: a sequence active for ``x``
   seconds of the tick gains ``x / step`` tokens, so first-token and finish
   times fall inside the tick, not on its edges.
