@@ -33,7 +33,7 @@ import yaml
 from tqdm import tqdm
 
 from planner.cli.output import print_json, print_table
-from planner.cli.simulate import read_trace_csv
+from planner.cli.simulate import _read_trace_csv as read_trace_csv  # the trace reader simulate uses
 from planner.errors import PlannerInputError
 from planner.readers.fleet import read_fleet
 from planner.readers.manifest import Autoscaler, load_autoscaler

@@ -33,29 +33,36 @@ once per configuration on its sync ticks.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
 from planner.errors import PlannerInputError
 from planner.readers.manifest import Autoscaler
 from planner.simulate.control import Control
 from planner.simulate.fleet import Fleet, FleetSpec
-from planner.simulate.metrics import COLUMNS, STALENESS_S, MetricStore
+from planner.simulate.metrics import STALENESS_S, MetricStore
 from planner.simulate.outcome import Outcome
-from planner.simulate.reference import DRAIN_TAIL_S, _outcome, controller_pods
-from planner.simulate.replica import CUT, ReplicaTick, RequestState, advance_replica, kv_usage_frac
+from planner.simulate.reference import (
+    DRAIN_TAIL_S,
+    RunState,
+    _check_cadence,
+    _outcome,
+    control_step,
+    fleet_step,
+    record_step,
+    route_step,
+    scrape_step,
+)
+from planner.simulate.replica import RequestState, advance_replica
 from planner.simulate.traffic import RequestTrace
 from planner.step_time import output_throughput_tps
 
 __all__ = ["Configuration", "simulate", "simulate_many"]
 
-SERIES_COLUMNS = ("t_s", "demand_tps", "ready_capacity_tps", "running", "waiting", "replicas_requested",
-                  "replicas_ready", "replicas_live", "signal")
-_IDLE = ReplicaTick(0.0, (), 0.0, 0, 0)
 
 
 @dataclass(frozen=True)
@@ -108,22 +115,11 @@ class _IndexedFleet(Fleet):
         self._terminating.sort()
 
     def finish_terminations(self, now_s: float, req: RequestState) -> int:
-        # The reference's rule, applied to the terminating pods only (no other pod can change).
-        cut = 0
-        for p in list(self._terminating):
-            held = self.running[p] or self.waiting[p]
-            if not held and now_s >= self.sigterm_s[p]:
-                last_done = max((req.done_s[i] for i in self._served_by(p, req)), default=self.sigterm_s[p])
-                self.removed_s[p] = min(max(self.sigterm_s[p], last_done), now_s)
-            elif now_s >= self.stop_s[p]:
-                for i in list(self.running[p]) + list(self.waiting[p]):
-                    req.status[i] = CUT
-                    cut += 1
-                self.running[p].clear()
-                self.waiting[p].clear()
-                self.removed_s[p] = self.stop_s[p]
-            else:
-                continue
+        # Only a terminating pod can exit: with none, the reference's scan changes nothing.
+        if not self._terminating:
+            return 0
+        cut = super().finish_terminations(now_s, req)
+        for p in [p for p in self._terminating if not math.isnan(self.removed_s[p])]:
             self._terminating.remove(p)
             self._up.remove(p)
         return cut
@@ -135,55 +131,31 @@ def _has_range(node: tuple) -> bool:
     return any(isinstance(child, tuple) and _has_range(child) for child in node[1:])
 
 
-class _Run:
-    """One configuration's state while the engine runs."""
+class _SignalCachingControl(Control):
+    """The reference :class:`Control`, with the chart's signal evaluated once per scrape when it can be.
 
-    def __init__(self, config: Configuration, trace: RequestTrace, keep: np.ndarray) -> None:
-        spec = config.fleet
-        self.spec = spec
-        self.req = RequestState(trace.arrival_s[keep], trace.input_tokens[keep], trace.output_tokens[keep])
-        self.control = Control(config.autoscaler, spec.signal_map, spec.hpa_sync_period_s)
-        self.fleet = _IndexedFleet(spec)
-        initial = spec.initial_replicas
-        if initial is None:
-            initial = max(self.control.min_replicas, 1) if self.control.min_replicas > 0 else 0
-        for _ in range(initial):
-            self.fleet.add_pod(0.0, warm=True)
-        self.spec_replicas = initial
-        self.store = MetricStore()
-        self.counters = np.zeros((0, 4))
-        self.busy = np.zeros(0)
-        self.events: list[tuple[float, int, int]] = []
-        self.cut = 0
-        self.preemptions = 0
-        self.capacity_tps = float(output_throughput_tps(spec.replica.max_num_seqs, spec.replica.fixed_ms,
-                                                        spec.replica.per_sequence_ms))
-        self.signal_query = self._signal_query()
-        self.signal_cache: tuple[int, bool, float] | None = None
+    A query without a range function reads only the latest scrape (and whether
+    it is stale), so between scrapes its value cannot change; one with
+    ``rate``/``*_over_time`` depends on the time itself and is evaluated every tick.
+    """
 
-    def _signal_query(self):
-        # The query behind the chart's signal column, when its value can only change at a scrape.
-        control = self.control
-        if control.keda is not None:
-            query = control.queries.get(min(control.queries)) if control.queries else None
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if self.keda is not None:
+            query = self.queries.get(min(self.queries)) if self.queries else None
         else:
-            query = control.metric_queries[0][1] if control.metric_queries else None
-        if query is None or _has_range(query.node):
-            return None
-        return query
+            query = self.metric_queries[0][1] if self.metric_queries else None
+        self._cacheable = query is not None and not _has_range(query.node)
+        self._cached: tuple[int, bool, float | None] | None = None
 
-    def signal(self, now_s: float) -> float:
-        store = self.store
-        if self.signal_query is not None:
-            k = store._last_index(now_s)
-            stale = k < 0 or now_s - store.times_s[k] > STALENESS_S
-            if self.signal_cache is not None and self.signal_cache[:2] == (k, stale):
-                return self.signal_cache[2]
-        value = self.control.signal(store, now_s)
-        value = math.nan if value is None else value
-        if self.signal_query is not None:
-            self.signal_cache = (k, stale, value)
-        return value
+    def signal(self, store: MetricStore, now_s: float) -> float | None:
+        if not self._cacheable:
+            return super().signal(store, now_s)
+        k = store._last_index(now_s)
+        stale = k < 0 or now_s - store.times_s[k] > STALENESS_S
+        if self._cached is None or self._cached[:2] != (k, stale):
+            self._cached = (k, stale, super().signal(store, now_s))
+        return self._cached[2]
 
 
 def simulate(trace: RequestTrace, autoscaler: Autoscaler, fleet_spec: FleetSpec | None = None, *,
@@ -204,6 +176,21 @@ def simulate(trace: RequestTrace, autoscaler: Autoscaler, fleet_spec: FleetSpec 
         With ``engine == "fast"``.
     """
     return simulate_many(trace, [Configuration(autoscaler, fleet_spec or FleetSpec())], duration_s=duration_s)[0]
+
+
+def _start(config: Configuration, req_arrays: tuple[np.ndarray, np.ndarray, np.ndarray]) -> RunState:
+    # As the reference starts a run: the controller, the request arrays, the initial Ready pods.
+    spec = config.fleet
+    control = _SignalCachingControl(config.autoscaler, spec.signal_map, spec.hpa_sync_period_s)
+    _check_cadence(control, spec)
+    state = RunState(spec, control, RequestState(*req_arrays), _IndexedFleet(spec))
+    initial = spec.initial_replicas
+    if initial is None:
+        initial = control.min_replicas
+    for _ in range(initial):
+        state.fleet.add_pod(0.0, warm=True)
+    state.spec_replicas = initial
+    return state
 
 
 def simulate_many(trace: RequestTrace, configurations: Sequence[Configuration], *,
@@ -237,106 +224,60 @@ def simulate_many(trace: RequestTrace, configurations: Sequence[Configuration], 
                                     f"{dt}; configurations simulated together share one tick")
     if duration_s is None:
         duration_s = math.ceil(trace.duration_s) + DRAIN_TAIL_S
-    if not duration_s > 0:
-        raise PlannerInputError(f"duration_s: expected a number > 0, got {duration_s!r}")
+    if not (math.isfinite(duration_s) and duration_s > 0):
+        raise PlannerInputError(f"duration_s: expected a finite number > 0, got {duration_s!r}")
     keep = trace.arrival_s < duration_s
-    runs = [_Run(config, trace, keep) for config in configurations]
+    arrays = (trace.arrival_s[keep], trace.input_tokens[keep], trace.output_tokens[keep])
+    states = [_start(config, arrays) for config in configurations]
     n_ticks = math.ceil(duration_s / dt - 1e-9)
-    # Shared over configurations: the requests arriving in each tick, and the demand they bring.
-    arrival_s = trace.arrival_s[keep]
-    tick_end_s = np.arange(1, n_ticks + 1, dtype=float) * dt
-    upto = np.searchsorted(arrival_s, tick_end_s, side="left")
-    output_cumsum = np.concatenate([[0], np.cumsum(trace.output_tokens[keep], dtype=np.int64)])
-    demand_tps = (output_cumsum[upto] - output_cumsum[np.concatenate([[0], upto[:-1]])]) / dt
-    series = [np.empty((n_ticks, len(SERIES_COLUMNS))) for _ in runs]
-    starts = np.concatenate([[0], upto[:-1]])
+    # Shared by every configuration: the tick at which each controller and scrape is due.
+    ticks = np.arange(n_ticks)
+    scrape_due = [(ticks + 1) % round(s.spec.scrape_interval_s / dt) == 0 for s in states]
+    control_due = [_due_ticks(s.control, dt, n_ticks) for s in states]
+    capacity_tps = [float(output_throughput_tps(s.spec.replica.max_num_seqs, s.spec.replica.fixed_ms,
+                                                s.spec.replica.per_sequence_ms)) for s in states]
     for k in range(n_ticks):
-        t0 = k * dt
-        t1 = (k + 1) * dt
-        first, last = int(starts[k]), int(upto[k])
-        for run, rows in zip(runs, series, strict=True):
-            _tick(run, k, t0, t1, dt, first, last, rows, float(demand_tps[k]))
+        t0_s, t1_s = k * dt, (k + 1) * dt
+        for c, state in enumerate(states):
+            if control_due[c][k]:
+                control_step(state, t0_s)
+            fleet_step(state, t0_s)
+            arrived = route_step(state, t0_s, t1_s)
+            _serve_step(state, t0_s)
+            if scrape_due[c][k]:
+                scrape_step(state, t1_s)
+            record_step(state, t1_s, arrived, capacity_tps[c])
         if on_tick is not None and ((k + 1) % 1000 == 0 or k + 1 == n_ticks):
             on_tick(k + 1, n_ticks)
     end_s = n_ticks * dt
     outcomes = []
-    for run, rows in zip(runs, series, strict=True):
-        run.cut += run.fleet.finish_terminations(end_s, run.req)
-        outcomes.append(_finish(run, rows, end_s))
+    for state in states:
+        state.fleet.finish_terminations(end_s, state.req)
+        outcome = _outcome(state.req, state.fleet, state.spec, state.events, state.rows, state.preemptions, end_s)
+        outcomes.append(dataclasses.replace(outcome, engine="fast"))
     return outcomes
 
 
-def _tick(run: _Run, k: int, t0: float, t1: float, dt: float, first: int, last: int, rows: np.ndarray,
-          demand: float) -> None:
-    # The reference engine's six steps for one configuration and one tick.
-    spec, fleet, req, control, store = run.spec, run.fleet, run.req, run.control, run.store
-    # 1. control (only on the ticks a controller runs: otherwise it returns spec.replicas unchanged)
-    poll, reconcile = control.is_due(t0, dt)
-    if poll or reconcile:
-        ready_count = sum(1 for p in fleet._live if fleet.ready_s[p] <= t0)
-        wanted = control.decide(t0, dt, run.spec_replicas, lambda: controller_pods(fleet, t0), ready_count, store)
-        if wanted != run.spec_replicas:
-            run.events.append((t0, run.spec_replicas, wanted))
-            run.spec_replicas = wanted
-    # 2. fleet
-    fleet.scale_to(run.spec_replicas, t0)
-    if fleet._terminating:
-        run.cut += fleet.finish_terminations(t0, req)
-    if fleet.gateway:
-        fleet.release_gateway(t0, req)
-    # 3. route
-    if last > first:
-        endpoints = fleet.routable(t0)
-        for i in range(first, last):
-            fleet.route(i, req.arrival_s[i], req, endpoints)
-    # 4. serve
-    grow = len(fleet.uid) - run.counters.shape[0]
+def _due_ticks(control: Control, dt: float, n_ticks: int) -> np.ndarray:
+    # Control.is_due for every tick start at once: on the other ticks decide() changes nothing.
+    return np.array([any(control.is_due(k * dt, dt)) for k in range(n_ticks)], dtype=bool)
+
+
+def _serve_step(state: RunState, t0_s: float) -> None:
+    # The reference serve_step, without advancing pods that hold no request (the replica model leaves
+    # them as they are: nothing completes, nothing is generated, busy 0).
+    fleet, dt = state.fleet, state.spec.tick_s
+    grow = len(fleet.uid) - state.counters.shape[0]
     if grow > 0:
-        run.counters = np.vstack([run.counters, np.zeros((grow, 4))])
-        run.busy = np.concatenate([run.busy, np.zeros(grow)])
-    counters, busy = run.counters, run.busy
-    for p in fleet.serving(t0):
-        if fleet.running[p] or fleet.waiting[p]:
-            stop_s = fleet.stop_s[p]
-            tick = advance_replica(t0, dt, fleet.running[p], fleet.waiting[p], req, spec.replica,
-                                   stop_s=stop_s if not math.isnan(stop_s) else math.inf)
-            counters[p] += (len(tick.completed), tick.generated_tokens, tick.prompt_tokens, tick.preemptions)
-            busy[p] = tick.busy_s / dt
-            run.preemptions += tick.preemptions
-        else:
-            counters[p] += (0, 0.0, 0, 0)
-            busy[p] = 0.0
-    # 5. scrape
-    scraped = fleet.serving(t1)
-    if (k + 1) % max(round(spec.scrape_interval_s / dt), 1) == 0:
-        values = np.array([
-            [len(fleet.running[p]), len(fleet.waiting[p]), kv_usage_frac(fleet.running[p], req, spec.replica),
-             100.0 * busy[p], *counters[p]]
-            for p in scraped
-        ]).reshape(len(scraped), len(COLUMNS))
-        store.record(t1, scraped, values, fleet.existing())
-    # 6. record
-    waiting = sum(len(fleet.waiting[p]) for p in scraped) + len(fleet.gateway)
-    running = sum(len(fleet.running[p]) for p in scraped)
-    ready_now = len(fleet.routable(t1))
-    rows[k] = (t1, demand, ready_now * run.capacity_tps, running, waiting, run.spec_replicas, ready_now,
-               len(fleet._live), run.signal(t1))
-
-
-def _finish(run: _Run, rows: np.ndarray, end_s: float) -> Outcome:
-    # The reference's outcome, from the same per-tick rows (integer columns as integers).
-    columns = {}
-    for c, name in enumerate(SERIES_COLUMNS):
-        column = rows[:, c]
-        columns[name] = column if name in ("t_s", "demand_tps", "ready_capacity_tps", "signal") else (
-            column.astype(np.int64))
-    series = pd.DataFrame(columns)
-    rows_list = list(series.itertuples(index=False, name=None))
-    outcome = _outcome(run.req, run.fleet, run.spec, run.events, rows_list, run.cut, run.preemptions, end_s)
-    return _with_engine(outcome)
-
-
-def _with_engine(outcome: Outcome) -> Outcome:
-    from dataclasses import replace
-
-    return replace(outcome, engine="fast")
+        state.counters = np.vstack([state.counters, np.zeros((grow, 4))])
+        state.busy_frac = np.concatenate([state.busy_frac, np.zeros(grow)])
+    for p in fleet.serving(t0_s):
+        if not (fleet.running[p] or fleet.waiting[p]):
+            state.busy_frac[p] = 0.0
+            continue
+        stop_s = fleet.stop_s[p] if not math.isnan(fleet.stop_s[p]) else math.inf
+        tick = advance_replica(t0_s, dt, fleet.running[p], fleet.waiting[p], state.req, state.spec.replica,
+                               stop_s=stop_s)
+        state.counters[p] += (len(tick.completed), tick.generated_tokens, tick.prompt_tokens, tick.preemptions)
+        state.busy_frac[p] = tick.busy_s / dt
+        state.preemptions += tick.preemptions
