@@ -165,6 +165,9 @@ def main() -> None:
     per_rate_vector = results["replicas_for_target, 100k rates vectorised"] / 100_000
     per_rate_scalar = results["replicas_for_target, 1k scalar calls"] / 1000
     print(f"\nratio: scalar call / vectorised element = {per_rate_scalar / per_rate_vector:,.0f}x")
+    from tests.bench import engines
+
+    engines.main()
 
 
 if __name__ == "__main__":
