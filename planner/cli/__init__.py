@@ -17,7 +17,8 @@ import sys
 from planner.errors import PlannerInputError
 
 # Subcommand modules, in the order `planner --help` lists them.
-_COMMANDS: tuple[str, ...] = ("replicas", "grace", "kv", "knee", "metrics", "hpa", "manifests", "lint")
+_COMMANDS: tuple[str, ...] = ("replicas", "grace", "kv", "knee", "metrics", "hpa", "manifests", "lint",
+                             "simulate", "sweep")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
