@@ -9,13 +9,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 VENDOR_STAMP := book/_vendor/.vendored
 
-.PHONY: help setup book test lint unit nbval build-strict lab bench clean
+.PHONY: help setup book test lint unit nbval build-strict lab bench clean report
 
 help:
 	@echo "make book   build the static book into _build/html (sets everything up)"
 	@echo "make test   lint, unit tests, notebooks under nbval, strict book build"
 	@echo "make lab    open the notebooks in JupyterLab"
 	@echo "make bench  time the planner's hot paths"
+	@echo "make report CHAPTER=name PARAMS=\"a=1 b=x\" [PARAMS_FILE=p.yaml] OUT=dir   one chapter on your inputs, as one offline page"
 
 # A virtual environment with the pinned requirements and the package (editable).
 $(STAMP): requirements.txt pyproject.toml
@@ -62,6 +63,12 @@ LAB_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 lab: setup
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[lab]'
 	$(BIN)/jupyter lab $(LAB_ROOT_FLAG) book/
+
+# One chapter on your own inputs: its executed notebook and one offline HTML page in OUT.
+# Relative *_path values are taken from the folder make runs in.
+report: setup
+	@test -n "$(CHAPTER)" -a -n "$(OUT)" || { echo 'usage: make report CHAPTER=loadtest_thresholds PARAMS="loadtest_path=my.json itl_p99_slo_ms=40" OUT=reports/mine' >&2; exit 2; }
+	$(BIN)/planner report $(CHAPTER) $(foreach p,$(PARAMS),--param $(p)) $(if $(PARAMS_FILE),--params $(PARAMS_FILE)) --out $(OUT)
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench.run

@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -374,14 +375,56 @@ def _execute(notebook: Path, executed: Path, values: dict, progress: bool, book_
     from papermill.exceptions import PapermillExecutionError
 
     try:
-        papermill.execute_notebook(
-            str(notebook), str(executed), parameters=values, cwd=str(book_dir),
-            kernel_name="python3", progress_bar=progress, log_output=False,
-        )
+        with _kernel_stderr_filtered():
+            papermill.execute_notebook(
+                str(notebook), str(executed), parameters=values, cwd=str(book_dir),
+                kernel_name="python3", progress_bar=progress, log_output=False,
+            )
     except PapermillExecutionError as error:
         raise ChapterFailed(
             f"{notebook.stem}: cell {error.exec_count} raised {error.ename}: "
             f"{_one_line(error.evalue)}") from None
+
+
+# ipykernel prints this on every start; it says nothing about the user's inputs.
+_KERNEL_NOISE = "running over TCP without encryption"
+
+
+@contextmanager
+def _kernel_stderr_filtered():
+    """Collect what the kernel process writes to stderr and replay it without the noise.
+
+    The kernel inherits file descriptor 2, so it is pointed at a temporary
+    file while the chapter runs; Python's own ``sys.stderr`` (the progress
+    bar) keeps writing to the terminal through a duplicate.
+    """
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):
+        yield
+        return
+    original = sys.stderr
+    try:
+        own_fd2 = original.fileno() == 2
+    except (AttributeError, OSError, ValueError):
+        own_fd2 = False
+    with tempfile.TemporaryFile() as captured:
+        if own_fd2:
+            sys.stderr = os.fdopen(os.dup(saved), "w", buffering=1)
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            if own_fd2:
+                sys.stderr.close()
+                sys.stderr = original
+            captured.seek(0)
+            for line in captured.read().decode("utf-8", "replace").splitlines():
+                if _KERNEL_NOISE not in line:
+                    print(line, file=sys.stderr)
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -119,6 +119,7 @@ def test_a_failing_cell_exits_2_with_its_message_and_writes_nothing(tmp_path, ca
 def test_refusals_exit_2_before_running_anything(tmp_path, capsys):
     cases = [
         (["report", "nope", "--out", str(tmp_path / "x")], "unknown chapter 'nope'"),
+        (["report", "littles_law"], "--out DIR is required"),
         (["report", "littles_law", "--out", str(tmp_path / "x"), "--param", "knee=3"],
          "the chapter has no parameter 'knee'; its parameters: knee_concurrency (float)"),
         (["report", "littles_law", "--out", str(REPO_ROOT / "book" / "out")], "inside the book's folder"),
@@ -133,6 +134,6 @@ def test_refusals_exit_2_before_running_anything(tmp_path, capsys):
 
 
 def test_list_shows_the_parameters(capsys):
-    assert main(["report", "kv_capacity", "--list", "--out", "unused"]) == 0
+    assert main(["report", "kv_capacity", "--list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert any(line.startswith("kv_cache_dtype: str = 'auto'") for line in lines)

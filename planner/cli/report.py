@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from planner.cli.output import print_json
+from planner.errors import PlannerInputError
 
 
 def register(subparsers) -> None:
@@ -27,7 +28,7 @@ def register(subparsers) -> None:
                         help="set one parameter of the chapter's parameters cell (repeatable)")
     parser.add_argument("--params", metavar="FILE.yaml",
                         help="a YAML mapping of parameters; --param values override it")
-    parser.add_argument("--out", required=True, metavar="DIR",
+    parser.add_argument("--out", metavar="DIR",
                         help="output folder (not inside book/ and not an input's folder)")
     parser.add_argument("--list", action="store_true",
                         help="list the chapter's parameters and exit")
@@ -47,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
         for p in parameters.values():
             print(f"{p.name}: {p.type_name} = {p.default!r}  # {p.help}")
         return 0
+    if not args.out:
+        raise PlannerInputError("--out DIR is required: the folder to write the report into")
     values = report.resolve_parameters(parameters, args.param, args.params)
     out = report.check_output_dir(
         args.out, notebook.stem, report.input_paths(parameters, values))
