@@ -97,6 +97,10 @@ def chapters(book_dir: Path = BOOK_DIR) -> list[str]:
 
 def chapter_path(chapter: str, book_dir: Path = BOOK_DIR) -> Path:
     """The notebook of ``chapter`` (a name like ``littles_law``, or its path in the book)."""
+    if not book_dir.is_dir():
+        raise PlannerInputError(
+            f"the book's notebooks are not at {book_dir}; planner report runs from a checkout "
+            "of the project installed with pip install -e .")
     name = Path(chapter).name.removesuffix(".ipynb")
     path = book_dir / f"{name}.ipynb"
     if not path.is_file():

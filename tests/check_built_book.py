@@ -14,8 +14,8 @@ Run after `jupyter-book build`: ``python tests/check_built_book.py _build/html``
    - the page logs no console error and throws no uncaught exception;
    - the page requests nothing but the local server (others are blocked and
      reported);
-   - no element is wider than the content column (the rule is in
-     ``_WIDTH_RULE`` below).
+   - no element is wider than the content column (the rule is written
+     above ``_TOO_WIDE`` below).
 
    A full-page screenshot of each page goes to ``<build>/../screenshots/``.
 
@@ -189,16 +189,14 @@ _MOVE_SLIDER = """(input) => {
     return [before, input.value];
 }"""
 
-_WIDTH_RULE = """
-The content column is the page's <article> (class bd-article). Every visible
-element inside it must end at or before the column's right edge (1 px slack).
-SVG internals are not measured, only the <svg> box itself. An element inside
-a horizontally scrollable box (overflow-x auto or scroll, such as a code block
-or a wide table's own scroller) may extend past the column: the reader
-scrolls that box, nothing is cut off. That exemption never applies inside a
-chart (div.planner-altair): a chart that needs a scroll bar has a clipped
-panel or legend, and is reported.
-"""
+# The width rule. The content column is the page's <article> (class bd-article).
+# Every visible element inside it must end at or before the column's right edge
+# (1 px slack); SVG internals are not measured, only the <svg> box itself. An
+# element inside a horizontally scrollable box (overflow-x auto or scroll: a code
+# block, a wide table's own scroller) may extend past the column, since the
+# reader scrolls that box and nothing is cut off. That exemption never applies
+# inside a chart (div.planner-altair): a chart that needs a scroll bar has a
+# clipped panel or legend, and is reported.
 
 _TOO_WIDE = """() => {
     const column = document.querySelector('article.bd-article') || document.querySelector('main');

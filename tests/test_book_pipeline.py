@@ -68,6 +68,11 @@ def test_nbval_fails_on_a_raising_cell(tmp_path):
 def test_strict_build_passes_on_a_clean_book(tmp_path):
     result = _strict_build(_tiny_book(tmp_path))
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    page = (tmp_path / "_build" / "html" / "book" / "page.html").read_text(encoding="utf-8")
+    # thebe is off: its config script (once declared twice, a console error) is gone.
+    assert "THEBE_JS_URL" not in page and "x-thebe-config" not in page
+    # An empty colour mode makes the theme log a console error.
+    assert 'data-default-mode="light"' in page
 
 
 def test_strict_build_fails_when_a_notebook_cell_raises(tmp_path):
