@@ -191,3 +191,23 @@ def test_the_widget_manager_gets_its_fonts_inline():
     patched = report._inline_widget_fonts(body, vendored)
     assert not any(f'.p+"{name}"'.encode() in patched for name in fonts)
     assert patched.count(b'"data:font/woff2;base64,') >= 3
+
+
+def test_finished_files_move_into_an_existing_folder_and_leave_the_rest(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("the user's")
+    (out / "ch.html").write_text("old report")
+    staging = tmp_path / ".out.tmp"
+    staging.mkdir()
+    (staging / "ch.html").write_text("new report")
+    (staging / "ch.ipynb").write_text("{}")
+    report._move_into_place(staging, out)
+    assert (out / "ch.html").read_text() == "new report"
+    assert (out / "notes.txt").read_text() == "the user's"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    fresh = tmp_path / "fresh"
+    staging.mkdir()
+    (staging / "ch.html").write_text("x")
+    report._move_into_place(staging, fresh)
+    assert [p.name for p in fresh.iterdir()] == ["ch.html"] and not staging.exists()
