@@ -443,6 +443,7 @@ def _build_html(executed: Path, name: str, project: Path, book_dir: Path) -> Pat
     import yaml
 
     project.mkdir()
+    _add_inputs_note(executed, name, project / f"{name}.ipynb")
     config = yaml.safe_load((book_dir.parent / "_config.yml").read_text(encoding="utf-8"))
     config["execute"] = {**config.get("execute", {}), "execute_notebooks": "off"}
     config["only_build_toc_files"] = True
@@ -456,7 +457,6 @@ def _build_html(executed: Path, name: str, project: Path, book_dir: Path) -> Pat
         str((book_dir.parent / p).resolve()) for p in sphinx_config.get("html_static_path", [])]
     (project / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     (project / "_toc.yml").write_text(f"format: jb-book\nroot: {name}\n", encoding="utf-8")
-    shutil.copyfile(executed, project / f"{name}.ipynb")
     result = subprocess.run(
         [sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())",
          "build", str(project), "--keep-going"],
@@ -467,6 +467,28 @@ def _build_html(executed: Path, name: str, project: Path, book_dir: Path) -> Pat
         tail = _one_line((result.stderr or result.stdout)[-800:])
         raise PlannerInputError(f"{name}: building the page failed: {tail}")
     return page
+
+
+def _add_inputs_note(executed: Path, name: str, target: Path) -> None:
+    """Copy the executed notebook to ``target`` with a note of its inputs under the title.
+
+    A shared report must say what it was run on; the executed notebook in the
+    output folder stays exactly as papermill wrote it.
+    """
+    import nbformat
+
+    notebook = nbformat.read(executed, as_version=4)
+    values = notebook.metadata.get("papermill", {}).get("parameters", {})
+    if values:
+        shown = ", ".join(f"`{k} = {str(v).replace('`', chr(39))!s}`" for k, v in values.items())
+        text = (f"> **Report.** Made with `planner report {name}` on these inputs: {shown}. "
+                "Every other parameter has the chapter's default value.")
+    else:
+        text = f"> **Report.** Made with `planner report {name}` on the chapter's default inputs."
+    note = nbformat.v4.new_markdown_cell(text)
+    note["id"] = "planner-report-inputs"
+    notebook.cells.insert(1 if notebook.cells and notebook.cells[0].cell_type == "markdown" else 0, note)
+    nbformat.write(notebook, target)
 
 
 # --------------------------------------------------------------------------- inlining

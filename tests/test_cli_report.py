@@ -86,6 +86,13 @@ def test_the_littles_law_report_has_the_cli_numbers(littles_law_report, capsys):
                  "--target", "52", "--json"]) == 0
     cli = json.loads(capsys.readouterr().out)
     assert glued(notebook)["replicas"] == cli["replicas"]
+    # The page says what it was run on; the notebook stays as papermill wrote it.
+    from bs4 import BeautifulSoup
+
+    page = BeautifulSoup((out / "littles_law.html").read_text(encoding="utf-8"), "html.parser")
+    text = " ".join(page.get_text(" ").split())
+    assert "on these inputs:" in text and "knee_concurrency = 64.0" in text
+    assert not any("on these inputs" in c.source for c in notebook.cells)
 
 
 @pytest.mark.parametrize("which", ["loadtest_report", "littles_law_report"])
