@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 # Attributes that make the browser fetch something when the page opens.
 _FETCHING = {
@@ -158,6 +158,16 @@ class PageReport:
     problems: list[str] = field(default_factory=list)
 
 
+_REFRESH = re.compile(
+    r"""<meta\s+http-equiv=["']?refresh["']?\s+content=["'][^"']*url=([^"']+)["']""", re.IGNORECASE)
+
+
+def refresh_target(path: Path) -> str | None:
+    """Where a ``<meta http-equiv="refresh">`` page sends the reader (relative URL), or None."""
+    match = _REFRESH.search(path.read_text(encoding="utf-8", errors="replace")[:4000])
+    return match.group(1).strip() if match else None
+
+
 # Resolves once every chart has an SVG/canvas or an error text, or at the timeout.
 _CHARTS_SETTLED = """() => Array.from(document.querySelectorAll('div.planner-altair')).every(
     el => el.querySelector('svg, canvas') || el.textContent.includes('chart not drawn'))"""
@@ -242,11 +252,12 @@ _TOO_WIDE = """() => {
 
 
 def check_page(browser, url: str, name: str, screenshot: Path | None = None,
-               allowed_origin: str | None = None) -> PageReport:
+               allowed_origin: str | None = None, redirect_to: str | None = None) -> PageReport:
     """Open ``url`` in a fresh context and return what went wrong there.
 
     Requests to anything but ``allowed_origin`` (scheme://host:port; file: and
-    data: URLs when it is None) are blocked and reported.
+    data: URLs when it is None) are blocked and reported. A page that redirects
+    is checked at ``redirect_to``, the absolute URL it sends the reader to.
     """
     report = PageReport(name)
     context = browser.new_context(viewport=VIEWPORT)
@@ -276,7 +287,12 @@ def check_page(browser, url: str, name: str, screenshot: Path | None = None,
         f"{name}: request failed: {request.url} ({request.failure})")
         if not _blocked_by_us(request, allowed_origin) else None)
     try:
-        page.goto(url, wait_until="load")
+        if redirect_to:
+            # A redirect page (the book's index.html): check where it lands, once it has.
+            page.goto(url, wait_until="commit")
+            page.wait_for_url(redirect_to, wait_until="load")
+        else:
+            page.goto(url, wait_until="load")
         try:
             page.wait_for_function(_CHARTS_SETTLED, timeout=CHART_TIMEOUT_MS)
         except Exception:  # reported per chart below
@@ -353,9 +369,12 @@ def browse_book(root: Path, pages: list[Path], screenshots: Path, browser=None) 
         origin = base.rstrip("/")
         for page in pages:
             relative = page.relative_to(root)
+            url = base + relative.as_posix()
+            target = refresh_target(page)
             reports.append(check_page(
-                browser, base + relative.as_posix(), relative.as_posix(),
-                screenshot=screenshot_path(screenshots, relative), allowed_origin=origin))
+                browser, url, relative.as_posix(),
+                screenshot=screenshot_path(screenshots, relative), allowed_origin=origin,
+                redirect_to=urljoin(url, target) if target else None))
     return reports
 
 
