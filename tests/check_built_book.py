@@ -259,20 +259,22 @@ def check_page(browser, url: str, name: str, screenshot: Path | None = None,
     data: URLs when it is None) are blocked and reported. A page that redirects
     is checked at ``redirect_to``, the absolute URL it sends the reader to.
     """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     report = PageReport(name)
     context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
 
     def on_route(route):
-        request_url = route.request.url
-        scheme = urlsplit(request_url).scheme
-        local = scheme in ("data", "blob", "about") or (
-            request_url.startswith(allowed_origin) if allowed_origin else scheme == "file")
-        if local:
+        if _is_local(route.request.url, allowed_origin):
             route.continue_()
         else:
-            report.problems.append(f"{name}: requests a non-local URL: {request_url}")
+            report.problems.append(f"{name}: requests a non-local URL: {route.request.url}")
             route.abort()
+
+    def on_failed(request):
+        if _is_local(request.url, allowed_origin):  # blocked ones are reported above
+            report.problems.append(f"{name}: request failed: {request.url} ({request.failure})")
 
     def on_console(message):
         if message.type == "error":
@@ -283,9 +285,7 @@ def check_page(browser, url: str, name: str, screenshot: Path | None = None,
     page.route("**/*", on_route)
     page.on("console", on_console)
     page.on("pageerror", lambda error: report.problems.append(f"{name}: uncaught error: {error}"))
-    page.on("requestfailed", lambda request: report.problems.append(
-        f"{name}: request failed: {request.url} ({request.failure})")
-        if not _blocked_by_us(request, allowed_origin) else None)
+    page.on("requestfailed", on_failed)
     try:
         if redirect_to:
             # A redirect page (the book's index.html): check where it lands, once it has.
@@ -295,7 +295,7 @@ def check_page(browser, url: str, name: str, screenshot: Path | None = None,
             page.goto(url, wait_until="load")
         try:
             page.wait_for_function(_CHARTS_SETTLED, timeout=CHART_TIMEOUT_MS)
-        except Exception:  # reported per chart below
+        except PlaywrightTimeout:  # each undrawn chart is reported below
             pass
         _check_charts(page, name, report)
         _check_width(page, name, report)
@@ -307,14 +307,18 @@ def check_page(browser, url: str, name: str, screenshot: Path | None = None,
     return report
 
 
-def _blocked_by_us(request, allowed_origin: str | None) -> bool:
-    scheme = urlsplit(request.url).scheme
+def _is_local(url: str, allowed_origin: str | None) -> bool:
+    """True for data:, blob: and about: URLs and for URLs under ``allowed_origin``
+    (any file: URL when it is None)."""
+    scheme = urlsplit(url).scheme
     if scheme in ("data", "blob", "about"):
-        return False
-    return not (request.url.startswith(allowed_origin) if allowed_origin else scheme == "file")
+        return True
+    return url.startswith(allowed_origin) if allowed_origin else scheme == "file"
 
 
 def _check_charts(page, name: str, report: PageReport) -> None:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     charts = page.evaluate(_CHART_STATES)
     report.charts = len(charts)
     elements = page.query_selector_all("div.planner-altair")
@@ -331,7 +335,7 @@ def _check_charts(page, name: str, report: PageReport) -> None:
                 page.wait_for_function(
                     f"([el, before]) => ({_FINGERPRINT})(el) !== before", arg=[element, before],
                     timeout=5_000)
-            except Exception:
+            except PlaywrightTimeout:
                 report.problems.append(
                     f"{name}: {label}: moving slider {k + 1} from {old} to {new} did not change the chart")
             slider.evaluate(
