@@ -364,6 +364,8 @@ def _convert(parameter: ChapterParameter, value, where: str):
 
 
 def _resolve_path(value: str, base: Path, where: str) -> str:
+    if not value.strip():
+        return ""  # chapters read an empty path as "none given"
     path = Path(value).expanduser()
     path = (base / path) if not path.is_absolute() else path
     if not path.exists():

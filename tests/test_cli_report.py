@@ -141,6 +141,10 @@ def test_refusals_exit_2_before_running_anything(tmp_path, capsys):
 
 
 def test_list_shows_the_parameters(capsys):
+    from planner.report import chapter_parameters
+
     assert main(["report", "kv_capacity", "--list"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert any(line.startswith("kv_cache_dtype: str = 'auto'") for line in lines)
+    expected = chapter_parameters(REPO_ROOT / "book" / "kv_capacity.ipynb").values()
+    assert [line.split(" = ")[0] for line in lines] == [f"{p.name}: {p.type_name}" for p in expected]
+    assert any(line.startswith("kv_cache_dtype: str = ") for line in lines)

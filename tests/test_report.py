@@ -85,6 +85,8 @@ def test_relative_paths_are_taken_from_the_current_directory(loadtest_params):
     values = report.resolve_parameters(
         loadtest_params, ["loadtest_path=loadtests/qwen2.5-7b_canonical.csv"], cwd=data)
     assert values["loadtest_path"] == str(data / "loadtests" / "qwen2.5-7b_canonical.csv")
+    assert report.resolve_parameters(loadtest_params, ["loadtest_path="], cwd=data) == {
+        "loadtest_path": ""}  # an empty path stays empty: "none given"
     with pytest.raises(PlannerInputError, match=r"--param loadtest_path: no such file or folder: .*nothing.csv"):
         report.resolve_parameters(loadtest_params, ["loadtest_path=nothing.csv"], cwd=data)
 
