@@ -7,7 +7,9 @@ file and values, and the explorer must open on that same decision.
 """
 
 import json
+import re
 
+import pandas as pd
 import pytest
 
 from planner.cli import main
@@ -71,8 +73,44 @@ def test_hpa_decisions_on_real_manifests_equals_the_cli(tmp_path, capsys, shared
         assert values["or_desired"] == 2 and "below the minimum" in values["or_text"]
 
 
-def test_kv_chapter_default_and_other_target(tmp_path):
-    values = glued(run_chapter("kv_bounded_ratio", tmp_path))
+def _chart(notebook, title_part: str) -> dict:
+    """The Vega-Lite spec of the chart whose title contains ``title_part``, from the executed notebook."""
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if title_part in data.get("text/plain", "") and "text/html" in data:
+                spec = re.search(r"\}\)\((\{.*\}), (\{.*\})\);\s*</script>", data["text/html"], re.S).group(1)
+                return json.loads(spec)
+    raise AssertionError(f"no chart titled {title_part!r}")
+
+
+def _rows(spec: dict, column: str) -> pd.DataFrame:
+    """The dataset of ``spec`` that has ``column``."""
+    for rows in spec["datasets"].values():
+        if rows and column in rows[0]:
+            return pd.DataFrame(rows)
+    raise AssertionError(f"no dataset with {column!r}")
+
+
+def test_kv_chapter_default_run_chart_and_text_agree(tmp_path):
+    notebook = run_chapter("kv_bounded_ratio", tmp_path)
+    values = glued(notebook)
     assert values["ramp"] == "4 -> 5 -> 7 -> 9 -> 12" and values["warmups"] == "4"
-    values = glued(run_chapter("kv_bounded_ratio", tmp_path, kv_target_frac=0.95))
-    assert values["cap"] == "1.05" and values["warmups"] == "never"
+    ramp = _chart(notebook, "bounded ratio grows the fleet")
+    assert ramp["params"][0]["value"] == 0.8  # the slider opens on the chapter's target
+    rows = _rows(ramp, "signal")
+    bounded = rows[(rows.signal == "KV usage (bounded)") & (rows.target == 0.8)]
+    assert bounded.replicas.max() == 12 and bounded.replicas.tolist()[-1] == 12  # stops once the load is served
+    assert rows.replicas.max() <= 2 * 10  # no target climbs far past the goal of 10
+    pairing = _rows(_chart(notebook, "Pairing KV"), "triggers")
+    alone = pairing[(pairing.triggers == "KV usage alone") & (pairing.kv_target == 0.8)].sort_values("t_s")
+    assert values["alone_final"] == alone.ready_replicas.iloc[-1] == 11  # the text says what the chart ends at
+    assert values["paired_final"] == 10
+
+
+def test_kv_chapter_follows_other_inputs(tmp_path):
+    notebook = run_chapter("kv_bounded_ratio", tmp_path, kv_target_frac=0.95, goal_replicas=16)
+    values = glued(notebook)
+    assert values["cap"] == "1.05" and values["warmups"] == "never" and values["kv_target"] == "0.95"
+    assert values["alone_min"].startswith("never") and values["goal_replicas"] == 16
+    assert _chart(notebook, "Pairing KV")["params"][0]["value"] == 0.95

@@ -22,10 +22,13 @@ from planner.charts.hpa_decisions import (
     tolerance_grid,
 )
 from planner.charts.kv_bounded_ratio import (
+    kv_targets_around,
     pairing_chart,
     pairing_grid,
+    pairing_summary,
     ramp_chart,
     ramp_grid,
+    ramp_warmups,
     sum_avg_chart,
     sum_avg_grid,
 )
@@ -140,19 +143,45 @@ def test_or_grid_runs_the_decision_on_the_manifest():
         or_grid(load_autoscaler(QUEUE), 4, {"waiting": 1.0}, [1.0])
 
 
-def test_kv_charts():
-    ramp = ramp_grid(4, [0.8], 4, 10)
-    assert ramp[ramp.signal == "KV usage (bounded)"].replicas.tolist() == [4, 5, 7, 9, 12]
-    assert isinstance(ramp_chart(ramp, 10, 0.8).to_dict(), dict)
+def test_kv_ramp_grid_stops_at_the_goal():
+    targets = kv_targets_around(0.8)
+    assert 0.8 in targets.tolist() and targets.min() >= 0.3 and targets.max() <= 0.99
+    assert 0.83 in kv_targets_around(0.83).tolist() and kv_targets_around(1.0).tolist()[-1] == 1.0
+    n = ramp_warmups(4, 10, targets)
+    assert n == 7  # target 0.9 needs six warmups (4 -> 5 -> ... -> 10), one more to show the hold
+    ramp = ramp_grid(4, targets, n, 10)
+    bounded = ramp[ramp.signal == "KV usage (bounded)"]
+    assert bounded[bounded.target == 0.8].replicas.tolist() == [4, 5, 7, 9, 12, 12, 12, 12]
+    for _, one in bounded.groupby("target"):  # every ramp holds from its first count at or past the goal
+        counts = one.sort_values("warmup").replicas.to_numpy()
+        reached = np.flatnonzero(counts >= 10)
+        assert reached.size == 0 or (counts[reached[0]:] == counts[reached[0]]).all()
+    assert bounded.replicas.max() == 20  # target 0.45: 4 -> 9 -> 20, one step past the goal at most
+    assert bounded[bounded.target == 0.95].replicas.tolist() == [4] * (n + 1)  # inside the tolerance
+    chart = ramp_chart(ramp, 10, 0.8)
+    assert chart.to_dict()["params"][0]["value"] == 0.8
+    _fits_the_column(chart)
+
+
+def test_kv_charts_fit_and_pairing_summary_matches_the_chart():
     sums = sum_avg_grid([10], [0.95], 0.8)
     assert dict(zip(sums.trigger, sums.proposal, strict=True)) == {
         "sum(kv) with AverageValue": 12, "avg(kv) with Value": 12, "avg(kv) with AverageValue": 2}
-    assert isinstance(sum_avg_chart(sums, 0.95).to_dict(), dict)
-    pairs = pairing_grid([0.8], start_replicas=4, in_flight_total=400.0, kv_capacity_requests=48.0,
+    _fits_the_column(sum_avg_chart(sums, 0.95))
+    pairs = pairing_grid([0.8, 0.95], start_replicas=4, in_flight_total=400.0, kv_capacity_requests=48.0,
                          in_flight_target=40.0, warmup_s=240.0, duration_s=1440.0, max_replicas=40)
-    first = pairs[pairs.ready_replicas >= 10].groupby("triggers").t_s.min()
-    assert first["KV usage + in-flight"] < first["KV usage alone"]
-    assert isinstance(pairing_chart(pairs, 10, 0.8).to_dict(), dict)
+    first = pairs[pairs.ready_replicas >= 10].groupby(["kv_target", "triggers"]).t_s.min()
+    assert first[(0.8, "KV usage + in-flight")] < first[(0.8, "KV usage alone")]
+    summary = pairing_summary(pairs, 0.8, 10)
+    alone = pairs[(pairs.kv_target == 0.8) & (pairs.triggers == "KV usage alone")]
+    assert summary.alone_final == alone.ready_replicas.iloc[-1] == 11  # at 9 Ready the caches are 93 % full
+    assert summary.alone_reach_s == first[(0.8, "KV usage alone")] == 960.0 and summary.paired_reach_s == 255.0
+    never = pairing_summary(pairs, 0.95, 10)
+    assert never.alone_reach_s is None and never.minutes(None, 1440.0) == "never (within 24 minutes)"
+    assert alone.t_s.max() == 1440.0 and len(pairs) < 100  # only the syncs where something changes
+    with pytest.raises(ValueError, match=r"no KV target 0\.5"):
+        pairing_summary(pairs, 0.5, 10)
+    _fits_the_column(pairing_chart(pairs, 10, 0.8))
 
 
 def test_width_constant_leaves_room_for_axes():
