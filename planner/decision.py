@@ -245,9 +245,9 @@ def metric_values_by_key(values, where: str = "metric_values") -> dict[str, obje
 
     Parameters
     ----------
-    values : mapping or sequence
-        ``{"0": 20}``, ``{0: 20, "kv": 0.9}`` or ``[20, 0.9]``; ``None`` for a
-        query that returned no result.
+    values : mapping, sequence or str
+        ``{"0": 20}``, ``{0: 20, "kv": 0.9}``, ``[20, 0.9]`` or ``"0=20,kv=0.9"``;
+        ``None`` (or an empty ``VALUE``) for a query that returned no result.
     where : str, optional
         The parameter's name, for the error message.
 
@@ -270,6 +270,16 @@ def metric_values_by_key(values, where: str = "metric_values") -> dict[str, obje
         return out
     if isinstance(values, list | tuple):
         return {str(i): value for i, value in enumerate(values)}
+    if isinstance(values, str) and "=" in values:  # "0=6,1=9", as the CLI's --metric takes them
+        out = {}
+        for item in values.replace(",", " ").split():
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise PlannerInputError(f"{where}: expected NAME=VALUE items, got {item!r}")
+            if key in out:
+                raise PlannerInputError(f"{where}: {key} was given twice")
+            out[key] = value
+        return out
     raise PlannerInputError(
         f"{where} must map trigger names or 0-based indices to values (e.g. {{'0': 20}}) "
         f"or list one value per trigger, got {values!r}"

@@ -14,6 +14,9 @@ QUEUE = DATA_DIR / "manifests" / "queue-keda.yaml"
 def test_values_by_name_index_or_list():
     assert metric_values_by_key({0: 6, "kv": 0.9}) == {"0": 6, "kv": 0.9}
     assert metric_values_by_key([6, None]) == {"0": 6, "1": None}
+    assert metric_values_by_key("0=6, kv=0.9") == {"0": "6", "kv": "0.9"}  # as -p metric_values "0=6,kv=0.9"
+    with pytest.raises(PlannerInputError, match=r"metric_values: expected NAME=VALUE items, got 'kv'"):
+        metric_values_by_key("0=6,kv")
     with pytest.raises(PlannerInputError, match=r"metric_values must map trigger names or 0-based indices"):
         metric_values_by_key(6.0)
     with pytest.raises(PlannerInputError, match=r"example_values: keys are trigger names or 0-based indices, got -1"):
