@@ -246,7 +246,8 @@ def policy_grid(start_replicas: int, wanted, behavior: HorizontalPodAutoscalerBe
 
     Each ramp runs the HPA port with ``behavior`` (``None``: the legacy
     path) every ``sync_period_s`` until the count reaches ``wanted`` or stops
-    moving; every ramp is then extended to the longest one's end. The
+    moving, then holds its last count for a quarter of its length (at least
+    four syncs) so a chart shows it settle. The
     trigger is an ``AverageValue`` External metric with target 1 whose value
     is ``wanted``, so the tolerance applies as it would to a steady load.
     Pods count as soon as they exist, which isolates the rate limits from
@@ -260,7 +261,7 @@ def policy_grid(start_replicas: int, wanted, behavior: HorizontalPodAutoscalerBe
     """
     spec = _external_hpa(max_replicas, behavior, min_replicas)
     idle_s = _idle_limit_s(behavior, sync_period_s)
-    ramps = []
+    out = []
     for goal in wanted:
         controller = (HorizontalController(spec) if tolerance_frac is None
                       else HorizontalController(spec, tolerance=tolerance_frac))
@@ -276,12 +277,10 @@ def policy_grid(start_replicas: int, wanted, behavior: HorizontalPodAutoscalerBe
                 rows.append((int(goal), now_s, replicas, reason))
             if replicas == goal or now_s - last_change_s > idle_s:
                 break
-        ramps.append((rows, now_s))
-    end_s = max((end for _, end in ramps), default=0.0)
-    out = []
-    for rows, _ in ramps:
+        # Hold the last count a while, so the chart (whose axis follows the chosen ramp) shows it settle.
+        end_s = max(now_s, last_change_s + max(4 * sync_period_s, 0.25 * last_change_s))
         out.extend(rows)
-        out.append((rows[-1][0], max(end_s, sync_period_s), rows[-1][2], "end of view"))
+        out.append((int(goal), end_s, replicas, "end of view"))
     return pd.DataFrame(out, columns=["wanted", "t_s", "replicas", "reason"])
 
 
