@@ -232,3 +232,20 @@ def test_explorer_opening_names_the_trigger_it_shows():
     box = hpa_decisions_explorer(**opening.kwargs())
     assert "It opens on kv-usage, the metric with the largest proposal" in _text(box.children[-1])
     assert box.children[2].value == "Value" and box.children[3].value == 0.8
+
+
+def test_explorer_opening_at_zero_replicas(shared_dir):
+    from planner.explorers.hpa_decisions import explorer_opening, opening_decision
+    from planner.readers.manifest import load_autoscaler
+
+    folder = shared_dir / "real-world" / "manifests"
+    min0 = load_autoscaler(folder / "21-eks-llm-inference-keda-waiting-min0.yaml")  # activationThreshold 1
+    for waiting, desired in ((1.0, 0), (2.0, 1)):  # active only strictly above the activation threshold
+        page = evaluate_decision(min0, 0, {"0": waiting})
+        opening = explorer_opening(min0, page)
+        assert opening.exact and opening.activation_threshold == 1.0
+        assert page.desired_replicas == opening_decision(opening).desired_replicas == desired
+        assert _desired(hpa_decisions_explorer(**opening.kwargs()).children[-1]) == desired
+    plain = load_autoscaler(folder / "11-llmd-hpa-wva-desired-replicas.yaml")
+    opening = explorer_opening(plain, evaluate_decision(plain, 0, {"0": 2.0}))
+    assert not opening.exact and "A plain HPA does nothing at 0 replicas" in opening.note

@@ -49,6 +49,7 @@ def explorer_autoscaler(
     min_replicas: int,
     max_replicas: int,
     behavior: HorizontalPodAutoscalerBehavior | None = DEFAULT_BEHAVIOR,
+    activation_threshold: float = 0.0,
 ) -> Autoscaler:
     """The one-trigger ScaledObject the explorer evaluates, and the HPA KEDA makes of it.
 
@@ -66,6 +67,9 @@ def explorer_autoscaler(
         ``advanced.horizontalPodAutoscalerConfig.behavior``; its tolerances are
         replaced by ``tolerance_frac``. ``None``: no behavior (the legacy path,
         where the tolerance is the cluster flag, passed to the decision).
+    activation_threshold : float, optional
+        The trigger's ``activationThreshold``: at 0 replicas KEDA activates
+        only above it. [metric units]
 
     Raises
     ------
@@ -89,7 +93,8 @@ def explorer_autoscaler(
         )
     so = ScaledObjectSpec(
         "explorer",
-        (Trigger(0, "prometheus", float(target), name=TRIGGER_NAME, metric_type=metric_type),),
+        (Trigger(0, "prometheus", float(target), name=TRIGGER_NAME, metric_type=metric_type,
+                 activation_threshold=float(activation_threshold)),),
         min_replica_count=int(min_replicas),
         max_replica_count=int(max_replicas),
         behavior=behavior,
@@ -150,6 +155,7 @@ class ExplorerOpening:
     min_replicas: int
     max_replicas: int
     behavior: HorizontalPodAutoscalerBehavior | None
+    activation_threshold: float = 0.0
     note: str = ""
     exact: bool = True
 
@@ -194,20 +200,31 @@ def explorer_opening(autoscaler: Autoscaler, decision: Decision) -> ExplorerOpen
     if up_frac != down_frac:
         exact = False
         notes.append(f"The manifest's tolerances differ by direction; the control sets both to {up_frac:g}.")
-    min_replicas = (autoscaler.scaled_object.effective_min_replica_count if autoscaler.scaled_object
-                    else hpa.effective_min_replicas)
+    so = autoscaler.scaled_object
+    min_replicas = so.effective_min_replica_count if so else hpa.effective_min_replicas
+    activation = 0.0
+    if so is not None and so.is_using_modifiers:
+        activation = float(so.scaling_modifiers.activation_target or 0.0)
+    elif so is not None and line.index < len(so.triggers):
+        activation = so.triggers[line.index].activation_threshold
+    if decision.current_replicas == 0 and so is None:
+        exact = False
+        notes.append("A plain HPA does nothing at 0 replicas; the explorer models KEDA, which can scale from 0.")
+    elif decision.current_replicas == 0 and len(so.triggers) > 1 and not so.is_using_modifiers:
+        exact = False
+        notes.append("At 0 replicas KEDA activates on any trigger; the explorer has only this one.")
     return ExplorerOpening(
         metric_key=line.key, current_replicas=decision.current_replicas, ready_replicas=decision.ready_replicas,
         metric_type=line.target_type, target=float(line.target), metric_value=float(value),
         tolerance_frac=float(up_frac), min_replicas=int(min_replicas), max_replicas=int(hpa.max_replicas),
-        behavior=hpa.behavior, note=" ".join(notes), exact=exact,
+        behavior=hpa.behavior, activation_threshold=float(activation), note=" ".join(notes), exact=exact,
     )
 
 
-def _decide(v: dict, behavior) -> tuple[Autoscaler, Decision]:
+def _decide(v: dict, behavior, activation_threshold: float = 0.0) -> tuple[Autoscaler, Decision]:
     # The explorer's one code path from control values to a decision.
     autoscaler = explorer_autoscaler(v["metric_type"], v["target"], v["tolerance_frac"],
-                                     v["min_replicas"], v["max_replicas"], behavior)
+                                     v["min_replicas"], v["max_replicas"], behavior, activation_threshold)
     decision = evaluate_decision(autoscaler, v["current_replicas"], {TRIGGER_NAME: v["metric_value"]},
                                  ready_replicas=v["ready_replicas"], tolerance_frac=v["tolerance_frac"])
     return autoscaler, decision
@@ -218,7 +235,7 @@ def opening_decision(opening: ExplorerOpening) -> Decision:
     v = opening.kwargs()
     if v["metric_type"] not in METRIC_TYPES:
         v["metric_type"] = AVERAGE_VALUE  # as the explorer opens for a type it does not model
-    return _decide(v, v.pop("behavior"))[1]
+    return _decide(v, v.pop("behavior"), v.pop("activation_threshold"))[1]
 
 
 def _steps_html(decision: Decision) -> str:
@@ -252,6 +269,7 @@ def hpa_decisions_explorer(
     min_replicas: int = 1,
     max_replicas: int = 40,
     behavior: HorizontalPodAutoscalerBehavior | None = DEFAULT_BEHAVIOR,
+    activation_threshold: float = 0.0,
     note: str = "",
 ) -> widgets.VBox:
     """Controls for one trigger and the replica counts, with the decision explained live.
@@ -275,6 +293,8 @@ def hpa_decisions_explorer(
         ``minReplicaCount`` and ``maxReplicaCount``. [replicas]
     behavior : HorizontalPodAutoscalerBehavior or None, optional
         The scaling behavior; ``None`` for the legacy path (no behavior).
+    activation_threshold : float, optional
+        The trigger's ``activationThreshold`` (it matters at 0 replicas). [metric units]
     note : str, optional
         Shown above the explanation (how the opening relates to the page).
 
@@ -327,7 +347,7 @@ def hpa_decisions_explorer(
         controls["metric_value"].description = (
             "query result: fleet total" if v["metric_type"] == AVERAGE_VALUE else "query result: value")
         try:
-            autoscaler, decision = _decide(v, behavior)
+            autoscaler, decision = _decide(v, behavior, activation_threshold)
         except PlannerInputError as error:
             explanation.value = f"<p><b>Not a valid autoscaler:</b> {html.escape(str(error))}.</p>"
             return
