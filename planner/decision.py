@@ -153,9 +153,9 @@ class Decision:
             return f"at 0 replicas the HPA is idle and KEDA decides: {self.keda_reason}"
         reason = self.result.rescale_reason
         if "below Spec.MinReplicas" in reason:
-            return f"{self.current_replicas} is below the minimum, so the HPA moves to it without reading metrics"
+            return f"{self.current_replicas} is below the minimum, so the HPA sets the minimum without reading metrics"
         if "above Spec.MaxReplicas" in reason:
-            return f"{self.current_replicas} is above the maximum, so the HPA moves to it without reading metrics"
+            return f"{self.current_replicas} is above the maximum, so the HPA sets the maximum without reading metrics"
         return reason or "no metric was evaluated"
 
     def to_dict(self) -> dict:

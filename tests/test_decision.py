@@ -39,7 +39,7 @@ def test_below_the_minimum_no_proposal_is_said_plainly():
     lines = decision.proposal_lines()
     assert decision.max_proposal is None and decision.desired_replicas == 2
     assert lines[0].endswith("-> not evaluated") and "None" not in " ".join(lines)
-    assert lines[-1] == "No proposal at this sync (1 is below the minimum, so the HPA moves to it without " \
+    assert lines[-1] == "No proposal at this sync (1 is below the minimum, so the HPA sets the minimum without " \
                         "reading metrics); sets 2."
     assert decision.outcome_text().startswith("No metric is evaluated at this sync")
 
