@@ -118,7 +118,11 @@ class Decision:
         if self.max_proposal is None:
             return f"No metric is evaluated at this sync ({self._why_not_evaluated()}); the count is set to {replicas}."
         line = self.explained_metric
-        text = (f"Metric {line.key} has the ratio {line.usage_ratio:.3g}, so it proposes {line.proposal} "
+        if line.kind == "scalingModifiers.formula":
+            who = "The scalingModifiers formula's composite metric"
+        else:
+            who = f"{'Trigger' if self.kind == 'ScaledObject' else 'Metric'} {line.key}"
+        text = (f"{who} has the ratio {line.usage_ratio:.3g}, so it proposes {line.proposal} "
                 f"replica{'' if line.proposal == 1 else 's'}")
         if sum(m.proposal is not None for m in self.metrics) > 1:
             text += ", the largest proposal"

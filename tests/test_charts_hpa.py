@@ -13,6 +13,7 @@ from planner.charts.hpa_decisions import (
     or_load_factors,
     policy_chart_for,
     policy_grid,
+    policy_path_text,
     policy_steps,
     ready_chart,
     ready_chart_for,
@@ -100,6 +101,8 @@ def test_ready_grid_and_chart_at_the_manifest_target():
 def test_policy_grid_default_and_legacy():
     policy = policy_grid(4, [10], HorizontalPodAutoscalerBehavior())
     assert policy.replicas.tolist() == [4, 8, 10, 10] and policy_steps(policy, 10) == "4 -> 8 -> 10"
+    assert policy_path_text(policy, 10) == "goes 4 -> 8 -> 10"
+    assert policy_path_text(policy_grid(4, [4], HorizontalPodAutoscalerBehavior()), 4) == "stays at 4"
     legacy = policy_grid(5, [30], None)
     assert policy_steps(legacy, 30) == "5 -> 10 -> 20 -> 30"  # max(2 x current, 4) per sync
     with pytest.raises(ValueError, match="no ramp for 11"):

@@ -48,7 +48,7 @@ def test_outcome_text_names_the_deciding_metric():
     decision = evaluate_decision(load_autoscaler(TWO), 4, {"in-flight": 150.0, "kv-usage": 1.0})
     assert decision.explained_metric.key == "kv-usage"
     assert decision.outcome_text() == (
-        "Metric kv-usage has the ratio 1.25, so it proposes 5 replicas, the largest proposal; after the "
+        "Trigger kv-usage has the ratio 1.25, so it proposes 5 replicas, the largest proposal; after the "
         "stabilization window and the rate limits the controller sets 5 replicas at this sync.")
     assert decision.proposal_lines()[-1] == "The HPA takes the largest: 5; sets 5 this sync."
     held = evaluate_decision(load_autoscaler(QUEUE), 4, {"waiting": 2.0})
@@ -63,6 +63,7 @@ def test_formula_inputs_feed_the_formula(shared_dir):
     lines = decision.proposal_lines()
     assert "queue: value 5 -> feeds the formula" in lines[0]
     assert decision.explained_metric.key == "composite-metric" and decision.max_proposal == 5
+    assert decision.outcome_text().startswith("The scalingModifiers formula's composite metric has the ratio 2.5")
 
 
 def test_tolerance_flag_reaches_the_controller():

@@ -44,6 +44,7 @@ __all__ = [
     "policy_chart",
     "policy_chart_for",
     "policy_grid",
+    "policy_path_text",
     "policy_steps",
     "ready_chart",
     "ready_chart_for",
@@ -294,6 +295,12 @@ def policy_steps(grid: pd.DataFrame, wanted: int) -> str:
         if c != steps[-1]:
             steps.append(c)
     return " -> ".join(str(c) for c in steps)
+
+
+def policy_path_text(grid: pd.DataFrame, wanted: int) -> str:
+    """``goes 4 -> 8 -> 10``, or ``stays at 2`` when the ramp never moves."""
+    steps = policy_steps(grid, wanted)
+    return f"goes {steps}" if "->" in steps else f"stays at {steps}"
 
 
 def policy_chart(grid: pd.DataFrame, initial_wanted: int, title: str) -> alt.LayerChart:
