@@ -249,3 +249,11 @@ def test_explorer_opening_at_zero_replicas(shared_dir):
     plain = load_autoscaler(folder / "11-llmd-hpa-wva-desired-replicas.yaml")
     opening = explorer_opening(plain, evaluate_decision(plain, 0, {"0": 2.0}))
     assert not opening.exact and "A plain HPA does nothing at 0 replicas" in opening.note
+
+
+def test_explorer_opens_at_small_targets_and_wide_tolerances():
+    # Controls never clamp the opening: a 5-milli target and a 60 % tolerance open as given.
+    box = hpa_decisions_explorer(current_replicas=2, metric_type="AverageValue", target=0.005, metric_value=0.03,
+                                 tolerance_frac=0.6)
+    assert box.children[3].value == 0.005 and box.children[5].value == 0.6
+    assert "proposes 6" in _text(box.children[-1])  # ceil(0.03 / 0.005); ratio 3 is outside even 60 %

@@ -323,13 +323,15 @@ def hpa_decisions_explorer(
         "metric_type": widgets.ToggleButtons(
             options=list(METRIC_TYPES), value=metric_type, description="metricType", style=style),
         "target": widgets.FloatSlider(
-            value=target, min=0.01, max=max(10.0, 4.0 * target), step=0.01, description="target (threshold)",
+            value=target, min=min(0.01, target), max=max(10.0, 4.0 * target), step=0.01,
+            description="target (threshold)",
             style=style, layout=layout),
         "metric_value": widgets.FloatSlider(
             value=metric_value, min=0.0, max=value_max, step=0.01, description="",
             style=style, layout=layout),
         "tolerance_frac": widgets.FloatSlider(
-            value=tolerance_frac, min=0.0, max=0.5, step=0.01, readout_format=".0%", description="tolerance",
+            value=tolerance_frac, min=0.0, max=max(0.5, tolerance_frac), step=0.01, readout_format=".0%",
+            description="tolerance",
             style=style, layout=layout),
         "min_replicas": widgets.IntSlider(
             value=min_replicas, min=0, max=max(64, min_replicas), description="minReplicaCount",
