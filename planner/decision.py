@@ -300,7 +300,7 @@ def _resolve(keys: list[str], values: Mapping[str, str | float | None], what: st
             matches = [int(key)]
         if not matches:
             listing = ", ".join(f"{i}={name}" if name else str(i) for i, name in enumerate(keys))
-            raise PlannerInputError(f"no {what} named {key!r} (known: {listing})")
+            raise PlannerInputError(f"no {what} named {key!r} (known: {listing}); {value_hint}")
         if len(matches) > 1:
             raise PlannerInputError(f"{key!r} names several {what}s; use its index instead")
         if matches[0] in resolved:

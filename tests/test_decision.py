@@ -25,8 +25,12 @@ def test_values_by_name_index_or_list():
 
 def test_missing_trigger_is_named_with_the_callers_hint(shared_dir):
     autoscaler = load_autoscaler(shared_dir / "real-world" / "manifests" / "14-aks-qwen-keda-running-waiting.yaml")
-    with pytest.raises(PlannerInputError, match=r"^no value given for trigger 1; add it to metric_values$"):
-        evaluate_decision(autoscaler, 3, metric_values_by_key({0: 6.0}), value_hint="add it to metric_values")
+    hint = "metric_values takes one value per trigger"
+    with pytest.raises(PlannerInputError, match=rf"^no value given for trigger 1; {hint}$"):
+        evaluate_decision(autoscaler, 3, metric_values_by_key({0: 6.0}), value_hint=hint)
+    # the chapter's default key on someone else's manifest: named, with the fix
+    with pytest.raises(PlannerInputError, match=rf"^no trigger named 'waiting' \(known: 0, 1\); {hint}$"):
+        evaluate_decision(autoscaler, 3, {"waiting": 20.0}, value_hint=hint)
     with pytest.raises(PlannerInputError, match=r"no value given for trigger 0, 1; pass --metric NAME=VALUE"):
         evaluate_decision(autoscaler, 3, {})
     both = evaluate_decision(autoscaler, 3, metric_values_by_key([6.0, 9.0]))
