@@ -192,6 +192,13 @@ def _patch_workload() -> None:
     patch_workload_text(_WORKLOAD, _MANIFESTS.grace, source="bench.yaml")
 
 
+def _lint_review_folder() -> None:
+    from planner.lint import lint
+    from planner.readers.workload import read_manifest_set
+
+    lint(read_manifest_set([DATA_DIR / "manifests" / "review"]))
+
+
 CASES: dict[str, tuple[Callable[[], None], int]] = {
     "HorizontalController, 240 reconciles (1 h)": (_hpa_hour, 20),
     "reconcile, Pods metric over 50 pods": (_pods_metric_50, 200),
@@ -212,6 +219,7 @@ CASES: dict[str, tuple[Callable[[], None], int]] = {
     "generate_manifests + dump_manifest, 4 files": (_generate_and_dump, 20),
     "validate_manifest, generated ScaledObject": (_validate_scaled_object, 50),
     "patch_workload_text, small Deployment": (_patch_workload, 20),
+    "read_manifest_set + lint, 3 files (4 documents)": (_lint_review_folder, 20),
 }
 if AZURE_CONV.is_file():  # the shared corpus sits beside the checkout
     CASES["read_trace, Azure conv hour (19,366 rows)"] = (_read_azure_hour, 10)
