@@ -235,8 +235,8 @@ def controller_defaults() -> tuple[DefaultRow, ...]:
             "planner.keda.Trigger.activation_threshold", _PROM_DOC, _PROM_SRC,
         ),
         DefaultRow(
-            "KEDA", "metricType", _field_default(trigger, "metric_type") + " (the query result is divided by the "
-            "Ready pods)", "planner.keda.Trigger.metric_type", ("triggers", _SO_DOC + "#triggers"), _KEDA_HPA,
+            "KEDA", "metricType", _field_default(trigger, "metric_type") + ": the HPA asks for ceil(query result / threshold) "
+            "replicas once the ratio leaves the tolerance", "planner.keda.Trigger.metric_type", ("triggers", _SO_DOC + "#triggers"), _KEDA_HPA,
         ),
         DefaultRow(
             "KEDA", "ignoreNullValues",
