@@ -106,6 +106,7 @@ RULES: dict[str, Rule] = {rule.id: rule for rule in (
     Rule("missing-readiness-probe", "warning", "a vLLM container without a readiness probe"),
     Rule("scale-target-not-found", "info", "scaleTargetRef names no workload in the files given"),
     Rule("metric-not-exported", "error", "a query names a vLLM metric the server's scrape does not export"),
+    Rule("schema-violation", "error", "a field the Kubernetes or KEDA schema rejects"),
 )}
 
 
@@ -663,10 +664,32 @@ def _placeholders(document: YamlDocument) -> Iterable[Finding]:
         )
 
 
+_PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def _path_tuple(path: str) -> tuple:
+    """``spec.triggers[0].metadata`` -> ``("spec", "triggers", 0, "metadata")``."""
+    return tuple(int(index) if index else key for key, index in _PATH_PART.findall(path))
+
+
+def _schema_violations(document: YamlDocument, problems) -> Iterable[Finding]:
+    ctx = _Context(document)
+    for problem in problems:
+        yield ctx.finding(
+            "schema-violation", _path_tuple(problem.path),
+            f"The API server (or KEDA's admission webhook) rejects this: {problem.message}.",
+            "Correct the field as the schema says; `kubectl apply --dry-run=server` confirms it.",
+        )
+
+
 # --- entry points -----------------------------------------------------------------------------------
 
 
-def lint(manifests: ManifestSet, settings: LintSettings | None = None) -> tuple[Finding, ...]:
+_DEFAULT = object()
+
+
+def lint(manifests: ManifestSet, settings: LintSettings | None = None, *,
+         schema_check=_DEFAULT) -> tuple[Finding, ...]:
     """Every finding for a set of manifests, in file, document and line order.
 
     Parameters
@@ -674,15 +697,30 @@ def lint(manifests: ManifestSet, settings: LintSettings | None = None) -> tuple[
     manifests : ManifestSet
         From :func:`planner.readers.workload.read_manifest_set`.
     settings : LintSettings, optional
+    schema_check : callable or None, optional
+        ``schema_check(document_data)`` returns the schema problems of one
+        document (objects with ``path`` and ``message``). By default
+        :func:`planner.schema.schema_errors` against Kubernetes' and KEDA's
+        schemas, checking fields and types but not required fields (so a
+        patch passes); ``None`` skips the check.
 
     Returns
     -------
     tuple of Finding
     """
     settings = settings or LintSettings()
+    if schema_check is _DEFAULT:
+        from planner.schema import schema_errors
+
+        # Partial: kustomize and `planner manifests` patches leave required fields out on purpose;
+        # unknown fields and wrong types are what a review catches that kubectl would not say first.
+        def schema_check(data):
+            return schema_errors(data, partial=True)
     findings: list[Finding] = []
     for document in manifests.documents:
         findings.extend(_placeholders(document))
+        if schema_check is not None:
+            findings.extend(_schema_violations(document, schema_check(document.data)))
     for document, autoscaler in manifests.autoscalers:
         ctx = _Context(document)
         signals = signals_of(autoscaler)

@@ -196,8 +196,9 @@ CASES = [
 
 
 def test_every_rule_has_a_case_and_the_issue_ids_are_rules():
-    # metric-not-exported needs a scrape: test_metric_not_exported_checks_queries_against_a_scrape
-    assert {case[0] for case in CASES} | {"metric-not-exported"} == set(RULES)
+    # metric-not-exported needs a scrape: test_metric_not_exported_checks_queries_against_a_scrape;
+    # schema-violation: test_schema_violation_is_a_finding_with_its_line.
+    assert {case[0] for case in CASES} | {"metric-not-exported", "schema-violation"} == set(RULES)
     assert set(ISSUE_RULES) <= set(RULES)
 
 
@@ -509,3 +510,45 @@ def test_prometheus_adapter_config_is_skipped_not_refused(tmp_path):
     (tmp_path / "so.yaml").write_text(scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR))
     manifests = read_manifest_set([tmp_path])
     assert len(manifests.files) == 2 and len(manifests.documents) == 1 and lint(manifests) == ()
+
+
+HPA_WITH_MISSPELT_FIELD = """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: llama
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: llama}
+  minReplicas: 1
+  maxReplicas: 8
+  metrics:
+    - type: Pods
+      pods:
+        metric: {name: vllm_num_requests_running}
+        target: {type: AverageValue, averageValue: "40"}
+  behaviour:
+    scaleDown:
+      stabilizationWindowSeconds: 300
+"""
+
+
+def test_schema_violation_is_a_finding_with_its_line(tmp_path):
+    # British `behaviour` is not a field of the HPA: the scale-down window never takes effect.
+    findings = [f for f in run_lint(tmp_path, HPA_WITH_MISSPELT_FIELD) if f.rule == "schema-violation"]
+    assert len(findings) == 1
+    finding = findings[0]
+    assert finding.path == "spec" and finding.line == 5
+    assert "behaviour" in finding.why and finding.severity == "error"
+
+
+def test_a_valid_manifest_has_no_schema_finding_and_the_check_can_be_skipped(tmp_path):
+    valid = HPA_WITH_MISSPELT_FIELD.replace("behaviour", "behavior")
+    assert "schema-violation" not in rules_of(run_lint(tmp_path, valid))
+    path = tmp_path / "bad.yaml"
+    path.write_text(HPA_WITH_MISSPELT_FIELD)
+    assert "schema-violation" not in rules_of(lint(read_manifest_set([path]), schema_check=None))
+
+
+def test_the_real_manifests_break_no_schema(shared_dir):
+    findings = lint(read_manifest_set([shared_dir / "real-world" / "manifests"]))
+    assert not [f for f in findings if f.rule == "schema-violation"]
