@@ -17,8 +17,10 @@ import sys
 from planner.errors import PlannerInputError
 
 # Subcommand modules, in the order `planner --help` lists them.
-_COMMANDS: tuple[str, ...] = ("replicas", "grace", "kv", "knee", "metrics", "hpa", "manifests", "lint",
-                             "simulate", "sweep")
+_COMMANDS: tuple[str, ...] = (
+    "replicas", "grace", "kv", "knee", "metrics", "hpa", "simulate", "sweep", "lint", "manifests",
+    "report",
+)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -33,10 +33,10 @@ import yaml
 from tqdm import tqdm
 
 from planner.cli.output import print_json, print_table
-from planner.cli.simulate import _read_trace_csv as read_trace_csv  # the trace reader simulate uses
 from planner.errors import PlannerInputError
 from planner.readers.fleet import read_fleet
 from planner.readers.manifest import Autoscaler, load_autoscaler
+from planner.readers.trace import read_trace  # the trace reader simulate uses
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.sweep import (
     SweepPoint,
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     if args.duration_s is not None and not (math.isfinite(args.duration_s) and args.duration_s > 0):
         raise PlannerInputError(f"--duration-s: expected a number > 0, got {args.duration_s}")
     points = read_grid(args.grid)
-    trace = read_trace_csv(args.trace)
+    trace = read_trace(args.trace)
     autoscaler = load_autoscaler(args.manifest, args.name)
     fleet = read_fleet(args.fleet) if args.fleet else FleetSpec()
     client = None

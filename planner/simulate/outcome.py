@@ -30,7 +30,44 @@ __all__ = ["Outcome", "count_flaps", "request_latencies", "slo_attainment_frac",
 
 @dataclass(frozen=True)
 class Outcome:
-    """The result of one simulated run (units in the names)."""
+    """The result of one simulated run.
+
+    Attributes
+    ----------
+    engine : str
+        Which engine produced it.
+    requests, completed : int
+        Requests that arrived in the window, and those that finished.
+    slo_attainment_frac : float
+        Share meeting the objective(s). [fraction]
+    ttft_p50_s, ttft_p99_s : float
+        TTFT percentiles over requests that got a first token. [s]
+    itl_mean_ms : float
+        Mean of the per-request mean ITL. [ms]
+    gpu_hours, cost_usd : float
+        Billed GPU time, and its price. [GPU-h], [$]
+    scale_events, direction_changes, flap_cycles : int
+        See the module docstring.
+    peak_replicas : int
+        Most pods existing (not terminating) at once.
+    peak_waiting : int
+        Most requests queued at once (in pods' queues and at the gateway).
+    cut_generations : int
+        Requests cut off by a pod's termination.
+    preemptions : int
+        KV-cache preemptions.
+    events : tuple of (float, int, int)
+        Scale events: time [s], replicas before, replicas after.
+    timeseries : pandas.DataFrame
+        One row per tick: ``t_s``, ``demand_tps`` and ``ready_capacity_tps``
+        [output tokens/s], ``running``, ``waiting``, ``replicas_requested``,
+        ``replicas_ready``, ``replicas_live``, ``signal`` (the first
+        trigger's value as the controller would read it).
+    arrival_s, ttft_s, latency_s : numpy.ndarray
+        Per request: arrival, time to first token, time to last token (NaN if not reached). [s]
+    slo_met : numpy.ndarray of bool
+        Per request: met the objective(s).
+    """
 
     engine: str
     requests: int
