@@ -94,7 +94,7 @@ def current_autoscaler(manifests: ManifestSet, name: str = "") -> Autoscaler:
     """
     found = [autoscaler for _, autoscaler in manifests.autoscalers]
     if not found:
-        raise PlannerInputError("manifests_dir: no HorizontalPodAutoscaler or ScaledObject found "
+        raise PlannerInputError("manifests_path: no HorizontalPodAutoscaler or ScaledObject found "
                                 "(the side-by-side needs the team's current one)")
     if not name:
         return found[0]

@@ -44,7 +44,7 @@ def second_team(tmp_path_factory, shared_dir):
                   "output_tokens": azure.output_tokens}).to_csv(trace, index=False)
     params = dict(model_config_path=config, vllm_log_path=log, max_model_len=0, max_num_seqs=128,
                   loadtest_path=loadtest, ttft_p99_slo_ms=1500, itl_p99_slo_ms=40, trace_path=trace,
-                  manifests_dir=manifest, target_name="qwen", warmup_s=90, max_replicas=8, usd_per_gpu_hour=3,
+                  manifests_path=manifest, target_name="qwen", warmup_s=90, max_replicas=8, usd_per_gpu_hour=3,
                   attainment_goal_frac=0.95)
     out = tmp_path / "report"
     argv = ["report", "your_plan", "--quiet", "--out", str(out)]
