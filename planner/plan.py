@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from planner.errors import PlannerInputError
+from planner.grace import GracePlan
 from planner.knee import LoadTestThresholds, knee_finding
 from planner.manifests import ManifestSet as GeneratedSet
 from planner.readers.manifest import Autoscaler, autoscaler_from_document
@@ -107,7 +108,8 @@ def current_autoscaler(manifests: ManifestSet, name: str = "") -> Autoscaler:
 
 def plan_fleet(result: LoadTestThresholds, *, kv_tokens: int, max_num_seqs: int, warmup_s: float,
                usd_per_gpu_hour: float, gpus_per_replica: int, ttft_slo_s: float,
-               itl_slo_ms: float | None = None, block_size_tokens: int = 16) -> FleetSpec:
+               itl_slo_ms: float | None = None, block_size_tokens: int = 16,
+               grace: GracePlan | None = None) -> FleetSpec:
     """The simulator's fleet: the load test's step-time fit, the replica's KV tokens and the prices.
 
     Parameters
@@ -130,11 +132,18 @@ def plan_fleet(result: LoadTestThresholds, *, kv_tokens: int, max_num_seqs: int,
         Mean ITL objective, if any. [ms]
     block_size_tokens : int
         KV block size. [tokens]
+    grace : GracePlan, optional
+        The drain settings the generated Deployment patch sets (grace period,
+        preStop, ``--shutdown-timeout``); without it, the simulator's defaults
+        (Kubernetes' 30 s, vLLM's) as an unpatched Deployment has them.
     """
     replica = replica_from_fit(result.tpot_fit, max_num_seqs=max_num_seqs, kv_tokens=kv_tokens)
     replica = dataclasses.replace(replica, block_size_tokens=block_size_tokens)
+    drain = {} if grace is None else {"termination_grace_period_s": float(grace.termination_grace_period_s),
+                                      "pre_stop_s": float(grace.pre_stop_s),
+                                      "shutdown_timeout_s": float(grace.shutdown_timeout_s)}
     return FleetSpec(replica=replica, warmup_s=warmup_s, usd_per_gpu_hour=usd_per_gpu_hour,
-                     gpus_per_replica=gpus_per_replica, ttft_slo_s=ttft_slo_s, itl_slo_ms=itl_slo_ms)
+                     gpus_per_replica=gpus_per_replica, ttft_slo_s=ttft_slo_s, itl_slo_ms=itl_slo_ms, **drain)
 
 
 def default_grid(concurrency_target: float, *, target_fracs: Sequence[float] = (0.5, 1.0),

@@ -116,3 +116,12 @@ def test_current_autoscaler_by_name():
         current_autoscaler(manifests, "nope")
     empty = read_manifest_set([DATA_DIR / "manifests" / "plan_current" / "llama.yaml"])
     assert current_autoscaler(empty).name == "llama"
+
+
+def test_fleet_drains_as_the_patch_says(thresholds):
+    from planner.grace import plan_grace
+
+    grace = plan_grace(204.8, pre_stop_s=10)
+    fleet = plan_fleet(thresholds[1], kv_tokens=112_720, max_num_seqs=64, warmup_s=60.0, usd_per_gpu_hour=2.0,
+                       gpus_per_replica=1, ttft_slo_s=2.0, grace=grace)
+    assert (fleet.termination_grace_period_s, fleet.shutdown_timeout_s, fleet.pre_stop_s) == (241, 226, 10)
