@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 VENDOR_STAMP := book/_vendor/.vendored
 
-.PHONY: help setup book test lint unit nbval build-strict lab test-lab bench clean
+.PHONY: help setup book test lint unit nbval build-strict lab test-lab bench clean report
 
 help:
 	@echo "make book   build the static book into _build/html (sets everything up)"
@@ -17,6 +17,7 @@ help:
 	@echo "make lab    open the notebooks in JupyterLab"
 	@echo "make bench  time the planner's hot paths"
 	@echo "make test-lab  run every chapter in a headless JupyterLab and move each explorer"
+	@echo "make report CHAPTER=name PARAMS=\"a=1 b=x\" [PARAMS_FILE=p.yaml] OUT=dir   one chapter on your inputs, as one offline page"
 
 # A virtual environment with the pinned requirements and the package (editable).
 $(STAMP): requirements.txt pyproject.toml
@@ -26,7 +27,7 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $@
 
 # Browser JavaScript for the offline book, from the npm registry, checksummed.
-$(VENDOR_STAMP): book/_js/vendor.sh book/_js/SHA256SUMS
+$(VENDOR_STAMP): book/_js/vendor.sh book/_js/SHA256SUMS book/_js/book.css book/_js/widget-paths.js
 	bash book/_js/vendor.sh
 	touch $@
 
@@ -68,6 +69,12 @@ lab: setup
 test-lab: setup
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[lab]'
 	$(BIN)/python -m tests.lab_check
+
+# One chapter on your own inputs: its executed notebook and one offline HTML page in OUT.
+# Relative *_path values are taken from the folder make runs in.
+report: setup
+	@test -n "$(CHAPTER)" -a -n "$(OUT)" || { echo 'usage: make report CHAPTER=loadtest_thresholds PARAMS="loadtest_path=my.json itl_p99_slo_ms=40" OUT=reports/mine' >&2; exit 2; }
+	$(BIN)/planner report $(CHAPTER) $(foreach p,$(PARAMS),--param $(p)) $(if $(PARAMS_FILE),--params $(PARAMS_FILE)) --out $(OUT)
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench.run

@@ -19,7 +19,9 @@ import altair as alt
 
 RENDERER_NAME = "planner"
 
-_SNIPPET = """<div class="planner-altair" role="figure" aria-label="{label}"></div>
+# data-title keeps the chart's name for checks and readers' tools: vega-embed
+# replaces aria-label with a generic one when it draws.
+_SNIPPET = """<div class="planner-altair" role="figure" aria-label="{label}" data-title="{label}"></div>
 <script type="text/javascript">
 (function (spec, options) {{
   var el = document.currentScript.previousElementSibling;

@@ -1,21 +1,44 @@
-"""Fail if a built page of the book would load anything from another host.
+"""Check the built book the way a reader's browser sees it.
 
-Run after `jupyter-book build`: scans every HTML page under the build folder for
-script, stylesheet, image, iframe and font references that point off the
-book (http:, https: or protocol-relative URLs). Where Chromium is installed, it
-also opens every page that has charts with all host names unresolvable and
-checks that each chart was drawn. Exits 1 and lists each offending page.
+Run after `jupyter-book build`: ``python tests/check_built_book.py _build/html``.
+
+1. A static scan of every HTML page (and CSS file) for script, stylesheet,
+   image, iframe and font references that point off the book (http:, https:
+   or protocol-relative URLs).
+2. Every page opened in headless Chromium (Playwright driving the system
+   browser; no browser is ever downloaded), served from 127.0.0.1, asserting:
+
+   - every chart (``div.planner-altair``) drew an SVG or a canvas;
+   - moving each chart slider (``input[type=range]`` in ``.vega-bindings``)
+     changes what its chart draws;
+   - the page logs no console error and throws no uncaught exception;
+   - the page requests nothing but the local server (others are blocked and
+     reported);
+   - no element is wider than the content column (the rule is written
+     above ``_TOO_WIDE`` below).
+
+   A full-page screenshot of each page goes to ``<build>/../screenshots/``.
+
+Exits 1 with one line per problem, naming the page and the element. Without
+Chromium or Playwright the browser part is skipped with a message, except
+under ``CI=true``, where that is a failure.
 """
 
 from __future__ import annotations
 
+import functools
+import http.server
+import os
 import re
 import shutil
-import subprocess
 import sys
-import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import urljoin, urlsplit
 
 # Attributes that make the browser fetch something when the page opens.
 _FETCHING = {
@@ -33,6 +56,15 @@ _FETCHING = {
 _LINK_METADATA = {"canonical", "alternate", "author", "license", "search", "next", "prev", "index"}
 _REMOTE = re.compile(r"^\s*(?:https?:)?//", re.IGNORECASE)
 _CSS_IMPORT = re.compile(r"@import\s+(?:url\()?['\"]?((?:https?:)?//[^'\")\s]+)", re.IGNORECASE)
+
+CHROMIUM_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
+CHROMIUM_ARGS = (
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+)
+# A desktop window: the book theme shows its sidebar and the usual text column.
+VIEWPORT = {"width": 1280, "height": 900}
+CHART_TIMEOUT_MS = 20_000
 
 
 class _RemoteRefs(HTMLParser):
@@ -59,60 +91,334 @@ def remote_references(page: Path) -> list[str]:
     return parser.remote + [f"@import {url}" for url in _CSS_IMPORT.findall(text)]
 
 
-_CHROMIUM_FLAGS = (
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    # Any attempt to reach another host fails, so a chart that needs one is not drawn.
-    "--host-resolver-rules=MAP * ~NOTFOUND",
-    "--virtual-time-budget=20000",
-)
+# --------------------------------------------------------------------------- browser
 
 
-def undrawn_charts(page: Path, chromium: str) -> str | None:
-    """Open ``page`` headless with no network; describe what is wrong, or None."""
-    expected = page.read_text(encoding="utf-8").count('<div class="planner-altair"')
-    if expected == 0:
-        return None
-    with tempfile.TemporaryDirectory() as profile:
-        result = subprocess.run(
-            [chromium, *_CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.resolve().as_uri()],
-            capture_output=True, text=True, timeout=180,
-        )
-    drawn = len(re.findall(r'class="planner-altair vega-embed"[^>]*>\s*<(?:svg|canvas)', result.stdout))
-    if drawn != expected:
-        return f"{drawn} of {expected} charts drawn with the network off"
+def find_chromium() -> str | None:
+    """The system Chromium, or None."""
+    for path in CHROMIUM_PATHS:
+        if os.access(path, os.X_OK):
+            return path
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def browser_unavailable() -> str | None:
+    """Why the browser checks cannot run here, or None when they can."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed (pip install -r requirements.txt)"
+    if find_chromium() is None:
+        return "chromium not found (apt-get install chromium)"
     return None
 
 
-def main(argv: list[str]) -> int:
-    root = Path(argv[1] if len(argv) > 1 else "_build/html")
+@contextmanager
+def serve(root: Path) -> Iterator[str]:
+    """Serve ``root`` on a free port of 127.0.0.1 from a thread; yield its base URL."""
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):  # the checker prints its own findings
+            pass
+
+    handler = functools.partial(Quiet, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@contextmanager
+def chromium() -> Iterator[object]:
+    """A headless system Chromium driven by Playwright."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=find_chromium(), headless=True, args=list(CHROMIUM_ARGS),
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@dataclass
+class PageReport:
+    """What one page did in the browser."""
+
+    name: str
+    charts: int = 0
+    sliders: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+_REFRESH = re.compile(
+    r"""<meta\s+http-equiv=["']?refresh["']?\s+content=["'][^"']*url=([^"']+)["']""", re.IGNORECASE)
+
+
+def refresh_target(path: Path) -> str | None:
+    """Where a ``<meta http-equiv="refresh">`` page sends the reader (relative URL), or None."""
+    match = _REFRESH.search(path.read_text(encoding="utf-8", errors="replace")[:4000])
+    return match.group(1).strip() if match else None
+
+
+# Resolves once every chart has an SVG/canvas or an error text, or at the timeout.
+_CHARTS_SETTLED = """() => Array.from(document.querySelectorAll('div.planner-altair')).every(
+    el => el.querySelector('svg, canvas') || el.textContent.includes('chart not drawn'))"""
+
+_CHART_STATES = """() => Array.from(document.querySelectorAll('div.planner-altair')).map((el, i) => ({
+    index: i,
+    label: el.dataset.title || el.getAttribute('aria-label') || '',
+    drawn: !!el.querySelector('svg, canvas'),
+    text: el.textContent.slice(0, 200),
+    sliders: el.querySelectorAll('.vega-bindings input[type=range]').length,
+}))"""
+
+# What a chart draws: its SVG markup, or its canvas pixels.
+_FINGERPRINT = """(el) => {
+    const svg = el.querySelector('svg');
+    if (svg) return svg.outerHTML;
+    const canvas = el.querySelector('canvas');
+    return canvas ? canvas.toDataURL() : '';
+}"""
+
+# Moves a range input to the far end of its range from where it is, as a user would.
+_MOVE_SLIDER = """(input) => {
+    const min = parseFloat(input.min || '0'), max = parseFloat(input.max || '100');
+    const now = parseFloat(input.value);
+    const before = input.value;
+    input.value = String(Math.abs(now - min) > Math.abs(max - now) ? min : max);
+    input.dispatchEvent(new Event('input', {bubbles: true}));
+    input.dispatchEvent(new Event('change', {bubbles: true}));
+    return [before, input.value];
+}"""
+
+# The width rule. The content column is the page's <article> (class bd-article).
+# Every visible element inside it must end at or before the column's right edge
+# (1 px slack); SVG internals are not measured, only the <svg> box itself. An
+# element inside a horizontally scrollable box (overflow-x auto or scroll: a code
+# block, a wide table's own scroller) may extend past the column, since the
+# reader scrolls that box and nothing is cut off. That exemption never applies
+# inside a chart (div.planner-altair): a chart that needs a scroll bar has a
+# clipped panel or legend, and is reported.
+
+_TOO_WIDE = """() => {
+    const column = document.querySelector('article.bd-article') || document.querySelector('main');
+    if (!column) return {column: null, wide: []};
+    const right = column.getBoundingClientRect().right;
+    const scrolls = (el) => {
+        for (let a = el.parentElement; a && a !== column; a = a.parentElement) {
+            if (a.classList.contains('planner-altair')) return false;
+            const ox = getComputedStyle(a).overflowX;
+            if (ox === 'auto' || ox === 'scroll') return true;
+        }
+        return false;
+    };
+    const describe = (el) => {
+        let s = el.tagName.toLowerCase();
+        if (el.id) s += '#' + el.id;
+        const cls = (typeof el.className === 'string' ? el.className : '').trim();
+        if (cls) s += '.' + cls.split(/\\s+/).slice(0, 3).join('.');
+        const chart = el.closest('div.planner-altair');
+        if (chart) {
+            const n = Array.from(document.querySelectorAll('div.planner-altair')).indexOf(chart) + 1;
+            s += ' in chart ' + n + ' "' + (chart.dataset.title || '') + '"';
+        }
+        const text = (el.textContent || '').trim().replace(/\\s+/g, ' ').slice(0, 50);
+        if (text && !chart) s += ' "' + text + '"';
+        return s;
+    };
+    const wide = [];
+    for (const el of column.querySelectorAll('*')) {
+        if (el.closest('svg') && el.tagName.toLowerCase() !== 'svg') continue;
+        const box = el.getBoundingClientRect();
+        if (box.width === 0 || box.height === 0) continue;
+        const style = getComputedStyle(el);
+        if (style.visibility === 'hidden' || style.display === 'none') continue;
+        if (box.right <= right + 1 || scrolls(el)) continue;
+        // Report the outermost offender only: its children overflow with it.
+        if (wide.some(w => w.el.contains(el))) continue;
+        wide.push({el: el, text: describe(el) + ' ends at ' + Math.round(box.right)
+                   + ' px, column ends at ' + Math.round(right) + ' px'});
+    }
+    return {column: Math.round(right), wide: wide.map(w => w.text)};
+}"""
+
+
+def check_page(browser, url: str, name: str, screenshot: Path | None = None,
+               allowed_origin: str | None = None, redirect_to: str | None = None) -> PageReport:
+    """Open ``url`` in a fresh context and return what went wrong there.
+
+    Requests to anything but ``allowed_origin`` (scheme://host:port; file: and
+    data: URLs when it is None) are blocked and reported. A page that redirects
+    is checked at ``redirect_to``, the absolute URL it sends the reader to.
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    report = PageReport(name)
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+
+    def on_route(route):
+        if _is_local(route.request.url, allowed_origin):
+            route.continue_()
+        else:
+            report.problems.append(f"{name}: requests a non-local URL: {route.request.url}")
+            route.abort()
+
+    def on_failed(request):
+        if _is_local(request.url, allowed_origin):  # blocked ones are reported above
+            report.problems.append(f"{name}: request failed: {request.url} ({request.failure})")
+
+    def on_console(message):
+        if message.type == "error":
+            where = message.location.get("url", "") if message.location else ""
+            report.problems.append(f"{name}: console error: {message.text}"
+                                   + (f" ({where})" if where else ""))
+
+    page.route("**/*", on_route)
+    page.on("console", on_console)
+    page.on("pageerror", lambda error: report.problems.append(f"{name}: uncaught error: {error}"))
+    page.on("requestfailed", on_failed)
+    try:
+        if redirect_to:
+            # A redirect page (the book's index.html): check where it lands, once it has.
+            page.goto(url, wait_until="commit")
+            page.wait_for_url(redirect_to, wait_until="load")
+        else:
+            page.goto(url, wait_until="load")
+        try:
+            page.wait_for_function(_CHARTS_SETTLED, timeout=CHART_TIMEOUT_MS)
+        except PlaywrightTimeout:  # each undrawn chart is reported below
+            pass
+        _check_charts(page, name, report)
+        _check_width(page, name, report)
+        if screenshot is not None:
+            screenshot.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(screenshot), full_page=True)
+    finally:
+        context.close()
+    return report
+
+
+def _is_local(url: str, allowed_origin: str | None) -> bool:
+    """True for data:, blob: and about: URLs and for URLs under ``allowed_origin``
+    (any file: URL when it is None)."""
+    scheme = urlsplit(url).scheme
+    if scheme in ("data", "blob", "about"):
+        return True
+    return url.startswith(allowed_origin) if allowed_origin else scheme == "file"
+
+
+def _check_charts(page, name: str, report: PageReport) -> None:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    charts = page.evaluate(_CHART_STATES)
+    report.charts = len(charts)
+    elements = page.query_selector_all("div.planner-altair")
+    for chart, element in zip(charts, elements, strict=True):
+        label = f"chart {chart['index'] + 1} \"{chart['label']}\""
+        if not chart["drawn"]:
+            report.problems.append(f"{name}: {label} drew no SVG or canvas: {chart['text']!r}")
+            continue
+        for k, slider in enumerate(element.query_selector_all(".vega-bindings input[type=range]")):
+            report.sliders += 1
+            before = element.evaluate(_FINGERPRINT)
+            old, new = slider.evaluate(_MOVE_SLIDER)
+            try:
+                page.wait_for_function(
+                    f"([el, before]) => ({_FINGERPRINT})(el) !== before", arg=[element, before],
+                    timeout=5_000)
+            except PlaywrightTimeout:
+                report.problems.append(
+                    f"{name}: {label}: moving slider {k + 1} from {old} to {new} did not change the chart")
+            slider.evaluate(
+                "(input, value) => { input.value = value;"
+                " input.dispatchEvent(new Event('input', {bubbles: true})); }", old)
+
+
+def _check_width(page, name: str, report: PageReport) -> None:
+    result = page.evaluate(_TOO_WIDE)
+    for text in result["wide"]:
+        report.problems.append(f"{name}: wider than the content column: {text}")
+
+
+def _is_page(path: Path, root: Path) -> bool:
+    # _static/ holds theme template fragments, _sources/ copies of the inputs.
+    return path.relative_to(root).parts[0] not in ("_static", "_sources")
+
+
+def screenshot_path(screenshots: Path, relative: Path) -> Path:
+    """``book/kv_capacity.html`` -> ``<screenshots>/book/kv_capacity.png``."""
+    return screenshots / relative.with_suffix(".png")
+
+
+def browse_book(root: Path, pages: list[Path], screenshots: Path, browser=None) -> list[PageReport]:
+    """Open every page of the built book at ``root`` and check it.
+
+    ``browser`` reuses a running Playwright browser; by default one is started.
+    """
+    if browser is None:
+        with chromium() as started:
+            return browse_book(root, pages, screenshots, started)
+    reports = []
+    shutil.rmtree(screenshots, ignore_errors=True)
+    with serve(root) as base:
+        origin = base.rstrip("/")
+        for page in pages:
+            relative = page.relative_to(root)
+            url = base + relative.as_posix()
+            target = refresh_target(page)
+            reports.append(check_page(
+                browser, url, relative.as_posix(),
+                screenshot=screenshot_path(screenshots, relative), allowed_origin=origin,
+                redirect_to=urljoin(url, target) if target else None))
+    return reports
+
+
+def main(argv: list[str], browser=None) -> int:
+    args = [a for a in argv[1:] if not a.startswith("--")]
+    static_only = "--static-only" in argv
+    root = Path(args[0] if args else "_build/html")
     pages = sorted(root.rglob("*.html"))
     if not pages:
         print(f"check_built_book: no HTML pages under {root}", file=sys.stderr)
         return 1
-    failures = 0
+    problems: list[str] = []
     for page in pages:
         for ref in remote_references(page):
-            print(f"{page.relative_to(root)}: loads from another host: {ref}", file=sys.stderr)
-            failures += 1
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium:
-        for page in pages:
-            problem = undrawn_charts(page, chromium)
-            if problem:
-                print(f"{page.relative_to(root)}: {problem}", file=sys.stderr)
-                failures += 1
-    else:
-        print("check_built_book: chromium not found; charts not opened in a browser")
+            problems.append(f"{page.relative_to(root)}: loads from another host: {ref}")
     for css in sorted(root.rglob("*.css")):
         for url in _CSS_IMPORT.findall(css.read_text(encoding="utf-8", errors="replace")):
-            print(f"{css.relative_to(root)}: imports from another host: {url}", file=sys.stderr)
-            failures += 1
-    if failures:
-        print(f"check_built_book: {failures} off-book reference(s) in {root}", file=sys.stderr)
+            problems.append(f"{css.relative_to(root)}: imports from another host: {url}")
+    summary = f"{len(pages)} pages, no off-book references"
+    if not static_only:
+        missing = browser_unavailable()
+        if missing and os.environ.get("CI", "").lower() == "true":
+            problems.append(f"browser checks cannot run in CI: {missing}")
+        elif missing:
+            print(f"check_built_book: browser checks skipped: {missing}")
+            summary += ", pages not opened in a browser"
+        else:
+            screenshots = root.parent / "screenshots"
+            reports = browse_book(root, [p for p in pages if _is_page(p, root)], screenshots, browser)
+            for report in reports:
+                problems.extend(report.problems)
+            summary += (f"; opened in Chromium: {sum(r.charts for r in reports)} charts drawn, "
+                        f"{sum(r.sliders for r in reports)} sliders moved, no console errors, "
+                        f"nothing too wide; screenshots in {screenshots}")
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    if problems:
+        print(f"check_built_book: {len(problems)} problem(s) in {root}", file=sys.stderr)
         return 1
-    opened = "all charts drawn offline" if chromium else "charts not checked in a browser"
-    print(f"check_built_book: {len(pages)} pages, no off-book references, {opened}")
+    print(f"check_built_book: {summary}")
     return 0
 
 

@@ -20,9 +20,13 @@ cp "$tmp/vega-lite-$VEGALITE/build/vega-lite.min.js"             "$out.tmp/vega/
 cp "$tmp/vega-embed-$EMBED/build/vega-embed.min.js"              "$out.tmp/vega/"
 cp "$tmp/jupyter-widgets-html-manager-$HTMLMGR/dist/embed-amd.js" "$out.tmp/widgets/"
 cp "$tmp/requirejs-$REQUIREJS/require.js"                        "$out.tmp/widgets/"
+# embed-amd.js's widget styles use Font Awesome and ask for its .woff2 files beside
+# itself; browsers take the first format they support, so woff2 is all they fetch.
+cp "$tmp/jupyter-widgets-html-manager-$HTMLMGR"/dist/*.woff2      "$out.tmp/widgets/"
 cp book.css "$out.tmp/"
+cp widget-paths.js "$out.tmp/widgets/paths.js"
 if [[ "${VENDOR_WRITE_SUMS:-}" == 1 ]]; then
-  ( cd "$out.tmp" && find . -name '*.js' | sort | xargs sha256sum ) > SHA256SUMS
+  ( cd "$out.tmp" && find . \( -name '*.js' -o -name '*.woff2' \) | sort | xargs sha256sum ) > SHA256SUMS
 fi
 ( cd "$out.tmp" && sha256sum --quiet --check ../_js/SHA256SUMS ) \
   || { echo "vendor.sh: a downloaded file does not match book/_js/SHA256SUMS" >&2; exit 1; }

@@ -18,7 +18,8 @@ from planner.errors import PlannerInputError
 
 # Subcommand modules, in the order `planner --help` lists them.
 _COMMANDS: tuple[str, ...] = (
-    "replicas", "grace", "kv", "knee", "metrics", "hpa", "simulate", "lint", "manifests",
+    "replicas", "grace", "kv", "knee", "metrics", "hpa", "simulate", "sweep", "lint", "manifests",
+    "report",
 )
 
 

@@ -289,6 +289,9 @@ def main() -> None:
         print(f"{name:<{width}}  {seconds * 1e3:12.1f} ms")
     numpy_s = startup["python -c 'import numpy'"]
     print(f"ratio: planner replicas / importing numpy alone = {startup['planner replicas'] / numpy_s:.2f}x")
+    from tests.bench import engines
+
+    engines.main()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,213 @@
+"""``planner sweep``: replay one trace through a grid of autoscaler settings and show the trade-off.
+
+Usage::
+
+    planner sweep --trace TRACE.csv --manifest FILE.yaml --grid GRID.yaml [--fleet FLEET.yaml]
+                  [--attainment-goal F] [--scheduler ADDRESS] [--json]
+
+GRID.yaml maps grid keys to lists of values (the keys are documented in
+:mod:`planner.simulate.sweep`)::
+
+    target: [5, 10, 20]
+    min_replicas: [1, 2]
+    scale_down_window_s: [60, 300]
+    warmup_s: [60]
+
+The sweep runs in chunks of configurations, each chunk simulated by the
+``fast`` engine. With ``--scheduler tcp://HOST:8786`` (or a
+``dask.distributed.Client`` passed to :func:`run_sweep`) the chunks run on a
+Dask cluster; each chunk's result is kept under its chunk number and taken
+once, so a worker lost mid-sweep costs only the recomputation of its chunks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import yaml
+from tqdm import tqdm
+
+from planner.cli.output import print_json, print_table
+from planner.errors import PlannerInputError
+from planner.readers.fleet import read_fleet
+from planner.readers.manifest import Autoscaler, load_autoscaler
+from planner.readers.trace import read_trace  # the trace reader simulate uses
+from planner.simulate.fleet import FleetSpec
+from planner.simulate.sweep import (
+    SweepPoint,
+    SweepResult,
+    apply_point,
+    chunk_points,
+    expand_grid,
+    run_chunk,
+    summarize,
+)
+from planner.simulate.traffic import RequestTrace
+
+HELP = "search a grid of autoscaler settings for the cost-attainment trade-off"
+DEFAULT_ATTAINMENT_GOAL = 0.99
+DEFAULT_CHUNK_SIZE = 8
+
+
+def register(subparsers) -> None:
+    """Add the ``sweep`` subcommand."""
+    parser = subparsers.add_parser(
+        "sweep",
+        help=HELP,
+        description=(
+            "Replay a request trace through every combination of a grid of autoscaler settings "
+            "(signal, target, min/max, stabilization windows, policies, warmup), with the fast "
+            "engine, and report the cost-attainment Pareto front and the cheapest configuration "
+            "meeting the attainment goal. Runs on a Dask cluster with --scheduler."
+        ),
+    )
+    parser.add_argument("--trace", required=True, metavar="TRACE.csv",
+                        help="CSV with arrival_s,input_tokens,output_tokens, sorted by arrival")
+    parser.add_argument("--manifest", required=True, metavar="FILE.yaml",
+                        help="YAML with an autoscaling/v2 HorizontalPodAutoscaler or a keda.sh ScaledObject")
+    parser.add_argument("--name", metavar="NAME", help="which autoscaler, when the file holds several")
+    parser.add_argument("--grid", required=True, metavar="GRID.yaml", help="grid keys -> lists of values")
+    parser.add_argument("--fleet", metavar="FLEET.yaml", help="replica and fleet parameters (defaults otherwise)")
+    parser.add_argument("--attainment-goal", type=float, default=DEFAULT_ATTAINMENT_GOAL, metavar="F",
+                        help=f"SLO attainment to meet, a fraction (default {DEFAULT_ATTAINMENT_GOAL})")
+    parser.add_argument("--duration-s", type=float, metavar="N",
+                        help="simulated time; default: the last arrival plus 120 s [s]")
+    parser.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler, e.g. tcp://10.0.0.5:8786")
+    parser.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE, metavar="N",
+                        help=f"configurations per chunk of work (default {DEFAULT_CHUNK_SIZE})")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(func=run)
+
+
+def read_grid(path: str | Path) -> list[SweepPoint]:
+    """Read GRID.yaml into the sweep's points, naming the file and key of any problem."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise PlannerInputError(f"{path}: not valid YAML ({error.__class__.__name__})") from None
+    return expand_grid(data, str(path))
+
+
+def run(args: argparse.Namespace) -> int:
+    goal = args.attainment_goal
+    if not (math.isfinite(goal) and 0.0 <= goal <= 1.0):
+        raise PlannerInputError(f"--attainment-goal: expected a fraction between 0 and 1, got {goal}")
+    if args.duration_s is not None and not (math.isfinite(args.duration_s) and args.duration_s > 0):
+        raise PlannerInputError(f"--duration-s: expected a number > 0, got {args.duration_s}")
+    points = read_grid(args.grid)
+    trace = read_trace(args.trace)
+    autoscaler = load_autoscaler(args.manifest, args.name)
+    fleet = read_fleet(args.fleet) if args.fleet else FleetSpec()
+    client = None
+    if args.scheduler:
+        try:
+            from distributed import Client
+        except ImportError:
+            raise PlannerInputError("--scheduler needs dask.distributed: pip install 'planner[cluster]'") from None
+        try:
+            client = Client(args.scheduler, timeout="10s")
+        except OSError as error:
+            raise PlannerInputError(f"--scheduler {args.scheduler}: cannot reach the Dask scheduler "
+                                    f"({error})") from None
+    try:
+        results = run_sweep(trace, autoscaler, fleet, points, duration_s=args.duration_s, client=client,
+                            chunk_size=args.chunk_size, progress=not args.json)
+    finally:
+        if client is not None:
+            client.close()
+    summary = summarize(results, goal)
+    if args.json:
+        print_json({"trace": str(args.trace), "manifest": autoscaler.source, **summary})
+        return 0
+    best = summary["cheapest_meeting_goal"]
+    print_table([(f"#{r['index']} {_label(r)}", f"{r['slo_attainment_frac']:.4f} attained, ${r['cost_usd']:.2f}")
+                 for r in summary["pareto_front"]],
+                title=f"Pareto front of {len(results)} configurations ({autoscaler.kind} {autoscaler.name})")
+    if best is None:
+        print(f"No configuration reaches {goal:.4f} attainment.")
+    else:
+        print(f"Cheapest meeting {goal:.4f}: #{best['index']} {_label(best)}: "
+              f"{best['slo_attainment_frac']:.4f} attained, ${best['cost_usd']:.2f}")
+    return 0
+
+
+def _label(result: dict) -> str:
+    skip = {"index", "slo_attainment_frac", "cost_usd", "gpu_hours", "scale_events", "flap_cycles",
+            "peak_replicas", "peak_waiting", "cut_generations"}
+    return " ".join(f"{k}={v}" for k, v in result.items() if k not in skip) or "(manifest as written)"
+
+
+def _same(value):
+    # A task that returns its argument: the trace lives in the graph, so a lost copy is recomputed.
+    return value
+
+
+def run_sweep(trace: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec, points: Sequence[SweepPoint], *,
+              duration_s: float | None = None, client=None, chunk_size: int = DEFAULT_CHUNK_SIZE,
+              progress: bool = True, on_chunk: Callable[[int], None] | None = None) -> list[SweepResult]:
+    """Simulate every grid point, locally or on a Dask cluster, and return the results in grid order.
+
+    Parameters
+    ----------
+    trace, autoscaler, fleet
+        The trace, the manifest's autoscaler and the fleet the grid varies.
+    points : sequence of SweepPoint
+        From :func:`planner.simulate.sweep.expand_grid`.
+    duration_s : float, optional
+        Simulated time. [s]
+    client : distributed.Client, optional
+        Run the chunks on this cluster; ``None`` runs them here, one after another.
+    chunk_size : int
+        Configurations simulated together in one task.
+    progress : bool
+        Show a tqdm progress bar on stderr.
+    on_chunk : callable, optional
+        Called with the chunk number each time a chunk's results arrive.
+
+    Returns
+    -------
+    list of SweepResult
+        One per point, ordered by index; each chunk counted exactly once.
+    """
+    for point in points:
+        apply_point(autoscaler, fleet, point)  # every combination checked before any work starts
+    chunks = chunk_points(points, chunk_size)
+    results: dict[int, list[SweepResult]] = {}
+    with tqdm(total=len(points), unit="config", disable=not progress, file=sys.stderr,
+              desc="sweep") as bar:
+        if client is None:
+            for number, chunk in enumerate(chunks):
+                results[number] = run_chunk(trace, autoscaler, fleet, chunk, duration_s)
+                bar.update(len(chunk))
+                if on_chunk is not None:
+                    on_chunk(number)
+        else:
+            from distributed import as_completed
+
+            prefix = f"planner-sweep-{uuid.uuid4().hex[:12]}"
+            shared_trace = client.submit(_same, trace, key=f"{prefix}-trace")
+            futures = {
+                client.submit(run_chunk, shared_trace, autoscaler, fleet, chunk, duration_s,
+                              key=f"{prefix}-chunk-{number}"): number
+                for number, chunk in enumerate(chunks)
+            }
+            for future in as_completed(futures):
+                number = futures[future]
+                if number not in results:
+                    results[number] = future.result()
+                    bar.update(len(chunks[number]))
+                    if on_chunk is not None:
+                        on_chunk(number)
+                future.release()
+            shared_trace.release()
+    flat = [result for number in sorted(results) for result in results[number]]
+    indices = [result.index for result in flat]
+    if indices != [point.index for point in points]:
+        raise RuntimeError(f"sweep lost or repeated configurations: expected {len(points)}, got {len(flat)}")
+    return flat

@@ -1,0 +1,39 @@
+"""Live explorer for the chapter "Your plan": move the attainment goal, see the cheapest configuration meeting it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import ipywidgets as widgets
+
+from planner.simulate.sweep import SweepResult, cheapest_meeting
+
+__all__ = ["goal_explorer"]
+
+
+def _shown(result: SweepResult) -> str:
+    return ", ".join(f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v}" for k, v in result.values)
+
+
+def goal_explorer(results: Sequence[SweepResult], attainment_goal_frac: float = 0.99) -> widgets.VBox:
+    """A goal slider over a finished sweep; the summary names the cheapest configuration meeting it.
+
+    Nothing is re-simulated: the sweep's results are searched again with
+    :func:`planner.simulate.sweep.cheapest_meeting`.
+    """
+    slider = widgets.FloatSlider(value=100.0 * attainment_goal_frac, min=50.0, max=100.0, step=0.1,
+                                 description="goal (%)")
+    summary = widgets.HTML()
+
+    def update(_change=None) -> None:
+        best = cheapest_meeting(results, slider.value / 100.0)
+        if best is None:
+            summary.value = f"<p>No configuration of the grid reaches {slider.value:.1f} % attainment.</p>"
+        else:
+            summary.value = (f"<p>Cheapest meeting {slider.value:.1f} %: <b>{_shown(best)}</b>, "
+                             f"{100 * best.slo_attainment_frac:.2f} % for ${best.cost_usd:.2f} "
+                             f"(peak {best.peak_replicas} replicas).</p>")
+
+    slider.observe(update, names="value")
+    update()
+    return widgets.VBox([slider, summary])

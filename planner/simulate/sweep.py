@@ -1,0 +1,334 @@
+"""The ``sweep`` module searches autoscaler settings: a grid of configurations, each replayed, then the trade-off.
+
+GRID.yaml maps each key below to a list of values (a single value is a list
+of one); the sweep runs every combination (the Cartesian product, in key
+order as listed here, last key fastest) through the ``fast`` engine and
+returns the cost-attainment Pareto front and the cheapest configuration that
+meets an attainment goal.
+
+=========================  ==============================================================
+key                        what it replaces (the manifest's value when the key is absent)
+=========================  ==============================================================
+``signal``                 the first trigger's ``query`` (ScaledObject) or the first
+                           metric's name (HPA), e.g. ``sum(vllm:num_requests_waiting)``
+``target``                 that trigger's ``threshold`` or that metric's target value
+                           (same target type as the manifest's)
+``min_replicas``           ``minReplicaCount`` / ``minReplicas``
+``max_replicas``           ``maxReplicaCount`` / ``maxReplicas``
+``polling_interval_s``     ``pollingInterval`` (ScaledObject only) [s]
+``scale_up_window_s``      ``behavior.scaleUp.stabilizationWindowSeconds`` [s]
+``scale_down_window_s``    ``behavior.scaleDown.stabilizationWindowSeconds`` [s]
+``scale_up_policy``        ``behavior.scaleUp.policies``, written ``Pods:4:60`` (type,
+                           value, periodSeconds); several joined by ``,``
+``scale_down_policy``      ``behavior.scaleDown.policies``, same form
+``select_policy``          ``selectPolicy`` of both directions: ``Max``, ``Min`` or ``Disabled``
+``warmup_s``               FLEET ``warmup_s``: pod request to Ready [s]
+=========================  ==============================================================
+
+Any other key is a :class:`~planner.errors.PlannerInputError` naming it.
+A sweep is pure: the trace, the manifest's autoscaler and the fleet come in
+as objects; chunks of configurations are evaluated by :func:`run_chunk`,
+locally or on a Dask cluster (:mod:`planner.cli.sweep` runs them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from planner.behavior import HorizontalPodAutoscalerBehavior, HPAScalingPolicy, HPAScalingRules
+from planner.errors import PlannerInputError
+from planner.hpa_spec import AVERAGE_VALUE, UTILIZATION, VALUE
+from planner.keda import hpa_for_scaled_object
+from planner.readers.manifest import Autoscaler
+from planner.simulate.control import Control
+from planner.simulate.fast import Configuration, simulate_many
+from planner.simulate.fleet import FleetSpec
+from planner.simulate.traffic import RequestTrace
+
+__all__ = [
+    "GRID_KEYS",
+    "SweepPoint",
+    "SweepResult",
+    "apply_point",
+    "cheapest_meeting",
+    "chunk_points",
+    "expand_grid",
+    "pareto_front",
+    "run_chunk",
+    "summarize",
+]
+
+GRID_KEYS = ("signal", "target", "min_replicas", "max_replicas", "polling_interval_s", "scale_up_window_s",
+             "scale_down_window_s", "scale_up_policy", "scale_down_policy", "select_policy", "warmup_s")
+RESULT_FIELDS = ("slo_attainment_frac", "cost_usd", "gpu_hours", "scale_events", "flap_cycles",
+                 "peak_replicas", "peak_waiting", "cut_generations")
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One configuration of a sweep: its position in the grid and the values it sets."""
+
+    index: int
+    values: tuple[tuple[str, object], ...]
+
+    def as_dict(self) -> dict:
+        return dict(self.values)
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """What one configuration achieved (units in the names)."""
+
+    index: int
+    values: tuple[tuple[str, object], ...]
+    slo_attainment_frac: float
+    cost_usd: float
+    gpu_hours: float
+    scale_events: int
+    flap_cycles: int
+    peak_replicas: int
+    peak_waiting: int
+    cut_generations: int
+
+    def as_dict(self) -> dict:
+        return {"index": self.index, **dict(self.values),
+                **{name: getattr(self, name) for name in RESULT_FIELDS}}
+
+
+def expand_grid(grid: Mapping, source: str = "grid") -> list[SweepPoint]:
+    """Every combination of the grid's values, checked key by key.
+
+    Parameters
+    ----------
+    grid : mapping
+        GRID.yaml: key -> list of values (or one value).
+    source : str
+        Named in errors (the file).
+
+    Raises
+    ------
+    PlannerInputError
+        An unknown key, an empty list, or a value of the wrong kind, naming the key.
+    """
+    if not isinstance(grid, Mapping) or not grid:
+        raise PlannerInputError(f"{source}: expected a mapping of grid keys to lists of values "
+                                f"(keys: {', '.join(GRID_KEYS)})")
+    for key in grid:
+        if key not in GRID_KEYS:
+            raise PlannerInputError(f"{source}: unknown grid key {key!r} (known: {', '.join(GRID_KEYS)})")
+    keys = [key for key in GRID_KEYS if key in grid]
+    columns = []
+    for key in keys:
+        values = grid[key] if isinstance(grid[key], list) else [grid[key]]
+        if not values:
+            raise PlannerInputError(f"{source}: {key}: expected at least one value")
+        columns.append([_checked(source, key, value) for value in values])
+    return [SweepPoint(i, tuple(zip(keys, combo, strict=True)))
+            for i, combo in enumerate(itertools.product(*columns))]
+
+
+def _checked(source: str, key: str, value):
+    where = f"{source}: {key}"
+    if key == "signal":
+        if not isinstance(value, str) or not value.strip():
+            raise PlannerInputError(f"{where}: expected a query or metric name, got {value!r}")
+        return value
+    if key in ("scale_up_policy", "scale_down_policy"):
+        _policies(where, value)
+        return value
+    if key == "select_policy":
+        if value not in ("Max", "Min", "Disabled"):
+            raise PlannerInputError(f"{where}: expected Max, Min or Disabled, got {value!r}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise PlannerInputError(f"{where}: expected a number, got {value!r}")
+    if key in ("target", "polling_interval_s") and not value > 0:
+        raise PlannerInputError(f"{where}: expected a number > 0, got {value!r}")
+    if key == "warmup_s" and value < 0:
+        raise PlannerInputError(f"{where}: expected a number >= 0, got {value!r}")
+    if key in ("min_replicas", "max_replicas", "scale_up_window_s", "scale_down_window_s"):
+        if value != int(value) or value < 0:
+            raise PlannerInputError(f"{where}: expected a whole number >= 0, got {value!r}")
+        if key.endswith("window_s") and value > 3600:
+            raise PlannerInputError(f"{where}: expected at most 3600 (the API's limit), got {value!r}")
+        return int(value)
+    return float(value)
+
+
+def _policies(where: str, text) -> tuple[HPAScalingPolicy, ...]:
+    # "Pods:4:60,Percent:100:15" -> the behavior's policy list.
+    if not isinstance(text, str) or not text.strip():
+        raise PlannerInputError(f"{where}: expected policies like 'Pods:4:60,Percent:100:15', got {text!r}")
+    policies = []
+    for part in text.split(","):
+        pieces = [p.strip() for p in part.split(":")]
+        if (len(pieces) != 3 or pieces[0] not in ("Pods", "Percent") or not pieces[1].isdigit()
+                or not pieces[2].isdigit() or int(pieces[1]) < 1 or not 1 <= int(pieces[2]) <= 1800):
+            raise PlannerInputError(f"{where}: {part.strip()!r} is not TYPE:VALUE:PERIOD with TYPE Pods or "
+                                    f"Percent, VALUE >= 1 and PERIOD 1-1800 s")
+        policies.append(HPAScalingPolicy(pieces[0], int(pieces[1]), int(pieces[2])))
+    return tuple(policies)
+
+
+def apply_point(autoscaler: Autoscaler, fleet: FleetSpec, point: SweepPoint) -> Configuration:
+    """The manifest's autoscaler and the fleet with the point's values put in.
+
+    Raises
+    ------
+    PlannerInputError
+        The combination is not a valid autoscaler (e.g. min above max), or the
+        simulator cannot read its signal; the message names the grid point.
+    """
+    values = point.as_dict()
+    try:
+        if "warmup_s" in values:
+            fleet = dataclasses.replace(fleet, warmup_s=values["warmup_s"])
+        behavior = _behavior(autoscaler.scaled_object.behavior if autoscaler.scaled_object is not None
+                             else autoscaler.hpa.behavior, values)
+        if autoscaler.scaled_object is not None:
+            autoscaler = _scaled_object(autoscaler, values, behavior)
+        else:
+            autoscaler = _hpa(autoscaler, values, behavior)
+        Control(autoscaler, fleet.signal_map, fleet.hpa_sync_period_s)
+    except PlannerInputError as error:
+        raise PlannerInputError(f"grid point {point.index} ({_shown(values)}): {error}") from None
+    return Configuration(autoscaler, fleet)
+
+
+def _behavior(behavior, values: dict):
+    keys = ("scale_up_window_s", "scale_down_window_s", "scale_up_policy", "scale_down_policy", "select_policy")
+    if not any(key in values for key in keys):
+        return behavior
+    behavior = behavior or HorizontalPodAutoscalerBehavior()
+    rules = {}
+    for direction in ("up", "down"):
+        current = getattr(behavior, f"scale_{direction}") or HPAScalingRules()
+        changes = {}
+        if f"scale_{direction}_window_s" in values:
+            changes["stabilization_window_seconds"] = values[f"scale_{direction}_window_s"]
+        if f"scale_{direction}_policy" in values:
+            changes["policies"] = _policies(f"scale_{direction}_policy", values[f"scale_{direction}_policy"])
+        if "select_policy" in values:
+            changes["select_policy"] = values["select_policy"]
+        rules[f"scale_{direction}"] = dataclasses.replace(current, **changes) if changes else getattr(
+            behavior, f"scale_{direction}")
+    return HorizontalPodAutoscalerBehavior(**rules)
+
+
+def _scaled_object(autoscaler: Autoscaler, values: dict, behavior) -> Autoscaler:
+    so = autoscaler.scaled_object
+    triggers = list(so.triggers)
+    if "signal" in values or "target" in values:
+        first = triggers[0]
+        triggers[0] = dataclasses.replace(first, query=values.get("signal", first.query),
+                                          threshold=values.get("target", first.threshold))
+    changes = {"triggers": tuple(triggers), "behavior": behavior}
+    if "min_replicas" in values:
+        changes["min_replica_count"] = values["min_replicas"]
+    if "max_replicas" in values:
+        changes["max_replica_count"] = values["max_replicas"]
+    if "polling_interval_s" in values:
+        changes["polling_interval_s"] = values["polling_interval_s"]
+    so = dataclasses.replace(so, **changes)
+    return dataclasses.replace(autoscaler, scaled_object=so, hpa=hpa_for_scaled_object(so))
+
+
+def _hpa(autoscaler: Autoscaler, values: dict, behavior) -> Autoscaler:
+    if "polling_interval_s" in values:
+        raise PlannerInputError("polling_interval_s applies to a ScaledObject, and the manifest holds an HPA")
+    spec = autoscaler.hpa
+    metrics = list(spec.metrics)
+    if "signal" in values or "target" in values:
+        metric = metrics[0]
+        target = metric.target
+        if "target" in values:
+            t = values["target"]
+            if target.type == AVERAGE_VALUE:
+                target = dataclasses.replace(target, average_value_milli=round(t * 1000))
+            elif target.type == VALUE:
+                target = dataclasses.replace(target, value_milli=round(t * 1000))
+            elif target.type == UTILIZATION:
+                target = dataclasses.replace(target, average_utilization_pct=round(t))
+        metrics[0] = dataclasses.replace(metric, name=values.get("signal", metric.name), target=target)
+    changes = {"metrics": tuple(metrics), "behavior": behavior}
+    if "min_replicas" in values:
+        changes["min_replicas"] = values["min_replicas"]
+    if "max_replicas" in values:
+        changes["max_replicas"] = values["max_replicas"]
+    spec = dataclasses.replace(spec, **changes)
+    minimum = spec.min_replicas if spec.min_replicas is not None else 1
+    if minimum > spec.max_replicas or spec.max_replicas < 1:
+        raise PlannerInputError(f"minReplicas {minimum} must be <= maxReplicas {spec.max_replicas}, "
+                                f"and maxReplicas >= 1")
+    return dataclasses.replace(autoscaler, hpa=spec)
+
+
+def _shown(values: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in values.items())
+
+
+def chunk_points(points: Sequence[SweepPoint], chunk_size: int) -> list[tuple[SweepPoint, ...]]:
+    """Consecutive chunks of at most ``chunk_size`` points; chunk ``i`` is identified by its position."""
+    if chunk_size < 1:
+        raise PlannerInputError(f"chunk_size: expected an integer >= 1, got {chunk_size!r}")
+    return [tuple(points[i:i + chunk_size]) for i in range(0, len(points), chunk_size)]
+
+
+def run_chunk(trace: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec, points: Sequence[SweepPoint],
+              duration_s: float | None = None) -> list[SweepResult]:
+    """Simulate one chunk of grid points together (the unit of work sent to a Dask worker).
+
+    Pure and deterministic: the same inputs give the same results bit for bit,
+    wherever it runs.
+    """
+    configs = [apply_point(autoscaler, fleet, point) for point in points]
+    outcomes = simulate_many(trace, configs, duration_s=duration_s)
+    return [
+        SweepResult(point.index, point.values, *(getattr(outcome, name) for name in RESULT_FIELDS))
+        for point, outcome in zip(points, outcomes, strict=True)
+    ]
+
+
+def pareto_front(results: Sequence[SweepResult]) -> list[SweepResult]:
+    """The configurations no other one beats on both cost and attainment, cheapest first.
+
+    A result is dominated when another costs no more and attains at least as
+    much, and is strictly better in one of the two. Ties keep the lower index.
+    """
+    ordered = sorted(results, key=lambda r: (r.cost_usd, -_attained(r), r.index))
+    front: list[SweepResult] = []
+    best = -math.inf
+    for result in ordered:
+        if _attained(result) > best:
+            front.append(result)
+            best = _attained(result)
+    return front
+
+
+def cheapest_meeting(results: Sequence[SweepResult], attainment_goal_frac: float) -> SweepResult | None:
+    """The cheapest configuration with attainment at least the goal (lower index on ties), or ``None``."""
+    if not 0.0 <= attainment_goal_frac <= 1.0:
+        raise PlannerInputError(f"attainment goal: expected a fraction between 0 and 1, got {attainment_goal_frac!r}")
+    meeting = [r for r in results if _attained(r) >= attainment_goal_frac]
+    return min(meeting, key=lambda r: (r.cost_usd, r.index)) if meeting else None
+
+
+def _attained(result: SweepResult) -> float:
+    return -math.inf if math.isnan(result.slo_attainment_frac) else result.slo_attainment_frac
+
+
+def summarize(results: Sequence[SweepResult], attainment_goal_frac: float) -> dict:
+    """JSON-ready: every result, the Pareto front and the cheapest meeting the goal."""
+    ordered = sorted(results, key=lambda r: r.index)
+    best = cheapest_meeting(ordered, attainment_goal_frac)
+    return {
+        "configurations": len(ordered),
+        "attainment_goal_frac": attainment_goal_frac,
+        "cheapest_meeting_goal": None if best is None else best.as_dict(),
+        "pareto_front": [r.as_dict() for r in pareto_front(ordered)],
+        "results": [r.as_dict() for r in ordered],
+    }

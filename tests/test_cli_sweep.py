@@ -1,0 +1,132 @@
+"""Tests for ``planner sweep`` (planner.cli.sweep): the CLI contract, and the sweep on a Dask cluster."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+
+import pytest
+
+from planner.cli import main
+from planner.cli.sweep import read_grid, run_sweep
+from planner.readers.manifest import load_autoscaler
+from planner.simulate.fleet import FleetSpec
+from planner.simulate.sweep import summarize
+from tests.simulate_helpers import poisson_trace, scaled_object
+
+IN_FLIGHT = "sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting)"
+GRID = "target: [4, 8, 16]\nmin_replicas: [1, 2]\nscale_down_window_s: [0, 60]\n"
+
+
+@pytest.fixture
+def files(tmp_path):
+    trace = tmp_path / "trace.csv"
+    rows = [f"{i * 0.25:.3f},200,240" for i in range(480)]
+    trace.write_text("arrival_s,input_tokens,output_tokens\n" + "\n".join(rows) + "\n")
+    manifest = tmp_path / "so.yaml"
+    manifest.write_text(scaled_object("chat", IN_FLIGHT, 8, min_replicas=1, max_replicas=4))
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text("max_num_seqs: 16\nwarmup_s: 30\nttft_slo_s: 1.0\n")
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(GRID)
+    return tmp_path, trace, manifest, fleet, grid
+
+
+def _run(capsys, args):
+    status = main(args)
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_json_has_front_cheapest_and_every_result(capsys, files):
+    _, trace, manifest, fleet, grid = files
+    args = ["sweep", "--trace", str(trace), "--manifest", str(manifest), "--fleet", str(fleet), "--grid", str(grid),
+            "--attainment-goal", "0.9", "--json"]
+    status, out, err = _run(capsys, args)
+    assert status == 0, err
+    payload = json.loads(out)
+    assert payload["configurations"] == 12 and len(payload["results"]) == 12
+    assert [r["index"] for r in payload["results"]] == list(range(12))
+    front = payload["pareto_front"]
+    assert front and all(a["cost_usd"] < b["cost_usd"] and a["slo_attainment_frac"] < b["slo_attainment_frac"]
+                         for a, b in itertools.pairwise(front))
+    best = payload["cheapest_meeting_goal"]
+    assert best["slo_attainment_frac"] >= 0.9
+    assert best["cost_usd"] == min(r["cost_usd"] for r in payload["results"] if r["slo_attainment_frac"] >= 0.9)
+    assert _run(capsys, args)[1] == out  # deterministic
+
+
+def test_table_names_the_front_and_the_cheapest(capsys, files):
+    _, trace, manifest, fleet, grid = files
+    status, out, err = _run(capsys, ["sweep", "--trace", str(trace), "--manifest", str(manifest), "--fleet",
+                                     str(fleet), "--grid", str(grid), "--attainment-goal", "0.5"])
+    assert status == 0
+    assert "Pareto front of 12 configurations" in out and "Cheapest meeting 0.5000: #" in out
+    assert "sweep" in err  # the progress bar goes to stderr
+
+
+@pytest.mark.parametrize(("grid_text", "message"), [
+    ("target: [4]\nwarmup: [30]\n", "unknown grid key 'warmup'"),
+    ("target: [four]\n", "target: expected a number"),
+    ("target: [4\n", "not valid YAML"),
+    ("min_replicas: [3]\nmax_replicas: [2]\n", "grid point 0 (min_replicas=3, max_replicas=2)"),
+    ("signal: ['histogram_quantile(0.9, foo)']\n", "cannot be simulated"),
+])
+def test_bad_grid_exits_2_with_one_line(capsys, files, grid_text, message):
+    folder, trace, manifest, _, grid = files
+    grid.write_text(grid_text)
+    before = sorted(p.name for p in folder.iterdir())
+    status, out, err = _run(capsys, ["sweep", "--trace", str(trace), "--manifest", str(manifest), "--grid",
+                                     str(grid)])
+    assert status == 2 and out == ""
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in folder.iterdir()) == before
+
+
+def test_bad_goal_and_trace_exit_2(capsys, files):
+    _, trace, manifest, _, grid = files
+    status, _, err = _run(capsys, ["sweep", "--trace", str(trace), "--manifest", str(manifest), "--grid",
+                                   str(grid), "--attainment-goal", "99"])
+    assert status == 2 and "--attainment-goal" in err
+    trace.write_text("arrival_s,input_tokens,output_tokens\n2,10,10\n1,10,10\n")
+    status, _, err = _run(capsys, ["sweep", "--trace", str(trace), "--manifest", str(manifest), "--grid",
+                                   str(grid)])
+    assert status == 2 and "row 2: arrival_s goes back in time" in err  # the shared trace reader numbers data rows
+
+
+def test_unreachable_scheduler_exits_2(capsys, files):
+    _, trace, manifest, _, grid = files
+    status, _, err = _run(capsys, ["sweep", "--trace", str(trace), "--manifest", str(manifest), "--grid",
+                                   str(grid), "--scheduler", "tcp://127.0.0.1:9"])
+    assert status == 2 and "cannot reach the Dask scheduler" in err
+
+
+def test_dask_cluster_gives_the_local_results_even_when_a_worker_is_killed(files):
+    distributed = pytest.importorskip("distributed")
+    _, _, manifest_path, _, grid = files
+    trace = poisson_trace(lambda t: 2.0 if t < 60 else 12.0, 150.0, 200, 240, seed=2)
+    autoscaler = load_autoscaler(manifest_path)
+    fleet = FleetSpec(warmup_s=20.0, warmup_distribution="lognormal", warmup_spread_s=10.0, seed=5)
+    points = read_grid(grid)
+    local = run_sweep(trace, autoscaler, fleet, points, chunk_size=1, progress=False)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=50) as cluster, distributed.Client(cluster) as client:
+        remote = run_sweep(trace, autoscaler, fleet, points, client=client, chunk_size=1, progress=False)
+        assert remote == local
+        # Kill one worker's process (SIGKILL, no goodbye) as soon as the first chunk is in.
+        pids = client.run(os.getpid)
+        arrived = []
+
+        def kill_once(number):
+            arrived.append(number)
+            if len(arrived) == 1:
+                os.kill(next(iter(pids.values())), signal.SIGKILL)
+
+        survived = run_sweep(trace, autoscaler, fleet, points, client=client, chunk_size=1, progress=False,
+                             on_chunk=kill_once)
+        assert len(arrived) == len(points) and sorted(arrived) == list(range(len(points)))
+        assert survived == local
+        assert next(iter(pids.values())) not in client.run(os.getpid).values()  # that worker really died
+        assert summarize(survived, 0.9) == summarize(local, 0.9)

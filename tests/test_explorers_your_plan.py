@@ -1,0 +1,23 @@
+"""The Your plan explorer: moving the goal changes the configuration it names."""
+
+from __future__ import annotations
+
+from planner.explorers.your_plan import goal_explorer
+from planner.simulate.sweep import SweepResult
+
+
+def _result(index, cost, attained):
+    return SweepResult(index, (("min_replicas", index + 1),), attained, cost, cost, 0, 0, index + 1, 0, 0)
+
+
+def test_moving_the_goal_changes_the_answer():
+    results = [_result(0, 1.0, 0.90), _result(1, 2.0, 0.97), _result(2, 4.0, 0.995)]
+    box = goal_explorer(results, 0.95)
+    slider, summary = box.children
+    assert "min_replicas = 2" in summary.value and "$2.00" in summary.value
+    slider.value = 99.0
+    assert "min_replicas = 3" in summary.value
+    slider.value = 100.0
+    assert "No configuration" in summary.value
+    slider.value = 85.0
+    assert "min_replicas = 1" in summary.value

@@ -1,0 +1,127 @@
+"""planner.plan: the pieces the chapter "Your plan" strings together."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from planner.errors import PlannerInputError
+from planner.knee import thresholds_from_loadtest
+from planner.manifests import ScalingPlan, generate_manifests
+from planner.plan import (
+    DAYS_PER_WEEK,
+    chosen_configuration,
+    current_autoscaler,
+    default_grid,
+    generated_autoscaler,
+    manifest_thresholds,
+    plan_fleet,
+    simulate_week,
+    sweep_plan,
+)
+from planner.readers.loadtest import read_loadtest
+from planner.readers.trace import read_trace
+from planner.readers.workload import read_manifest_set
+from planner.simulate import fast
+from planner.simulate.sweep import cheapest_meeting, expand_grid, run_chunk
+from tests.conftest import DATA_DIR
+
+LOADTEST = DATA_DIR / "loadtests" / "llama-3.1-8b_vllm_bench"
+
+
+@pytest.fixture(scope="module")
+def thresholds():
+    steps = read_loadtest(LOADTEST)
+    return steps, thresholds_from_loadtest(steps, ttft_p99_slo_ms=2000.0, itl_p99_slo_ms=50.0)
+
+
+@pytest.fixture(scope="module")
+def planned(thresholds):
+    steps, result = thresholds
+    found = manifest_thresholds(result, steps)
+    plan = ScalingPlan(target_name="llama", concurrency_target=found["concurrency_target"], warmup_s=60.0,
+                       max_output_tokens=4096, itl_ms=50.0, max_replicas=6)
+    return generated_autoscaler(generate_manifests(plan))
+
+
+@pytest.fixture(scope="module")
+def fleet(thresholds):
+    return plan_fleet(thresholds[1], kv_tokens=112_720, max_num_seqs=64, warmup_s=60.0, usd_per_gpu_hour=2.0,
+                      gpus_per_replica=1, ttft_slo_s=2.0)
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return read_trace(DATA_DIR / "scenarios" / "steady_trickle.yaml", seed=1).until(300.0)
+
+
+def test_thresholds_are_the_ones_planner_manifests_takes(thresholds):
+    steps, result = thresholds
+    found = manifest_thresholds(result, steps)
+    assert found["concurrency_target"] == result.concurrency_target
+    assert found["knee_concurrency"] == result.knee_concurrency
+    assert "kv_usage_target" not in found  # vllm bench records no KV usage: nothing to put in a trigger
+
+
+def test_no_knee_is_a_clear_error():
+    steps = read_loadtest(LOADTEST)
+    result = thresholds_from_loadtest(steps, ttft_p99_slo_ms=1.0, itl_p99_slo_ms=1.0)
+    with pytest.raises(PlannerInputError, match="no concurrency target"):
+        manifest_thresholds(result, steps)
+
+
+def test_fleet_takes_the_load_tests_step_time_and_the_kv_tokens(thresholds, fleet):
+    fit = thresholds[1].tpot_fit
+    assert (fleet.replica.fixed_ms, fleet.replica.per_sequence_ms) == (fit.fixed_ms, fit.per_sequence_ms)
+    assert (fleet.replica.kv_tokens, fleet.replica.max_num_seqs, fleet.usd_per_gpu_hour) == (112_720, 64, 2.0)
+
+
+def test_generated_scaled_object_is_read_back(planned, thresholds):
+    assert planned.kind == "ScaledObject" and planned.scaled_object.max_replica_count == 6
+    assert planned.scaled_object.triggers[0].threshold == pytest.approx(thresholds[1].concurrency_target, abs=1e-3)
+
+
+def test_default_grid():
+    assert default_grid(40.0) == {"target": [20.0, 40.0], "min_replicas": [1, 2], "scale_down_window_s": [120, 600]}
+    with pytest.raises(PlannerInputError, match="concurrency_target"):
+        default_grid(float("nan"))
+
+
+def test_sweep_picks_the_cheapest_meeting_the_goal(trace, planned, fleet):
+    grid = {"min_replicas": [1, 3], "target": [10.0, 40.0]}
+    sweep = sweep_plan(trace, planned, fleet, grid, 0.9)
+    expected = run_chunk(trace, planned, fleet, expand_grid(grid))
+    assert list(sweep.results) == expected
+    assert sweep.best == cheapest_meeting(expected, 0.9) == sweep.chosen
+    assert [r.cost_usd for r in sweep.front] == sorted(r.cost_usd for r in sweep.front)
+    config = chosen_configuration(planned, fleet, sweep)
+    assert config.autoscaler.scaled_object.min_replica_count == dict(sweep.chosen.values)["min_replicas"]
+
+
+def test_week_is_seven_simulated_days(trace, planned, fleet):
+    week = simulate_week(trace, planned, fleet, tick_s=5.0)
+    day = fast.simulate(trace, planned, dataclasses.replace(fleet, tick_s=5.0))
+    assert week.day.summary() == day.summary()
+    assert week.cost_usd == DAYS_PER_WEEK * day.cost_usd and week.flap_cycles == DAYS_PER_WEEK * day.flap_cycles
+    assert week.slo_attainment_frac == day.slo_attainment_frac
+
+
+def test_current_autoscaler_by_name():
+    manifests = read_manifest_set([DATA_DIR / "manifests" / "review"])
+    names = [a.name for _, a in manifests.autoscalers]
+    assert current_autoscaler(manifests).name == names[0]
+    assert current_autoscaler(manifests, names[-1]).name == names[-1]
+    with pytest.raises(PlannerInputError, match="no autoscaler named 'nope'"):
+        current_autoscaler(manifests, "nope")
+    empty = read_manifest_set([DATA_DIR / "manifests" / "plan_current" / "llama.yaml"])
+    assert current_autoscaler(empty).name == "llama"
+
+
+def test_fleet_drains_as_the_patch_says(thresholds):
+    from planner.grace import plan_grace
+
+    grace = plan_grace(204.8, pre_stop_s=10)
+    fleet = plan_fleet(thresholds[1], kv_tokens=112_720, max_num_seqs=64, warmup_s=60.0, usd_per_gpu_hour=2.0,
+                       gpus_per_replica=1, ttft_slo_s=2.0, grace=grace)
+    assert (fleet.termination_grace_period_s, fleet.shutdown_timeout_s, fleet.pre_stop_s) == (241, 226, 10)

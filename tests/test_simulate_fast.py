@@ -1,0 +1,177 @@
+"""Differential test: the fast engine against the reference engine, which is the specification.
+
+Both engines replay the same trace through the same manifest and fleet; the
+replica trajectories and scale events must be identical, attainment and cost
+equal to 1e-9. Inputs: hypothesis-generated manifests, fleets and traces, and
+every HPA or ScaledObject in the shared real-world corpus that the simulator
+accepts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from planner.errors import PlannerInputError
+from planner.readers.manifest import load_autoscalers
+from planner.simulate import fast, reference
+from planner.simulate.control import Control
+from planner.simulate.fleet import FleetSpec
+from planner.simulate.replica import ReplicaSpec
+from tests.simulate_helpers import pods_hpa, poisson_trace, scaled_object, write_manifest
+
+REPLICA_COLUMNS = ["replicas_requested", "replicas_ready", "replicas_live"]
+QUERIES = (
+    "sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting)",
+    "sum(vllm:num_requests_waiting)",
+    "sum(vllm:kv_cache_usage_perc)",
+    "avg(vllm:gpu_cache_usage_perc)",
+    "sum(rate(vllm:request_success_total[1m]))",
+    "max(avg_over_time(vllm:num_requests_running[2m]))",
+)
+POD_METRICS = ("vllm:num_requests_running", "num_requests_waiting", "DCGM_FI_DEV_GPU_UTIL")
+
+
+def assert_same(ref, fst) -> None:
+    """The differential contract."""
+    assert fst.engine == "fast" and ref.engine == "reference"
+    assert fst.events == ref.events
+    for column in REPLICA_COLUMNS:
+        assert fst.timeseries[column].tolist() == ref.timeseries[column].tolist(), column
+    assert fst.slo_attainment_frac == pytest.approx(ref.slo_attainment_frac, abs=1e-9, nan_ok=True)
+    assert fst.cost_usd == pytest.approx(ref.cost_usd, abs=1e-9)
+    assert fst.gpu_hours == pytest.approx(ref.gpu_hours, abs=1e-9)
+    summary_ref, summary_fast = ref.summary(), fst.summary()
+    summary_ref.pop("engine")
+    summary_fast.pop("engine")
+    assert summary_fast == summary_ref
+    assert fst.timeseries.equals(ref.timeseries)
+    assert np.array_equal(fst.ttft_s, ref.ttft_s, equal_nan=True)
+
+
+def down_policy(kind: str, value: int, period_s: int) -> str:
+    return (f"          policies:\n          - type: {kind}\n            value: {value}\n"
+            f"            periodSeconds: {period_s}\n")
+
+
+@st.composite
+def scenarios(draw):
+    keda = draw(st.booleans())
+    min_replicas = draw(st.integers(0 if keda else 1, 3))
+    max_replicas = draw(st.integers(max(min_replicas, 1), 8))
+    if keda:
+        policy = draw(st.sampled_from(["", down_policy("Pods", 1, 30), down_policy("Percent", 50, 60)]))
+        text = scaled_object("chat", draw(st.sampled_from(QUERIES)),
+                             draw(st.sampled_from([0.5, 2, 5, 10, 20, 40])), min_replicas=min_replicas,
+                             max_replicas=max_replicas, polling_s=draw(st.sampled_from([5, 15, 30])),
+                             down_window_s=draw(st.sampled_from([None, 0, 30, 120])), down_policy=policy)
+    else:
+        text = pods_hpa("chat", draw(st.sampled_from(POD_METRICS)), draw(st.sampled_from([1, 4, 10, 50])),
+                        min_replicas=min_replicas, max_replicas=max_replicas)
+    fleet = FleetSpec(
+        replica=ReplicaSpec(max_num_seqs=draw(st.sampled_from([8, 64])),
+                            kv_tokens=draw(st.sampled_from([20_000, 200_000])),
+                            prefill_ms_per_token=draw(st.sampled_from([0.0, 0.05]))),
+        warmup_s=draw(st.sampled_from([0.0, 20.0, 60.0])),
+        warmup_distribution=draw(st.sampled_from(["fixed", "uniform", "lognormal"])),
+        warmup_spread_s=10.0,
+        router=draw(st.sampled_from(["least-loaded", "round-robin"])),
+        shutdown_timeout_s=draw(st.sampled_from([0.0, 20.0])),
+        pre_stop_s=draw(st.sampled_from([0.0, 5.0])),
+        seed=draw(st.integers(0, 2**16)),
+    )
+    low, high = draw(st.floats(0.5, 6.0)), draw(st.floats(0.5, 25.0))
+    switch_s = draw(st.floats(30.0, 200.0))
+    trace = poisson_trace(lambda t: high if t >= switch_s else low, draw(st.floats(60.0, 300.0)),
+                          draw(st.integers(10, 600)), draw(st.integers(1, 400)), seed=draw(st.integers(0, 999)))
+    return text, fleet, trace
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(scenarios())
+def test_fast_equals_reference_on_generated_inputs(tmp_path, scenario):
+    text, fleet, trace = scenario
+    if len(trace) == 0:
+        return
+    manifest = write_manifest(tmp_path, text)
+    assert_same(reference.simulate(trace, manifest, fleet), fast.simulate(trace, manifest, fleet))
+
+
+def accepted_real_world(shared_dir):
+    found = []
+    for path in sorted((shared_dir / "real-world" / "manifests").glob("*.yaml")):
+        try:
+            autoscalers = load_autoscalers(path)
+        except PlannerInputError:
+            continue
+        for autoscaler in autoscalers:
+            try:
+                Control(autoscaler)
+            except PlannerInputError:
+                continue
+            found.append(autoscaler)
+    return found
+
+
+def test_fast_equals_reference_on_every_accepted_real_world_manifest(shared_dir):
+    autoscalers = accepted_real_world(shared_dir)
+    assert len(autoscalers) >= 10, [a.source for a in autoscalers]
+    trace = poisson_trace(lambda t: 3.0 if t < 120 else 30.0, 360.0, 300, 200, seed=4)
+    fleet = FleetSpec(warmup_s=30.0, warmup_distribution="lognormal", warmup_spread_s=15.0, seed=3)
+    for autoscaler in autoscalers:
+        ref = reference.simulate(trace, autoscaler, fleet)
+        assert_same(ref, fast.simulate(trace, autoscaler, fleet))
+
+
+def test_many_configurations_in_lockstep_equal_one_at_a_time(tmp_path):
+    trace = poisson_trace(lambda t: 4.0 if t < 100 else 20.0, 240.0, 200, 240, seed=9)
+    configs = [
+        fast.Configuration(write_manifest(tmp_path, scaled_object("a", QUERIES[0], target, max_replicas=6),
+                                          f"a{target}.yaml"), FleetSpec(warmup_s=warmup, seed=seed))
+        for target, warmup, seed in ((5, 10.0, 1), (20, 60.0, 2), (40, 30.0, 3))
+    ]
+    together = fast.simulate_many(trace, configs)
+    for config, outcome in zip(configs, together, strict=True):
+        assert_same(reference.simulate(trace, config.autoscaler, config.fleet), outcome)
+
+
+def test_same_seed_same_result_bit_for_bit(tmp_path):
+    trace = poisson_trace(lambda t: 5.0 if t < 100 else 25.0, 240.0, 200, 240, seed=5)
+    manifest = write_manifest(tmp_path, scaled_object("chat", QUERIES[0], 10, down_window_s=30))
+    fleet = FleetSpec(warmup_distribution="uniform", warmup_spread_s=30.0, seed=7)
+    first, second = fast.simulate(trace, manifest, fleet), fast.simulate(trace, manifest, fleet)
+    assert first.timeseries.equals(second.timeseries) and first.events == second.events
+    assert np.array_equal(first.latency_s, second.latency_s, equal_nan=True)
+    assert len(first.events) >= 2
+
+
+def test_configurations_with_different_ticks_are_refused(tmp_path):
+    trace = poisson_trace(2.0, 30.0, 100, 100, seed=1)
+    manifest = write_manifest(tmp_path, scaled_object("chat", QUERIES[0], 10))
+    configs = [fast.Configuration(manifest, FleetSpec()), fast.Configuration(manifest, FleetSpec(tick_s=0.5))]
+    with pytest.raises(PlannerInputError, match="configuration 1: tick_s"):
+        fast.simulate_many(trace, configs)
+
+
+def test_cli_engines_print_the_same_numbers_and_fast_is_the_default(tmp_path, capsys):
+    import json
+
+    from planner.cli import main
+
+    trace = tmp_path / "trace.csv"
+    trace.write_text("arrival_s,input_tokens,output_tokens\n"
+                     + "\n".join(f"{i * 0.2:.3f},200,240" for i in range(600)) + "\n")
+    manifest = tmp_path / "so.yaml"
+    manifest.write_text(scaled_object("chat", QUERIES[0], 8, max_replicas=4))
+    outputs = {}
+    for engine in ("fast", "reference", None):
+        args = ["simulate", "--trace", str(trace), "--manifest", str(manifest), "--json"]
+        assert main([*args, "--engine", engine] if engine else args) == 0
+        outputs[engine] = json.loads(capsys.readouterr().out)
+    assert outputs[None]["engine"] == "fast" and outputs["reference"]["engine"] == "reference"
+    for payload in outputs.values():
+        payload.pop("engine")
+    assert outputs["fast"] == outputs["reference"] == outputs[None]
+    assert outputs["fast"]["scale_events"] >= 1
