@@ -36,3 +36,13 @@ def test_grace_axis_stays_small_and_reaches_the_top(upper_s):
     axis = grace_axis_s(upper_s)
     assert axis.size <= 120 and axis[0] > 0 and axis[-1] >= upper_s
     assert np.all(axis == np.round(axis)) and len(set(np.diff(axis))) == 1
+
+
+def test_each_itl_gets_an_axis_past_its_recommended_grace():
+    grid = cut_grid([10.0, 100.0], output_lengths(4096, "geometric", 512), pre_stop_s=10.0)
+    for _, rows in grid.groupby("itl_ms"):
+        recommended = rows["recommended_grace_s"].iloc[0]
+        assert rows["grace_s"].max() >= 1.25 * recommended and rows["grace_s"].nunique() <= 120
+        assert rows.loc[rows["grace_s"] >= recommended, "cut_frac"].max() < 1.0
+        assert rows.loc[(rows["setting"] == DRAIN) & (rows["grace_s"] >= recommended), "cut_frac"].max() == 0.0
+    assert len(grid) < 5000  # altair's inline-data limit
