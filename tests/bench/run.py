@@ -29,9 +29,12 @@ from planner.knee import find_knee
 from planner.kv_cache import ServingSpec, kv_capacity
 from planner.kv_ramp import ramp_replicas
 from planner.littles_law import in_flight_requests, replicas_for_target
+from planner.manifests import ScalingPlan, generate_manifests
 from planner.readers.loadtest import read_loadtest
+from planner.readers.manifest_yaml import dump_manifest, patch_workload_text
 from planner.readers.model_config import read_model_config
 from planner.readers.trace import read_trace
+from planner.schema import validate_manifest
 from planner.simulate.scenario import Scenario, scenario_trace
 from planner.simulate.traffic import stretch_trace
 from planner.step_time import fit_step_time, output_throughput_tps
@@ -152,6 +155,41 @@ pd.DataFrame({"arrival_s": _DAY.arrival_s, "input_tokens": _DAY.input_tokens,
 
 def _read_day() -> None:
     read_trace(DAY_CSV)
+_PLAN = ScalingPlan(target_name="llama", concurrency_target=40, warmup_s=240, max_output_tokens=4096,
+                    itl_ms=50, max_replicas=12, kv_usage_target_frac=0.8, queue_threshold_requests=129)
+_MANIFESTS = generate_manifests(_PLAN)
+_WORKLOAD = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: llama
+spec:
+  selector:
+    matchLabels: {app: llama}
+  template:
+    metadata:
+      labels: {app: llama}
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.11.0
+        args:
+        - --model=meta-llama/Llama-3.1-8B-Instruct
+        - --max-num-seqs=64
+"""
+
+
+def _generate_and_dump() -> None:
+    for manifest in generate_manifests(_PLAN).all:
+        dump_manifest(manifest)
+
+
+def _validate_scaled_object() -> None:
+    validate_manifest(_MANIFESTS.scaled_object.document)
+
+
+def _patch_workload() -> None:
+    patch_workload_text(_WORKLOAD, _MANIFESTS.grace, source="bench.yaml")
 
 
 CASES: dict[str, tuple[Callable[[], None], int]] = {
@@ -171,6 +209,9 @@ CASES: dict[str, tuple[Callable[[], None], int]] = {
     "find_knee, 12-step sweep": (_find_knee, 500),
     "scenario_trace, diurnal day at 6 req/s (~518k requests)": (_diurnal_day, 2),
     "read_trace, canonical CSV of that day (~518k rows)": (_read_day, 2),
+    "generate_manifests + dump_manifest, 4 files": (_generate_and_dump, 20),
+    "validate_manifest, generated ScaledObject": (_validate_scaled_object, 50),
+    "patch_workload_text, small Deployment": (_patch_workload, 20),
 }
 if AZURE_CONV.is_file():  # the shared corpus sits beside the checkout
     CASES["read_trace, Azure conv hour (19,366 rows)"] = (_read_azure_hour, 10)
