@@ -280,7 +280,13 @@ def cut_requests(in_flight_requests, frac):
 
 
 def shutdown_settings(plan: GracePlan, container: str = "vllm") -> dict:
-    """The pod-template fields that apply ``plan``, as a mapping ready to dump as YAML.
+    """The pod-template patch that applies ``plan``, as a mapping ready to dump as YAML.
+
+    The same shape as the workload patch of :mod:`planner.manifests`:
+    ``terminationGracePeriodSeconds`` and, when ``plan.pre_stop_s`` > 0, a
+    preStop ``sleep`` action. ``--shutdown-timeout`` is left out on purpose: a
+    strategic-merge patch replaces a container's whole ``args`` list, so the
+    flag must be added to the existing arguments by hand.
 
     Parameters
     ----------
@@ -292,22 +298,18 @@ def shutdown_settings(plan: GracePlan, container: str = "vllm") -> dict:
     Returns
     -------
     dict
-        ``spec.template.spec`` with ``terminationGracePeriodSeconds`` and the
-        container's ``--shutdown-timeout`` argument (to append to its serve
-        arguments) and, when ``plan.pre_stop_s`` > 0, a preStop hook that
-        sleeps that long.
+        ``{"spec": {"template": {"spec": ...}}}``.
 
     Examples
     --------
     >>> from planner.grace import plan_grace
     >>> spec = shutdown_settings(plan_grace(204.8, pre_stop_s=10))["spec"]["template"]["spec"]
-    >>> spec["terminationGracePeriodSeconds"], spec["containers"][0]["args"]
-    (241, ['--shutdown-timeout=226'])
+    >>> spec["terminationGracePeriodSeconds"], spec["containers"][0]["lifecycle"]["preStop"]
+    (241, {'sleep': {'seconds': 10}})
     """
     if not isinstance(plan, GracePlan):
         raise PlannerInputError(f"plan: expected a GracePlan, got {type(plan).__name__}")
-    vllm: dict = {"name": container, "args": [f"--shutdown-timeout={plan.shutdown_timeout_s}"]}
+    pod: dict = {"terminationGracePeriodSeconds": plan.termination_grace_period_s}
     if plan.pre_stop_s > 0:
-        vllm["lifecycle"] = {"preStop": {"exec": {"command": ["sleep", str(plan.pre_stop_s)]}}}
-    pod = {"terminationGracePeriodSeconds": plan.termination_grace_period_s, "containers": [vllm]}
+        pod["containers"] = [{"name": container, "lifecycle": {"preStop": {"sleep": {"seconds": plan.pre_stop_s}}}}]
     return {"spec": {"template": {"spec": pod}}}

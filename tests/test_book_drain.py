@@ -21,6 +21,7 @@ def test_default_run_is_w37(tmp_path):
     assert values["longest_s"] == "204.8" and values["window_s"] == "0"
     assert values["cut_now_pct"] == "100.0%" and values["cut_now"] == "40.0"
     assert (values["rec_shutdown_s"], values["rec_grace_s"]) == ("226", "241")  # W38 with a 10 s preStop
+    assert values["shutdown_flag"] == "--shutdown-timeout=226"
 
 
 def test_other_inputs_match_the_command_line(tmp_path):

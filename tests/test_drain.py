@@ -141,10 +141,9 @@ def test_shutdown_settings_apply_the_plan():
     spec = shutdown_settings(plan_grace(204.8, pre_stop_s=10), container="engine")["spec"]["template"]["spec"]
     assert spec["terminationGracePeriodSeconds"] == 241
     (container,) = spec["containers"]
-    assert container == {"name": "engine", "args": ["--shutdown-timeout=226"],
-                         "lifecycle": {"preStop": {"exec": {"command": ["sleep", "10"]}}}}
-    no_hook = shutdown_settings(plan_grace(20.0))["spec"]["template"]["spec"]["containers"][0]
-    assert "lifecycle" not in no_hook
+    # No args: a strategic merge would replace the container's whole argument list.
+    assert container == {"name": "engine", "lifecycle": {"preStop": {"sleep": {"seconds": 10}}}}
+    assert shutdown_settings(plan_grace(20.0))["spec"]["template"]["spec"] == {"terminationGracePeriodSeconds": 27}
 
 
 @pytest.mark.parametrize(
@@ -175,3 +174,14 @@ def test_output_lengths_is_frozen():
     assert isinstance(lengths, OutputLengths)
     with pytest.raises(AttributeError):
         lengths.tokens = np.array([1.0])
+
+
+def test_shutdown_settings_match_the_generated_workload_patch():
+    from planner.manifests import ScalingPlan, generate_manifests
+
+    manifests = generate_manifests(ScalingPlan(target_name="chat", concurrency_target=40.0, warmup_s=120.0,
+                                               max_output_tokens=4096, itl_ms=50.0, max_replicas=8))
+    plan = plan_grace(drain_time_s(4096, 50.0), pre_stop_s=10)
+    assert manifests.grace == plan
+    assert manifests.workload_patch.document["spec"] == shutdown_settings(plan)["spec"]
+    assert manifests.shutdown_flag == f"--shutdown-timeout={plan.shutdown_timeout_s}"
