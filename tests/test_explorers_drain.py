@@ -15,3 +15,14 @@ def test_drain_explorer_echoes_inputs_and_reacts():
     assert "cuts <b>0.0%</b>" in summary.value and "These settings cut nothing." in summary.value
     box.children[0].value = 30.0
     assert "get <b>30 s</b>" in summary.value and f"cuts <b>{1 - 30 / 204.8:.1%}</b>" in summary.value
+
+
+def test_recorded_lengths_replace_the_model_and_follow_the_cap():
+    box = drain_explorer(output_tokens=[100] * 3 + [4000], termination_grace_period_s=300.0,
+                         shutdown_timeout_s=5.0, itl_ms=10.0)
+    summary = box.children[-1]
+    assert "(4 recorded lengths)" in summary.value
+    # 5 s of drain: only the 4,000-token answer (40 s) outlasts it.
+    assert f"cuts <b>{(40 - 5) / (3 * 1 + 40):.1%}</b>" in summary.value
+    box.children[4].value = 96  # max tokens: every answer now fits in 0.96 s
+    assert "cuts <b>0.0%</b>" in summary.value
