@@ -228,3 +228,19 @@ def test_bad_patch_file_exits_2_naming_it(tmp_path, capsys, content, message):
 def test_bad_arguments_exit_2(capsys, args, message):
     assert main([*BASE, *args]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_load_test_without_a_target_says_why(tmp_path, capsys, shared_dir):
+    # One step is too few for a knee, so `planner knee` withholds the target; manifests say so.
+    one_step = str(shared_dir / "real-world/vllm_bench/er0080-opt125m-vllm0.25.1/bench_serve_v0.25.1.json")
+    args = ["manifests", "--target", "vllm", "--warmup-s", "240", "--max-tokens", "4096", "--itl-ms", "50",
+            "--max-replicas", "12",
+            "--out", str(tmp_path / "out")]
+    assert main([*args, "--loadtest", one_step, "--ttft-p99-ms", "2000", "--itl-p99-ms", "50"]) == 2
+    assert "--loadtest gives no concurrency target: " in capsys.readouterr().err
+    assert main(["knee", one_step, "--ttft-p99-ms", "2000", "--itl-p99-ms", "50", "--json"]) == 0
+    knee_json = tmp_path / "knee.json"
+    knee_json.write_text(capsys.readouterr().out)
+    assert main([*args, "--knee-json", str(knee_json)]) == 2
+    assert "a knee needs at least 3" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -17,7 +17,7 @@ import sys
 from planner.errors import PlannerInputError
 
 # Subcommand modules, in the order `planner --help` lists them.
-_COMMANDS: tuple[str, ...] = ("replicas", "grace", "kv", "knee", "metrics", "hpa", "manifests")
+_COMMANDS: tuple[str, ...] = ("replicas", "grace", "kv", "knee", "metrics", "hpa", "manifests", "lint")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -214,6 +214,8 @@ def _read_knee_json(path: str) -> dict:
     if not isinstance(payload, dict) or "concurrency_target" not in payload:
         raise PlannerInputError(f"{path}: expected the output of `planner knee --json`, with a "
                                 "concurrency_target field")
+    if payload["concurrency_target"] is None and payload.get("finding"):
+        raise PlannerInputError(f"{path}: no concurrency target: {payload['finding']}")
     found = {}
     for key in _KNEE_KEYS:
         value = payload.get(key)
@@ -231,10 +233,16 @@ def _from_loadtest(args) -> dict:
 
     if args.ttft_p99_ms is None or args.itl_p99_ms is None:
         raise PlannerInputError("--loadtest needs --ttft-p99-ms and --itl-p99-ms (the objectives)")
+    steps = read_loadtest(args.loadtest)
     result = thresholds_from_loadtest(
-        read_loadtest(args.loadtest), ttft_p99_slo_ms=args.ttft_p99_ms, itl_p99_slo_ms=args.itl_p99_ms,
+        steps, ttft_p99_slo_ms=args.ttft_p99_ms, itl_p99_slo_ms=args.itl_p99_ms,
         growth_frac=args.growth_frac, queue_wait_budget_s=args.wait_budget_s,
     )
+    if not math.isfinite(result.concurrency_target):
+        # No knee, or too few steps for one: a finding about the load test, but nothing to scale on.
+        from planner.knee import knee_finding
+
+        raise PlannerInputError(f"--loadtest gives no concurrency target: {knee_finding(result, steps)}")
     found = {"concurrency_target": result.concurrency_target, "knee_concurrency": result.knee_concurrency,
              "growth_frac": result.growth_frac}
     if math.isfinite(result.kv_usage_target_frac):

@@ -206,6 +206,13 @@ def _cut_grid_chapter() -> None:
     cut_grid(np.arange(10.0, 151.0, 10.0), _CHAPTER_ANSWERS, pre_stop_s=10.0)
 
 
+def _lint_review_folder() -> None:
+    from planner.lint import lint
+    from planner.readers.workload import read_manifest_set
+
+    lint(read_manifest_set([DATA_DIR / "manifests" / "review"]))
+
+
 CASES: dict[str, tuple[Callable[[], None], int]] = {
     "HorizontalController, 240 reconciles (1 h)": (_hpa_hour, 20),
     "reconcile, Pods metric over 50 pods": (_pods_metric_50, 200),
@@ -228,6 +235,7 @@ CASES: dict[str, tuple[Callable[[], None], int]] = {
     "patch_workload_text, small Deployment": (_patch_workload, 20),
     "cut_frac, 131,072-token lengths, 1,000 windows": (_cut_frac_long, 50),
     "cut_grid, the drain chapter's 15 ITLs": (_cut_grid_chapter, 20),
+    "read_manifest_set + lint, 3 files (4 documents)": (_lint_review_folder, 20),
 }
 if AZURE_CONV.is_file():  # the shared corpus sits beside the checkout
     CASES["read_trace, Azure conv hour (19,366 rows)"] = (_read_azure_hour, 10)
