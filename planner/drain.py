@@ -13,16 +13,20 @@ requests are independent of each other (arrivals of a stationary process,
 as in an M/G/inf system), a request found in flight at a random instant is
 length-biased and its remaining time follows the equilibrium distribution of
 the request durations ``D``: ``P(remaining > w) = E[(D - w)+] / E[D]``
-(:func:`cut_frac`). The model is an approximation in three ways, each of
-which makes it pessimistic or neutral rather than optimistic, except the
-last:
+(:func:`cut_frac`). The model is an approximation in three ways:
 
 - inter-token latency is held constant, although it falls as the batch
-  empties during a drain (so long generations finish a little sooner);
-- the request duration is ``ttft + tokens x itl``, with no time spent queued;
+  empties during a drain, so long generations finish a little sooner than
+  assumed (pessimistic);
+- a request's duration is ``ttft + tokens x itl`` with no time queued, so a
+  request still waiting for a batch slot when termination starts needs more
+  than assumed (optimistic above the knee; below it nothing waits);
 - requests that still arrive between the start of termination and the pod's
-  removal from the Service's endpoints are not counted (a preStop hook that
-  outlasts that removal is what makes them rare).
+  removal from the Service's endpoints are not counted (optimistic; a preStop
+  hook that outlasts that removal makes them rare).
+
+A simulated hour of Poisson arrivals agrees with it within a percentage
+point (``tests/test_drain.py``).
 """
 
 from __future__ import annotations
