@@ -26,23 +26,36 @@ from planner.headroom import backlog_trajectory_requests
 from planner.hpa import PodMetric, ready_pods
 from planner.hpa_controller import ExternalReading, HorizontalController, PodMetricsReading
 from planner.hpa_spec import HorizontalPodAutoscalerSpec, MetricSpec, MetricTarget
-from planner.keda import KedaController, ScaledObjectSpec, Trigger
+from planner.keda import KedaController, ScaledObjectSpec, Trigger, hpa_for_scaled_object
 from planner.knee import find_knee
 from planner.kv_cache import ServingSpec, kv_capacity
 from planner.kv_ramp import ramp_replicas
 from planner.littles_law import in_flight_requests, replicas_for_target
 from planner.manifests import ScalingPlan, generate_manifests
 from planner.readers.loadtest import read_loadtest
+from planner.readers.manifest import Autoscaler
 from planner.readers.manifest_yaml import dump_manifest, patch_workload_text
 from planner.readers.model_config import read_model_config
 from planner.readers.trace import read_trace
 from planner.schema import validate_manifest
+from planner.simulate.fleet import FleetSpec
+from planner.simulate.reference import simulate
 from planner.simulate.scenario import Scenario, scenario_trace
-from planner.simulate.traffic import stretch_trace
+from planner.simulate.traffic import RequestTrace, stretch_trace
 from planner.step_time import fit_step_time, output_throughput_tps
 from tests.conftest import DATA_DIR, SHARED_DIR
 
 RATES_RPS = np.linspace(0.0, 200.0, 100_000)
+
+# The fleet simulator's reference engine on ten minutes of Poisson traffic into a KEDA in-flight trigger.
+_SIM_RNG = np.random.default_rng(0)
+_SIM_ARRIVALS = np.sort(_SIM_RNG.uniform(0.0, 600.0, 6000))
+SIM_TRACE = RequestTrace(_SIM_ARRIVALS, np.full(6000, 200), np.full(6000, 240), "bench")
+SIM_SO = ScaledObjectSpec(
+    "bench", (Trigger(0, "prometheus", 40.0, query="sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting)"),),
+    min_replica_count=1, max_replica_count=16, polling_interval_s=15.0)
+SIM_AUTOSCALER = Autoscaler("ScaledObject", "bench", "bench", hpa_for_scaled_object(SIM_SO), SIM_SO)
+SIM_FLEET = FleetSpec()
 
 
 def _replicas_vectorised() -> None:
@@ -211,6 +224,8 @@ def _lint_review_folder() -> None:
     from planner.readers.workload import read_manifest_set
 
     lint(read_manifest_set([DATA_DIR / "manifests" / "review"]))
+def _simulate_reference_10min() -> None:
+    simulate(SIM_TRACE, SIM_AUTOSCALER, SIM_FLEET, duration_s=600.0)
 
 
 CASES: dict[str, tuple[Callable[[], None], int]] = {
@@ -236,6 +251,7 @@ CASES: dict[str, tuple[Callable[[], None], int]] = {
     "cut_frac, 131,072-token lengths, 1,000 windows": (_cut_frac_long, 50),
     "cut_grid, the drain chapter's 15 ITLs": (_cut_grid_chapter, 20),
     "read_manifest_set + lint, 3 files (4 documents)": (_lint_review_folder, 20),
+    "simulate (reference engine), 10 min at 1 s ticks, 10 req/s": (_simulate_reference_10min, 1),
 }
 if AZURE_CONV.is_file():  # the shared corpus sits beside the checkout
     CASES["read_trace, Azure conv hour (19,366 rows)"] = (_read_azure_hour, 10)

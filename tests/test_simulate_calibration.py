@@ -1,0 +1,90 @@
+"""Calibration: one simulated replica, built from a real load test's step-time fit, replays that test.
+
+For each real sweep the step-time fit is the one ``planner.knee.thresholds_from_loadtest``
+makes (over the steps up to the knee); every load level of the sweep is then
+driven as the client drove it (its request rate, its concurrency cap, its
+request count and token lengths). The simulated mean TPOT must be within 10 %
+of the measured one at every level, and the knee, found on TTFT p99 and mean
+TPOT, must fall on the same level. The model has no per-step variance, so the
+knee is compared on mean TPOT rather than on the ITL tail.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from planner.knee import find_knee, thresholds_from_loadtest
+from planner.readers.loadtest import read_loadtest
+from planner.simulate.calibration import replica_from_fit, run_load_level, simulate_sweep
+from tests.conftest import TEST_DATA_DIR
+
+SWEEPS = {
+    # name: (where, TTFT p99 and ITL p99 objectives for the fit [ms], mean-TPOT objectives for the knee [ms])
+    "llama-3.1-8b-fp8 L40S concurrency 1-128 (vllm bench)": (
+        "shared:real-world/vllm_bench/aurotripathy-llama3.1-8b-fp8-l40s-concurrency-sweep", (2000.0, 100.0),
+        (20.0, 25.0, 40.0)),
+    "qwen3-0.6b concurrency 4, 16 (GuideLLM)": (
+        "data:loadtests/guidellm_v05_qwen3-0.6b_concurrency", (2000.0, 100.0), (25.0,)),
+    "llama-3.3-70b tp8 rate 1, 4 req/s (vllm bench)": (
+        "data:loadtests/vllm_llama3.3-70b_tp8_qps", (2000.0, 100.0), (26.0,)),
+}
+
+
+def _steps(where: str, request):
+    kind, relative = where.split(":", 1)
+    if kind == "shared":
+        return read_loadtest(request.getfixturevalue("shared_dir") / relative)
+    return read_loadtest(TEST_DATA_DIR / relative)
+
+
+@pytest.fixture(scope="module")
+def calibrated(request):
+    results = {}
+    for name, (where, (ttft_slo, itl_slo), _) in SWEEPS.items():
+        try:
+            steps = _steps(where, request)
+        except pytest.skip.Exception:
+            continue
+        fit = thresholds_from_loadtest(steps, ttft_p99_slo_ms=ttft_slo, itl_p99_slo_ms=itl_slo).tpot_fit
+        results[name] = (steps, simulate_sweep(steps, replica_from_fit(fit)))
+    return results
+
+
+@pytest.mark.parametrize("name", list(SWEEPS))
+def test_simulated_mean_tpot_within_10_percent_at_every_level(calibrated, name):
+    if name not in calibrated:
+        pytest.skip("shared corpus not found")
+    steps, simulated = calibrated[name]
+    measured = steps["tpot_mean_ms"].to_numpy()
+    error = simulated["tpot_mean_ms"].to_numpy() / measured - 1.0
+    assert np.all(np.abs(error) < 0.10), error
+
+
+@pytest.mark.parametrize("name", list(SWEEPS))
+def test_knee_on_the_same_level(calibrated, name):
+    if name not in calibrated:
+        pytest.skip("shared corpus not found")
+    steps, simulated = calibrated[name]
+    variable = steps.attrs["step_variable"]
+    step = steps[variable].to_numpy(dtype=float)
+    for tpot_slo_ms in SWEEPS[name][2]:
+        def knee(ttft_p99, tpot_mean, slo=tpot_slo_ms):
+            return find_knee(step, ttft_p99, tpot_mean, np.zeros(len(step)), ttft_p99_slo_ms=10_000.0,
+                             itl_p99_slo_ms=slo)
+        measured = knee(steps["ttft_p99_ms"].to_numpy(), steps["tpot_mean_ms"].to_numpy())
+        model = knee(simulated["ttft_p99_ms"].to_numpy(), simulated["tpot_mean_ms"].to_numpy())
+        assert (model.step, model.lower_bound) == (measured.step, measured.lower_bound), tpot_slo_ms
+
+
+def test_at_least_two_real_sweeps_are_covered(calibrated):
+    assert len(calibrated) >= 2
+
+
+def test_closed_loop_at_concurrency_one_is_the_fitted_single_sequence_step():
+    from planner.simulate.replica import ReplicaSpec
+
+    replica = ReplicaSpec(fixed_ms=13.0, per_sequence_ms=0.5, max_num_seqs=256, kv_tokens=10**9)
+    level = run_load_level(replica, num_requests=5, input_tokens=100, output_tokens=200, concurrency=1)
+    assert np.allclose(level.tpot_ms, 13.5)
+    assert level.mean_concurrency == pytest.approx(1.0, abs=0.05)
