@@ -1,5 +1,6 @@
 """The drain chapter uses its parameters: a papermill run on other numbers agrees with `planner grace`."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -8,7 +9,11 @@ import numpy as np
 import pytest
 
 from planner.drain import cut_frac, drain_window_s, empirical_output_lengths, output_lengths
+from planner.readers.fleet import read_fleet
+from planner.readers.manifest import load_autoscaler
 from planner.readers.trace import read_trace
+from planner.simulate.reference import simulate
+from tests.conftest import DATA_DIR
 from tests.notebooks import glued, run_chapter
 
 OTHER = dict(max_output_tokens=8192, itl_ms=35.0, ttft_ms=800.0, output_length_shape="uniform",
@@ -22,6 +27,9 @@ def test_default_run_is_w37(tmp_path):
     assert values["cut_now_pct"] == "100.0%" and values["cut_now"] == "40.0"
     assert (values["rec_shutdown_s"], values["rec_grace_s"]) == ("226", "241")  # W38 with a 10 s preStop
     assert values["shutdown_flag"] == "--shutdown-timeout=226"
+    # The bundled flapping fleet: untouched defaults cut generations, its own plan (62.5 s) cuts none.
+    assert values["sim_current_cut"] > 0 and values["sim_recommended_cut"] == 0
+    assert (values["sim_longest_s"], values["sim_rec_shutdown_s"], values["sim_rec_grace_s"]) == ("62.5", 69, 84)
 
 
 def test_other_inputs_match_the_command_line(tmp_path):
@@ -44,6 +52,13 @@ def test_other_inputs_match_the_command_line(tmp_path):
     assert values["window_s"] == "105"
     frac = cut_frac(105.0, output_lengths(8192, "uniform"), 35.0, 800.0)
     assert values["cut_now_pct"] == f"{frac:.1%}" and values["cut_now"] == f"{24 * frac:.1f}"
+    # The simulated fleet runs with the page's current settings: the same replay done here agrees.
+    rig = dataclasses.replace(read_fleet(DATA_DIR / "fleets" / "seed003-rig.yaml"), termination_grace_period_s=120.0,
+                              shutdown_timeout_s=90.0, pre_stop_s=15.0)
+    run = simulate(read_trace(DATA_DIR / "traces" / "steady-0.6rps-12min.csv"),
+                   load_autoscaler(DATA_DIR / "manifests" / "flapping-waiting.yaml"), rig, duration_s=900.0)
+    assert values["sim_current_cut"] == run.cut_generations
+    assert values["sim_current_cost"] == f"{run.cost_usd:.2f}"
 
 
 def test_a_real_trace_supplies_the_lengths(tmp_path, shared_dir):
