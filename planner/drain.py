@@ -211,13 +211,13 @@ def drain_window_s(termination_grace_period_s, shutdown_timeout_s, pre_stop_s=0.
     return window if window.ndim else float(window)
 
 
-def cut_frac(window_s, lengths: OutputLengths, itl_ms, ttft_ms=0.0):
+def cut_frac(drain_window_s, lengths: OutputLengths, itl_ms, ttft_ms=0.0):
     """Fraction of the generations in flight at termination that are cut off.
 
     Parameters
     ----------
-    window_s : float or array_like
-        Time they have to finish (:func:`drain_window_s`). [s]
+    drain_window_s : float or array_like
+        Time they have to finish (the function :func:`drain_window_s`). [s]
     lengths : OutputLengths
         Distribution of output lengths.
     itl_ms : float
@@ -245,7 +245,7 @@ def cut_frac(window_s, lengths: OutputLengths, itl_ms, ttft_ms=0.0):
         raise PlannerInputError(f"lengths: expected OutputLengths, got {type(lengths).__name__}")
     itl_ms = require_positive("itl_ms", itl_ms)
     ttft_ms = require_non_negative("ttft_ms", ttft_ms)
-    window = np.asarray(require_non_negative("window_s", window_s), dtype=float)
+    window = np.asarray(require_non_negative("drain_window_s", drain_window_s), dtype=float)
     # Same arithmetic as planner.grace.drain_time_s, so a window of exactly that length cuts nothing.
     duration_s = (ttft_ms + lengths.tokens * itl_ms) / 1000.0
     weight = lengths.prob * duration_s

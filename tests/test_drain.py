@@ -158,7 +158,7 @@ def test_shutdown_settings_apply_the_plan():
         (lambda: empirical_output_lengths([3, 0, 5]), "index 1"),
         (lambda: drain_window_s(0, 0, 0), "termination_grace_period_s"),
         (lambda: drain_window_s(30, -1, 0), "shutdown_timeout_s"),
-        (lambda: cut_frac(-1.0, output_lengths(10, "max"), 50.0), "window_s"),
+        (lambda: cut_frac(-1.0, output_lengths(10, "max"), 50.0), "drain_window_s"),
         (lambda: cut_frac(1.0, [1, 2], 50.0), "lengths"),
         (lambda: cut_frac(1.0, output_lengths(10, "max"), 0.0), "itl_ms"),
         (lambda: shutdown_settings({"shutdown_timeout_s": 1}), "plan"),

@@ -20,15 +20,15 @@ _LABELS = {ABORT: "--shutdown-timeout 0 (abort at SIGTERM)",
            DRAIN: "--shutdown-timeout = grace - preStop - slack (drain)"}
 
 
-def grace_axis_s(upper_s: float, points: int = 120) -> np.ndarray:
-    """Whole-second grace periods from one step up to ``upper_s``, at most ``points`` of them.
+def grace_axis_s(max_grace_period_s: float, points: int = 120) -> np.ndarray:
+    """Whole-second grace periods from one step up to ``max_grace_period_s``, at most ``points`` of them.
 
     The step is the first of 1, 2, 5, 10, 15, 20, 30, 60, 120, ... seconds that
     keeps the count within ``points`` (the chart's data stays small).
     """
     steps = [1, 2, 5, 10, 15, 20, 30] + [60 * 2**k for k in range(20)]
-    step = next(s for s in steps if upper_s / s <= points)
-    return np.arange(step, step * np.ceil(upper_s / step) + 1, step, dtype=float)
+    step = next(s for s in steps if max_grace_period_s / s <= points)
+    return np.arange(step, step * np.ceil(max_grace_period_s / step) + 1, step, dtype=float)
 
 
 def cut_grid(itls_ms, lengths: OutputLengths, grace_periods_s=None, *, ttft_ms: float = 0.0,
