@@ -20,6 +20,8 @@ import numpy as np
 import pandas as pd
 
 from planner.behavior import HorizontalPodAutoscalerBehavior
+from planner.charts.drain import cut_grid
+from planner.drain import cut_frac, output_lengths
 from planner.headroom import backlog_trajectory_requests
 from planner.hpa import PodMetric, ready_pods
 from planner.hpa_controller import ExternalReading, HorizontalController, PodMetricsReading
@@ -205,6 +207,18 @@ def _patch_workload() -> None:
     patch_workload_text(_WORKLOAD, _MANIFESTS.grace, source="bench.yaml")
 
 
+_LONG_ANSWERS = output_lengths(131_072, "geometric", 2048)
+_CHAPTER_ANSWERS = output_lengths(4096, "geometric", 512)
+
+
+def _cut_frac_long() -> None:
+    cut_frac(np.linspace(0.0, 7000.0, 1000), _LONG_ANSWERS, 50.0)
+
+
+def _cut_grid_chapter() -> None:
+    cut_grid(np.arange(10.0, 151.0, 10.0), _CHAPTER_ANSWERS, pre_stop_s=10.0)
+
+
 def _lint_review_folder() -> None:
     from planner.lint import lint
     from planner.readers.workload import read_manifest_set
@@ -234,6 +248,8 @@ CASES: dict[str, tuple[Callable[[], None], int]] = {
     "generate_manifests + dump_manifest, 4 files": (_generate_and_dump, 20),
     "validate_manifest, generated ScaledObject": (_validate_scaled_object, 50),
     "patch_workload_text, small Deployment": (_patch_workload, 20),
+    "cut_frac, 131,072-token lengths, 1,000 windows": (_cut_frac_long, 50),
+    "cut_grid, the drain chapter's 15 ITLs": (_cut_grid_chapter, 20),
     "read_manifest_set + lint, 3 files (4 documents)": (_lint_review_folder, 20),
     "simulate (reference engine), 10 min at 1 s ticks, 10 req/s": (_simulate_reference_10min, 1),
 }
