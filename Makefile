@@ -9,13 +9,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 VENDOR_STAMP := book/_vendor/.vendored
 
-.PHONY: help setup book test lint unit nbval build-strict lab bench clean
+.PHONY: help setup book test lint unit nbval build-strict lab test-lab bench clean
 
 help:
 	@echo "make book   build the static book into _build/html (sets everything up)"
 	@echo "make test   lint, unit tests, notebooks under nbval, strict book build"
 	@echo "make lab    open the notebooks in JupyterLab"
 	@echo "make bench  time the planner's hot paths"
+	@echo "make test-lab  run every chapter in a headless JupyterLab and move each explorer"
 
 # A virtual environment with the pinned requirements and the package (editable).
 $(STAMP): requirements.txt pyproject.toml
@@ -62,6 +63,11 @@ LAB_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 lab: setup
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[lab]'
 	$(BIN)/jupyter lab $(LAB_ROOT_FLAG) book/
+
+# Every chapter in a real JupyterLab (headless, 127.0.0.1), driven by Chromium through Playwright.
+test-lab: setup
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[lab]'
+	$(BIN)/python -m tests.lab_check
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench.run

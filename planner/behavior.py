@@ -204,13 +204,13 @@ def set_defaults_horizontal_pod_autoscaler_behavior(
 
 
 def maybe_init_scale_down_stabilization_window(
-    behavior: HorizontalPodAutoscalerBehavior | None, downscale_stabilisation_window_s: float
+    behavior: HorizontalPodAutoscalerBehavior | None, downscale_stabilization_window_s: float
 ) -> HorizontalPodAutoscalerBehavior | None:
     """Fill an unset scale-down window from the controller flag (Go ``maybeInitScaleDownStabilizationWindow``)."""
     if behavior is not None and behavior.scale_down is not None and (
         behavior.scale_down.stabilization_window_seconds is None
     ):
-        window = int(downscale_stabilisation_window_s)
+        window = int(downscale_stabilization_window_s)
         return replace(behavior, scale_down=replace(behavior.scale_down, stabilization_window_seconds=window))
     return behavior
 
@@ -222,7 +222,7 @@ def stabilize_recommendation(
     recommendations: tuple[TimestampedRecommendation, ...],
     prenormalized_desired_replicas: int,
     now_s: float,
-    downscale_stabilisation_window_s: float = DEFAULT_DOWNSCALE_STABILIZATION_WINDOW_S,
+    downscale_stabilization_window_s: float = DEFAULT_DOWNSCALE_STABILIZATION_WINDOW_S,
 ) -> tuple[int, tuple[TimestampedRecommendation, ...]]:
     """Highest recommendation in the window, and the updated history (Go ``stabilizeRecommendation``).
 
@@ -237,7 +237,7 @@ def stabilize_recommendation(
     max_recommendation = prenormalized_desired_replicas
     found_old_sample = False
     old_sample_index = 0
-    cutoff_s = now_s - downscale_stabilisation_window_s
+    cutoff_s = now_s - downscale_stabilization_window_s
     for i, rec in enumerate(recommendations):
         if rec.timestamp_s < cutoff_s:
             found_old_sample = True

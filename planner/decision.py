@@ -359,14 +359,16 @@ def _reconcile(hpa, current, ready, readings, pods) -> tuple[ReconcileResult, in
     controller = HorizontalController(hpa)
     result = controller.reconcile_autoscaler(0.0, current, readings, pods=pods)
     after = None
-    held = result.able_to_scale is not None and result.able_to_scale.reason in (
+    held = result.stabilization is not None and result.stabilization.reason in (
         "ScaleDownStabilized", "ScaleUpStabilized"
     )
     if held:
         # the same inputs once the seeded record has left the window
-        window = _window_s(controller, scale_down=result.able_to_scale.reason == "ScaleDownStabilized")
-        later = HorizontalController(hpa)
-        later.reconcile_autoscaler(0.0, current, readings, pods=pods)
+        window = _window_s(controller, scale_down=result.stabilization.reason == "ScaleDownStabilized")
+        later = HorizontalController(
+            hpa, recommendations=controller.recommendations,
+            scale_up_events=controller.scale_up_events, scale_down_events=controller.scale_down_events,
+        )
         after = later.reconcile_autoscaler(window + 1.0, current, readings, pods=pods).desired_replicas
     return result, after
 
@@ -374,10 +376,10 @@ def _reconcile(hpa, current, ready, readings, pods) -> tuple[ReconcileResult, in
 def _window_s(controller: HorizontalController, scale_down: bool) -> float:
     behavior = controller.behavior
     if behavior is None:
-        return controller.downscale_stabilisation_window_s
+        return controller.downscale_stabilization_window_s
     rules = behavior.scale_down if scale_down else behavior.scale_up
     window = rules.stabilization_window_seconds
-    return controller.downscale_stabilisation_window_s if window is None else float(window)
+    return controller.downscale_stabilization_window_s if window is None else float(window)
 
 
 def _max_proposal(result: ReconcileResult | None) -> int | None:
@@ -452,10 +454,10 @@ def _steps(autoscaler, hpa, current, ready, lines, result, after, keda) -> list[
         steps.append(f"Final: {result.desired_replicas} replica{'' if result.desired_replicas == 1 else 's'}.")
         return steps
     steps.append(f"Largest proposal: {result.metric_desired_replicas}.")
-    if result.able_to_scale is not None:
+    if result.stabilization is not None:
         steps.append(
-            f"Stabilization: {result.stabilized_replicas} ({result.able_to_scale.reason}: "
-            f"{result.able_to_scale.message})."
+            f"Stabilization: {result.stabilized_replicas} ({result.stabilization.reason}: "
+            f"{result.stabilization.message})."
         )
     if result.scaling_limited is not None:
         steps.append(

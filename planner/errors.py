@@ -13,7 +13,23 @@ class PlannerInputError(ValueError):
     The message names where the problem is (file, row, key or parameter)
     and what was expected, so the command line prints it as it is and
     exits with status 2.
+
+    Parameters
+    ----------
+    message : str
+        The whole message.
+    parameter, expected, value : optional
+        For a bad value of a named function parameter: its name, what was
+        expected and what came. The command line uses them to restate the
+        message with the flag the user typed instead of the parameter name.
     """
+
+    def __init__(self, message: str, *, parameter: str | None = None, expected: str | None = None,
+                 value: object = None) -> None:
+        super().__init__(message)
+        self.parameter = parameter
+        self.expected = expected
+        self.value = value
 
 
 def require_positive(name: str, value):
@@ -55,11 +71,13 @@ def _require(name: str, value, ok: Callable, expected: str):
     try:
         array = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
-        raise PlannerInputError(f"{name} must be {expected}, got {value!r}") from None
+        raise PlannerInputError(f"{name} must be {expected}, got {value!r}", parameter=name,
+                                expected=expected, value=value) from None
     bad = ~np.isfinite(array) | ~np.asarray(ok(array), dtype=bool)
     if np.any(bad):
         shown = float(array.flat[int(np.argmax(bad.ravel()))]) if array.ndim else value
-        raise PlannerInputError(f"{name} must be {expected}, got {shown!r}")
+        raise PlannerInputError(f"{name} must be {expected}, got {shown!r}", parameter=name,
+                                expected=expected, value=shown)
     if array.ndim == 0:
         return float(array)
     return array

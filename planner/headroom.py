@@ -9,6 +9,8 @@ step needs, what that target costs in replicas, and how long the gap is.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from planner.errors import (
@@ -19,6 +21,7 @@ from planner.errors import (
 from planner.littles_law import replicas_for_target
 
 __all__ = [
+    "backlog_clear_s",
     "backlog_requests",
     "backlog_trajectory_requests",
     "extra_replicas_frac",
@@ -27,6 +30,7 @@ __all__ = [
     "growth_rate_rps_per_s",
     "reaction_time_s",
     "replicas_for_step",
+    "step_backlog_trajectory_requests",
     "step_frac",
     "step_headroom_frac",
     "target_for_step",
@@ -287,3 +291,69 @@ def growth_during_gap_rps(growth_rate_rps_per_s, gap_s):
     growth_rate_rps_per_s = require_non_negative("growth_rate_rps_per_s", growth_rate_rps_per_s)
     gap_s = require_non_negative("gap_s", gap_s)
     return growth_rate_rps_per_s * gap_s
+
+
+def step_backlog_trajectory_requests(time_s, arrival_rate_rps, step_arrival_rate_rps, capacity_rps,
+                                     capacity_after_rps, reaction_time_s):
+    """Queue over time when arrivals step up at t = 0 and new capacity serves from ``reaction_time_s``.
+
+    Parameters
+    ----------
+    time_s : array_like
+        Increasing sample times from 0. [s]
+    arrival_rate_rps : float
+        Arrivals before the step (served with no queue). [requests/s]
+    step_arrival_rate_rps : float
+        Arrivals from t = 0 on. [requests/s]
+    capacity_rps, capacity_after_rps : float
+        What the Ready replicas complete per second before and after new
+        replicas are Ready. [requests/s]
+    reaction_time_s : float
+        Load change to new capacity serving (:func:`reaction_time_s`). [s]
+
+    Returns
+    -------
+    numpy.ndarray
+        Queue length at each time (fluid model, as
+        :func:`backlog_trajectory_requests`). [requests]
+
+    Examples
+    --------
+    >>> step_backlog_trajectory_requests([0, 90, 180], 30, 75, 33, 80, 90).round(1).tolist()
+    [0.0, 3780.0, 3330.0]
+    """
+    require_non_negative("arrival_rate_rps", arrival_rate_rps)
+    time_s = np.atleast_1d(np.asarray(time_s, dtype=float))
+    reaction_time_s = require_non_negative("reaction_time_s", reaction_time_s)
+    capacity_rps = require_non_negative("capacity_rps", capacity_rps)
+    capacity_after_rps = require_non_negative("capacity_after_rps", capacity_after_rps)
+    # Sample the switch itself, so the peak is exact whatever the grid.
+    grid = np.union1d(time_s, [reaction_time_s]) if time_s[0] <= reaction_time_s <= time_s[-1] else time_s
+    capacity = np.where(grid < reaction_time_s, capacity_rps, capacity_after_rps)
+    queue = backlog_trajectory_requests(grid, step_arrival_rate_rps, capacity)
+    return queue[np.searchsorted(grid, time_s)]
+
+
+def backlog_clear_s(backlog, capacity_rps, arrival_rate_rps):
+    """Time for a queue to drain once capacity exceeds arrivals. [s]
+
+    ``backlog / (capacity - arrivals)``; infinite when capacity does not
+    exceed arrivals (the queue never drains). The last request of the
+    backlog waits about this long on top of the reaction time.
+
+    Examples
+    --------
+    >>> backlog_clear_s(3780.0, 80.0, 75.0)
+    756.0
+    """
+    backlog = require_non_negative("backlog", backlog)
+    capacity_rps = require_non_negative("capacity_rps", capacity_rps)
+    arrival_rate_rps = require_non_negative("arrival_rate_rps", arrival_rate_rps)
+    spare = capacity_rps - arrival_rate_rps
+    if np.ndim(spare):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(spare > 0, backlog / np.where(spare > 0, spare, 1.0),
+                            np.where(backlog > 0, np.inf, 0.0))
+    if spare <= 0:
+        return math.inf if backlog > 0 else 0.0
+    return backlog / spare

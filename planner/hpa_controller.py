@@ -77,6 +77,7 @@ __all__ = [
     "ReconcileResult",
     "compute_replicas_for_metric",
     "compute_replicas_for_metrics",
+    "describe_conditions",
     "tolerances_for",
 ]
 
@@ -114,12 +115,42 @@ Reading = PodMetricsReading | ObjectReading | ExternalReading | FailedReading
 
 @dataclass(frozen=True)
 class Condition:
-    """An HPA status condition: ``type``, ``status``, ``reason``, ``message``."""
+    """An HPA status condition: ``type``, ``status``, ``reason``, ``message``.
+
+    ``str(condition)`` is the row ``kubectl describe hpa`` prints for it,
+    for example ``AbleToScale True SucceededRescale the HPA controller was
+    able to update the target scale to 5``.
+    """
 
     type: str
     status: bool
     reason: str
     message: str
+
+    @property
+    def status_text(self) -> str:
+        """``"True"`` or ``"False"``, as the API stores the status."""
+        return "True" if self.status else "False"
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.status_text} {self.reason} {self.message}"
+
+
+def describe_conditions(conditions: Sequence[Condition]) -> str:
+    """The ``Conditions:`` table of ``kubectl describe hpa`` (columns padded to the widest entry)."""
+    rows = [("Type", "Status", "Reason", "Message"), ("----", "------", "------", "-------")]
+    rows += [(c.type, c.status_text, c.reason, c.message) for c in conditions]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True)) + "  " + row[3]
+             for row in rows]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+# Set at the start of every reconcile once the scale subresource is read,
+# and overwritten later in the same reconcile on most paths.
+_SUCCEEDED_GET_SCALE = Condition(
+    "AbleToScale", True, "SucceededGetScale", "the HPA controller was able to get the target's current scale"
+)
 
 
 @dataclass(frozen=True)
@@ -375,7 +406,14 @@ class ReconcileResult:
     stabilized_replicas : int or None
         After the stabilization window, before the rate limits. [replicas]
     able_to_scale, scaling_active, scaling_limited : Condition or None
-        The status conditions this reconcile set.
+        The status conditions as this reconcile leaves them (``None`` where
+        it set none): ``AbleToScale`` is ``SucceededRescale`` after a
+        rescale, the stabilization verdict when the count stayed, and
+        ``SucceededGetScale`` when the reconcile stopped before normalizing.
+    stabilization : Condition or None
+        The ``AbleToScale`` verdict of the stabilization step
+        (``ReadyForNewScale``, ``ScaleUpStabilized``, ``ScaleDownStabilized``),
+        kept even when a rescale then overwrote it.
     rescale_reason : str
         The event text ("pods metric qps above target", ...).
     error : str or None
@@ -394,6 +432,12 @@ class ReconcileResult:
     scaling_limited: Condition | None
     rescale_reason: str
     error: str | None
+    stabilization: Condition | None = None
+
+    @property
+    def conditions(self) -> tuple[Condition, ...]:
+        """The conditions this reconcile set, in the order ``kubectl describe hpa`` lists them."""
+        return tuple(c for c in (self.able_to_scale, self.scaling_active, self.scaling_limited) if c is not None)
 
 
 class HorizontalController:
@@ -405,12 +449,18 @@ class HorizontalController:
         The HPA. ``behavior`` gets the API defaults, as the API server fills them on create.
     tolerance : float, optional
         ``--horizontal-pod-autoscaler-tolerance``. [fraction]
-    downscale_stabilisation_window_s : float, optional
+    downscale_stabilization_window_s : float, optional
         ``--horizontal-pod-autoscaler-downscale-stabilization``. [s]
     cpu_initialization_period_s, delay_of_initial_readiness_status_s : float, optional
         The CPU readiness flags. [s]
     scale_up_limit_factor, scale_up_limit_minimum : float, optional
         Legacy-path constants (Kubernetes' own tests set the factor to 8).
+    recommendations : tuple of TimestampedRecommendation, optional
+        History to start from (the Go controller's ``recommendations`` map
+        entry for this HPA); ``None`` until the first reconcile seeds it.
+    scale_up_events, scale_down_events : tuple of TimestampedScaleEvent, optional
+        Past scale events the rate policies count (``scaleUpEvents`` and
+        ``scaleDownEvents``), for example to resume a controller mid-run.
 
     Notes
     -----
@@ -425,23 +475,28 @@ class HorizontalController:
         spec: HorizontalPodAutoscalerSpec,
         *,
         tolerance: float = DEFAULT_TOLERANCE,
-        downscale_stabilisation_window_s: float = DEFAULT_DOWNSCALE_STABILIZATION_WINDOW_S,
+        downscale_stabilization_window_s: float = DEFAULT_DOWNSCALE_STABILIZATION_WINDOW_S,
         cpu_initialization_period_s: float = DEFAULT_CPU_INITIALIZATION_PERIOD_S,
         delay_of_initial_readiness_status_s: float = DEFAULT_DELAY_OF_INITIAL_READINESS_STATUS_S,
         scale_up_limit_factor: float = SCALE_UP_LIMIT_FACTOR,
         scale_up_limit_minimum: float = SCALE_UP_LIMIT_MINIMUM,
+        recommendations: Sequence[TimestampedRecommendation] | None = None,
+        scale_up_events: Sequence[TimestampedScaleEvent] = (),
+        scale_down_events: Sequence[TimestampedScaleEvent] = (),
     ) -> None:
         self.spec = spec
         self.behavior = set_defaults_horizontal_pod_autoscaler_behavior(spec.behavior)
         self.tolerances = tolerances_for(self.behavior, tolerance)
-        self.downscale_stabilisation_window_s = downscale_stabilisation_window_s
+        self.downscale_stabilization_window_s = downscale_stabilization_window_s
         self.cpu_initialization_period_s = cpu_initialization_period_s
         self.delay_of_initial_readiness_status_s = delay_of_initial_readiness_status_s
         self.scale_up_limit_factor = scale_up_limit_factor
         self.scale_up_limit_minimum = scale_up_limit_minimum
-        self.recommendations: tuple[TimestampedRecommendation, ...] | None = None
-        self.scale_up_events: tuple[TimestampedScaleEvent, ...] = ()
-        self.scale_down_events: tuple[TimestampedScaleEvent, ...] = ()
+        self.recommendations: tuple[TimestampedRecommendation, ...] | None = (
+            None if recommendations is None else tuple(recommendations)
+        )
+        self.scale_up_events: tuple[TimestampedScaleEvent, ...] = tuple(scale_up_events)
+        self.scale_down_events: tuple[TimestampedScaleEvent, ...] = tuple(scale_down_events)
 
     def record_initial_recommendation(self, current_replicas: int, now_s: float) -> None:
         """Seed the history with the current count once (Go ``recordInitialRecommendation``)."""
@@ -486,8 +541,8 @@ class HorizontalController:
         metrics_outcome = None
         metric_desired = None
         stabilized = None
-        able_to_scale = scaling_limited = None
-        scaling_active = None
+        able_to_scale = _SUCCEEDED_GET_SCALE
+        stabilization = scaling_limited = scaling_active = None
         error = None
         rescale_reason = ""
         desired_replicas = 0
@@ -518,7 +573,7 @@ class HorizontalController:
             if metrics_outcome.error is not None and metric_desired == -1:
                 return ReconcileResult(
                     now_s, current_replicas, current_replicas, False, metrics_outcome, metric_desired,
-                    None, None, scaling_active, None, "", error,
+                    None, able_to_scale, scaling_active, None, "", error,
                 )
             rescale_metric = ""
             if metric_desired > desired_replicas:
@@ -529,18 +584,23 @@ class HorizontalController:
             if desired_replicas < current_replicas:
                 rescale_reason = "All metrics below target"
             if self.behavior is None:
-                desired_replicas, stabilized, able_to_scale, scaling_limited = self._normalize_desired_replicas(
+                desired_replicas, stabilized, stabilization, scaling_limited = self._normalize_desired_replicas(
                     current_replicas, desired_replicas, min_replicas, now_s
                 )
             else:
-                desired_replicas, stabilized, able_to_scale, scaling_limited = (
+                desired_replicas, stabilized, stabilization, scaling_limited = (
                     self._normalize_desired_replicas_with_behaviors(
                         current_replicas, desired_replicas, min_replicas, now_s
                     )
                 )
+            able_to_scale = stabilization
             rescale = desired_replicas != current_replicas
 
         if rescale:
+            able_to_scale = Condition(
+                "AbleToScale", True, "SucceededRescale",
+                f"the HPA controller was able to update the target scale to {desired_replicas}",
+            )
             self.scale_up_events, self.scale_down_events = store_scale_event(
                 self.behavior, self.scale_up_events, self.scale_down_events,
                 current_replicas, desired_replicas, now_s,
@@ -549,7 +609,7 @@ class HorizontalController:
             desired_replicas = current_replicas
         return ReconcileResult(
             now_s, current_replicas, desired_replicas, rescale, metrics_outcome, metric_desired, stabilized,
-            able_to_scale, scaling_active, scaling_limited, rescale_reason, error,
+            able_to_scale, scaling_active, scaling_limited, rescale_reason, error, stabilization,
         )
 
     def _normalize_desired_replicas(
@@ -557,7 +617,7 @@ class HorizontalController:
     ) -> tuple[int, int, Condition, Condition]:
         """Legacy normalization (Go ``normalizeDesiredReplicas``)."""
         stabilized, self.recommendations = stabilize_recommendation(
-            self.recommendations, prenormalized_desired_replicas, now_s, self.downscale_stabilisation_window_s
+            self.recommendations, prenormalized_desired_replicas, now_s, self.downscale_stabilization_window_s
         )
         if stabilized != prenormalized_desired_replicas:
             able_to_scale = Condition(
@@ -584,7 +644,7 @@ class HorizontalController:
         4. Apply the stabilization (i.e. add no more than 4 pods per minute, and pick the
            smallest recommendation during last 5 minutes)
         """
-        behavior = maybe_init_scale_down_stabilization_window(self.behavior, self.downscale_stabilisation_window_s)
+        behavior = maybe_init_scale_down_stabilization_window(self.behavior, self.downscale_stabilization_window_s)
         arg = NormalizationArg(
             scale_up_behavior=behavior.scale_up,
             scale_down_behavior=behavior.scale_down,

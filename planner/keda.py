@@ -18,6 +18,9 @@ Ported from ``kedacore/keda`` (v2.x, by function name):
 * ``GetMetricsWithFallback`` / ``doFallback`` (``pkg/fallback/fallback.go``):
   after more than ``failureThreshold`` consecutive failures the metric is
   replaced by ``target x replicas`` so the HPA computes ``fallback.replicas``.
+  Failures are counted where KEDA counts them: once per metric each time the
+  HPA fetches it through the metrics adapter (``GetScaledObjectMetrics``),
+  never in the polling loop (``getScaledObjectState``).
 * ``HandleScalingModifiers`` (``pkg/scaling/modifiers``) with the formula
   evaluated by :mod:`planner.formula`, never ``eval``.
 * ``RequestScale`` (``pkg/scaling/executor/scale_scaledobjects.go``):
@@ -627,6 +630,9 @@ class KedaController:
     from zero; the HPA reconciles every sync period (15 s) on the values the
     metrics adapter serves. Call :meth:`poll` and :meth:`reconcile` on those
     cadences, or :meth:`step` for both at once.
+
+    :attr:`failures` holds the consecutive failed fetches per trigger index
+    (``status.health[...].numberOfFailures``); only :meth:`reconcile` moves it.
     """
 
     so: ScaledObjectSpec
@@ -640,28 +646,28 @@ class KedaController:
         self.last_active_s: float | None = None
         self.failures: dict[int, int] = {}
 
-    def _evaluate(self, values, errors, current_replicas, ready_replicas, resource_readings):
-        failures = {}
-        for trigger in self.so.triggers:
-            if trigger.is_resource:
-                continue
-            raw = values.get(trigger.index)
-            failed = trigger.index in (errors or {}) or (
-                not trigger.ignore_null_values and (raw is None or not math.isfinite(raw))
-            )
-            failures[trigger.index] = self.failures.get(trigger.index, 0) + 1 if failed else 0
-        self.failures = failures
-        return evaluate_triggers(
-            self.so, self.hpa, values, current_replicas=current_replicas, ready_replicas=ready_replicas,
-            consecutive_failures=failures, errors=errors, resource_readings=resource_readings,
+    def _failed(self, trigger: Trigger, values, errors) -> bool:
+        raw = values.get(trigger.index)
+        return trigger.index in (errors or {}) or (
+            not trigger.ignore_null_values and (raw is None or not math.isfinite(raw))
         )
 
     def poll(self, now_s: float, current_replicas: int, values: Mapping[int, float | None], *,
              ready_replicas: int | None = None, errors: Mapping[int, str] | None = None,
              resource_readings=None) -> ExecutorDecision:
-        """KEDA's operator loop at ``now_s``: activation, scale from and to zero."""
+        """KEDA's operator loop at ``now_s``: activation, scale from and to zero.
+
+        The scale loop (``getScaledObjectState``) neither reads nor updates the
+        failure counts in ``status.health`` and applies no fallback: a failing
+        trigger makes the poll an error poll, which keeps a ScaledObject with
+        a fallback from being scaled to zero. :attr:`failures` is unchanged.
+        """
         ready = current_replicas if ready_replicas is None else ready_replicas
-        evaluation = self._evaluate(values, errors, current_replicas, ready, resource_readings)
+        no_fallback = {t.index: 0 for t in self.so.triggers if not t.is_resource}
+        evaluation = evaluate_triggers(
+            self.so, self.hpa, values, current_replicas=current_replicas, ready_replicas=ready,
+            consecutive_failures=no_fallback, errors=errors, resource_readings=resource_readings,
+        )
         decision = request_scale(
             self.so, current_replicas, evaluation.is_active, evaluation.is_error, now_s,
             last_active_s=self.last_active_s, created_s=self.created_s,
@@ -672,11 +678,23 @@ class KedaController:
     def reconcile(self, now_s: float, current_replicas: int, values: Mapping[int, float | None], *,
                   ready_replicas: int | None = None, pods: Sequence[Pod] | None = None,
                   errors: Mapping[int, str] | None = None, resource_readings=None) -> ReconcileResult:
-        """The HPA's reconcile at ``now_s`` on the values KEDA's metrics adapter serves."""
+        """The HPA's reconcile at ``now_s`` on the values KEDA's metrics adapter serves.
+
+        Serving each metric goes through ``GetMetricsWithFallback``, which is
+        where KEDA counts failures: once per trigger per HPA fetch, reset to 0
+        by a success. So :attr:`failures` moves here, once per call.
+        """
         ready = current_replicas if ready_replicas is None else ready_replicas
         if pods is None:
             pods = ready_pods(ready, max(current_replicas - ready, 0), now_s=now_s)
-        evaluation = self._evaluate(values, errors, current_replicas, ready, resource_readings)
+        self.failures = {
+            t.index: self.failures.get(t.index, 0) + 1 if self._failed(t, values, errors) else 0
+            for t in self.so.triggers if not t.is_resource
+        }
+        evaluation = evaluate_triggers(
+            self.so, self.hpa, values, current_replicas=current_replicas, ready_replicas=ready,
+            consecutive_failures=self.failures, errors=errors, resource_readings=resource_readings,
+        )
         return self.controller.reconcile_autoscaler(now_s, current_replicas, evaluation.readings, pods=pods)
 
     def step(self, now_s: float, current_replicas: int, values: Mapping[int, float | None], **kwargs) -> int:

@@ -553,7 +553,7 @@ def kv_bytes_per_token(model: ModelSpec, serving: ServingSpec) -> int:
 
     Examples
     --------
-    W29, Qwen2.5-7B in fp16: 2 x 28 x 4 x 128 x 2.
+    Qwen2.5-7B in fp16: 2 x 28 x 4 x 128 x 2.
 
     >>> kv_bytes_per_token(ModelSpec("qwen2.5-7b", 28, 28, 4, 128, "float16"), ServingSpec())
     57344
@@ -637,7 +637,7 @@ def kv_capacity(model: ModelSpec, serving: ServingSpec, available_kv_bytes) -> K
 
     Examples
     --------
-    W30: Qwen2.5-7B-Instruct-AWQ, fp16 KV, "Available KV cache memory:
+    Qwen2.5-7B-Instruct-AWQ, fp16 KV, on an A10 whose log printed "Available KV cache memory:
     13.76 GiB" (the printed, rounded figure) on vLLM 0.11:
 
     >>> qwen = ModelSpec("qwen2.5-7b-awq", 28, 28, 4, 128, "float16", max_position_embeddings=32768)
@@ -797,7 +797,7 @@ def concurrent_requests(model: ModelSpec, serving: ServingSpec, available_kv_byt
 
     Examples
     --------
-    W31: 257,584 tokens at about 1,000 tokens per request.
+    A log's 257,584 tokens at about 1,000 tokens per request.
 
     >>> qwen = ModelSpec("qwen2.5-7b-awq", 28, 28, 4, 128, "float16", max_position_embeddings=32768)
     >>> round(concurrent_requests(qwen, ServingSpec(), 16099 * 28 * 32768, 1000.0), 3)

@@ -104,7 +104,7 @@ def test_slider_rows_say_when_no_step_passes_and_when_every_step_does():
     (rows,) = [data for data in spec["datasets"].values() if data and "knee_step" in data[0]]
     tightest = next(r for r in rows if r["itl_p99_slo_ms"] == grid["itl_p99_slo_ms"].min())
     assert tightest["knee_step"] is None
-    assert tightest["label"].startswith("No step meets these objectives: the lightest misses")
+    assert tightest["label"].startswith("No step meets these objectives:\nthe lightest misses")
     loosest = [r for r in rows if r["ttft_p99_slo_ms"] == grid["ttft_p99_slo_ms"].max()
                and r["itl_p99_slo_ms"] == grid["itl_p99_slo_ms"].max()]
     assert loosest[0]["label"].startswith(("Every step passes", "Knee"))
@@ -125,3 +125,63 @@ def test_slider_chart_refuses_opening_objectives_off_the_grid():
     steps, grid = _slider_inputs()
     with pytest.raises(ValueError, match="rows of the grid"):
         knee_slider_chart(latency_long(steps, "concurrency"), grid, "concurrency", 2000.0, 51.0)
+
+
+# ---------------------------------------------------------------- layout
+
+COLUMN_PX = 650  # the book's content column
+AXIS_PX = 80  # a y axis's labels and title beside a panel
+RIGHT_LEGEND_PX = 120
+SPACING_PX = 20
+
+
+def _estimated_width(spec: dict) -> float:
+    # An upper estimate of the drawn width: panels, their axes, the gaps and any legend on the right.
+    if "hconcat" in spec:
+        return sum(_estimated_width(c) for c in spec["hconcat"]) + SPACING_PX * (len(spec["hconcat"]) - 1)
+    if "vconcat" in spec:
+        return max(_estimated_width(c) for c in spec["vconcat"])
+    colors = [node["color"] for node in _walk(spec) if isinstance(node.get("color"), dict) and "field" in node["color"]]
+    # A colour encoding draws a legend on the right unless told otherwise (or told not to).
+    right_legend = any("legend" not in c or (c["legend"] is not None and c["legend"].get("orient", "right") == "right")
+                       for c in colors)
+    return spec.get("width", 0) + AXIS_PX + (RIGHT_LEGEND_PX if right_legend else 0)
+
+
+@pytest.mark.parametrize("path", [SAMPLE, Path(__file__).resolve().parent / "data/loadtests/vllm_llama3.3-70b_tp8_qps"])
+def test_every_chart_fits_the_content_column(path):
+    steps = read_loadtest(path)
+    variable = steps.attrs["step_variable"]
+    result = thresholds_from_loadtest(steps, ttft_p99_slo_ms=2000, itl_p99_slo_ms=50)
+    long = latency_long(steps, variable)
+    grid = knee_grid(steps, select_objectives_ms(steps["ttft_p99_ms"], 2000.0),
+                     slider_objectives_ms(steps["itl_p99_ms"], 50.0))
+    charts = {
+        "latency": latency_chart(long, variable, result.knee.step, 2000, 50),
+        "slider": knee_slider_chart(long, grid, variable, 2000.0, 50.0),
+    }
+    if result.tpot_fit is not None:
+        points = step_time_points(result.fit_batch, steps["tpot_mean_ms"].iloc[list(result.fit_step_indices)],
+                                  result.tpot_fit)
+        charts["step time"] = step_time_chart(points, "t")
+    for name, chart in charts.items():
+        assert _estimated_width(chart.to_dict()) <= COLUMN_PX, name
+    # Before, the latency panels sat side by side: 2 x 300 px plus axes and a legend, about 820 px.
+    assert "vconcat" in charts["latency"].to_dict()
+
+
+def test_latency_chart_without_a_knee_draws_no_knee_rule():
+    steps = read_loadtest(SAMPLE)
+    spec = latency_chart(latency_long(steps, "concurrency"), "concurrency", float("nan"), 10.0, 1.0).to_dict()
+    assert "knee" not in str(spec) and len(spec["vconcat"]) == 2
+
+
+def test_slider_captions_are_two_short_lines():
+    _, grid = _slider_inputs()
+    spec = knee_slider_chart(latency_long(read_loadtest(SAMPLE), "concurrency"), grid, "concurrency",
+                             2000.0, 50.0).to_dict()
+    (rows,) = [data for data in spec["datasets"].values() if data and "knee_step" in data[0]]
+    for row in rows:
+        lines = row["label"].split("\n")
+        assert len(lines) == 2 and max(len(line) for line in lines) <= 60, row["label"]
+    assert any(node.get("lineBreak") == "\n" for node in _walk(spec))

@@ -158,3 +158,16 @@ def test_console_script(queue_manifest):
     done = subprocess.run([planner, "hpa", "--manifest", str(queue_manifest), "--current-replicas", "4",
                            "--metric", "x=1"], capture_output=True, text=True, check=False)
     assert done.returncode == 2 and "no trigger named 'x'" in done.stderr
+
+
+def test_conditions_after_a_rescale_read_as_kubectl_shows_them(capsys, queue_manifest):
+    """W1 scales 4 -> 8: AbleToScale is SucceededRescale (the text names the new count), and the
+    stabilization verdict the rescale overwrote still explains the steps."""
+    out = _json(capsys, ["hpa", "--manifest", str(queue_manifest), "--current-replicas", "4",
+                         "--metric", "waiting=20"])
+    assert out["conditions"]["AbleToScale"] == {
+        "status": True, "reason": "SucceededRescale",
+        "message": "the HPA controller was able to update the target scale to 8",
+    }
+    assert out["conditions"]["ScalingLimited"]["reason"] == "ScaleUpLimit"
+    assert any(step.startswith("Stabilization: 10 (ReadyForNewScale") for step in out["steps"])

@@ -139,3 +139,33 @@ def test_gpu_estimate_counts_weights_from_config_when_no_size_is_given(capsys):
     assert "7.62 B parameters from config.json" in out["estimate"]["weights_source"]
     # vLLM logged 13.76 GiB for this model on an A10 (W30); the estimate is within its stated error.
     assert abs(out["available_kv_gib"] - 13.76) <= out["estimate"]["typical_error_gib"]
+
+
+def test_deepseek_log_with_its_command_line_gives_tp2_pp2(capsys, tmp_path):
+    log = tmp_path / "deepseek.log"
+    log.write_text("$ vllm serve deepseek-ai/DeepSeek-V2-Lite --tensor-parallel-size=2 "
+                   "--pipeline-parallel-size=2 --max-model-len 1024\n"
+                   + (LOGS / "vllm-20665-deepseek-v2-lite-pp2-tp2.log").read_text())
+    status, out = run_json(capsys, "--config", str(DATA_DIR / "models" / "deepseek-v2-lite.json"),
+                           "--vllm-log", str(log), "--vllm-version", "0.9.2")
+    assert status == 0
+    assert (out["tensor_parallel_size"], out["pipeline_parallel_size"]) == (2, 2)
+    assert out["settings_source"]["tensor_parallel_size"] == "vllm log"
+    assert out["log_consistent"] is True and out["log_mismatch"] == []
+
+
+def test_deepseek_log_without_sizes_exits_2_naming_them(capsys):
+    status = main(["kv", "--config", str(DATA_DIR / "models" / "deepseek-v2-lite.json"),
+                   "--vllm-log", str(LOGS / "vllm-20665-deepseek-v2-lite-pp2-tp2.log")])
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1
+    assert "4 workers" in err and "tensor_parallel_size 1 (default)" in err
+
+
+def test_disagreement_names_the_field_and_both_values(capsys):
+    assert main(["kv", "--config", str(DATA_DIR / "models" / "llama-3.1-8b-instruct.json"),
+                 "--vllm-log", str(LOGS / "lmcache-1739-qwen3-14b.log")]) == 0
+    out = capsys.readouterr().out
+    assert "log consistent with model   NO" in out
+    assert "the log printed 42,656, the model predicts" in out
+    assert "num_hidden_layers: llama-3.1-8b-instruct.json says 32, the log implies 40" in out

@@ -25,13 +25,13 @@ def test_opens_at_the_chapters_numbers(explorer):
     expected = thresholds_from_loadtest(steps, ttft_p99_slo_ms=2000.0, itl_p99_slo_ms=50.0, growth_frac=0.2,
                                         queue_wait_budget_s=5.0)
     assert f">{expected.concurrency_target:,.1f}<" in summary.value
-    assert "Knee at step 64" in summary.value and "53.3" in summary.value
+    assert "The knee is at 64 requests in flight" in summary.value and "53.3" in summary.value
 
 
 def test_moving_a_slider_recomputes(explorer):
     _, _, itl, growth, summary = explorer
     itl.value = 30.0
-    assert "Knee at step 32" in summary.value and "misses ITL p99" in summary.value
+    assert "The knee is at 32 requests in flight" in summary.value and "misses ITL p99" in summary.value
     growth.value = 0.6
     assert ">20.0<" in summary.value  # T = 32 / 1.6
 
@@ -39,7 +39,7 @@ def test_moving_a_slider_recomputes(explorer):
 def test_an_objective_no_step_meets_is_said_not_raised(explorer):
     _, _, itl, _, summary = explorer
     itl.value = itl.min
-    assert "No knee" in summary.value and "lightest step (1) misses ITL p99" in summary.value
+    assert "No knee" in summary.value and "lightest step (concurrency 1) already misses ITL p99 by" in summary.value
 
 
 def test_the_sliders_span_the_measurements(explorer):

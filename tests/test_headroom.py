@@ -120,3 +120,22 @@ def test_step_frac_of_ten_to_sixteen_is_sixty_percent():
     assert step_frac(10.0, 8.0) == 0.0
     with pytest.raises(PlannerInputError, match="arrival_rate_rps"):
         step_frac(0.0, 16.0)
+
+
+def test_step_backlog_grows_for_the_reaction_time_then_drains():
+    from planner.headroom import step_backlog_trajectory_requests
+
+    queue = step_backlog_trajectory_requests(np.array([0.0, 50.0, 100.0, 150.0]), 30.0, 75.0, 33.0, 80.0, 90.0)
+    # 42 requests/s queue until 90 s (3,780), then 5 requests/s drain.
+    assert queue.tolist() == [0.0, 2100.0, 3730.0, 3480.0]
+    # The switch is sampled exactly even when the grid does not hit it.
+    assert step_backlog_trajectory_requests(np.array([0.0, 90.0]), 30, 75, 33, 80, 90)[-1] == 3780.0
+
+
+def test_a_backlog_clears_only_when_capacity_exceeds_arrivals():
+    from planner.headroom import backlog_clear_s
+
+    assert backlog_clear_s(3780.0, 80.0, 75.0) == 756.0
+    assert backlog_clear_s(10.0, 75.0, 75.0) == float("inf")
+    assert backlog_clear_s(0.0, 70.0, 75.0) == 0.0
+    assert backlog_clear_s(np.array([10.0, 10.0]), np.array([80.0, 70.0]), 75.0).tolist() == [2.0, float("inf")]

@@ -8,7 +8,13 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from planner.behavior import HorizontalPodAutoscalerBehavior, HPAScalingPolicy, HPAScalingRules
+from planner.behavior import (
+    HorizontalPodAutoscalerBehavior,
+    HPAScalingPolicy,
+    HPAScalingRules,
+    TimestampedRecommendation,
+    TimestampedScaleEvent,
+)
 from planner.hpa import Pod, PodMetric, ready_pods
 from planner.hpa_controller import (
     ExternalReading,
@@ -17,6 +23,7 @@ from planner.hpa_controller import (
     ObjectReading,
     PodMetricsReading,
     compute_replicas_for_metrics,
+    describe_conditions,
 )
 from planner.hpa_spec import HorizontalPodAutoscalerSpec, MetricSpec, MetricTarget
 from planner.kv_ramp import ramp_replicas
@@ -377,3 +384,102 @@ def test_single_metric_never_moves_against_its_ratio(current, metric, usage_mill
         assert result.desired_replicas <= current
     else:
         assert result.desired_replicas == current
+
+
+# --- status conditions, as `kubectl describe hpa` shows them ----------------------------------------
+
+
+def test_conditions_after_a_rescale_are_kubernetes_status_ok():
+    """TestScaleUp (horizontal_test.go): 3 -> 5 at CPU target 30 %, and its ``statusOk`` conditions."""
+    spec = hpa(cpu(30), min_replicas=2, max_replicas=6)
+    controller = HorizontalController(spec, scale_up_limit_factor=8)
+    result = controller.reconcile_autoscaler(0.0, 3, [_cpu_reading([300, 500, 700])], pods=_cpu_pods(3))
+    assert result.desired_replicas == 5
+    assert [str(c) for c in result.conditions] == [
+        "AbleToScale True SucceededRescale the HPA controller was able to update the target scale to 5",
+        "ScalingActive True ValidMetricFound the HPA was able to successfully calculate a replica count "
+        "from cpu resource utilization (percentage of request)",
+        "ScalingLimited False DesiredWithinRange the desired count is within the acceptable range",
+    ]
+    # the stabilization verdict the rescale overwrote is still there for explanations
+    assert result.stabilization.reason == "ReadyForNewScale"
+
+
+def test_conditions_without_a_rescale_keep_the_stabilization_verdict():
+    controller = HorizontalController(hpa(external("AverageValue", 1000), behavior=EMPTY_BEHAVIOR))
+    steady = controller.reconcile_autoscaler(0.0, 4, [ExternalReading((4000,))])
+    assert not steady.rescale
+    assert str(steady.able_to_scale) == "AbleToScale True ReadyForNewScale recommended size matches current size"
+    held = controller.reconcile_autoscaler(15.0, 4, [ExternalReading((1000,))])
+    assert not held.rescale and held.able_to_scale.reason == "ScaleDownStabilized"
+    assert held.able_to_scale == held.stabilization
+
+
+def test_conditions_when_metrics_fail_or_scaling_is_disabled():
+    controller = HorizontalController(hpa(external("Value", 1000)))
+    failed = controller.reconcile_autoscaler(0.0, 3, [FailedReading("no data")])
+    assert [(c.type, c.status_text, c.reason) for c in failed.conditions] == [
+        ("AbleToScale", "True", "SucceededGetScale"), ("ScalingActive", "False", "FailedGetExternalMetric"),
+    ]
+    assert failed.able_to_scale.message == "the HPA controller was able to get the target's current scale"
+    disabled = controller.reconcile_autoscaler(15.0, 0, [ExternalReading((1,))])
+    assert [c.reason for c in disabled.conditions] == ["SucceededGetScale", "ScalingDisabled"]
+
+
+def test_conditions_when_the_count_is_above_max():
+    """Above maxReplicas the controller rescales without reading metrics."""
+    result = HorizontalController(hpa(external("Value", 1000), max_replicas=4)).reconcile_autoscaler(
+        0.0, 9, [ExternalReading((1,))]
+    )
+    assert result.desired_replicas == 4
+    assert [str(c) for c in result.conditions] == [
+        "AbleToScale True SucceededRescale the HPA controller was able to update the target scale to 4"
+    ]
+
+
+def test_describe_conditions_is_the_kubectl_table():
+    spec = hpa(cpu(30), min_replicas=2, max_replicas=4)
+    result = HorizontalController(spec).reconcile_autoscaler(
+        0.0, 3, [_cpu_reading([300, 500, 700])], pods=_cpu_pods(3)
+    )
+    assert describe_conditions(result.conditions).splitlines() == [
+        "Type            Status  Reason            Message",
+        "----            ------  ------            -------",
+        "AbleToScale     True    SucceededRescale  the HPA controller was able to update the target scale to 4",
+        "ScalingActive   True    ValidMetricFound  the HPA was able to successfully calculate a replica count "
+        "from cpu resource utilization (percentage of request)",
+        "ScalingLimited  True    TooManyReplicas   the desired replica count is more than the maximum replica count",
+    ]
+
+
+# --- history given to the constructor ----------------------------------------------------------------
+
+
+def test_history_from_the_constructor_equals_history_lived_through():
+    """W4 resumed at 14.9 s: a controller built with the 0 s history decides as the one that ran it."""
+    spec = hpa(external("AverageValue", 2000), behavior=EMPTY_BEHAVIOR)
+    lived = HorizontalController(spec)
+    lived.reconcile_autoscaler(0.0, 4, [ExternalReading((20000,))])
+    resumed = HorizontalController(
+        spec,
+        recommendations=lived.recommendations,
+        scale_up_events=lived.scale_up_events,
+        scale_down_events=lived.scale_down_events,
+    )
+    assert resumed.scale_up_events == (TimestampedScaleEvent(4, 0.0),)
+    for now_s, current in ((14.9, 8), (15.0, 8), (30.0, 10)):
+        a = lived.reconcile_autoscaler(now_s, current, [ExternalReading((20000,))])
+        b = resumed.reconcile_autoscaler(now_s, current, [ExternalReading((20000,))])
+        assert a == b
+    fresh = HorizontalController(spec).reconcile_autoscaler(14.9, 8, [ExternalReading((20000,))])
+    assert fresh.desired_replicas == 10  # without the event the +4 at 0 s is forgotten
+
+
+def test_seeded_recommendations_hold_a_scale_down():
+    """Legacy path: a recommendation of 10 made 100 s ago holds 10 replicas (5 min window)."""
+    spec = hpa(external("AverageValue", 1000))
+    seeded = HorizontalController(spec, recommendations=(TimestampedRecommendation(10, 0.0),))
+    result = seeded.reconcile_autoscaler(100.0, 10, [ExternalReading((5000,))])
+    assert result.metric_desired_replicas == 5 and result.desired_replicas == 10
+    assert result.able_to_scale.reason == "ScaleDownStabilized"
+    assert seeded.reconcile_autoscaler(301.0, 10, [ExternalReading((5000,))]).desired_replicas == 5

@@ -226,3 +226,40 @@ def test_trigger_lookup_by_name_or_index():
     assert so.trigger("running").index == 1 and so.trigger("2").name == "pending"
     with pytest.raises(PlannerInputError, match="no trigger named 'x'"):
         so.trigger("x")
+
+
+def test_failure_count_moves_once_per_hpa_fetch():
+    """KEDA counts failures in ``GetMetricsWithFallback`` (``pkg/fallback/fallback.go``), which only
+    ``GetScaledObjectMetrics`` (``pkg/scaling/scale_handler.go``, the metrics adapter serving the HPA)
+    calls; the scale loop's ``getScaledObjectState``/``getScalerState`` neither reads nor updates
+    ``status.health``. So ``failureThreshold: 3`` falls back on the 4th failed HPA reconcile, however
+    many polls ran in between, and ``step`` (a poll plus a reconcile) must count one failure, not two.
+    """
+    so = ScaledObjectSpec("q", (prometheus(0, 5.0),), min_replica_count=1, max_replica_count=20,
+                          fallback=Fallback(failure_threshold=3, replicas=6))
+    keda = KedaController(so)
+    replicas, seen = 2, []
+    for tick in range(5):
+        replicas = keda.step(15.0 * tick, replicas, {0: None}, errors={0: "connection refused"})
+        seen.append((keda.failures[0], replicas))
+    # the 4th failure falls back to 6; the legacy scale-up limit (max(2 x 2, 4)) takes two steps
+    assert seen == [(1, 2), (2, 2), (3, 2), (4, 4), (5, 6)]
+    # polls alone leave the count where it is
+    for _ in range(10):
+        keda.poll(100.0, replicas, {0: None}, errors={0: "connection refused"})
+    assert keda.failures[0] == 5
+    # one good fetch resets it (healthStatus.NumberOfFailures = 0)
+    keda.reconcile(120.0, replicas, {0: 10.0})
+    assert keda.failures[0] == 0
+
+
+def test_a_failing_trigger_with_fallback_is_not_scaled_to_zero():
+    """The scale loop applies no fallback: a failing trigger is an error poll (``isError``), and
+    ``RequestScale`` leaves the target to the HPA's fallback instead of scaling it to zero."""
+    so = ScaledObjectSpec("q", (prometheus(0, 5.0),), cooldown_period_s=30.0,
+                          fallback=Fallback(failure_threshold=1, replicas=4))
+    keda = KedaController(so)
+    replicas = 2
+    for tick in range(12):
+        replicas = keda.step(15.0 * tick, replicas, {0: None}, errors={0: "timeout"})
+    assert replicas == 4 and keda.failures[0] == 12

@@ -13,9 +13,14 @@ from hypothesis import strategies as st
 
 from planner.errors import PlannerInputError
 from planner.knee import (
+    MIN_SWEEP_STEPS,
+    Shortfall,
     find_knee,
+    in_flight_by_step,
+    knee_finding,
     knee_grid,
     kv_usage_target_frac,
+    sweep_commands,
     thresholds_from_loadtest,
     value_at_knee,
 )
@@ -67,9 +72,21 @@ def test_a_later_passing_step_is_reported_not_used():
     assert knee.step == 8.0 and knee.later_passing_steps == (2,)
 
 
-def test_lightest_step_failing_is_an_error():
-    with pytest.raises(PlannerInputError, match=r"no step meets the objectives: the lightest step \(4\) misses TTFT p99 2500 ms > 2000 ms"):
-        find_knee([4, 8], [2500, 3000], [10, 10], ttft_p99_slo_ms=2000, itl_p99_slo_ms=50)
+def test_lightest_step_failing_is_a_finding_not_an_error():
+    knee = find_knee([4, 8, 12], [2500, 3000, 1900], [10, 60, 10], ttft_p99_slo_ms=2000, itl_p99_slo_ms=50)
+    assert knee.status == "no passing step" and not knee.found and not knee.lower_bound
+    assert knee.index == -1 and math.isnan(knee.step) and knee.limited_by == "ttft_p99"
+    assert knee.lightest_misses == (Shortfall("ttft_p99", 2500.0, 2000.0),)
+    assert knee.lightest_misses[0].excess == 500.0
+    assert knee.later_passing_steps == (2,)
+    assert math.isnan(value_at_knee(knee, [4, 8, 12], [1.0, 2.0, 3.0]))
+
+
+def test_every_objective_the_lightest_step_misses_is_listed():
+    knee = find_knee([4, 8], [2500, 3000], [130, 140], [2, 0], ttft_p99_slo_ms=2000, itl_p99_slo_ms=50)
+    assert [m.metric for m in knee.lightest_misses] == ["ttft_p99", "itl_p99", "preemptions"]
+    assert knee.lightest_misses[1].describe() == "ITL p99 by 80 ms (130 ms against 50 ms)"
+    assert knee.lightest_misses[2].describe() == "zero preemptions (2 preempted)"
 
 
 def test_steps_must_increase():
@@ -123,12 +140,12 @@ def test_seed_example_w13_w17_and_queue_threshold():
 
 def test_w32_and_w33_queue_thresholds():
     # W32: K 258 requests, W 10 s -> 25.8 req/s, W_max 5 s -> ~129 waiting.
-    frame = _sweep([258, 300], [100, 5000], [10, 10], e2e_mean_ms=[10000, 11000])
+    frame = _sweep([200, 258, 300], [80, 100, 5000], [10, 10, 10], e2e_mean_ms=[9000, 10000, 11000])
     result = thresholds_from_loadtest(frame, ttft_p99_slo_ms=2000, itl_p99_slo_ms=50, queue_wait_budget_s=5)
     assert result.drain_rate_rps == pytest.approx(25.8)
     assert round(result.queue_threshold_requests) == 129
     # W33: a measured drain rate of 0.46 req/s and W_max 15 s -> 6.9, about 7.
-    frame = _sweep([32, 40], [100, 5000], [10, 10], request_throughput_rps=[0.46, 0.47])
+    frame = _sweep([24, 32, 40], [90, 100, 5000], [10, 10, 10], request_throughput_rps=[0.4, 0.46, 0.47])
     result = thresholds_from_loadtest(frame, ttft_p99_slo_ms=2000, itl_p99_slo_ms=50, queue_wait_budget_s=15)
     assert result.drain_rate_source == "measured throughput at the knee"
     assert result.queue_threshold_requests == pytest.approx(6.9)
@@ -164,7 +181,8 @@ def test_real_guidellm_sweep_knee():
     result = thresholds_from_loadtest(read_loadtest(FIXTURES / "guidellm_v05_qwen3-0.6b_concurrency"),
                                       ttft_p99_slo_ms=250, itl_p99_slo_ms=50, growth_frac=0.25)
     assert result.knee_concurrency == 4 and result.knee.limited_by == "ttft_p99"
-    assert result.concurrency_target == pytest.approx(3.2)
+    # Two steps are too few for a knee: the target is withheld, the measurements stay.
+    assert result.sweep_too_short and result.sweep_steps == 2 and math.isnan(result.concurrency_target)
     assert result.drain_rate_rps == pytest.approx(4 / 3.0119190643995233)
 
 
@@ -175,8 +193,12 @@ def test_real_rate_sweep_knee_uses_mean_in_flight():
     assert result.knee.lower_bound and result.knee_request_rate_rps == 4.0
     assert result.knee_concurrency == pytest.approx(steps.iloc[1].mean_concurrency)
     assert result.knee_concurrency == pytest.approx(18.33, abs=0.01)
-    with pytest.raises(PlannerInputError, match=r"lightest step \(1\) misses ITL p99 42.9578 ms > 40 ms"):
-        thresholds_from_loadtest(steps, ttft_p99_slo_ms=200, itl_p99_slo_ms=40)
+    none = thresholds_from_loadtest(steps, ttft_p99_slo_ms=200, itl_p99_slo_ms=40)
+    assert none.knee.status == "no passing step" and math.isnan(none.knee_concurrency)
+    assert math.isnan(none.concurrency_target) and math.isnan(none.drain_rate_rps)
+    assert knee_finding(none, steps) == (
+        "No step meets the objectives: the lightest step (1 request/s) already misses ITL p99 by 3.0 ms "
+        "(43 ms against 40 ms). Heavier steps pass (4 requests/s), but a knee starts from the lightest step.")
 
 
 # ---------------------------------------------------------------- knee_grid
@@ -195,9 +217,9 @@ def test_grid_agrees_with_the_knee_at_every_pair(path, interpolate):
     assert set(grid["status"]) <= {"knee", "lower bound", "no passing step"}
     for row in grid.itertuples():
         if row.status == "no passing step":
-            with pytest.raises(PlannerInputError, match="no step meets the objectives"):
-                thresholds_from_loadtest(steps, ttft_p99_slo_ms=row.ttft_p99_slo_ms,
-                                         itl_p99_slo_ms=row.itl_p99_slo_ms)
+            result = thresholds_from_loadtest(steps, ttft_p99_slo_ms=row.ttft_p99_slo_ms,
+                                              itl_p99_slo_ms=row.itl_p99_slo_ms)
+            assert result.knee.status == "no passing step" and result.knee.limited_by == row.limited_by
             assert math.isnan(row.knee_step) and math.isnan(row.concurrency_target)
             continue
         expected = thresholds_from_loadtest(steps, ttft_p99_slo_ms=row.ttft_p99_slo_ms,
@@ -252,3 +274,53 @@ def test_a_looser_objective_never_lowers_the_knee(data, interpolate):
             knee = find_knee(frame["concurrency"], ttft, itl, preemptions, ttft_p99_slo_ms=row.ttft_p99_slo_ms,
                              itl_p99_slo_ms=row.itl_p99_slo_ms, interpolate=interpolate)
             assert (row.knee_step, row.limited_by) == (knee.step, knee.limited_by)
+
+
+# ------------------------------------------------- short sweeps, rate sweeps
+
+
+def test_a_sweep_under_three_steps_withholds_the_targets_and_says_so(shared_dir):
+    path = shared_dir / "real-world/guidellm/danielkorat-xpu-20260302/Qwen_Qwen3-30B-A3B_tp4_quant-fp8_benchmarks.json"
+    steps = read_loadtest(path)
+    result = thresholds_from_loadtest(steps, ttft_p99_slo_ms=2000, itl_p99_slo_ms=50, queue_wait_budget_s=5)
+    assert MIN_SWEEP_STEPS == 3 and result.sweep_too_short and result.sweep_steps == 1
+    assert result.knee.lower_bound and result.knee_concurrency == 1
+    # Before, this printed a target of 0.83 requests with no warning.
+    assert math.isnan(result.concurrency_target) and math.isnan(result.queue_threshold_requests)
+    assert "a knee needs at least 3, so no target is given" in knee_finding(result, steps)
+    commands = sweep_commands(steps)
+    assert "--max-concurrency $c" in commands["vllm bench serve"]
+    assert "--model Qwen/Qwen3-30B-A3B" in commands["vllm bench serve"]
+    assert "--percentile-metrics ttft,tpot,itl,e2el" in commands["vllm bench serve"]
+    assert "--profile concurrent --rate 1,2,4,8,16,32,64,128" in commands["guidellm"]
+    # Three steps are enough.
+    frame = _sweep([8, 16, 24], [100, 200, 3000], [10, 10, 10])
+    assert not thresholds_from_loadtest(frame, ttft_p99_slo_ms=2000, itl_p99_slo_ms=50).sweep_too_short
+
+
+def test_rate_sweep_without_throughput_gets_k_from_littles_law(shared_dir):
+    steps = read_loadtest(shared_dir / "real-world/vllm_bench/ascend-llama3-8b-sharegpt-qps-sweep")
+    assert steps.attrs["step_variable"] == "request_rate_rps"
+    # The files keep only latency keys: without a mean output length W, and so K, is unknown, and it says so.
+    unknown = thresholds_from_loadtest(steps, ttft_p99_slo_ms=1000, itl_p99_slo_ms=300)
+    assert unknown.knee.step == 4.0 and math.isnan(unknown.knee_concurrency)
+    assert "--mean-output-tokens" in unknown.concurrency_source
+    result = thresholds_from_loadtest(steps, ttft_p99_slo_ms=1000, itl_p99_slo_ms=300, mean_output_tokens=200,
+                                      queue_wait_budget_s=5)
+    at_4 = steps.iloc[1]
+    duration_s = (at_4.ttft_mean_ms + at_4.tpot_mean_ms * 199) / 1000
+    assert result.request_duration_s == pytest.approx(duration_s)
+    assert result.knee_concurrency == pytest.approx(4.0 * duration_s)  # L = X W, X the offered 4 req/s
+    assert result.concurrency_target == pytest.approx(4.0 * duration_s / 1.2)
+    assert result.drain_rate_rps == pytest.approx(4.0) and result.queue_threshold_requests == pytest.approx(20.0)
+    assert "X the offered rate" in result.concurrency_source and "N = 200" in result.concurrency_source
+
+
+def test_in_flight_prefers_measured_throughput_and_e2e():
+    frame = _sweep([math.nan] * 3, [100, 200, 300], [10, 10, 10], request_rate_rps=[1.0, 2.0, math.inf],
+                   request_throughput_rps=[0.9, math.nan, 3.0], e2e_mean_ms=[2000, 2500, math.nan],
+                   ttft_mean_ms=[100, 100, 400], tpot_mean_ms=[10, 12, 20], mean_output_tokens=[50, 50, 50])
+    in_flight, duration_ms, source = in_flight_by_step(frame)
+    assert duration_ms.tolist() == [2000, 2500, 400 + 20 * 49]
+    assert in_flight.tolist() == pytest.approx([0.9 * 2.0, 2.0 * 2.5, 3.0 * 1.38])
+    assert "X the offered rate" in source and "the file's mean output tokens" in source

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from planner.cli import main
 from planner.errors import PlannerInputError
@@ -105,9 +107,10 @@ def test_guidellm_v07_knee_cli(capsys):
 
 def test_vllm_append_result_jsonl_real_mixes_deployments():
     # Nine results appended one per line: three llm-d deployments x rates 10, 30, inf.
+    # Same rates, different deployments (recorded with --metadata): not repeats, so refused.
     with pytest.raises(PlannerInputError, match=(
-        r"duplicated step: request_rate_rps 10 in results.json \(rate 10.0, result 1\) "
-        r"and results.json \(rate 10.0, result 4\)"
+        r"^request_rate_rps 10 appears in results that differ in deployment \(deployment: no-features in "
+        r"results.json \(rate 10.0, result 1\); base in results.json \(rate 10.0, result 4\); kvcache in "
     )):
         read_loadtest(VLLM_JSONL)
 
@@ -167,10 +170,10 @@ def test_shared_all_failed_result_is_refused(shared_dir):
         read_loadtest(path)
 
 
-def test_shared_sweep_summary_list_with_repeated_runs_is_a_duplicate(shared_dir):
+def test_shared_sweep_summary_list_with_repeated_runs_is_refused_when_asked(shared_dir):
     path = shared_dir / "real-world/vllm_bench/er0080-opt125m-vllm0.25.1/sweep_max_num_seqs=4/summary.json"
-    with pytest.raises(PlannerInputError, match="duplicated step: concurrency 2"):
-        read_loadtest(path)
+    with pytest.raises(PlannerInputError, match=r"duplicated step: concurrency 2 .* keep one run per step"):
+        read_loadtest(path, repeats="refuse")
 
 
 def test_shared_sweep_single_run_reads(shared_dir):
@@ -322,11 +325,14 @@ def test_error_duplicated_steps_in_csv(tmp_path):
         read_loadtest(_csv(tmp_path, GOOD_HEADER + "8,100,10\n8,120,12\n"))
 
 
-def test_error_duplicated_steps_across_files(tmp_path):
+def test_one_result_in_two_files_is_counted_once(tmp_path):
     shutil.copy(GUIDELLM_DIR / "concurrent4-benchmarks.json", tmp_path / "a.json")
     shutil.copy(GUIDELLM_DIR / "concurrent4-benchmarks.json", tmp_path / "b.json")
-    with pytest.raises(PlannerInputError, match=r"duplicated step: concurrency 4 in a.json .* and b.json"):
-        read_loadtest(tmp_path)
+    steps = read_loadtest(tmp_path)
+    assert len(steps) == 1 and steps.iloc[0].source == "a.json"
+    assert steps.attrs["dropped_duplicates"] == ["b.json (concurrent@4) repeats a.json (concurrent@4), so it is counted once."]
+    with pytest.raises(PlannerInputError, match=r"repeats must be one of worst, mean, refuse, got 'max'"):
+        read_loadtest(tmp_path, repeats="max")
 
 
 def test_error_mixed_models(tmp_path):
@@ -407,3 +413,51 @@ def test_every_column_is_documented_in_data_readme():
     readme = (HERE.parent / "data" / "README.md").read_text()
     for column in COLUMNS:
         assert f"| `{column}` |" in readme, column
+
+
+# ------------------------------------------------------------ repeated runs
+
+ER0080 = "real-world/vllm_bench/er0080-opt125m-vllm0.25.1"
+
+
+@pytest.mark.parametrize("how", ["worst", "mean"])
+def test_shared_repeated_runs_are_combined_and_said(shared_dir, how):
+    folder = shared_dir / ER0080 / "sweep_max_num_seqs=4"
+    runs = [json.loads((folder / f"run={i}.json").read_text()) for i in (0, 1)]
+    steps = read_loadtest(folder, repeats=how)
+    (row,) = steps.itertuples()
+    # summary.json lists the same two runs: each counted once.
+    assert len(steps.attrs["dropped_duplicates"]) == 2 and "summary.json" in steps.attrs["dropped_duplicates"][0]
+    assert steps.attrs["repeats"] == how and steps.attrs["combined_steps"][0].startswith("At concurrency 2, 2 runs were combined: run=0.json")
+    p99s = [r["p99_ttft_ms"] for r in runs]  # 762 ms (a cold first run) and 58 ms
+    assert row.ttft_p99_ms == pytest.approx(max(p99s) if how == "worst" else sum(p99s) / 2)
+    # Means are pooled exactly: weighted by completed requests, rates by measured time.
+    assert row.completed_requests == 16
+    assert row.ttft_mean_ms == pytest.approx(sum(r["mean_ttft_ms"] * r["completed"] for r in runs) / 16)
+    assert row.request_throughput_rps == pytest.approx(16 / sum(r["duration"] for r in runs))
+    assert row.run_settings == "max_num_seqs=4"
+
+
+def test_shared_runs_with_different_server_settings_are_not_repeats(shared_dir):
+    folders = [shared_dir / ER0080 / f"sweep_max_num_seqs={n}" for n in (4, 8)]
+    with pytest.raises(PlannerInputError, match=r"concurrency 2 appears in results that differ in max_num_seqs"):
+        read_loadtest(folders)
+
+
+@given(st.lists(st.lists(st.floats(1, 1000), min_size=1, max_size=60), min_size=2, max_size=5))
+def test_worst_run_p99_is_never_below_the_pooled_p99(samples):
+    # With the inverted-CDF percentile the bound is exact: F(max q_i) >= 0.99 over the union.
+    per_run = [np.percentile(s, 99, method="inverted_cdf") for s in samples]
+    pooled = np.percentile(np.concatenate(samples), 99, method="inverted_cdf")
+    assert pooled <= max(per_run)
+
+
+def test_the_input_sentence_follows_the_input(shared_dir):
+    from planner.readers.loadtest import describe_input
+
+    sample = HERE.parent / "data" / "loadtests" / "llama-3.1-8b_canonical.csv"
+    assert describe_input(sample, read_loadtest(sample)).startswith("The input is a synthetic sweep bundled")
+    real = shared_dir / "real-world/vllm_bench/aurotripathy-llama3.1-8b-fp8-l40s-concurrency-sweep"
+    assert describe_input(real, read_loadtest(real)) == (
+        "The input is aurotripathy-llama3.1-8b-fp8-l40s-concurrency-sweep: 8 steps of "
+        "RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8 by concurrency, written by vllm bench serve.")

@@ -48,3 +48,21 @@ def test_errors():
         report_from_text("# TYPE up gauge\nup 1\n", source="scrape.txt")
     with pytest.raises(PlannerInputError, match=r"scrape\.txt: not Prometheus text exposition format"):
         report_from_text("vllm:num_requests_running{model_name=\"x\"} not-a-number\n", source="scrape.txt")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"num_requests_waiting": 3}', "this is JSON, not a /metrics scrape"),
+        ("<html><body>metrics</body></html>", "this is HTML or XML"),
+        ("", "the file is empty"),
+        ("vllm:num_requests_waiting 1\nfoo bar baz\n", "at line 2 ('foo bar baz')"),
+    ],
+)
+def test_a_file_that_is_not_a_scrape_is_explained(tmp_path, text, message):
+    scrape = tmp_path / "scrape.txt"
+    scrape.write_text(text)
+    with pytest.raises(PlannerInputError) as error:
+        read_metrics_scrape(scrape)
+    assert message in str(error.value)
+    assert "curl http://POD:8000/metrics" in str(error.value)  # says what to save instead

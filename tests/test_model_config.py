@@ -152,3 +152,22 @@ def test_safetensors_index(tmp_path):
     index.write_text(json.dumps({"weight_map": {}}))
     with pytest.raises(PlannerInputError, match=r"metadata\.total_size"):
         read_safetensors_index(index)
+
+
+def test_bundled_configs_are_found_from_the_package():
+    from planner.readers.model_config import BUNDLED_MODELS_DIR, read_bundled_model_config
+
+    assert BUNDLED_MODELS_DIR == DATA_DIR / "models"
+    assert read_bundled_model_config("gpt-oss-20b").name == "gpt-oss-20b.json"
+    with pytest.raises(PlannerInputError, match=r"'llama-9'.*bundled: deepseek-v2-lite"):
+        read_bundled_model_config("llama-9")
+
+
+def test_weights_for_an_estimate_or_why_not():
+    from planner.readers.model_config import read_weights_gib
+
+    assert read_weights_gib(DATA_DIR / "models" / "gemma-3-4b-it.json", 8.6) == (8.6, "as given")
+    gib, how = read_weights_gib(DATA_DIR / "models" / "qwen2.5-7b-instruct-awq.json")
+    assert 5.0 < gib < 5.4 and "AWQ" in how
+    gib, why = read_weights_gib(DATA_DIR / "models" / "gemma-3-4b-it.json")
+    assert gib is None and "gemma3_text" in why and "set weights_gib" in why

@@ -223,3 +223,59 @@ def test_text_without_kv_lines_is_refused(tmp_path):
         parse_vllm_log("INFO starting server\n", source="server.log")
     with pytest.raises(PlannerInputError, match="no such file"):
         read_vllm_log(tmp_path / "missing.log")
+
+
+# The DeepSeek-V2-Lite PP2 x TP2 log, behind each way vLLM (or the user's shell) shows the
+# parallel sizes. The fixture itself names no sizes, only worker ranks 0-3.
+_DEEPSEEK_LINES = (LOGS / "vllm-20665-deepseek-v2-lite-pp2-tp2.log").read_text()
+
+
+@pytest.mark.parametrize("header", [
+    "$ vllm serve deepseek-ai/DeepSeek-V2-Lite --tensor-parallel-size=2 --pipeline-parallel-size=2",
+    "vllm serve deepseek-ai/DeepSeek-V2-Lite --tensor-parallel-size 2 --pipeline-parallel-size 2",
+    "vllm serve deepseek-ai/DeepSeek-V2-Lite -tp 2 -pp 2",
+    "vllm serve deepseek-ai/DeepSeek-V2-Lite --tensor_parallel 2 --pipeline-parallel-size=2",
+    '  args: ["--tensor-parallel-size", "2", "--pipeline-parallel-size", "2"]',
+    "INFO 07-09 09:47:01 [cli_args.py:325] non-default args: {'model': 'deepseek-ai/DeepSeek-V2-Lite',"
+    " 'tensor_parallel_size': 2, 'pipeline_parallel_size': 2, 'max_model_len': 1024}",
+    "INFO 07-09 09:47:05 [core.py:69] Initializing a V1 LLM engine (v0.9.2) with config: "
+    "model='deepseek-ai/DeepSeek-V2-Lite', dtype=torch.bfloat16, max_seq_len=1024, "
+    "tensor_parallel_size=2, pipeline_parallel_size=2, disable_custom_all_reduce=False",
+    "INFO 07-09 09:47:05 [arg_utils.py:1200] engine args: tensor_parallel_size=2, "
+    "pipeline_parallel_size=2, data_parallel_size=1",
+], ids=["cmd-equals", "cmd-space", "cmd-short", "cmd-prefix", "yaml-args", "non-default-args",
+        "engine-config", "key-value-anywhere"])
+def test_parallel_sizes_are_read_wherever_printed(header):
+    log = parse_vllm_log(header + "\n" + _DEEPSEEK_LINES)
+    assert (log.tensor_parallel_size, log.pipeline_parallel_size) == (2, 2)
+
+
+def test_engine_config_beats_the_command_line():
+    text = ("vllm serve m --tensor-parallel-size 4\n"
+            "INFO Initializing a V1 LLM engine (v0.9.2) with config: model='m', "
+            "tensor_parallel_size=2, pipeline_parallel_size=2\n" + _DEEPSEEK_LINES)
+    assert parse_vllm_log(text).tensor_parallel_size == 2
+
+
+def test_command_line_settings_other_than_parallelism():
+    log = parse_vllm_log("vllm serve m --max-model-len=1024 --kv-cache-dtype fp8 "
+                         "--block-size 64 --max-num-batched-tokens 4096\n" + _DEEPSEEK_LINES)
+    assert (log.max_model_len, log.kv_cache_dtype, log.block_size,
+            log.max_num_batched_tokens) == (1024, "fp8", 64, 4096)
+    # "32k" is vLLM shorthand this reader does not expand: not misread as 32; the length
+    # comes from the "Maximum concurrency for 1,024 tokens per request" line instead.
+    assert parse_vllm_log("--max-model-len 32k\n" + _DEEPSEEK_LINES).max_model_len == 1024
+
+
+def test_worker_labels_bound_the_parallel_sizes():
+    assert read_vllm_log(LOGS / "vllm-20665-deepseek-v2-lite-pp2-tp2.log").workers_seen() == (
+        1, 1, 4)
+    log = parse_vllm_log("(Worker_PP1_TP1 pid=5) INFO Available KV cache memory: 10.00 GiB\n"
+                         "(Worker_PP0_TP0 pid=2) INFO Available KV cache memory: 11.00 GiB\n")
+    assert log.workers_seen() == (2, 2, 4)
+    assert read_vllm_log(LOGS / "lmcache-1739-qwen3-14b.log").workers_seen() == (1, 1, 1)
+    # Newer workers name only the dimensions larger than one, expert parallel included.
+    log = parse_vllm_log("(Worker_TP3_EP3 pid=5) INFO Available KV cache memory: 10.00 GiB\n"
+                         "(Worker_PP1 pid=7) INFO Available KV cache memory: 10.00 GiB\n")
+    assert log.available_kv_workers == ("pp0/tp3", "pp1/tp0")
+    assert log.workers_seen() == (4, 2, 8)

@@ -9,6 +9,7 @@ import pandas as pd
 from planner.step_time import StepTimeFit
 
 __all__ = [
+    "PANEL_WIDTH_PX",
     "knee_slider_chart",
     "latency_chart",
     "latency_long",
@@ -17,6 +18,9 @@ __all__ = [
     "step_time_chart",
     "step_time_points",
 ]
+
+# The book's content column is about 650 px; a panel this wide leaves room for its axis.
+PANEL_WIDTH_PX = 520
 
 _STEP_TITLES = {
     "concurrency": "Concurrency (requests)",
@@ -46,8 +50,13 @@ def latency_long(steps: pd.DataFrame, step_variable: str, itl_column_prefix: str
 
 
 def latency_chart(long: pd.DataFrame, step_variable: str, knee_step: float, ttft_p99_slo_ms: float,
-                  itl_p99_slo_ms: float) -> alt.HConcatChart:
-    """TTFT and inter-token percentiles against load, with the objectives and the knee marked."""
+                  itl_p99_slo_ms: float) -> alt.VConcatChart:
+    """TTFT and inter-token percentiles against load, with the objectives and the knee marked.
+
+    The two panels are stacked and the legend sits on top, so the chart
+    fits a 650-px column. No knee rule is drawn when ``knee_step`` is NaN
+    (no step meets the objectives).
+    """
     panels = []
     for metric, slo in ((long["metric"].iloc[0], ttft_p99_slo_ms), (long["metric"].iloc[-1], itl_p99_slo_ms)):
         data = long[long["metric"] == metric]
@@ -55,16 +64,19 @@ def latency_chart(long: pd.DataFrame, step_variable: str, knee_step: float, ttft
         lines = base.mark_line(point=True).encode(
             x=alt.X("step:Q", title=_STEP_TITLES.get(step_variable, step_variable)),
             y=alt.Y("latency_ms:Q", title=f"{metric} (ms)", scale=alt.Scale(type="log")),
-            color=alt.Color("percentile:N", title="Percentile", sort=["p50", "p90", "p99"]),
+            color=alt.Color("percentile:N", title="Percentile", sort=["p50", "p90", "p99"],
+                            legend=alt.Legend(orient="top")),
             tooltip=[alt.Tooltip("step:Q", title="step"), "percentile:N",
                      alt.Tooltip("latency_ms:Q", title="latency (ms)", format=",.1f")],
         )
         slo_rule = alt.Chart(pd.DataFrame({"latency_ms": [slo], "label": [f"p99 objective {slo:g} ms"]})).mark_rule(
             color="firebrick", strokeDash=[6, 3]).encode(y="latency_ms:Q", tooltip=["label:N"])
-        knee_rule = alt.Chart(pd.DataFrame({"step": [knee_step], "label": [f"knee {knee_step:g}"]})).mark_rule(
-            color="black").encode(x="step:Q", tooltip=["label:N"])
-        panels.append(alt.layer(lines, slo_rule, knee_rule).properties(width=300, height=240, title=metric))
-    return alt.hconcat(*panels).properties(title="Latency percentiles against load")
+        layers = [lines, slo_rule]
+        if np.isfinite(knee_step):
+            layers.append(alt.Chart(pd.DataFrame({"step": [knee_step], "label": [f"knee {knee_step:g}"]})).mark_rule(
+                color="black").encode(x="step:Q", tooltip=["label:N"]))
+        panels.append(alt.layer(*layers).properties(width=PANEL_WIDTH_PX, height=200, title=metric))
+    return alt.vconcat(*panels).properties(title="Latency percentiles against load")
 
 
 def step_time_points(batch, measured_ms, fit: StepTimeFit) -> pd.DataFrame:
@@ -131,14 +143,15 @@ def select_objectives_ms(measured_p99_ms, objective_ms: float) -> np.ndarray:
 
 
 def _knee_label(row) -> str:
+    # Two short lines (split at the newline), so the caption stays inside its panel.
     limited = str(row.limited_by).replace("ttft_p99", "TTFT p99").replace("itl_p99", "ITL p99").replace("+", " and ")
+    target = ("no target (under 3 steps)" if not np.isfinite(row.concurrency_target)
+              else f"target {row.concurrency_target:,.1f}")
     if row.status == "no passing step":
-        return f"No step meets these objectives: the lightest misses {limited}."
+        return f"No step meets these objectives:\nthe lightest misses {limited}."
     if row.status == "lower bound":
-        return (f"Every step passes: knee at least {row.knee_concurrency:,.1f} requests, "
-                f"target {row.concurrency_target:,.1f}.")
-    return (f"Knee {row.knee_concurrency:,.1f} requests, target {row.concurrency_target:,.1f}; "
-            f"the next step misses {limited}.")
+        return f"Every step passes: knee at least {row.knee_concurrency:,.1f},\n{target}."
+    return f"Knee {row.knee_concurrency:,.1f} requests, {target};\nthe next step misses {limited}."
 
 
 def knee_slider_chart(latency: pd.DataFrame, grid: pd.DataFrame, step_variable: str,
@@ -204,7 +217,8 @@ def knee_slider_chart(latency: pd.DataFrame, grid: pd.DataFrame, step_variable: 
                                                                        title=f"{metric} p99 against load"))
 
     # Fixed axes, so they stay put while the reader moves the objectives.
-    highest = float(np.nanmax(rows["knee_concurrency"], initial=0.0))
+    knees = rows["knee_concurrency"].to_numpy(dtype=float)
+    highest = float(knees[np.isfinite(knees)].max(initial=0.0))
     y_scale = alt.Scale(domain=[0, max(highest, 1.0) * 1.1])
     x_scale = alt.Scale(domain=[0, float(itl_values[-1])])
     colors = alt.Scale(domain=["knee K", "target T"], range=["black", "#54a24b"])
@@ -222,9 +236,9 @@ def knee_slider_chart(latency: pd.DataFrame, grid: pd.DataFrame, step_variable: 
     names = this_ttft.transform_filter(alt.datum.itl_p99_slo_ms == float(itl_values[-1])).mark_text(
         align="left", dx=6).encode(x="itl_p99_slo_ms:Q", y="requests:Q", text="quantity:N",
                                    color=alt.Color("quantity:N", scale=colors, legend=None))
-    caption = selected.mark_text(align="left", fontSize=13, dy=-6).encode(
+    caption = selected.mark_text(align="left", fontSize=12, dy=-18, lineBreak="\n").encode(
         x=alt.value(0), y=alt.value(0), text="label:N")
     summary = alt.layer(by_itl, here, names, caption).properties(
-        width=460, height=180, title=alt.TitleParams("Knee and target against the objective", dy=-14))
+        width=460, height=180, title=alt.TitleParams("Knee and target against the objective", dy=-30))
     return alt.vconcat(alt.hconcat(*panels), summary).add_params(itl, ttft).properties(
         title="Move the objectives: the knee follows")

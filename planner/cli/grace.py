@@ -13,6 +13,17 @@ from planner.grace import (
     plan_grace,
 )
 
+# The maths' parameter names, as the flags that feed them (for error messages).
+PARAMETER_FLAGS = {
+    "max_output_tokens": "--max-tokens",
+    "itl_ms": "--itl-ms",
+    "ttft_ms": "--ttft-ms",
+    "pre_stop_s": "--pre-stop-s",
+    "margin_frac": "--margin-frac",
+    "termination_grace_period_s": "--grace-period-s",
+    "shutdown_timeout_s": "--shutdown-timeout-s",
+}
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(

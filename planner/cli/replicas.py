@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from planner.cli.output import print_json, print_table
+from planner.errors import PlannerInputError
 from planner.headroom import (
     backlog_requests,
     fleet_capacity_rps,
@@ -19,6 +20,19 @@ from planner.littles_law import (
     per_replica_load,
     replicas_for_target,
 )
+
+# The maths' parameter names, as the flags that feed them (for error messages).
+PARAMETER_FLAGS = {
+    "arrival_rate_rps": "--arrival-rate-rps",
+    "time_in_system_s": "--duration-s",
+    "request_duration_s": "--duration-s",
+    "per_replica_target": "--target",
+    "target_concurrency": "--target",
+    "knee_concurrency": "--knee",
+    "concurrency": "--knee",
+    "step_arrival_rate_rps": "--step-arrival-rate-rps",
+    "duration_s": "--warmup-s",
+}
 
 
 def register(subparsers) -> None:
@@ -47,6 +61,11 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     target = args.target if args.target is not None else args.knee
+    if args.target is not None and args.knee > 0 and target > args.knee:
+        raise PlannerInputError(
+            f"--target {target:g} is above --knee {args.knee:g}: replicas held above the knee miss "
+            "their latency objectives; choose a target at or below the knee"
+        )
     in_flight = in_flight_requests(args.arrival_rate_rps, args.duration_s)
     replicas = replicas_for_target(in_flight, target)
     result = {

@@ -7,28 +7,45 @@ from dataclasses import replace
 import ipywidgets as widgets
 
 from planner.errors import PlannerInputError
-from planner.kv_cache import GIB_BYTES, ModelSpec, ServingSpec, concurrent_requests, kv_capacity
+from planner.kv_cache import GIB_BYTES, concurrent_requests, kv_capacity
+from planner.replica_kv import ReplicaKv
+
+# Fine enough that the page's own inputs (13.76 GiB, 1,000 tokens) are slider positions.
+MEMORY_STEP_GIB = 0.01
+TOKENS_STEP = 1.0
 
 
-def kv_capacity_explorer(model: ModelSpec, serving: ServingSpec, available_kv_gib: float,
-                         tokens_per_request: float) -> widgets.VBox:
-    """Sliders for the chapter's inputs and a live summary computed by the planner."""
-    memory = widgets.FloatSlider(value=available_kv_gib, min=0.5, max=160, step=0.25,
-                                 description="KV GiB/GPU")
-    tp = widgets.Dropdown(options=[1, 2, 4, 8], value=serving.tensor_parallel_size,
-                          description="TP")
-    dtype = widgets.Dropdown(options=["auto", "fp8"], value=serving.kv_cache_dtype
-                             if serving.kv_cache_dtype in ("auto", "fp8") else "auto",
-                             description="KV dtype")
-    length = widgets.FloatSlider(value=tokens_per_request, min=64, max=32768, step=64,
+def kv_capacity_explorer(replica: ReplicaKv) -> widgets.VBox:
+    """Controls that open on the page's replica and a live summary computed by the planner.
+
+    The memory slider moves the smallest stage's memory; other pipeline stages
+    keep their difference from it, as in the log the page read.
+    """
+    serving = replica.serving
+    start_gib = replica.available_kv_gib
+    tokens = replica.tokens_per_request or 1000.0
+    offsets = [g - start_gib for g in replica.available_kv_gib_per_stage]
+    memory = widgets.FloatSlider(value=start_gib, min=MEMORY_STEP_GIB,
+                                 max=max(160.0, 2 * start_gib), step=MEMORY_STEP_GIB,
+                                 readout_format=".2f", description="KV GiB/GPU")
+    tp = widgets.Dropdown(options=sorted({1, 2, 4, 8, serving.tensor_parallel_size}),
+                          value=serving.tensor_parallel_size, description="TP")
+    dtype = widgets.Dropdown(options=sorted({"auto", "fp8", serving.kv_cache_dtype}),
+                             value=serving.kv_cache_dtype, description="KV dtype")
+    length = widgets.FloatSlider(value=tokens, min=TOKENS_STEP, max=max(32768.0, tokens),
+                                 step=TOKENS_STEP, readout_format=",.0f",
                                  description="tokens/req")
     summary = widgets.HTML()
 
     def update(_change=None) -> None:
         chosen = replace(serving, tensor_parallel_size=tp.value, kv_cache_dtype=dtype.value)
+        if memory.value == start_gib:  # exactly the page's figures, no float round trip
+            per_stage = [g * GIB_BYTES for g in replica.available_kv_gib_per_stage]
+        else:
+            per_stage = [(memory.value + offset) * GIB_BYTES for offset in offsets]
         try:
-            capacity = kv_capacity(model, chosen, memory.value * GIB_BYTES)
-            requests = concurrent_requests(model, chosen, memory.value * GIB_BYTES, length.value)
+            capacity = kv_capacity(replica.model, chosen, per_stage)
+            requests = concurrent_requests(replica.model, chosen, per_stage, length.value)
         except PlannerInputError as error:
             summary.value = f"<p>{error}</p>"
             return

@@ -9,8 +9,7 @@ import ipywidgets as widgets
 import numpy as np
 import pandas as pd
 
-from planner.errors import PlannerInputError
-from planner.knee import thresholds_from_loadtest
+from planner.knee import knee_finding, thresholds_from_loadtest
 
 
 def _slider_range_ms(measured_ms: pd.Series, objective_ms: float) -> tuple[float, float]:
@@ -39,6 +38,7 @@ def loadtest_thresholds_explorer(
     queue_wait_budget_s: float | None = 5.0,
     kv_margin_frac: float = 0.05,
     interpolate: bool = False,
+    mean_output_tokens: float | None = None,
 ) -> widgets.VBox:
     """Sliders for the objectives and the growth, with the knee and targets recomputed by the planner.
 
@@ -50,7 +50,7 @@ def loadtest_thresholds_explorer(
         Objectives the sliders open at. [ms]
     growth_frac : float
         Expected growth in load during one warmup the sliders open at. [fraction]
-    queue_wait_budget_s, kv_margin_frac, interpolate
+    queue_wait_budget_s, kv_margin_frac, interpolate, mean_output_tokens
         Passed to :func:`planner.knee.thresholds_from_loadtest` unchanged.
     """
     itl_column = "itl_p99_ms" if steps["itl_p99_ms"].notna().all() else "tpot_p99_ms"
@@ -76,17 +76,13 @@ def loadtest_thresholds_explorer(
 
     def update(_change=None) -> None:
         values = {name: slider.value for name, slider in sliders.items()}
-        try:
-            result = thresholds_from_loadtest(
-                steps, **values, queue_wait_budget_s=queue_wait_budget_s, kv_margin_frac=kv_margin_frac,
-                interpolate=interpolate)
-        except PlannerInputError as error:
-            summary.value = f"<p><b>No knee:</b> {html.escape(str(error))}.</p>"
+        result = thresholds_from_loadtest(
+            steps, **values, queue_wait_budget_s=queue_wait_budget_s, kv_margin_frac=kv_margin_frac,
+            interpolate=interpolate, mean_output_tokens=mean_output_tokens)
+        finding = html.escape(knee_finding(result, steps))
+        if not result.knee.found:
+            summary.value = f"<p><b>No knee:</b> {finding}</p>"
             return
-        knee = result.knee
-        limited = knee.limited_by.replace("ttft_p99", "TTFT p99").replace("itl_p99", "ITL p99").replace("+", " and ")
-        where = ("every step passed, so the knee is only a lower bound" if knee.lower_bound
-                 else f"the next step misses {limited}")
         rows = [
             ("knee K", f"{result.knee_concurrency:,.1f}", "requests in flight"),
             ("concurrency target T", f"{result.concurrency_target:,.1f}", "requests in flight"),
@@ -96,8 +92,8 @@ def loadtest_thresholds_explorer(
         ]
         table = "".join(f"<tr><td>{name}</td><td style='text-align:right'>{value}</td><td>{unit}</td></tr>"
                         for name, value, unit in rows)
-        summary.value = (f"<p>Knee at step {knee.step:g} ({where}).</p>"
-                         f"<table>{table}</table><p>NaN: the load test did not measure it.</p>")
+        summary.value = (f"<p>{finding}</p><table>{table}</table>"
+                         "<p>NaN: the load test did not measure it, or the sweep is too short for a target.</p>")
 
     for slider in sliders.values():
         slider.observe(update, names="value")

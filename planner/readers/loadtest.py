@@ -14,6 +14,11 @@ Supported inputs (:func:`read_loadtest` detects which):
 
 Every reader returns the columns of :data:`COLUMNS` with their units in their
 names; :func:`validate_sweep` then checks the steps form one sweep of one model.
+
+Repeated runs of one step (``vllm bench sweep`` writes ``run=0.json``,
+``run=1.json`` and a ``summary.json`` listing both) are combined into one step,
+as :data:`REPEATS` describes; a result read twice (the same run in its own file
+and in ``summary.json``) is counted once.
 Errors are :class:`~planner.errors.PlannerInputError` naming the file, the row
 or key, and what was expected.
 """
@@ -58,19 +63,35 @@ COLUMNS: dict[str, str] = {
     },
     "preemptions": "vLLM preemptions during the step [count]",
     "kv_usage_frac": "peak KV-cache usage during the step [fraction of 1]",
+    "run_settings": "other settings the result records, e.g. a sweep's server parameters, as key=value",
 }
-TEXT_COLUMNS = ("source", "tool", "model", "step_label")
+TEXT_COLUMNS = ("source", "tool", "model", "step_label", "run_settings")
 NUMERIC_COLUMNS = tuple(c for c in COLUMNS if c not in TEXT_COLUMNS)
 
 STEP_VARIABLES = ("concurrency", "request_rate_rps", "mean_concurrency")
 
+# How repeated runs of one step become one step. Means are pooled exactly (weighted by
+# completed requests; rates by measured time) whatever the choice; percentiles differ.
+REPEATS: dict[str, str] = {
+    "worst": "percentiles are the worst run's: the step passes only if every run did. The highest "
+             "of the runs' p99s is not the p99 of all their requests (that needs per-request data), "
+             "but it is never below it, give or take one sample's interpolation",
+    "mean": "percentiles are the mean of the runs' percentiles, an estimate of the step's percentile "
+            "with less run-to-run noise; a step can pass while one of its runs failed",
+    "refuse": "repeated runs are an error: keep one run per step",
+}
+
 __all__ = [
     "COLUMNS",
+    "REPEATS",
+    "combine_runs",
+    "describe_input",
     "read_canonical_csv",
     "read_guidellm",
     "read_loadtest",
     "read_per_request_csv",
     "read_vllm_bench",
+    "repeats_notes",
     "step_variable",
     "validate_sweep",
 ]
@@ -79,7 +100,7 @@ __all__ = [
 # ---------------------------------------------------------------- dispatcher
 
 
-def read_loadtest(paths: str | Path | Sequence[str | Path]) -> pd.DataFrame:
+def read_loadtest(paths: str | Path | Sequence[str | Path], *, repeats: str = "worst") -> pd.DataFrame:
     """Read one or more load-test files or directories into one validated sweep.
 
     Parameters
@@ -88,6 +109,8 @@ def read_loadtest(paths: str | Path | Sequence[str | Path]) -> pd.DataFrame:
         Files in any supported format, or directories of ``vllm bench serve``
         / GuideLLM JSON results (read non-recursively; ``*.pytorch.json``
         sidecars are skipped).
+    repeats : {"worst", "mean", "refuse"}
+        How repeated runs of one step are combined (see :data:`REPEATS`).
 
     Returns
     -------
@@ -106,7 +129,7 @@ def read_loadtest(paths: str | Path | Sequence[str | Path]) -> pd.DataFrame:
     if not paths:
         raise PlannerInputError("no load-test file given")
     frames = [_read_one(Path(p)) for p in paths]
-    return validate_sweep(pd.concat(frames, ignore_index=True))
+    return validate_sweep(pd.concat(frames, ignore_index=True), repeats=repeats)
 
 
 def _read_one(path: Path) -> pd.DataFrame:
@@ -255,7 +278,32 @@ def _vllm_row(doc: Mapping, where: str, path: Path, index: int, count: int) -> d
         for stat in ("p90", "p95", "p99"):
             row[f"{metric}_{stat}_ms"] = _number(doc, f"{stat}_{key}_ms", where, required=False)
     row["mean_concurrency"] = _littles_law_concurrency(row)
+    row["run_settings"] = _vllm_settings(doc)
     return row
+
+
+# Keys `vllm bench serve` writes itself; any other scalar key is a setting the run
+# recorded (`--metadata KEY=VALUE`, or the server parameters `vllm bench sweep` adds).
+_VLLM_OWN_KEYS = frozenset({
+    "date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id", "num_prompts", "request_rate",
+    "burstiness", "max_concurrency", "ramp_up_strategy", "ramp_up_start_rps", "ramp_up_end_rps", "duration",
+    "completed", "failed", "total_input_tokens", "total_output_tokens", "request_throughput",
+    "request_goodput", "request_goodput:", "output_throughput", "total_token_throughput",
+    "max_output_tokens_per_s", "max_concurrent_requests", "rtfx", "best_of", "run_number",
+    "total_input_sequences", "input_sequence_throughput",
+})
+_VLLM_OWN_PATTERN = re.compile(r"^((mean|median|std|p[\d.]+)_\w+_ms|(probe|spec_decode|diffusion)_\w+)$")
+
+
+def _vllm_settings(doc: Mapping) -> str:
+    settings = []
+    for key in sorted(doc):
+        value = doc[key]
+        if key in _VLLM_OWN_KEYS or _VLLM_OWN_PATTERN.match(key):
+            continue
+        if isinstance(value, str | int | float | bool) or value is None:
+            settings.append(f"{key}={value}")
+    return " ".join(settings)
 
 
 def _vllm_label(doc: Mapping, path: Path, index: int, count: int) -> str:
@@ -734,15 +782,33 @@ def step_variable(frame: pd.DataFrame) -> str:
     )
 
 
-def validate_sweep(frame: pd.DataFrame) -> pd.DataFrame:
-    """Check that the steps form one sweep of one model and sort them by load.
+def validate_sweep(frame: pd.DataFrame, *, repeats: str = "worst") -> pd.DataFrame:
+    """Check that the steps form one sweep of one model, combine repeated runs, and sort by load.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Rows of :data:`COLUMNS`, one per result read.
+    repeats : {"worst", "mean", "refuse"}
+        How repeated runs of one step are combined (see :data:`REPEATS`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per step, sorted by the step variable. ``attrs`` holds
+        ``step_variable``, ``repeats`` (the choice), ``combined_steps`` (one
+        sentence per step made of several runs) and ``dropped_duplicates``
+        (one sentence per result read twice).
 
     Raises
     ------
     PlannerInputError
-        Mixed models; duplicated steps; NaN TTFT or inter-token p99; negative
-        or NaN values where a measurement is required; KV usage outside [0, 1].
+        Mixed models; repeated steps with ``repeats="refuse"`` or whose runs
+        record different settings; NaN TTFT or inter-token p99; negative or
+        NaN values where a measurement is required; KV usage outside [0, 1].
     """
+    if repeats not in REPEATS:
+        raise PlannerInputError(f"repeats must be one of {', '.join(REPEATS)}, got {repeats!r}")
     if frame.empty:
         raise PlannerInputError("no load steps found")
     models = {m for m in frame["model"] if m}
@@ -766,15 +832,164 @@ def validate_sweep(frame: pd.DataFrame) -> pd.DataFrame:
     if negative.to_numpy().any():
         i, column = next((i, c) for c in negative.columns for i in negative.index[negative[c]])
         raise PlannerInputError(f"{frame.at[i, 'source']} ({frame.at[i, 'step_label']}): {column} is negative")
+    frame, dropped = _drop_results_read_twice(frame)
     variable = step_variable(frame)
     ordered = frame.sort_values(variable, kind="stable").reset_index(drop=True)
-    values = ordered[variable].to_numpy(dtype=float)
-    for i in range(1, len(values)):
-        if values[i] == values[i - 1]:
-            a, b = ordered.iloc[i - 1], ordered.iloc[i]
+    rows, combined = [], []
+    for value, group in ordered.groupby(variable, sort=True, dropna=False):
+        if len(group) == 1:
+            rows.append(group.iloc[0].to_dict())
+            continue
+        a, b = group.iloc[0], group.iloc[1]
+        if repeats == "refuse":
             raise PlannerInputError(
-                f"duplicated step: {variable} {values[i]:g} in {a.source} ({a.step_label}) and "
-                f"{b.source} ({b.step_label}); keep one run per step"
+                f"duplicated step: {variable} {value:g} in {a.source} ({a.step_label}) and "
+                f"{b.source} ({b.step_label}); keep one run per step, or combine the runs "
+                f"(repeats 'worst' or 'mean')"
             )
-    ordered.attrs["step_variable"] = variable
-    return ordered
+        _require_same_settings(group, variable, value)
+        rows.append(combine_runs(group, repeats))
+        combined.append(f"At {variable} {value:g}, {len(group)} runs were combined: "
+                        + ", ".join(f"{r.source} ({r.step_label})" for r in group.itertuples()) + ".")
+    result = _frame(rows)
+    result.attrs.update(step_variable=variable, repeats=repeats, combined_steps=combined,
+                        dropped_duplicates=dropped)
+    return result
+
+
+def _drop_results_read_twice(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    # The same run in its own file and in a summary list: identical numbers, counted once.
+    key = pd.Series(["|".join(map(repr, values)) for values in
+                     frame[["model", "run_settings", *NUMERIC_COLUMNS]].itertuples(index=False)], index=frame.index)
+    first = ~key.duplicated(keep="first")
+    dropped = []
+    for i in np.flatnonzero(~first.to_numpy()):
+        kept = frame.loc[(first & (key == key.iloc[i])).to_numpy()].iloc[0]
+        dropped.append(f"{frame.iloc[i].source} ({frame.iloc[i].step_label}) repeats "
+                       f"{kept.source} ({kept.step_label}), so it is counted once.")
+    return frame[first.to_numpy()].reset_index(drop=True), dropped
+
+
+def _require_same_settings(group: pd.DataFrame, variable: str, value: float) -> None:
+    # Runs are repeats only if everything the files record about how they ran agrees.
+    settings = [dict(item.split("=", 1) for item in text.split()) for text in group["run_settings"]]
+    for column in ("concurrency", "request_rate_rps", "tool"):
+        settings = [{**s, column: f"{v:g}" if isinstance(v, float) else str(v)}
+                    for s, v in zip(settings, group[column], strict=True)]
+    keys = sorted({k for s in settings for k in s})
+    differing = [k for k in keys if len({s.get(k, "(none)") for s in settings}) > 1]
+    if differing:
+        key = differing[0]
+        where = "; ".join(f"{s.get(key, '(none)')} in {r.source} ({r.step_label})"
+                          for s, r in zip(settings, group.itertuples(), strict=True))
+        raise PlannerInputError(
+            f"{variable} {value:g} appears in results that differ in {', '.join(differing)} "
+            f"({key}: {where}); these are not repeats of one step, so read them as separate sweeps"
+        )
+
+
+_SUMMED = ("completed_requests", "failed_requests", "duration_s", "preemptions")
+_TIME_AVERAGED = ("request_throughput_rps", "output_throughput_tps", "mean_concurrency")
+
+
+def combine_runs(runs: pd.DataFrame, how: str = "worst") -> dict:
+    """One step from several runs of it.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        Rows of :data:`COLUMNS` for the same step.
+    how : {"worst", "mean"}
+        The percentiles' combination (see :data:`REPEATS`).
+
+    Returns
+    -------
+    dict
+        One row: counts and durations summed; throughputs and the mean in
+        flight averaged over measured time (weighted by each run's duration,
+        which equals total completions over total time); means of latency
+        and length weighted by completed requests (the exact mean of all the
+        requests); peak KV usage the highest peak (exact); percentiles as
+        ``how`` says.
+
+    Notes
+    -----
+    The mean ITL is a mean over tokens; weighting it by requests is exact
+    when the runs generate the same mean length, as repeats of one step do.
+    """
+    if how not in ("worst", "mean"):
+        raise PlannerInputError(f"how must be 'worst' or 'mean', got {how!r}")
+    first = runs.iloc[0]
+    row = {column: first[column] for column in COLUMNS}
+    row["source"] = " + ".join(dict.fromkeys(runs["source"]))
+    row["step_label"] = f"{len(runs)} runs combined ({how} percentiles)"
+    completed = runs["completed_requests"].to_numpy(dtype=float)
+    duration = runs["duration_s"].to_numpy(dtype=float)
+    for column in NUMERIC_COLUMNS:
+        values = runs[column].to_numpy(dtype=float)
+        if column in ("concurrency", "request_rate_rps"):
+            continue
+        if column in _SUMMED:
+            row[column] = float(values.sum())
+        elif column in _TIME_AVERAGED:
+            row[column] = _weighted_mean(values, duration)
+        elif column == "kv_usage_frac":
+            row[column] = float(values.max())
+        elif column.endswith("_mean_ms") or column.startswith("mean_"):
+            row[column] = _weighted_mean(values, completed)
+        else:  # percentiles
+            row[column] = float(values.max() if how == "worst" else values.mean())
+    return row
+
+
+def _weighted_mean(values: np.ndarray, weights: np.ndarray) -> float:
+    # NaN stays NaN (not measured); without weights every run counts the same.
+    if not np.isfinite(weights).all() or weights.sum() <= 0:
+        return float(values.mean())
+    return float((values * weights).sum() / weights.sum())
+
+
+# ------------------------------------------------------------ what was read
+
+_TOOL_NAMES = {"vllm-bench-serve": "vllm bench serve", "guidellm": "GuideLLM",
+               "canonical-csv": "the planner's CSV", "per-request-csv": "a per-request CSV"}
+_SYNTHETIC_MARK = "SYNTHETIC sample generated by data/make_samples.py"
+
+
+def describe_input(paths: str | Path | Sequence[str | Path], steps: pd.DataFrame) -> str:
+    """One sentence saying what was read: the synthetic sample, or the user's files.
+
+    Parameters
+    ----------
+    paths : path or sequence of paths
+        What :func:`read_loadtest` was given.
+    steps : pandas.DataFrame
+        What it returned.
+    """
+    if isinstance(paths, str | Path):
+        paths = [paths]
+    paths = [Path(p) for p in paths]
+    files = [f for p in paths for f in (sorted(p.iterdir()) if p.is_dir() else [p]) if f.is_file()]
+    synthetic = bool(files) and all(_SYNTHETIC_MARK in f.read_text(encoding="utf-8", errors="replace")[:400]
+                                    for f in files)
+    model = next((m for m in steps["model"] if m), "") or "an unnamed model"
+    count = f"{len(steps)} step{'' if len(steps) == 1 else 's'}"
+    variable = {"concurrency": "concurrency", "request_rate_rps": "request rate",
+                "mean_concurrency": "measured requests in flight"}[steps.attrs.get("step_variable", "concurrency")]
+    if synthetic:
+        return (f"The input is a synthetic sweep bundled with the planner ({count} of {model} by {variable}, "
+                "written from the step-time model with noise; no GPU produced it).")
+    tools = ", ".join(dict.fromkeys(_TOOL_NAMES.get(t, t) for t in steps["tool"]))
+    names = ", ".join(p.name for p in paths)
+    return f"The input is {names}: {count} of {model} by {variable}, written by {tools}."
+
+
+def repeats_notes(steps: pd.DataFrame) -> list[str]:
+    """Sentences on how repeated runs and results read twice were handled (empty when neither occurred)."""
+    notes = list(steps.attrs.get("dropped_duplicates", []))
+    combined = steps.attrs.get("combined_steps", [])
+    if combined:
+        how = steps.attrs["repeats"]
+        notes += combined
+        notes.append(f"With repeats '{how}', {REPEATS[how]}; means are pooled over all the runs' requests.")
+    return notes

@@ -47,7 +47,7 @@ from planner.keda import (
     hpa_for_scaled_object,
 )
 
-__all__ = ["Autoscaler", "load_autoscaler", "load_autoscalers", "parse_quantity_milli"]
+__all__ = ["Autoscaler", "autoscaler_from_document", "load_autoscaler", "load_autoscalers", "parse_quantity_milli"]
 
 DEFAULT_CPU_UTILIZATION_PCT = 80  # autoscaling.DefaultCPUUtilization, for an HPA without metrics
 
@@ -292,6 +292,21 @@ def load_autoscaler(path: str | Path, name: str | None = None) -> Autoscaler:
     if len(autoscalers) > 1:
         raise PlannerInputError(f"{path}: holds {len(autoscalers)} autoscalers ({_names(autoscalers)}); pick one by name")
     return autoscalers[0]
+
+
+def autoscaler_from_document(label: str, document) -> Autoscaler | None:
+    """The autoscaler in one parsed YAML document, or ``None`` for any other kind.
+
+    ``label`` names the file and document in errors, e.g. ``"hpa.yaml (document 2)"``.
+    """
+    if not isinstance(document, Mapping):
+        return None
+    api_version, kind = document.get("apiVersion"), document.get("kind")
+    if (api_version, kind) not in _KINDS:
+        return None
+    if kind == "ScaledObject":
+        return _read_scaled_object(label, document)
+    return _read_hpa(label, document, api_version)
 
 
 def _names(autoscalers) -> str:

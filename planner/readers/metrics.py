@@ -84,6 +84,35 @@ def read_metrics_scrape(path: str | Path, model_name: str | None = None) -> Metr
     return report_from_text(text, source=str(path), model_name=model_name)
 
 
+_EXPECTED = (
+    "Expected the text a vLLM server serves at /metrics, lines like "
+    "'vllm:num_requests_waiting{model_name=\"m\"} 3.0'; save it with curl http://POD:8000/metrics > scrape.txt"
+)
+
+
+def _reject_other_formats(text: str, source: str) -> None:
+    """Name the format of a file that is plainly something else, rather than a parser error."""
+    head = text.lstrip()[:200].lower()
+    if not head:
+        raise PlannerInputError(f"{source}: the file is empty. {_EXPECTED}")
+    if head.startswith(("{", "[")):
+        raise PlannerInputError(f"{source}: this is JSON, not a /metrics scrape. {_EXPECTED}")
+    if head.startswith(("<!doctype", "<html", "<?xml", "<")):
+        raise PlannerInputError(f"{source}: this is HTML or XML, not a /metrics scrape. {_EXPECTED}")
+
+
+def _first_bad_line(text: str) -> tuple[int, str] | None:
+    """The first line the exposition parser rejects on its own (1-based), if one does."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        try:
+            list(text_string_to_metric_families(line + "\n"))
+        except (ValueError, IndexError, TypeError):
+            return number, line[:80]
+    return None
+
+
 def report_from_text(text: str, source: str = "<text>", model_name: str | None = None) -> MetricsReport:
     """Report the vLLM signals in a Prometheus text exposition.
 
@@ -102,10 +131,16 @@ def report_from_text(text: str, source: str = "<text>", model_name: str | None =
     PlannerInputError
         Text the parser rejects, or a scrape with no ``vllm:`` metric at all.
     """
+    _reject_other_formats(text, source)
     try:
         families = {f.name: f for f in text_string_to_metric_families(text)}
     except (ValueError, IndexError, TypeError) as error:
-        raise PlannerInputError(f"{source}: not Prometheus text exposition format ({error})") from None
+        line = _first_bad_line(text)
+        raise PlannerInputError(
+            f"{source}: not Prometheus text exposition format"
+            + (f" at line {line[0]} ({line[1]!r})" if line else "")
+            + f": {error or 'the parser rejected it'}. {_EXPECTED}"
+        ) from None
     vllm = {name: family for name, family in families.items() if name.startswith("vllm:")}
     if not vllm:
         raise PlannerInputError(

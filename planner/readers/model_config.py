@@ -29,7 +29,18 @@ from planner.weights import (
     weight_bytes_estimate,
 )
 
-__all__ = ["model_spec_from_config", "read_model_config", "read_safetensors_index"]
+__all__ = [
+    "BUNDLED_MODELS_DIR",
+    "model_spec_from_config",
+    "read_bundled_model_config",
+    "read_model_config",
+    "read_safetensors_index",
+    "read_weights_gib",
+]
+
+# The published configs that ship with the planner (data/models), found from the
+# package itself so that a user's config can live anywhere.
+BUNDLED_MODELS_DIR = Path(__file__).resolve().parents[2] / "data" / "models"
 
 # Sub-configs that hold the language model of multimodal wrappers.
 _TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config")
@@ -114,6 +125,50 @@ def read_model_config(source, name: str | None = None) -> ModelSpec:
         return model_spec_from_config(source, name or "config")
     path = Path(source)
     return model_spec_from_config(_load_json_object(path), name or str(path))
+
+
+def read_bundled_model_config(stem: str) -> ModelSpec:
+    """Read one of the bundled published configs by file stem, e.g. ``"gpt-oss-20b"``.
+
+    Raises
+    ------
+    PlannerInputError
+        When the planner's data folder is not beside the package (an
+        installation without it) or holds no such config.
+    """
+    path = BUNDLED_MODELS_DIR / f"{stem}.json"
+    if not path.is_file():
+        available = sorted(p.stem for p in BUNDLED_MODELS_DIR.glob("*.json"))
+        raise PlannerInputError(
+            f"bundled model config {stem!r} not found in {BUNDLED_MODELS_DIR}; "
+            f"bundled: {', '.join(available) or 'none (the data folder is missing)'}")
+    return read_model_config(path, name=path.name)
+
+
+def read_weights_gib(config_path, weights_gib: float = 0.0) -> tuple[float | None, str]:
+    """Total checkpoint weights for an estimate, or why there is no figure. [GiB]
+
+    Parameters
+    ----------
+    config_path : str or pathlib.Path
+        The model's ``config.json``.
+    weights_gib : float
+        The size when the user knows it (> 0); 0 estimates it from the config.
+
+    Returns
+    -------
+    tuple of (float or None, str)
+        The weights in GiB (None when the config's layout is not covered) and
+        how they were obtained, or why not.
+    """
+    if weights_gib > 0:
+        return float(weights_gib), "as given"
+    try:
+        weight_bytes, how = read_weight_bytes_estimate(
+            config_path, fallback="set weights_gib to the checkpoint's size")
+    except PlannerInputError as error:
+        return None, str(error)
+    return weight_bytes / 2**30, how
 
 
 def read_safetensors_index(path) -> float:
@@ -371,13 +426,17 @@ _WEIGHT_LAYOUTS = {
 }
 
 
-def read_weight_bytes_estimate(source, name: str | None = None) -> tuple[float, str]:
+def read_weight_bytes_estimate(source, name: str | None = None,
+                               fallback: str = "pass --weights-gib or --safetensors-index "
+                                               "instead") -> tuple[float, str]:
     """Estimate a checkpoint's weight bytes from its ``config.json``. [bytes]
 
     For when no ``model.safetensors.index.json`` is at hand. The parameter
     count is exact for the layouts covered (Llama, Mistral, Qwen2, Qwen3
     and their MoE variants); quantized linear layers (AWQ, GPTQ, FP8) are
     sized from ``quantization_config``, an estimate within a few percent.
+    ``fallback`` ends every error message: what the caller's user can give
+    instead (a flag on the command line, a parameter in the book).
 
     Returns
     -------
@@ -395,7 +454,6 @@ def read_weight_bytes_estimate(source, name: str | None = None) -> tuple[float, 
     model = model_spec_from_config(config, label)
     text, prefix = _text_config(config)
     layout = _WEIGHT_LAYOUTS.get(model.model_type)
-    fallback = "pass --weights-gib or --safetensors-index instead"
     if layout is None or model.use_mla:
         raise PlannerInputError(
             f"{label}: no parameter count for model_type {model.model_type!r} (covered: "

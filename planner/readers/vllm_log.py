@@ -11,6 +11,14 @@ vLLM has printed its KV-cache sizing in several forms over the years:
 * V0, 0.7-0.8: "... the rest of the memory reserved for KV Cache is 8.69GiB."
 * V0: "# GPU blocks: N, # CPU blocks: M" ("# cuda blocks" in 0.8).
 
+The tensor and pipeline parallel sizes are read wherever the log shows them:
+the engine's "with config:" dump (``tensor_parallel_size=2,
+pipeline_parallel_size=2``), the "non-default args: {...}" line, and a
+command line (``--tensor-parallel-size 2``, ``--tensor-parallel-size=2``,
+``-tp 2``, ``-pp 2``), in that order of trust. Worker labels such as
+``Worker_PP1_TP0`` or ``rank=3`` give lower bounds (see
+:meth:`VllmStartupLog.workers_seen`).
+
 :func:`read_vllm_log` collects all of them, with the worker each came from
 when the line says so, and the settings the log reveals (version, tensor and
 pipeline parallel sizes, max model length, KV dtype, block size, scheduler
@@ -56,7 +64,9 @@ _VERSION_PATTERNS = (
     re.compile(r"\bversion\s+v?(0\.[0-9]+[\w.+-]*)"),
 )
 _WORKER_PATTERNS = (
-    re.compile(r"\(Worker_PP(\d+)_TP(\d+)"),
+    # V1 multiprocess workers: "Worker" plus _DP<n>, _PP<n>, _TP<n>, _EP<n> parts for the
+    # dimensions larger than one ("Worker_PP1_TP0", "Worker_TP3_EP3", "Worker_PP1").
+    re.compile(r"\(Worker((?:_[A-Z]+\d+)+)[ )]"),
     re.compile(r"\((?:VllmWorker|RayWorkerWrapper|Worker)[^)]*?rank=(\d+)"),
 )
 _MAX_LEN = re.compile(r"Using max model len\s*" + _NUMBER)
@@ -71,6 +81,28 @@ _PADDING = re.compile(r"Add\s*" + _NUMBER + r"\s*padding layers")
 # key=value settings of the "with config:" dump, and the "non-default args: {...}" dict
 _CONFIG_DUMP = re.compile(r"with config:\s*(.*)$")
 _NON_DEFAULT = re.compile(r"non-default args:\s*(\{.*\})\s*$")
+# A command line in the log: "--tensor-parallel-size 2", "--tensor-parallel-size=2",
+# "-tp 2", a YAML or JSON argument list ("--tensor-parallel-size", "2"); argparse also
+# takes underscores and unambiguous prefixes ("--tensor_parallel 2").
+# "tensor_parallel_size=2" or "'pipeline_parallel_size': 2" on any line (engine config,
+# engine args, parallel config), not only after "with config:".
+_PARALLEL_PAIR = re.compile(
+    r"(?<![\w.])['\"]?(tensor|pipeline)_parallel_size['\"]?\s*[=:]\s*(\d+)(?![\w.])")
+_ARG_SEP = r"""(?:\s*=\s*|['"]?(?:\s*,\s*|\s+)['"]?)"""
+_COMMAND_LINE = {
+    "tensor_parallel_size": (re.compile(
+        r"(?<![\w-])(?:--tensor[-_]parallel(?:[-_]size)?|-tp)" + _ARG_SEP + r"(\d+)(?![\w.])"), int),
+    "pipeline_parallel_size": (re.compile(
+        r"(?<![\w-])(?:--pipeline[-_]parallel(?:[-_]size)?|-pp)" + _ARG_SEP + r"(\d+)(?![\w.])"),
+        int),
+    "max_model_len": (re.compile(
+        r"(?<![\w-])--max[-_]model[-_]len" + _ARG_SEP + r"(\d+)(?![\w.])"), int),
+    "block_size": (re.compile(r"(?<![\w-])--block[-_]size" + _ARG_SEP + r"(\d+)(?![\w.])"), int),
+    "max_num_batched_tokens": (re.compile(
+        r"(?<![\w-])--max[-_]num[-_]batched[-_]tokens" + _ARG_SEP + r"(\d+)(?![\w.])"), int),
+    "kv_cache_dtype": (re.compile(
+        r"(?<![\w-])--kv[-_]cache[-_]dtype" + _ARG_SEP + r"([a-z0-9_]+)"), str),
+}
 
 
 @dataclass(frozen=True)
@@ -104,6 +136,27 @@ class VllmStartupLog:
     weights_gib: float | None = None
     padding_layers: int | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def workers_seen(self) -> tuple[int, int, int]:
+        """Lower bounds the worker labels put on the parallel sizes.
+
+        Returns
+        -------
+        (int, int, int)
+            ``(tensor, pipeline, workers)``: one more than the highest TP and
+            PP index in ``Worker_PP<p>_TP<t>`` labels, and one more than the
+            highest worker number in any label (``rank=3`` means at least four
+            GPUs). ``(1, 1, 1)`` when no line names its worker.
+        """
+        tensor = pipeline = workers = 1
+        for worker in self.available_kv_workers:
+            if (match := re.fullmatch(r"pp(\d+)/tp(\d+)", worker)):
+                pipeline = max(pipeline, int(match.group(1)) + 1)
+                tensor = max(tensor, int(match.group(2)) + 1)
+                workers = max(workers, pipeline * tensor)
+            elif (match := re.fullmatch(r"rank=(\d+)", worker)):
+                workers = max(workers, int(match.group(1)) + 1)
+        return tensor, pipeline, workers
 
     def stage_of(self, worker: str, tensor_parallel_size: int) -> int:
         """Pipeline stage of a worker label (``"pp1/tp0"`` or ``"rank=5"``); 0 when unknown."""
@@ -150,6 +203,7 @@ def parse_vllm_log(text: str, source: str = "log") -> VllmStartupLog:
     found: dict[str, list] = {k: [] for k in (
         "gib", "workers", "exact", "tokens", "concurrency", "gpu_blocks", "cpu_blocks", "notes")}
     settings: dict[str, object] = {}
+    command_line: dict[str, object] = {}
     engine = None
     for raw in text.splitlines():
         line = _ANSI.sub("", raw)
@@ -174,6 +228,7 @@ def parse_vllm_log(text: str, source: str = "log") -> VllmStartupLog:
                 found["cpu_blocks"].append(int(_float(cpu.group(1))))
                 engine = engine or "v0"
         _settings(line, settings)
+        _from_command_line(line, command_line)
         if (match := _MAMBA_BLOCK.search(line)):
             found["notes"].append(
                 f"attention block size raised to {match.group(1)} tokens for Mamba layers: "
@@ -184,6 +239,10 @@ def parse_vllm_log(text: str, source: str = "log") -> VllmStartupLog:
         raise PlannerInputError(
             f"{source}: no KV-cache lines found; expected vLLM's 'Available KV cache memory', "
             "'GPU KV cache size' or '# GPU blocks' start-up lines")
+    merged = {**command_line, **settings}  # what the engine printed beats what the user typed
+    if "max_model_len" not in merged and found["concurrency"]:
+        # "Maximum concurrency for 1,024 tokens per request" names the max model length.
+        merged["max_model_len"] = found["concurrency"][-1][0]
     return VllmStartupLog(
         source=source,
         engine=engine,
@@ -195,7 +254,7 @@ def parse_vllm_log(text: str, source: str = "log") -> VllmStartupLog:
         gpu_blocks=tuple(found["gpu_blocks"]),
         cpu_blocks=tuple(found["cpu_blocks"]),
         notes=tuple(found["notes"]),
-        **settings,
+        **merged,
     )
 
 
@@ -206,7 +265,9 @@ def _float(text: str) -> float:
 def _worker(line: str) -> str:
     match = _WORKER_PATTERNS[0].search(line)
     if match:
-        return f"pp{match.group(1)}/tp{match.group(2)}"
+        parts = dict(re.findall(r"_([A-Z]+)(\d+)", match.group(1)))
+        if "PP" in parts or "TP" in parts:
+            return f"pp{parts.get('PP', '0')}/tp{parts.get('TP', '0')}"
     match = _WORKER_PATTERNS[1].search(line)
     if match:
         return f"rank={match.group(1)}"
@@ -231,6 +292,8 @@ def _settings(line: str, settings: dict) -> None:
         settings["total_gpu_memory_gib"] = _float(match.group(1))
     if (match := _CONFIG_DUMP.search(line)):
         _from_pairs(match.group(1), settings)
+    for match in _PARALLEL_PAIR.finditer(line):
+        settings.setdefault(f"{match.group(1)}_parallel_size", int(match.group(2)))
     if (match := _NON_DEFAULT.search(line)):
         _from_dict(match.group(1), settings)
     if "gpu_memory_utilization" not in settings and (match := _UTILIZATION.search(line)):
@@ -255,6 +318,12 @@ def _from_pairs(text: str, settings: dict) -> None:
                 settings.setdefault(name, kind(match.group(2)))
             except ValueError:
                 continue
+
+
+def _from_command_line(line: str, found: dict) -> None:
+    for name, (pattern, kind) in _COMMAND_LINE.items():
+        for match in pattern.finditer(line):
+            found[name] = kind(match.group(1))  # the last one given wins, as in argparse
 
 
 def _from_dict(text: str, settings: dict) -> None:

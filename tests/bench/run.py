@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
+import sys
+import tempfile
 import timeit
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from planner.behavior import HorizontalPodAutoscalerBehavior
 from planner.headroom import backlog_trajectory_requests
@@ -24,14 +29,19 @@ from planner.knee import find_knee
 from planner.kv_cache import ServingSpec, kv_capacity
 from planner.kv_ramp import ramp_replicas
 from planner.littles_law import in_flight_requests, replicas_for_target
+from planner.manifests import ScalingPlan, generate_manifests
 from planner.readers.loadtest import read_loadtest
 from planner.readers.manifest import Autoscaler
+from planner.readers.manifest_yaml import dump_manifest, patch_workload_text
 from planner.readers.model_config import read_model_config
+from planner.readers.trace import read_trace
+from planner.schema import validate_manifest
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.reference import simulate
-from planner.simulate.traffic import RequestTrace
+from planner.simulate.scenario import Scenario, scenario_trace
+from planner.simulate.traffic import RequestTrace, stretch_trace
 from planner.step_time import fit_step_time, output_throughput_tps
-from tests.conftest import DATA_DIR
+from tests.conftest import DATA_DIR, SHARED_DIR
 
 RATES_RPS = np.linspace(0.0, 200.0, 100_000)
 
@@ -115,6 +125,16 @@ def _kv_capacity_hybrid() -> None:
     kv_capacity(GPT_OSS, SERVING, 40 * 2**30)
 
 
+def _replica_kv_mismatch() -> None:
+    # The wrong model for the log: every single-field explanation is tried.
+    from planner.readers.vllm_log import read_vllm_log
+    from planner.replica_kv import replica_kv
+    from tests.conftest import TEST_DATA_DIR
+
+    log = read_vllm_log(TEST_DATA_DIR / "vllm_logs" / "lmcache-1739-qwen3-14b.log")
+    replica_kv(LLAMA, log=log)
+
+
 def _read_loadtest_guidellm() -> None:
     read_loadtest(DATA_DIR / "loadtests" / "llama-3.1-8b_guidellm_benchmarks.json")
 
@@ -126,6 +146,74 @@ def _find_knee() -> None:
 
 def _simulate_reference_10min() -> None:
     simulate(SIM_TRACE, SIM_AUTOSCALER, SIM_FLEET, duration_s=600.0)
+
+
+AZURE_CONV = SHARED_DIR / "traces" / "AzureLLMInferenceTrace_conv.csv"
+
+
+def _diurnal_day() -> None:
+    scenario_trace(Scenario("diurnal", 86_400.0, 6.0, token_distribution="geometric"), 0)
+
+
+def _read_azure_hour() -> None:
+    read_trace(AZURE_CONV)
+
+
+def _stretch_azure_day() -> None:
+    stretch_trace(read_trace(AZURE_CONV), 0)
+
+
+_TRACE_DIR = tempfile.TemporaryDirectory()
+DAY_CSV = Path(_TRACE_DIR.name) / "day.csv"
+_DAY = scenario_trace(Scenario("diurnal", 86_400.0, 6.0, token_distribution="geometric"), 0)
+pd.DataFrame({"arrival_s": _DAY.arrival_s, "input_tokens": _DAY.input_tokens,
+              "output_tokens": _DAY.output_tokens}).to_csv(DAY_CSV, index=False)
+
+
+def _read_day() -> None:
+    read_trace(DAY_CSV)
+_PLAN = ScalingPlan(target_name="llama", concurrency_target=40, warmup_s=240, max_output_tokens=4096,
+                    itl_ms=50, max_replicas=12, kv_usage_target_frac=0.8, queue_threshold_requests=129)
+_MANIFESTS = generate_manifests(_PLAN)
+_WORKLOAD = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: llama
+spec:
+  selector:
+    matchLabels: {app: llama}
+  template:
+    metadata:
+      labels: {app: llama}
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.11.0
+        args:
+        - --model=meta-llama/Llama-3.1-8B-Instruct
+        - --max-num-seqs=64
+"""
+
+
+def _generate_and_dump() -> None:
+    for manifest in generate_manifests(_PLAN).all:
+        dump_manifest(manifest)
+
+
+def _validate_scaled_object() -> None:
+    validate_manifest(_MANIFESTS.scaled_object.document)
+
+
+def _patch_workload() -> None:
+    patch_workload_text(_WORKLOAD, _MANIFESTS.grace, source="bench.yaml")
+
+
+def _lint_review_folder() -> None:
+    from planner.lint import lint
+    from planner.readers.workload import read_manifest_set
+
+    lint(read_manifest_set([DATA_DIR / "manifests" / "review"]))
 
 
 CASES: dict[str, tuple[Callable[[], None], int]] = {
@@ -140,16 +228,48 @@ CASES: dict[str, tuple[Callable[[], None], int]] = {
     "ramp_replicas, 20 warmups": (_kv_ramp, 2000),
     "kv_capacity, dense GQA (Llama 3.1 8B)": (_kv_capacity_dense, 500),
     "kv_capacity, sliding-window hybrid (gpt-oss-120b)": (_kv_capacity_hybrid, 500),
+    "replica_kv, log that disagrees (explanation search)": (_replica_kv_mismatch, 5),
     "read_loadtest, GuideLLM benchmarks.json": (_read_loadtest_guidellm, 20),
     "find_knee, 12-step sweep": (_find_knee, 500),
     "simulate (reference engine), 10 min at 1 s ticks, 10 req/s": (_simulate_reference_10min, 1),
+    "scenario_trace, diurnal day at 6 req/s (~518k requests)": (_diurnal_day, 2),
+    "read_trace, canonical CSV of that day (~518k rows)": (_read_day, 2),
+    "generate_manifests + dump_manifest, 4 files": (_generate_and_dump, 20),
+    "validate_manifest, generated ScaledObject": (_validate_scaled_object, 50),
+    "patch_workload_text, small Deployment": (_patch_workload, 20),
+    "read_manifest_set + lint, 3 files (4 documents)": (_lint_review_folder, 20),
 }
+if AZURE_CONV.is_file():  # the shared corpus sits beside the checkout
+    CASES["read_trace, Azure conv hour (19,366 rows)"] = (_read_azure_hour, 10)
+    CASES["stretch_trace, Azure conv hour to a day (~478k requests)"] = (_stretch_azure_day, 2)
 
 
 def measure(func: Callable[[], None], number: int, repeat: int) -> float:
     """Median seconds per call over ``repeat`` runs of ``number`` calls."""
     runs = timeit.repeat(func, number=number, repeat=repeat)
     return statistics.median(runs) / number
+
+
+# Process start-up: a bare interpreter, numpy (which the maths needs), and whole CLI commands.
+STARTUP = {
+    "python -c pass": [sys.executable, "-c", "pass"],
+    "python -c 'import numpy'": [sys.executable, "-c", "import numpy"],
+    "planner replicas": [sys.executable, "-m", "planner.cli", "replicas", "--arrival-rate-rps", "10",
+                         "--duration-s", "12", "--knee", "48"],
+    "planner grace": [sys.executable, "-m", "planner.cli", "grace", "--max-tokens", "4096", "--itl-ms", "50",
+                      "--grace-period-s", "300", "--shutdown-timeout-s", "240"],
+    "planner knee (reads a table)": [sys.executable, "-m", "planner.cli", "knee",
+                                     str(DATA_DIR / "loadtests" / "llama-3.1-8b_canonical.csv"),
+                                     "--ttft-p99-ms", "2000", "--itl-p99-ms", "50"],
+}
+
+
+def measure_startup(argv: list[str], repeat: int) -> float:
+    """Median wall seconds for one run of the command."""
+    def once() -> None:
+        subprocess.run(argv, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    once()  # warm the file cache
+    return statistics.median(timeit.repeat(once, number=1, repeat=repeat))
 
 
 def main() -> None:
@@ -165,6 +285,12 @@ def main() -> None:
     per_rate_vector = results["replicas_for_target, 100k rates vectorised"] / 100_000
     per_rate_scalar = results["replicas_for_target, 1k scalar calls"] / 1000
     print(f"\nratio: scalar call / vectorised element = {per_rate_scalar / per_rate_vector:,.0f}x")
+    print(f"\n{'command start-up':<{width}}  median wall time")
+    startup = {name: measure_startup(argv, args.repeat) for name, argv in STARTUP.items()}
+    for name, seconds in startup.items():
+        print(f"{name:<{width}}  {seconds * 1e3:12.1f} ms")
+    numpy_s = startup["python -c 'import numpy'"]
+    print(f"ratio: planner replicas / importing numpy alone = {startup['planner replicas'] / numpy_s:.2f}x")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,77 @@
+"""Table and chart for the chapter "Reviewing the manifests you run".
+
+The findings come from :func:`planner.lint.lint`; these functions only lay
+them out to fit the book's column (about 650 px).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import altair as alt
+import pandas as pd
+
+from planner.lint import RULES, SEVERITIES, Finding
+
+__all__ = ["findings_chart", "findings_frame", "findings_table", "workloads_frame"]
+
+_SEVERITY_COLOURS = {"error": "#c0392b", "warning": "#e67e22", "info": "#7f8c8d"}
+
+
+def findings_frame(findings: Iterable[Finding]) -> pd.DataFrame:
+    """One row per finding: ``file`` (name only), ``line``, ``severity``, ``rule``, ``why``, ``fix``, ``path``."""
+    rows = [(Path(f.file).name, f.line, f.severity, f.rule, f.why, f.fix, f.path, f.document) for f in findings]
+    return pd.DataFrame(rows, columns=["file", "line", "severity", "rule", "why", "fix", "path", "document"])
+
+
+def findings_table(frame: pd.DataFrame, rules_page: str = "lint_rules.html"):
+    """The findings as an HTML table that wraps inside the column; each rule links to its section."""
+    shown = frame.assign(
+        where=frame["file"] + ":" + frame["line"].astype(str),
+        rule=[f'<a href="{rules_page}#{rule}">{rule}</a><br><small>{severity}</small>'
+              for rule, severity in zip(frame["rule"], frame["severity"], strict=True)],
+        finding=[f"{why}<br><b>Fix:</b> {fix}" for why, fix in zip(frame["why"], frame["fix"], strict=True)],
+    )[["where", "rule", "finding"]]
+    return shown.style.hide(axis="index").set_table_styles([
+        {"selector": "", "props": "table-layout: fixed; width: 100%; max-width: 650px; font-size: 0.85em;"},
+        {"selector": "td, th", "props": "text-align: left; vertical-align: top; white-space: normal; "
+                                        "overflow-wrap: anywhere; padding: 4px;"},
+        {"selector": "th.col_heading.col0, td.col0", "props": "width: 24%;"},
+        {"selector": "th.col_heading.col1, td.col1", "props": "width: 24%;"},
+    ])
+
+
+def findings_chart(frame: pd.DataFrame) -> alt.Chart:
+    """Findings per rule, coloured by severity; rules in the contract's order."""
+    order = [rule for rule in RULES if rule in set(frame["rule"])]
+    counts = frame.groupby(["rule", "severity"], as_index=False).size().rename(columns={"size": "findings"})
+    return alt.Chart(counts).mark_bar().encode(
+        y=alt.Y("rule:N", sort=order, title=None),
+        x=alt.X("findings:Q", title="findings", axis=alt.Axis(tickMinStep=1)),
+        color=alt.Color("severity:N", scale=alt.Scale(domain=list(SEVERITIES),
+                                                      range=[_SEVERITY_COLOURS[s] for s in SEVERITIES])),
+        tooltip=["rule", "severity", "findings"],
+    ).properties(width=420, height=alt.Step(18), title="Findings per rule")
+
+
+def workloads_frame(workloads) -> pd.DataFrame:
+    """One row per vLLM container read: the settings the shutdown and batch rules use."""
+    rows = []
+    for workload in workloads:
+        for server in workload.servers:
+            pre_stop = server.pre_stop
+            rows.append({
+                "workload": f"{workload.kind} {workload.name}",
+                "grace_s": "unset (30)" if workload.termination_grace_period_s is None
+                else str(workload.termination_grace_period_s),
+                "pre_stop": "" if pre_stop is None else (
+                    f"{pre_stop.action} {pre_stop.sleep_s:g} s" if pre_stop.sleep_s is not None
+                    else pre_stop.action + (" (drains)" if pre_stop.drains else "")),
+                "shutdown_timeout": server.flags.get("--shutdown-timeout") or "",
+                "max_num_seqs": server.flags.get("--max-num-seqs") or "",
+                "max_model_len": server.flags.get("--max-model-len") or "",
+                "gpus": "" if server.gpus is None else str(server.gpus),
+            })
+    columns = ["workload", "grace_s", "pre_stop", "shutdown_timeout", "max_num_seqs", "max_model_len", "gpus"]
+    return pd.DataFrame(rows, columns=columns)

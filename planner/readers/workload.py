@@ -1,0 +1,644 @@
+"""Read Kubernetes manifests for review: model-server workloads, autoscalers, and where each field sits.
+
+:func:`load_documents` reads a YAML file with PyYAML's safe loader (as
+``safe_load_all``, with libyaml when present) and, from ``compose_all``'s node marks, the line of every field, so a
+finding can say ``spec.triggers[0].metadata.query`` is on line 26 of the
+third document. Helm-rendered output works: empty documents are skipped and
+each document keeps the template named by its ``# Source:`` comment.
+
+:func:`workload_from_document` finds every pod spec in a Deployment,
+StatefulSet, LeaderWorkerSet, KServe or llm-d template (any mapping with a
+``containers`` list) and, in the container that runs vLLM, reads the flags
+that matter for autoscaling (``--max-num-seqs``, ``--max-model-len``,
+``--tensor-parallel-size``, ``--shutdown-timeout``) from ``command`` and
+``args`` as a list, or from a ``sh -c`` / ``bash -c`` script. It also reads
+the GPU count, ``terminationGracePeriodSeconds`` (``None`` when unset; the
+kubelet then gives 30 s), the preStop hook, the probes and the image.
+
+:func:`read_manifest_set` reads files and folders into a
+:class:`ManifestSet`; it refuses, with one line naming the file and
+document, a file that is not YAML, a document that is not a Kubernetes
+object, and an autoscaler the controllers would reject (a ScaledObject
+without triggers, a scalingModifiers formula outside KEDA's arithmetic). A
+prometheus-adapter configuration file is recognised and skipped.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from planner.errors import PlannerInputError
+from planner.readers.manifest import Autoscaler, autoscaler_from_document
+
+__all__ = [
+    "AUTOSCALER_KINDS",
+    "GPU_RESOURCES",
+    "ManifestSet",
+    "ModelServer",
+    "PreStopHook",
+    "Probe",
+    "Workload",
+    "YamlDocument",
+    "documents_from_text",
+    "find_scale_target",
+    "format_path",
+    "load_documents",
+    "manifest_set_from_documents",
+    "manifest_set_from_texts",
+    "parse_server_args",
+    "read_manifest_set",
+    "workload_from_document",
+]
+
+AUTOSCALER_KINDS = ("HorizontalPodAutoscaler", "ScaledObject")
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915", "gpu.intel.com/xe", "habana.ai/gaudi")
+YAML_SUFFIXES = (".yaml", ".yml")
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+# Flags read from the vLLM command line; a unique prefix is accepted, as argparse does.
+SERVER_FLAGS = (
+    "--max-num-seqs", "--max-model-len", "--tensor-parallel-size", "--pipeline-parallel-size",
+    "--data-parallel-size", "--shutdown-timeout", "--max-num-batched-tokens", "--gpu-memory-utilization",
+    "--model", "--served-model-name", "--port",
+)
+_SHORT_FLAGS = {"-tp": "--tensor-parallel-size", "-pp": "--pipeline-parallel-size", "-dp": "--data-parallel-size"}
+_SHELLS = re.compile(r"(^|/)(ba|z|da)?sh$")
+_VLLM_CALL = re.compile(r"\bvllm\s+serve\b|vllm\.entrypoints|\bvllm\b")
+
+
+@dataclass(frozen=True)
+class YamlDocument:
+    """One document of a YAML file, with the line of each field.
+
+    Attributes
+    ----------
+    source : str
+        The file.
+    number : int
+        1-based position among the file's documents (empty ones count, as ``kubectl`` reports).
+    data : Mapping
+        The document as ``safe_load_all`` returns it.
+    lines : Mapping of tuple to int
+        YAML path (keys and list indices) -> 1-based line of that key or item.
+    start_line : int
+        First line of the document's content.
+    template : str
+        The Helm template named by a ``# Source:`` comment above it, else ``""``.
+    """
+
+    source: str
+    number: int
+    data: Mapping
+    lines: Mapping = field(default_factory=dict, repr=False, compare=False)
+    start_line: int = 1
+    template: str = ""
+
+    @property
+    def kind(self) -> str:
+        return str(self.data.get("kind") or "")
+
+    @property
+    def name(self) -> str:
+        metadata = self.data.get("metadata")
+        return str(metadata.get("name") or "") if isinstance(metadata, Mapping) else ""
+
+    @property
+    def namespace(self) -> str:
+        metadata = self.data.get("metadata")
+        return str(metadata.get("namespace") or "") if isinstance(metadata, Mapping) else ""
+
+    def line(self, path: tuple) -> int:
+        """Line of ``path``, or of its nearest ancestor present in the file."""
+        path = tuple(path)
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            path = path[:-1]
+        return self.start_line
+
+
+def format_path(path: tuple) -> str:
+    """``("spec", "triggers", 0, "metadata")`` -> ``spec.triggers[0].metadata``."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def load_documents(path: str | Path) -> tuple[YamlDocument, ...]:
+    """Every non-empty document of a YAML file, with line numbers.
+
+    Raises
+    ------
+    PlannerInputError
+        The file is not valid YAML, or holds no document.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise PlannerInputError(f"{path}: not a text file (expected YAML)") from None
+    return documents_from_text(text, str(path))
+
+
+def documents_from_text(text: str, source: str) -> tuple[YamlDocument, ...]:
+    """Every non-empty document of YAML ``text``; ``source`` names it in errors and findings."""
+    try:
+        # safe_load_all's loader, in C when PyYAML has libyaml; compose_all for each field's line
+        datas = list(yaml.load_all(text, Loader=_SAFE_LOADER))
+        nodes = list(yaml.compose_all(text, Loader=_SAFE_LOADER))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" in document {_document_at(text, mark.line)} at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise PlannerInputError(f"{source}: not valid YAML{where}: {problem}") from None
+    text_lines = text.splitlines()
+    documents = []
+    for number, (data, node) in enumerate(zip(datas, nodes, strict=True), start=1):
+        if data is None:
+            continue
+        lines: dict[tuple, int] = {}
+        _walk_marks(node, (), lines)
+        start = node.start_mark.line + 1
+        documents.append(YamlDocument(source, number, data, lines, start, _helm_source(text_lines, start)))
+    if not documents:
+        raise PlannerInputError(f"{source}: no YAML documents found (expected Kubernetes manifests)")
+    return tuple(documents)
+
+
+def _document_at(text: str, line_index: int) -> int:
+    """1-based number of the document that holds 0-based line ``line_index``."""
+    number, content = 1, False
+    for line in text.splitlines()[:line_index]:
+        if line.startswith("---"):
+            number += 1 if content else 0
+            content = False
+        elif line.strip() and not line.lstrip().startswith("#"):
+            content = True
+    return number
+
+
+def _walk_marks(node, path: tuple, lines: dict) -> None:
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = key_node.value
+            lines[(*path, key)] = key_node.start_mark.line + 1
+            _walk_marks(value_node, (*path, key), lines)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            lines[(*path, index)] = item.start_mark.line + 1
+            _walk_marks(item, (*path, index), lines)
+
+
+def _helm_source(text_lines: list[str], start_line: int) -> str:
+    # Helm writes "---" then "# Source: chart/templates/x.yaml" above each rendered document.
+    for index in range(start_line - 2, -1, -1):
+        line = text_lines[index].strip()
+        if line.startswith("# Source:"):
+            return line[len("# Source:"):].strip()
+        if line.startswith("---"):
+            break
+    return ""
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A readiness, startup or liveness probe.
+
+    Attributes
+    ----------
+    action : str
+        ``httpGet``, ``tcpSocket``, ``exec`` or ``grpc``.
+    initial_delay_s, period_s : float
+        ``initialDelaySeconds`` (default 0) and ``periodSeconds`` (default 10). [s]
+    failure_threshold : int
+        ``failureThreshold`` (default 3).
+    """
+
+    action: str
+    initial_delay_s: float = 0.0
+    period_s: float = 10.0
+    failure_threshold: int = 3
+
+    @property
+    def budget_s(self) -> float:
+        """Longest the probe lets a container take before it gives up. [s]"""
+        return self.initial_delay_s + self.period_s * self.failure_threshold
+
+
+@dataclass(frozen=True)
+class PreStopHook:
+    """``lifecycle.preStop``.
+
+    Attributes
+    ----------
+    action : str
+        ``sleep``, ``exec``, ``httpGet`` or ``tcpSocket``.
+    sleep_s : float or None
+        How long it holds the pod when it is a plain sleep (``sleep.seconds`` or ``exec: sleep N``). [s]
+    drains : bool
+        The hook waits for vLLM's running requests to reach zero (it polls ``num_requests_running``).
+    """
+
+    action: str
+    sleep_s: float | None = None
+    drains: bool = False
+
+
+@dataclass(frozen=True)
+class ModelServer:
+    """The vLLM container of a pod spec.
+
+    Attributes
+    ----------
+    container : str
+        Container name.
+    path : tuple
+        YAML path of the container in its document.
+    image : str
+    flags : Mapping of str to str or None
+        vLLM flags as written (``--max-num-seqs`` -> ``"64"``; a bare flag -> ``None``).
+    gpus : int or None
+        GPUs requested (limits, else requests) of any vendor in :data:`GPU_RESOURCES`. [GPUs]
+    gpu_resource : str
+        The resource name the GPUs were requested under.
+    readiness_probe, startup_probe, liveness_probe : Probe or None
+    pre_stop : PreStopHook or None
+    """
+
+    container: str
+    path: tuple
+    image: str = ""
+    flags: Mapping = field(default_factory=dict)
+    gpus: int | None = None
+    gpu_resource: str = ""
+    readiness_probe: Probe | None = None
+    startup_probe: Probe | None = None
+    liveness_probe: Probe | None = None
+    pre_stop: PreStopHook | None = None
+
+    def flag_int(self, name: str) -> int | None:
+        """A flag's integer value; ``None`` when absent or not a plain number (a template, a variable)."""
+        value = self.flags.get(name)
+        try:
+            return int(str(value))
+        except ValueError:
+            return None
+
+    @property
+    def max_num_seqs(self) -> int | None:
+        return self.flag_int("--max-num-seqs")
+
+    @property
+    def max_model_len(self) -> int | None:
+        return self.flag_int("--max-model-len")
+
+    @property
+    def tensor_parallel_size(self) -> int | None:
+        return self.flag_int("--tensor-parallel-size")
+
+    @property
+    def shutdown_timeout_s(self) -> int | None:
+        """``--shutdown-timeout`` [s]; ``None`` when absent or not a number."""
+        return self.flag_int("--shutdown-timeout")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A pod template that runs vLLM, with the object that owns it.
+
+    Attributes
+    ----------
+    kind, name, namespace : str
+        Of the owning object (Deployment, StatefulSet, LeaderWorkerSet, ...).
+    document : YamlDocument
+    pod_path : tuple
+        YAML path of the pod spec inside the document.
+    termination_grace_period_s : int or None
+        ``terminationGracePeriodSeconds``; ``None`` when unset (Kubernetes then uses 30). [s]
+    servers : tuple of ModelServer
+    """
+
+    kind: str
+    name: str
+    namespace: str
+    document: YamlDocument = field(repr=False)
+    pod_path: tuple
+    termination_grace_period_s: int | None
+    servers: tuple[ModelServer, ...]
+
+
+def _number(value, default: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        return default
+
+
+def _probe(data) -> Probe | None:
+    if not isinstance(data, Mapping):
+        return None
+    action = next((key for key in ("httpGet", "tcpSocket", "exec", "grpc") if key in data), "")
+    return Probe(
+        action=action,
+        initial_delay_s=_number(data.get("initialDelaySeconds"), 0.0),
+        period_s=_number(data.get("periodSeconds"), 10.0),
+        failure_threshold=int(_number(data.get("failureThreshold"), 3)),
+    )
+
+
+def _pre_stop(container: Mapping) -> PreStopHook | None:
+    lifecycle = container.get("lifecycle")
+    hook = lifecycle.get("preStop") if isinstance(lifecycle, Mapping) else None
+    if not isinstance(hook, Mapping):
+        return None
+    if isinstance(hook.get("sleep"), Mapping):
+        return PreStopHook("sleep", _number(hook["sleep"].get("seconds"), 0.0))
+    if isinstance(hook.get("exec"), Mapping):
+        command = [str(part) for part in hook["exec"].get("command") or []]
+        text = " ".join(command)
+        sleep = re.fullmatch(r"\s*(?:\S*/)?sleep\s+(\d+(?:\.\d+)?)\s*", text)
+        if sleep is None and len(command) >= 3 and _SHELLS.search(command[0]) and command[1] == "-c":
+            sleep = re.fullmatch(r"\s*sleep\s+(\d+(?:\.\d+)?)\s*;?\s*", command[2])
+        return PreStopHook("exec", float(sleep.group(1)) if sleep else None,
+                           drains="num_requests_running" in text)
+    action = next((key for key in ("httpGet", "tcpSocket") if key in hook), "unknown")
+    return PreStopHook(action)
+
+
+def _gpus(container: Mapping) -> tuple[int | None, str]:
+    resources = container.get("resources")
+    if not isinstance(resources, Mapping):
+        return None, ""
+    for section in ("limits", "requests"):
+        values = resources.get(section)
+        if not isinstance(values, Mapping):
+            continue
+        for name in GPU_RESOURCES:
+            if name in values:
+                count = _number(values[name], -1)
+                return (int(count) if count >= 0 else None), name
+    return None, ""
+
+
+def _canonical_flag(flag: str) -> str:
+    flag = _SHORT_FLAGS.get(flag, flag)
+    if not flag.startswith("--"):
+        return flag
+    flag = "--" + flag[2:].replace("_", "-")
+    if flag in SERVER_FLAGS:
+        return flag
+    matches = [known for known in SERVER_FLAGS if known.startswith(flag)]
+    return matches[0] if len(matches) == 1 else flag
+
+
+def parse_server_args(tokens: list[str]) -> dict[str, str | None]:
+    """vLLM flags from a command line given as a list (``--x 1``, ``--x=1``, bare ``--flag``).
+
+    Examples
+    --------
+    >>> parse_server_args(["vllm", "serve", "m", "--max-num-seqs", "64", "--max_model_len=4096", "--enforce-eager"])
+    {'--max-num-seqs': '64', '--max-model-len': '4096', '--enforce-eager': None}
+    """
+    flags: dict[str, str | None] = {}
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        if token == "-m":  # python -m vllm.entrypoints...: the module, not a server flag
+            index += 2
+            continue
+        if token.startswith("-") and len(token) > 1 and token != "--" and not _is_number(token):
+            if "=" in token and token.startswith("--"):
+                name, value = token.split("=", 1)
+                flags[_canonical_flag(name)] = value
+            elif index + 1 < len(tokens) and (not tokens[index + 1].startswith("-") or _is_number(tokens[index + 1])):
+                flags[_canonical_flag(token)] = tokens[index + 1]
+                index += 1
+            else:
+                flags[_canonical_flag(token)] = None
+        index += 1
+    return flags
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+_SCRIPT_FLAG = re.compile(
+    r"(?<![\w-])(--[a-z][a-z0-9_-]*|-tp|-pp|-dp)(?:=|[ \t]+)(\"[^\"]*\"|'[^']*'|\{\{.*?\}\}|[^\s\\;&|\"']+)"
+)
+
+
+_COMMENT = re.compile(r"(?m)(^|\s)#.*$")
+
+
+def _script_flags(script: str) -> dict[str, str | None]:
+    """vLLM flags anywhere in a shell script (a value may be a ``{{ template }}`` or ``$VAR``)."""
+    joined = _COMMENT.sub(r"\1", script.replace("\\\n", " "))
+    try:
+        tokens = shlex.split(joined, comments=True)
+    except ValueError:
+        tokens = []
+    flags = {}
+    if tokens:
+        flags.update({k: v for k, v in parse_server_args(tokens).items() if k in SERVER_FLAGS})
+    # Templated values ({{ ... }}) and flags inside quoted strings escape shlex; read them by pattern.
+    for match in _SCRIPT_FLAG.finditer(joined):
+        name = _canonical_flag(match.group(1))
+        if name in SERVER_FLAGS and name not in flags:
+            flags[name] = match.group(2).strip("\"'")
+    return flags
+
+
+def _string_list(value) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list):  # invalid for Kubernetes, but read it as one word rather than letters
+        return [str(value)]
+    return [str(part) for part in value if part is not None]
+
+
+def _server_flags(container: Mapping) -> tuple[dict[str, str | None], bool]:
+    """(flags, runs vLLM) for one container."""
+    command, args = _string_list(container.get("command")), _string_list(container.get("args"))
+    tokens = command + args
+    image = str(container.get("image") or "")
+    text = " ".join(tokens)
+    shell = bool(tokens) and bool(_SHELLS.search(tokens[0])) and "-c" in tokens[1:3]
+    if shell:
+        script = "\n".join(tokens[tokens.index("-c") + 1:])
+        runs = bool(re.search(r"\bvllm\s+serve\b|vllm\.entrypoints", script))
+        return (_script_flags(script) if runs else {}), runs
+    runs = bool(re.search(r"\bvllm\b", text)) or ("vllm" in image.lower() and not command)
+    if not runs and len(args) == 1 and re.search(r"\bvllm\s+serve\b|vllm\.entrypoints", args[0]):
+        return _script_flags(args[0]), True
+    return (parse_server_args(tokens) if runs else {}), runs
+
+
+# KServe's InferenceService puts the server in predictor.model; its Hugging Face runtime serves with vLLM.
+_KSERVE_VLLM_FORMATS = ("huggingface", "vllm")
+
+
+def _pod_specs(node, path: tuple = ()) -> Iterator[tuple[tuple, Mapping, list]]:
+    """Every pod spec wherever its owner keeps it: (path, spec, [(container path, container, runs vLLM)]).
+
+    A pod spec is a mapping with a ``containers`` list, or a KServe predictor with a ``model``.
+    """
+    if isinstance(node, Mapping):
+        containers, model = node.get("containers"), node.get("model")
+        kserve = isinstance(model, Mapping) and isinstance(model.get("modelFormat"), Mapping)
+        if isinstance(containers, list) or kserve:
+            items = [((*path, "containers", i), c, False) for i, c in enumerate(containers or [])]
+            if kserve:
+                model_format = str(model["modelFormat"].get("name") or "").lower()
+                items.append(((*path, "model"), model, model_format in _KSERVE_VLLM_FORMATS))
+            yield path, node, items
+            return
+        for key, value in node.items():
+            if key in ("metadata", "status"):
+                continue
+            yield from _pod_specs(value, (*path, key))
+    elif isinstance(node, list):
+        for index, item in enumerate(node):
+            yield from _pod_specs(item, (*path, index))
+
+
+def workload_from_document(document: YamlDocument) -> tuple[Workload, ...]:
+    """The pod templates in ``document`` whose containers run vLLM (empty when none do)."""
+    found = []
+    for pod_path, pod, containers in _pod_specs(document.data.get("spec"), ("spec",)):
+        servers = []
+        for container_path, container, serves in containers:
+            if not isinstance(container, Mapping):
+                continue
+            flags, runs = _server_flags(container)
+            if serves and not runs:
+                flags, runs = parse_server_args(_string_list(container.get("args"))), True
+            if not runs:
+                continue
+            gpus, resource = _gpus(container)
+            servers.append(ModelServer(
+                container=str(container.get("name") or ""),
+                path=container_path,
+                image=str(container.get("image") or ""),
+                flags=flags,
+                gpus=gpus,
+                gpu_resource=resource,
+                readiness_probe=_probe(container.get("readinessProbe")),
+                startup_probe=_probe(container.get("startupProbe")),
+                liveness_probe=_probe(container.get("livenessProbe")),
+                pre_stop=_pre_stop(container),
+            ))
+        if not servers:
+            continue
+        grace = pod.get("terminationGracePeriodSeconds")
+        grace_s = int(grace) if isinstance(grace, int) and not isinstance(grace, bool) else None
+        found.append(Workload(document.kind, document.name, document.namespace, document, pod_path, grace_s,
+                              tuple(servers)))
+    return tuple(found)
+
+
+@dataclass(frozen=True)
+class ManifestSet:
+    """Everything read from the files given to ``planner lint``.
+
+    Attributes
+    ----------
+    files : tuple of str
+    documents : tuple of YamlDocument
+    autoscalers : tuple of (YamlDocument, Autoscaler)
+    workloads : tuple of Workload
+    """
+
+    files: tuple[str, ...]
+    documents: tuple[YamlDocument, ...]
+    autoscalers: tuple[tuple[YamlDocument, Autoscaler], ...]
+    workloads: tuple[Workload, ...]
+
+
+def find_scale_target(autoscaler: Autoscaler, document: YamlDocument, workloads) -> Workload | None:
+    """The workload an autoscaler's ``scaleTargetRef`` names (kind and name; namespace when both give one)."""
+    kind, name = autoscaler.hpa.scale_target_kind, autoscaler.hpa.scale_target_name
+    for workload in workloads:
+        # KServe in RawDeployment mode runs an InferenceService X as the Deployment X-predictor.
+        owned = (workload.kind == "InferenceService" and kind == "Deployment"
+                 and name == f"{workload.name}-predictor")
+        if not owned and (workload.kind != kind or workload.name != name):
+            continue
+        if document.namespace and workload.namespace and document.namespace != workload.namespace:
+            continue
+        return workload
+    return None
+
+
+def _yaml_files(path: Path) -> list[Path]:
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in YAML_SUFFIXES)
+        if not files:
+            raise PlannerInputError(f"{path}: no .yaml or .yml files in this folder")
+        return files
+    if not path.exists():
+        raise PlannerInputError(f"{path}: no such file or folder")
+    return [path]
+
+
+_ADAPTER_KEYS = frozenset({"rules", "externalRules", "resourceRules"})
+
+
+def _is_adapter_config(data) -> bool:
+    """A prometheus-adapter ``--config`` file: only rule lists, no apiVersion or kind."""
+    return isinstance(data, Mapping) and bool(data) and set(data) <= _ADAPTER_KEYS \
+        and all(isinstance(value, list | Mapping) for value in data.values())
+
+
+def read_manifest_set(paths) -> ManifestSet:
+    """Read files and folders (``*.yaml``, ``*.yml``, recursively) for review.
+
+    Raises
+    ------
+    PlannerInputError
+        One line naming the file and document: not YAML, not a Kubernetes
+        object, or an autoscaler the controllers reject.
+    """
+    files: list[Path] = []
+    for path in paths:
+        files.extend(_yaml_files(Path(path)))
+    return manifest_set_from_documents([str(p) for p in files], [load_documents(p) for p in files])
+
+
+def manifest_set_from_texts(texts) -> ManifestSet:
+    """The same as :func:`read_manifest_set` for YAML already in memory: a mapping of name -> text."""
+    names = list(texts)
+    return manifest_set_from_documents(names, [documents_from_text(texts[name], name) for name in names])
+
+
+def manifest_set_from_documents(files, documents_per_file) -> ManifestSet:
+    """Sort parsed documents into autoscalers and vLLM workloads, refusing what is not a Kubernetes object."""
+    documents, autoscalers, workloads = [], [], []
+    for file_documents in documents_per_file:
+        for document in file_documents:
+            label = f"{document.source} (document {document.number})"
+            data = document.data
+            if _is_adapter_config(data):
+                continue  # prometheus-adapter's own config, not an object the cluster stores
+            if not isinstance(data, Mapping) or not data.get("apiVersion") or not data.get("kind"):
+                shown = type(data).__name__ if not isinstance(data, Mapping) else "a mapping without apiVersion/kind"
+                raise PlannerInputError(f"{label}: not a Kubernetes object (got {shown}; expected apiVersion and kind)")
+            documents.append(document)
+            autoscaler = autoscaler_from_document(label, data)
+            if autoscaler is not None:
+                autoscalers.append((document, autoscaler))
+            workloads.extend(workload_from_document(document))
+    return ManifestSet(tuple(files), tuple(documents), tuple(autoscalers), tuple(workloads))

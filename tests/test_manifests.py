@@ -1,0 +1,138 @@
+"""Generated manifests: the numbers, the signals, the rules they must follow, and their schemas."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+from planner.errors import PlannerInputError
+from planner.grace import drain_time_s
+from planner.manifests import ScalingPlan, format_threshold, generate_manifests
+from planner.schema import schema_errors
+
+PLAN = ScalingPlan(
+    target_name="llama-vllm", concurrency_target=40, warmup_s=240, max_output_tokens=4096, itl_ms=50,
+    max_replicas=12, min_replicas=2, kv_usage_target_frac=0.8, queue_threshold_requests=129,
+    namespace="llm", model_name="llama", knee_concurrency=48, growth_frac=0.2,
+)
+
+
+def _replace(plan, **changes):
+    from dataclasses import replace
+
+    return replace(plan, **changes)
+
+
+def test_scaled_object_carries_the_signals_thresholds_and_combination():
+    result = generate_manifests(PLAN)
+    spec = result.scaled_object.document["spec"]
+    triggers = {t["name"]: t for t in spec["triggers"]}
+    assert list(triggers) == ["inflight", "kv", "waiting"]
+    inflight = triggers["inflight"]["metadata"]["query"]
+    assert inflight == ('sum(vllm:num_requests_running{namespace="llm",model_name="llama"}) + '
+                        'sum(vllm:num_requests_waiting{namespace="llm",model_name="llama"})')
+    assert triggers["kv"]["metadata"]["query"] == 'sum(vllm:kv_cache_usage_perc{namespace="llm",model_name="llama"})'
+    assert [t["metadata"]["threshold"] for t in spec["triggers"]] == ["40", "0.8", "129"]
+    for trigger in spec["triggers"]:
+        assert trigger["metricType"] == "AverageValue"
+        assert trigger["metadata"]["ignoreNullValues"] == "false"
+        assert "avg(" not in trigger["metadata"]["query"]
+    assert spec["advanced"]["scalingModifiers"] == {
+        "formula": "max(inflight / 40, kv / 0.8, waiting / 129)", "target": "1", "metricType": "AverageValue"}
+    assert (spec["minReplicaCount"], spec["maxReplicaCount"]) == (2, 12)
+
+
+def test_single_signal_needs_no_formula():
+    result = generate_manifests(_replace(PLAN, kv_usage_target_frac=None, queue_threshold_requests=None))
+    spec = result.scaled_object.document["spec"]
+    assert result.formula == "" and "scalingModifiers" not in spec["advanced"]
+    assert [t["name"] for t in spec["triggers"]] == ["inflight"]
+
+
+def test_behavior_window_covers_the_warmup_and_removes_one_replica_per_warmup():
+    for warmup_s, window_s, period_s in ((240, 300, 240), (90, 300, 90), (900.5, 901, 901), (3600, 3600, 1800)):
+        result = generate_manifests(_replace(PLAN, warmup_s=warmup_s))
+        behavior = result.scaled_object.document["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+        down = behavior["scaleDown"]
+        assert down["stabilizationWindowSeconds"] == window_s >= warmup_s
+        assert down["policies"] == [{"type": "Pods", "value": 1, "periodSeconds": period_s}]
+        assert result.hpa.document["spec"]["behavior"] == behavior
+    with pytest.raises(PlannerInputError, match="warmup_s 4000"):
+        generate_manifests(_replace(PLAN, warmup_s=4000))
+
+
+def test_grace_patch_nests_the_three_numbers():
+    result = generate_manifests(PLAN)
+    drain = drain_time_s(4096, 50)
+    assert result.grace.drain_time_s == pytest.approx(204.8)
+    assert result.grace.shutdown_timeout_s == math.ceil(drain * 1.1) == 226
+    assert result.grace.termination_grace_period_s == 10 + 226 + 5
+    assert result.shutdown_flag == "--shutdown-timeout=226"
+    pod = result.workload_patch.document["spec"]["template"]["spec"]
+    assert pod["terminationGracePeriodSeconds"] == 241 > result.grace.shutdown_timeout_s >= drain
+    assert pod["containers"][0]["lifecycle"]["preStop"] == {"sleep": {"seconds": 10}}
+    assert "--shutdown-timeout=226" in result.workload_patch.header
+
+
+def test_hpa_uses_external_average_value_metrics_with_the_same_targets():
+    result = generate_manifests(PLAN)
+    metrics = result.hpa.document["spec"]["metrics"]
+    assert [m["type"] for m in metrics] == ["External"] * 3
+    assert [m["external"]["target"] for m in metrics] == [
+        {"type": "AverageValue", "averageValue": v} for v in ("40", "0.8", "129")]
+    rules = result.adapter_rules.document["externalRules"]
+    assert [r["name"]["as"] for r in rules] == [m["external"]["metric"]["name"] for m in metrics]
+    assert [r["metricsQuery"] for r in rules] == [
+        t["metadata"]["query"] for t in result.scaled_object.document["spec"]["triggers"]]
+
+
+def test_every_generated_object_passes_its_schema():
+    for plan in (PLAN, _replace(PLAN, namespace="", model_name="", kv_usage_target_frac=None),
+                 _replace(PLAN, target_kind="StatefulSet", scale_up_tolerance_frac=None)):
+        result = generate_manifests(plan)
+        for manifest in result.all:
+            if manifest.is_kubernetes_object:
+                assert schema_errors(manifest.document, partial=manifest.is_patch) == [], manifest.file_stem
+
+
+def test_comments_give_reasons_with_the_numbers():
+    result = generate_manifests(PLAN)
+    comments = dict(result.scaled_object.comments)
+    assert comments[("spec", "triggers", 0, "metadata", "threshold")].startswith(
+        "40 = knee 48 / (1 + 0.2 growth during one warmup)")
+    behavior = ("spec", "advanced", "horizontalPodAutoscalerConfig", "behavior")
+    assert "240 s warmup" in comments[(*behavior, "scaleDown", "stabilizationWindowSeconds")]
+    patch = dict(result.workload_patch.comments)
+    assert patch[("spec", "template", "spec", "terminationGracePeriodSeconds")].startswith(
+        "241 s = preStop 10 s + --shutdown-timeout 226 s")
+    for manifest in result.all:  # every comment points at a field that exists
+        for path, _ in manifest.comments:
+            node = manifest.document
+            for part in path:
+                node = node[part]
+
+
+@pytest.mark.parametrize(("value", "text"), [(40.0, "40"), (0.8, "0.8"), (53.33333, "53.333"),
+                                             (129.9999, "129.999"), (1e-3, "0.001"), (100, "100")])
+def test_format_threshold_rounds_down_to_milli_units(value, text):
+    assert format_threshold(value) == text
+    assert float(text) <= value
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"min_replicas": 0}, "min_replicas must be at least 1"),
+    ({"max_replicas": 1}, "max_replicas 1 is below min_replicas 2"),
+    ({"concurrency_target": 0}, "concurrency_target"),
+    ({"kv_usage_target_frac": 1.5}, "kv_usage_target_frac"),
+    ({"queue_threshold_requests": -1}, "queue_threshold_requests"),
+    ({"target_name": ""}, "target name"),
+    ({"target_kind": "Job"}, "Deployment or StatefulSet"),
+    ({"prometheus_address": "prometheus:9090"}, "http://"),
+    ({"model_name": 'x"y'}, "cannot be written into a PromQL matcher"),
+    ({"concurrency_target": 1e-4}, "rounds to 0"),
+])
+def test_bad_plans_are_refused_with_the_field(changes, message):
+    with pytest.raises(PlannerInputError, match=re.escape(message)):
+        generate_manifests(_replace(PLAN, **changes))
