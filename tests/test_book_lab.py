@@ -59,18 +59,20 @@ def test_flapping_chapter_on_a_faster_load_and_the_articles_own_manifests(tmp_pa
     fleet = tmp_path / "rig.yaml"
     fleet.write_text((DATA_DIR / "fleets" / "seed003-rig.yaml").read_text() + "usd_per_gpu_hour: 1.1\n")
     values = glued(run_chapter("flapping", tmp_path, trace_path=str(trace), manifest_path=str(waiting),
-                               steady_manifest_path=str(kv_sum), fleet_path=str(fleet), usd_per_gpu_hour=1.1,
+                               compare_manifest_path=str(kv_sum), fleet_path=str(fleet), usd_per_gpu_hour=1.1,
                                duration_s=0.0))
-    assert values["waiting_flap_cycles"] >= 2 and values["steady_flap_cycles"] == 0
+    assert values["tested_flaps_during_load"] >= 2 and values["compared_flaps_during_load"] == 0
     cli_waiting = _simulate_json(capsys, trace, waiting, fleet)
     cli_steady = _simulate_json(capsys, trace, kv_sum, fleet)
     # The CLI's default duration is the last arrival plus 120 s: the run the chapter made.
-    assert values["waiting_slo_attainment_frac"] == cli_waiting["slo_attainment_frac"]
-    assert values["waiting_cost_usd"] == cli_waiting["cost_usd"]
-    assert values["waiting_flap_cycles_total"] == cli_waiting["flap_cycles"]
-    assert values["waiting_peak_replicas"] == cli_waiting["peak_replicas"]
-    assert values["steady_slo_attainment_frac"] == cli_steady["slo_attainment_frac"]
-    assert values["steady_flap_cycles_total"] == cli_steady["flap_cycles"]
+    assert values["tested_slo_attainment_frac"] == cli_waiting["slo_attainment_frac"]
+    assert values["tested_cost_usd"] == cli_waiting["cost_usd"]
+    assert values["tested_flaps"] == cli_waiting["flap_cycles"]
+    assert values["tested_peak"] == cli_waiting["peak_replicas"]
+    assert values["compared_slo_attainment_frac"] == cli_steady["slo_attainment_frac"]
+    assert values["compared_flaps"] == cli_steady["flap_cycles"]
+    assert values["compared_cost_usd"] == cli_steady["cost_usd"]
+    assert (values["tested_name"], values["compared_name"]) == ("qwen-vllm", "qwen-vllm")
 
 
 @pytest.mark.parametrize("name", ["lab", "flapping"])

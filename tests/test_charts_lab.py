@@ -14,13 +14,13 @@ from planner.simulate.reference import simulate
 from tests.conftest import DATA_DIR
 from tests.simulate_helpers import steady_trace
 
-LAB = DATA_DIR / "manifests" / "lab"
+MANIFESTS = DATA_DIR / "manifests"
 
 
 @pytest.fixture(scope="module")
 def runs():
     trace = steady_trace(0.6, 120.0, 100, 300)
-    return {name: simulate(trace, load_autoscaler(LAB / f"flapping-{name}.yaml"), duration_s=120.0)
+    return {name: simulate(trace, load_autoscaler(MANIFESTS / f"flapping-{name}.yaml"), duration_s=120.0)
             for name in ("waiting", "kv-sum")}
 
 

@@ -13,18 +13,19 @@ from planner.readers.trace import read_trace
 from planner.simulate.reference import simulate
 from tests.conftest import DATA_DIR
 
-LAB = DATA_DIR / "manifests" / "lab"
+MANIFESTS = DATA_DIR / "manifests"
+KV_AVG = MANIFESTS / "lab" / "flapping-kv-avg.yaml"
 
 
 @pytest.fixture(scope="module")
 def rig():
-    return read_trace(DATA_DIR / "traces" / "lab" / "steady_0.6rps_12min.csv"), read_fleet(
+    return read_trace(DATA_DIR / "traces" / "steady-0.6rps-12min.csv"), read_fleet(
         DATA_DIR / "fleets" / "seed003-rig.yaml")
 
 
 def test_pinned_fixes_both_bounds_and_the_fleet_never_moves(rig):
     trace, fleet = rig
-    autoscaler = pinned(load_autoscaler(LAB / "flapping-waiting.yaml"), 2)
+    autoscaler = pinned(load_autoscaler(MANIFESTS / "flapping-waiting.yaml"), 2)
     assert (autoscaler.hpa.min_replicas, autoscaler.hpa.max_replicas) == (2, 2)
     assert (autoscaler.scaled_object.min_replica_count, autoscaler.scaled_object.max_replica_count) == (2, 2)
     run = simulate(trace, autoscaler, fleet, duration_s=300.0)
@@ -33,9 +34,10 @@ def test_pinned_fixes_both_bounds_and_the_fleet_never_moves(rig):
 
 def test_waiting_and_averaged_kv_have_no_fixed_point_and_the_kv_sum_has_one(rig):
     trace, fleet = rig
-    curves = {name: recommendation_curve(trace, load_autoscaler(LAB / f"flapping-{name}.yaml"), fleet, [1, 2, 3],
-                                         from_s=240.0, to_s=720.0)
-              for name in ("waiting", "kv-sum", "kv-avg")}
+    paths = {"waiting": MANIFESTS / "flapping-waiting.yaml", "kv-sum": MANIFESTS / "flapping-kv-sum.yaml",
+             "kv-avg": KV_AVG}
+    curves = {name: recommendation_curve(trace, load_autoscaler(path), fleet, [1, 2, 3], from_s=240.0, to_s=720.0)
+              for name, path in paths.items()}
     waiting, kv_sum, kv_avg = curves["waiting"], curves["kv-sum"], curves["kv-avg"]
     # One replica cannot drain 0.6 req/s, so the queue grows and asks for the maximum; two empty it.
     assert waiting.desired_replicas.tolist() == [3, 1, 1]
@@ -56,10 +58,10 @@ def test_fixed_points_are_the_sizes_that_ask_for_themselves():
 
 def test_recommendation_curve_refuses_what_it_cannot_read(rig):
     trace, fleet = rig
-    gpu_hpa = load_autoscaler(LAB / "growth-gpu-util.yaml")
+    gpu_hpa = load_autoscaler(MANIFESTS / "lab" / "growth-gpu-util.yaml")
     with pytest.raises(PlannerInputError, match="External metric with an AverageValue target"):
         recommendation_curve(trace, gpu_hpa, fleet, [1], from_s=0.0, to_s=60.0)
-    waiting = load_autoscaler(LAB / "flapping-waiting.yaml")
+    waiting = load_autoscaler(MANIFESTS / "flapping-waiting.yaml")
     with pytest.raises(PlannerInputError, match="from_s < to_s"):
         recommendation_curve(trace, waiting, fleet, [1], from_s=60.0, to_s=60.0)
     with pytest.raises(PlannerInputError, match="replica count 0"):

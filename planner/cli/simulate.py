@@ -12,25 +12,21 @@ and one request per row, sorted by arrival.
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import os
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
 from planner.cli.output import print_json, print_table
 from planner.errors import PlannerInputError
+from planner.readers.canonical_trace import read_canonical_trace
 from planner.readers.fleet import read_fleet
 from planner.readers.manifest import load_autoscaler
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.reference import simulate
-from planner.simulate.traffic import RequestTrace
 
 HELP = "replay a request trace through a simulated vLLM fleet driven by the manifest's autoscaler"
 ENGINES = ("reference",)
-TRACE_COLUMNS = ("arrival_s", "input_tokens", "output_tokens")
 
 
 def register(subparsers) -> None:
@@ -60,7 +56,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    trace = _read_trace_csv(args.trace)
+    trace = read_canonical_trace(args.trace)
     autoscaler = load_autoscaler(args.manifest, args.name)
     fleet = read_fleet(args.fleet) if args.fleet else FleetSpec()
     if args.duration_s is not None and not (math.isfinite(args.duration_s) and args.duration_s > 0):
@@ -84,55 +80,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         print_table(list(summary.items()), title=f"{autoscaler.kind} {autoscaler.name} on {args.trace}")
     return 0
-
-
-def _read_trace_csv(path: str | Path) -> RequestTrace:
-    """Read the canonical trace CSV, naming the row and column of any problem.
-
-    Interim: until planner.readers.trace lands, this is the one shape ``simulate`` reads.
-    """
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        raise PlannerInputError(f"{path}: not a UTF-8 text file; expected a CSV trace") from None
-    reader = csv.reader(text.splitlines())
-    header = next(reader, None)
-    if header is None:
-        raise PlannerInputError(f"{path}: empty file; expected a header {','.join(TRACE_COLUMNS)}")
-    names = [h.strip() for h in header]
-    if names[:3] != list(TRACE_COLUMNS):
-        raise PlannerInputError(f"{path}: header {','.join(names)!r}; expected {','.join(TRACE_COLUMNS)}")
-    arrival, inputs, outputs = [], [], []
-    for row_number, row in enumerate(reader, start=2):
-        if not row or all(not cell.strip() for cell in row):
-            continue
-        if len(row) < 3:
-            raise PlannerInputError(f"{path}: row {row_number}: expected 3 values, got {len(row)}")
-        values = []
-        for column, cell in zip(TRACE_COLUMNS, row[:3], strict=True):
-            try:
-                value = float(cell)
-            except ValueError:
-                raise PlannerInputError(f"{path}: row {row_number}: {column}: not a number: {cell!r}") from None
-            if not math.isfinite(value) or value < 0:
-                raise PlannerInputError(f"{path}: row {row_number}: {column}: expected a finite number "
-                                        f">= 0, got {cell!r}")
-            values.append(value)
-        if values[2] < 1:
-            raise PlannerInputError(f"{path}: row {row_number}: output_tokens: expected at least 1")
-        if values[1] != int(values[1]) or values[2] != int(values[2]):
-            raise PlannerInputError(f"{path}: row {row_number}: token counts must be whole numbers")
-        if arrival and values[0] < arrival[-1]:
-            raise PlannerInputError(f"{path}: row {row_number}: arrival_s {values[0]:g} is before the previous "
-                                    f"row's {arrival[-1]:g}; the trace must be sorted by arrival")
-        arrival.append(values[0])
-        inputs.append(int(values[1]))
-        outputs.append(int(values[2]))
-    if not arrival:
-        raise PlannerInputError(f"{path}: the trace has no requests")
-    return RequestTrace(np.array(arrival), np.array(inputs, dtype=np.int64), np.array(outputs, dtype=np.int64),
-                        str(path))
 
 
 def _write_atomically(path: Path, text: str) -> None:
