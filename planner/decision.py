@@ -29,8 +29,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from planner.behavior import set_defaults_horizontal_pod_autoscaler_behavior
 from planner.errors import PlannerInputError
-from planner.hpa import Pod, PodMetric, ready_pods
+from planner.hpa import DEFAULT_TOLERANCE, Pod, PodMetric, ready_pods
 from planner.hpa_controller import (
     ExternalReading,
     HorizontalController,
@@ -55,7 +56,10 @@ from planner.keda import (
 )
 from planner.readers.manifest import Autoscaler, parse_quantity_milli
 
-__all__ = ["Decision", "MetricLine", "evaluate_decision"]
+__all__ = ["Decision", "MetricLine", "behavior_text", "evaluate_decision", "metric_values_by_key"]
+
+CLI_VALUE_HINT = "pass --metric NAME=VALUE"
+"""How the CLI asks for a missing value; a notebook names its own parameter instead."""
 
 _REQUEST_MILLI = 1000  # a nominal per-pod request for utilization inputs
 
@@ -98,6 +102,65 @@ class Decision:
     keda_reason: str | None
     steps: tuple[str, ...]
     notes: tuple[str, ...] = field(default=())
+
+    @property
+    def explained_metric(self) -> MetricLine:
+        """The line that decided the count: the largest proposal (the composite one under
+        ``scalingModifiers``), else the first line that has a value."""
+        proposed = [m for m in self.metrics if m.proposal is not None]
+        if proposed:
+            return max(proposed, key=lambda m: m.proposal)  # max keeps the first of equals
+        return next((m for m in self.metrics if m.value is not None), self.metrics[0])
+
+    def outcome_text(self) -> str:
+        """One sentence: what the deciding metric proposes and what the controller sets."""
+        replicas = f"{self.desired_replicas} replica{'' if self.desired_replicas == 1 else 's'}"
+        if self.max_proposal is None:
+            return f"No metric is evaluated at this sync ({self._why_not_evaluated()}); the count is set to {replicas}."
+        line = self.explained_metric
+        if line.kind == "scalingModifiers.formula":
+            who = "The scalingModifiers formula's composite metric"
+        else:
+            who = f"{'Trigger' if self.kind == 'ScaledObject' else 'Metric'} {line.key}"
+        text = (f"{who} has the ratio {line.usage_ratio:.3g}, so it proposes {line.proposal} "
+                f"replica{'' if line.proposal == 1 else 's'}")
+        if sum(m.proposal is not None for m in self.metrics) > 1:
+            text += ", the largest proposal"
+        text += f"; after the stabilization window and the rate limits the controller sets {replicas} at this sync."
+        if self.after_window_replicas is not None and self.after_window_replicas != self.desired_replicas:
+            text += f" Once the window has passed, the same values take it to {self.after_window_replicas}."
+        return text
+
+    def proposal_lines(self) -> tuple[str, ...]:
+        """One line per trigger or metric with its value and proposal, then the controller's choice."""
+        width = max(len(m.key) for m in self.metrics)
+        lines = []
+        for m in self.metrics:
+            value = "no result" if m.value is None else f"{m.value:g}"
+            if m.proposal is not None:
+                said = f"proposes {m.proposal}"
+            elif m.kind != "scalingModifiers.formula" and m.target_type == "(formula input)":
+                said = "feeds the formula"
+            elif m.error is not None:
+                said = f"invalid ({m.error})"
+            else:
+                said = "not evaluated"
+            lines.append(f"{m.key:>{width}}: value {value} -> {said}")
+        if self.max_proposal is None:
+            lines.append(f"No proposal at this sync ({self._why_not_evaluated()}); sets {self.desired_replicas}.")
+        else:
+            lines.append(f"The HPA takes the largest: {self.max_proposal}; sets {self.desired_replicas} this sync.")
+        return tuple(lines)
+
+    def _why_not_evaluated(self) -> str:
+        if self.result is None:
+            return f"at 0 replicas the HPA is idle and KEDA decides: {self.keda_reason}"
+        reason = self.result.rescale_reason
+        if "below Spec.MinReplicas" in reason:
+            return f"{self.current_replicas} is below the minimum, so the HPA sets the minimum without reading metrics"
+        if "above Spec.MaxReplicas" in reason:
+            return f"{self.current_replicas} is above the maximum, so the HPA sets the maximum without reading metrics"
+        return reason or "no metric was evaluated"
 
     def to_dict(self) -> dict:
         """A JSON-ready summary (what ``planner hpa --json`` prints)."""
@@ -142,6 +205,8 @@ def evaluate_decision(
     values: Mapping[str, str | float | None],
     *,
     ready_replicas: int | None = None,
+    value_hint: str = CLI_VALUE_HINT,
+    tolerance_frac: float = DEFAULT_TOLERANCE,
 ) -> Decision:
     """Evaluate one decision for ``autoscaler``.
 
@@ -156,6 +221,11 @@ def evaluate_decision(
         empty string) for a query that returned no result.
     ready_replicas : int, optional
         Ready pods; defaults to ``current_replicas``. [replicas]
+    value_hint : str, optional
+        How the caller's user supplies a missing value, appended to that error.
+    tolerance_frac : float, optional
+        The cluster's ``--horizontal-pod-autoscaler-tolerance``; a
+        ``behavior.scale{Up,Down}.tolerance`` in the manifest takes precedence. [fraction]
 
     Raises
     ------
@@ -170,11 +240,58 @@ def evaluate_decision(
             f"ready replicas must be an integer between 0 and the current replicas ({current_replicas}), got {ready!r}"
         )
     if autoscaler.scaled_object is not None:
-        return _scaled_object_decision(autoscaler, current_replicas, ready, values)
-    return _hpa_decision(autoscaler, current_replicas, ready, values)
+        return _scaled_object_decision(autoscaler, current_replicas, ready, values, value_hint, tolerance_frac)
+    return _hpa_decision(autoscaler, current_replicas, ready, values, value_hint, tolerance_frac)
 
 
-def _resolve(keys: list[str], values: Mapping[str, str | float | None], what: str) -> dict[int, object]:
+def metric_values_by_key(values, where: str = "metric_values") -> dict[str, object]:
+    """Values per trigger from a mapping (name or 0-based index to value) or a list in trigger order.
+
+    Parameters
+    ----------
+    values : mapping, sequence or str
+        ``{"0": 20}``, ``{0: 20, "kv": 0.9}``, ``[20, 0.9]`` or ``"0=20,kv=0.9"``;
+        ``None`` (or an empty ``VALUE``) for a query that returned no result.
+    where : str, optional
+        The parameter's name, for the error message.
+
+    Returns
+    -------
+    dict of str to object
+        Keys as :func:`evaluate_decision` takes them.
+
+    Raises
+    ------
+    PlannerInputError
+        Anything else, or a key that is neither a name nor an index.
+    """
+    if isinstance(values, Mapping):
+        out = {}
+        for key, value in values.items():
+            if isinstance(key, bool) or not isinstance(key, str | int) or (isinstance(key, int) and key < 0):
+                raise PlannerInputError(f"{where}: keys are trigger names or 0-based indices, got {key!r}")
+            out[str(key)] = value
+        return out
+    if isinstance(values, list | tuple):
+        return {str(i): value for i, value in enumerate(values)}
+    if isinstance(values, str) and "=" in values:  # "0=6,1=9", as the CLI's --metric takes them
+        out = {}
+        for item in values.replace(",", " ").split():
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise PlannerInputError(f"{where}: expected NAME=VALUE items, got {item!r}")
+            if key in out:
+                raise PlannerInputError(f"{where}: {key} was given twice")
+            out[key] = value
+        return out
+    raise PlannerInputError(
+        f"{where} must map trigger names or 0-based indices to values (e.g. {{'0': 20}}) "
+        f"or list one value per trigger, got {values!r}"
+    )
+
+
+def _resolve(keys: list[str], values: Mapping[str, str | float | None], what: str,
+             value_hint: str = CLI_VALUE_HINT) -> dict[int, object]:
     """Map user keys (names or indices) onto metric indices; every metric needs one value."""
     resolved: dict[int, object] = {}
     for key, value in values.items():
@@ -183,7 +300,7 @@ def _resolve(keys: list[str], values: Mapping[str, str | float | None], what: st
             matches = [int(key)]
         if not matches:
             listing = ", ".join(f"{i}={name}" if name else str(i) for i, name in enumerate(keys))
-            raise PlannerInputError(f"no {what} named {key!r} (known: {listing})")
+            raise PlannerInputError(f"no {what} named {key!r} (known: {listing}); {value_hint}")
         if len(matches) > 1:
             raise PlannerInputError(f"{key!r} names several {what}s; use its index instead")
         if matches[0] in resolved:
@@ -191,7 +308,7 @@ def _resolve(keys: list[str], values: Mapping[str, str | float | None], what: st
         resolved[matches[0]] = value
     missing = [f"{i} ({name})" if name else str(i) for i, name in enumerate(keys) if i not in resolved]
     if missing:
-        raise PlannerInputError(f"no value given for {what} {', '.join(missing)}; pass --metric NAME=VALUE")
+        raise PlannerInputError(f"no value given for {what} {', '.join(missing)}; {value_hint}")
     return resolved
 
 
@@ -236,10 +353,11 @@ def _pods(current: int, ready: int, hpa) -> tuple[Pod, ...]:
     )
 
 
-def _hpa_decision(autoscaler: Autoscaler, current: int, ready: int, values) -> Decision:
+def _hpa_decision(autoscaler: Autoscaler, current: int, ready: int, values, value_hint: str,
+                  tolerance_frac: float) -> Decision:
     hpa = autoscaler.hpa
     keys = [m.name for m in hpa.metrics]
-    resolved = _resolve(keys, values, "metric")
+    resolved = _resolve(keys, values, "metric", value_hint)
     pods = _pods(current, ready, hpa)
     readings, shown = [], []
     for index, spec in enumerate(hpa.metrics):
@@ -252,7 +370,7 @@ def _hpa_decision(autoscaler: Autoscaler, current: int, ready: int, values) -> D
             raise PlannerInputError(f"value for metric {keys[index]!r} must be a number, got {value!r}") from None
         readings.append(reading)
         shown.append(number)
-    result, after = _reconcile(hpa, current, ready, readings, pods)
+    result, after = _reconcile(hpa, current, ready, readings, pods, tolerance_frac)
     lines = []
     for index, spec in enumerate(hpa.metrics):
         outcome = result.metrics.outcomes[index] if result.metrics else None
@@ -272,10 +390,11 @@ def _hpa_decision(autoscaler: Autoscaler, current: int, ready: int, values) -> D
     )
 
 
-def _scaled_object_decision(autoscaler: Autoscaler, current: int, ready: int, values) -> Decision:
+def _scaled_object_decision(autoscaler: Autoscaler, current: int, ready: int, values, value_hint: str,
+                            tolerance_frac: float) -> Decision:
     so, hpa = autoscaler.scaled_object, autoscaler.hpa
     keys = [t.name for t in so.triggers]
-    resolved = _resolve(keys, values, "trigger")
+    resolved = _resolve(keys, values, "trigger", value_hint)
     pods = _pods(current, ready, hpa)
     floats = {}
     resource_readings = {}
@@ -299,7 +418,7 @@ def _scaled_object_decision(autoscaler: Autoscaler, current: int, ready: int, va
     if current == 0:
         desired = executor.replicas if executor.replicas is not None else 0
     else:
-        result, after = _reconcile(hpa, current, ready, list(evaluation.readings), pods)
+        result, after = _reconcile(hpa, current, ready, list(evaluation.readings), pods, tolerance_frac)
         desired = result.desired_replicas
     lines = _trigger_lines(so, hpa, evaluation, result, floats)
     steps = _steps(autoscaler, hpa, current, ready, lines, result, after, (evaluation, executor))
@@ -355,8 +474,8 @@ def _trigger_lines(so, hpa, evaluation: TriggersEvaluation, result, floats) -> l
     return lines
 
 
-def _reconcile(hpa, current, ready, readings, pods) -> tuple[ReconcileResult, int | None]:
-    controller = HorizontalController(hpa)
+def _reconcile(hpa, current, ready, readings, pods, tolerance_frac) -> tuple[ReconcileResult, int | None]:
+    controller = HorizontalController(hpa, tolerance=tolerance_frac)
     result = controller.reconcile_autoscaler(0.0, current, readings, pods=pods)
     after = None
     held = result.stabilization is not None and result.stabilization.reason in (
@@ -366,7 +485,7 @@ def _reconcile(hpa, current, ready, readings, pods) -> tuple[ReconcileResult, in
         # the same inputs once the seeded record has left the window
         window = _window_s(controller, scale_down=result.stabilization.reason == "ScaleDownStabilized")
         later = HorizontalController(
-            hpa, recommendations=controller.recommendations,
+            hpa, tolerance=tolerance_frac, recommendations=controller.recommendations,
             scale_up_events=controller.scale_up_events, scale_down_events=controller.scale_down_events,
         )
         after = later.reconcile_autoscaler(window + 1.0, current, readings, pods=pods).desired_replicas
@@ -473,3 +592,32 @@ def _steps(autoscaler, hpa, current, ready, lines, result, after, keda) -> list[
         steps.append(f"minReplicaCount is 0: KEDA scales to 0 once no trigger has been active for {cooldown:g} s.")
     return steps
 
+
+
+def behavior_text(hpa) -> str:
+    """The HPA's scaling behavior in one sentence, with the API defaults filled in.
+
+    Parameters
+    ----------
+    hpa : HorizontalPodAutoscalerSpec
+        The HPA (for a ScaledObject, the one KEDA creates).
+    """
+    behavior = set_defaults_horizontal_pod_autoscaler_behavior(hpa.behavior)
+    if behavior is None:
+        return ("No behavior is set, so the legacy rules apply: a scale-up reaches at most max(2 x current, 4) "
+                "per sync, and a scale-down waits for the controller's 300 s window.")
+
+    def rules_text(rules, window_default: str) -> str:
+        if rules.select_policy == "Disabled":
+            return "disabled"
+        window = rules.stabilization_window_seconds
+        policies = ", ".join(
+            f"{p.value}{' %' if p.type == 'Percent' else (' pod' if p.value == 1 else ' pods')} per {p.period_seconds} s"
+            for p in rules.policies
+        )
+        pick = "the larger" if rules.select_policy in (None, "Max") else "the smaller"
+        several = f" ({pick} applies)" if len(rules.policies) > 1 else ""
+        return f"window {window_default if window is None else f'{window} s'}, {policies}{several}"
+
+    return (f"Scale-up: {rules_text(behavior.scale_up, '0 s')}. "
+            f"Scale-down: {rules_text(behavior.scale_down, '300 s')}.")

@@ -72,6 +72,7 @@ def ramp_replicas(
     metric_ceiling_frac: float = 1.0,
     tolerance_frac: float = DEFAULT_TOLERANCE_FRAC,
     max_replicas: int | None = None,
+    goal_replicas: int | None = None,
 ) -> np.ndarray:
     """Ready replicas after each warmup while the bounded metric stays saturated.
 
@@ -89,6 +90,10 @@ def ramp_replicas(
         HPA tolerance; a ratio within ``1 +/- tolerance`` changes nothing. [fraction]
     max_replicas : int, optional
         The HPA's ``maxReplicas``; no cap when omitted. [replicas]
+    goal_replicas : int, optional
+        Replicas the load needs. Once the fleet has at least this many, the
+        load is served and the metric is no longer saturated, so the count
+        holds; without it the metric stays saturated for every warmup. [replicas]
 
     Returns
     -------
@@ -99,6 +104,8 @@ def ramp_replicas(
     --------
     >>> ramp_replicas(4, 0.8, 4).tolist()
     [4, 5, 7, 9, 12]
+    >>> ramp_replicas(4, 0.8, 6, goal_replicas=10).tolist()
+    [4, 5, 7, 9, 12, 12, 12]
     """
     start_replicas = _require_count("start_replicas", start_replicas)
     n_warmups = _require_count("n_warmups", n_warmups, minimum=0)
@@ -108,11 +115,14 @@ def ramp_replicas(
         raise PlannerInputError(f"tolerance_frac must be in [0, 1), got {tolerance_frac!r}")
     if max_replicas is not None:
         max_replicas = _require_count("max_replicas", max_replicas)
+    if goal_replicas is not None:
+        goal_replicas = _require_count("goal_replicas", goal_replicas)
     replicas = [start_replicas]
     for _ in range(n_warmups):
         current = replicas[-1]
         desired = current
-        if abs(1.0 - ratio) > tolerance_frac:
+        served = goal_replicas is not None and current >= goal_replicas
+        if not served and abs(1.0 - ratio) > tolerance_frac:
             desired = math.ceil(ratio * current)
         if max_replicas is not None:
             desired = min(desired, max(max_replicas, current))

@@ -63,12 +63,13 @@ def test_same_inputs_give_the_same_json(capsys, files):
 @pytest.mark.parametrize(
     ("trace_text", "message"),
     [
-        ("arrival_s,input_tokens,output_tokens\n", "no requests"),
-        ("arrival_s,input_tokens,output_tokens\n1,10,5\n0.5,10,5\n", "row 3: arrival_s 0.5 is before"),
-        ("arrival_s,input_tokens,output_tokens\n0,-3,5\n", "row 2: input_tokens"),
-        ("arrival_s,input_tokens,output_tokens\n0,abc,5\n", "row 2: input_tokens: not a number"),
-        ("time,in,out\n0,1,1\n", "expected arrival_s,input_tokens,output_tokens"),
-        ("arrival_s,input_tokens,output_tokens\n0,10,0\n", "row 2: output_tokens"),
+        # Rows are counted from the first data row (row 1), as planner.readers.trace names them.
+        ("arrival_s,input_tokens,output_tokens\n", "no data rows after the header"),
+        ("arrival_s,input_tokens,output_tokens\n1,10,5\n0.5,10,5\n", "row 2: arrival_s goes back in time"),
+        ("arrival_s,input_tokens,output_tokens\n0,-3,5\n", "row 1: input_tokens '-3'"),
+        ("arrival_s,input_tokens,output_tokens\n0,abc,5\n", "row 1: input_tokens 'abc' is not a whole number"),
+        ("time,in,out\n0,1,1\n", "expected a header of arrival_s,input_tokens,output_tokens"),
+        ("arrival_s,input_tokens,output_tokens\n0,10,0\n", "row 1: output_tokens '0'"),
     ],
 )
 def test_bad_trace_exits_2_with_one_line_and_writes_nothing(capsys, files, trace_text, message):

@@ -171,3 +171,89 @@ def test_kv_target_inside_tolerance_never_scales(kv):
 def test_kv_goal_already_met(kv):
     kv["goal"].value = 3
     assert "already has the replicas" in _text(kv["out"]) and "Neither signal" in _text(kv["out"])
+
+
+# The chapter opens the explorer with explorer_opening(autoscaler, decision): its first state must be the page's.
+OPENINGS = [
+    ("data", "queue-keda.yaml", 4, None, {"waiting": 20.0}),
+    ("data", "llama-vllm-keda.yaml", 4, None, {"in-flight": 150.0, "kv-usage": 1.0}),
+    ("data", "llama-vllm-keda.yaml", 1, None, {"in-flight": 150.0, "kv-usage": 1.0}),
+    ("shared", "14-aks-qwen-keda-running-waiting.yaml", 3, None, {"0": 6.0, "1": 9.0}),
+    ("shared", "10-llmd-keda-epp-queue-guard-scalingmodifiers.yaml", 2, None,
+     {"queue": 5.0, "running": 40.0, "pending": 0.0, "replicas": 2.0}),
+    ("shared", "12-llmd-keda-decode-kv-cache-sum.yaml", 3, None, {"0": 2.9}),
+    ("shared", "11-llmd-hpa-wva-desired-replicas.yaml", 1, None, {"0": 2.0}),
+    ("shared", "04-k8sexamples-hpa-running.yaml", 2, None, {"0": 7.0}),
+    ("shared", "02-prodstack-hpa-waiting.yaml", 1, None, {"0": 3.0}),
+]
+
+
+@pytest.mark.parametrize(("where", "name", "current", "ready", "values"), OPENINGS,
+                         ids=[f"{o[1].split('.')[0]}@{o[2]}" for o in OPENINGS])
+def test_explorer_opens_on_the_pages_decision(request, where, name, current, ready, values):
+    from planner.explorers.hpa_decisions import explorer_opening, opening_decision
+    from planner.readers.manifest import load_autoscaler
+    from tests.conftest import DATA_DIR
+
+    folder = (DATA_DIR / "manifests" if where == "data"
+              else request.getfixturevalue("shared_dir") / "real-world" / "manifests")
+    autoscaler = load_autoscaler(folder / name)
+    page = evaluate_decision(autoscaler, current, values, ready_replicas=ready)
+    opening = explorer_opening(autoscaler, page)
+    assert opening.exact and opening.metric_key == page.explained_metric.key
+    box = hpa_decisions_explorer(**opening.kwargs())
+    assert _desired(box.children[-1]) == page.desired_replicas == opening_decision(opening).desired_replicas
+    if page.max_proposal is not None:
+        assert f"Largest proposal: {page.max_proposal}." in _text(box.children[-1])
+
+
+def test_explorer_opening_keeps_the_manifests_behavior_and_legacy_path(shared_dir):
+    from planner.explorers.hpa_decisions import explorer_opening
+    from planner.readers.manifest import load_autoscaler
+
+    legacy = load_autoscaler(shared_dir / "real-world" / "manifests" / "02-prodstack-hpa-waiting.yaml")
+    opening = explorer_opening(legacy, evaluate_decision(legacy, 1, {"0": 3.0}))
+    assert opening.behavior is None and (opening.min_replicas, opening.max_replicas) == (1, 2)
+    assert (opening.metric_type, opening.target, opening.metric_value) == ("Value", 1.0, 3.0)
+    pods = load_autoscaler(shared_dir / "real-world" / "manifests" / "04-k8sexamples-hpa-running.yaml")
+    opening = explorer_opening(pods, evaluate_decision(pods, 2, {"0": 7.0}))
+    assert opening.metric_value == 14.0 and opening.behavior is pods.hpa.behavior  # 7 per pod x 2 Ready
+    warming = explorer_opening(pods, evaluate_decision(pods, 2, {"0": 7.0}, ready_replicas=1))
+    assert not warming.exact and "Ready pods' total" in warming.note
+
+
+def test_explorer_opening_names_the_trigger_it_shows():
+    from planner.explorers.hpa_decisions import explorer_opening
+    from planner.readers.manifest import load_autoscaler
+    from tests.conftest import DATA_DIR
+
+    two = load_autoscaler(DATA_DIR / "manifests" / "llama-vllm-keda.yaml")
+    opening = explorer_opening(two, evaluate_decision(two, 4, {"in-flight": 150.0, "kv-usage": 1.0}))
+    box = hpa_decisions_explorer(**opening.kwargs())
+    assert "It opens on kv-usage, the metric with the largest proposal" in _text(box.children[-1])
+    assert box.children[2].value == "Value" and box.children[3].value == 0.8
+
+
+def test_explorer_opening_at_zero_replicas(shared_dir):
+    from planner.explorers.hpa_decisions import explorer_opening, opening_decision
+    from planner.readers.manifest import load_autoscaler
+
+    folder = shared_dir / "real-world" / "manifests"
+    min0 = load_autoscaler(folder / "21-eks-llm-inference-keda-waiting-min0.yaml")  # activationThreshold 1
+    for waiting, desired in ((1.0, 0), (2.0, 1)):  # active only strictly above the activation threshold
+        page = evaluate_decision(min0, 0, {"0": waiting})
+        opening = explorer_opening(min0, page)
+        assert opening.exact and opening.activation_threshold == 1.0
+        assert page.desired_replicas == opening_decision(opening).desired_replicas == desired
+        assert _desired(hpa_decisions_explorer(**opening.kwargs()).children[-1]) == desired
+    plain = load_autoscaler(folder / "11-llmd-hpa-wva-desired-replicas.yaml")
+    opening = explorer_opening(plain, evaluate_decision(plain, 0, {"0": 2.0}))
+    assert not opening.exact and "A plain HPA does nothing at 0 replicas" in opening.note
+
+
+def test_explorer_opens_at_small_targets_and_wide_tolerances():
+    # Controls never clamp the opening: a 5-milli target and a 60 % tolerance open as given.
+    box = hpa_decisions_explorer(current_replicas=2, metric_type="AverageValue", target=0.005, metric_value=0.03,
+                                 tolerance_frac=0.6)
+    assert box.children[3].value == 0.005 and box.children[5].value == 0.6
+    assert "proposes 6" in _text(box.children[-1])  # ceil(0.03 / 0.005); ratio 3 is outside even 60 %

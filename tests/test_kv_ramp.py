@@ -44,6 +44,22 @@ def test_target_inside_tolerance_never_scales():
     assert math.isinf(compare_ramps(4, 10, 0.95, 240.0).bounded_time_s)
 
 
+def test_ramp_stops_once_the_load_is_served():
+    assert ramp_replicas(4, 0.8, 7, goal_replicas=10).tolist() == [4, 5, 7, 9, 12, 12, 12, 12]
+    assert ramp_replicas(4, 0.5, 5, goal_replicas=10).tolist() == [4, 8, 16, 16, 16, 16]  # the last step overshoots
+    assert ramp_replicas(12, 0.8, 2, goal_replicas=10).tolist() == [12, 12, 12]  # already served
+    with pytest.raises(PlannerInputError, match="goal_replicas"):
+        ramp_replicas(4, 0.8, 2, goal_replicas=0)
+
+
+@given(st.integers(1, 30), st.integers(1, 60), st.sampled_from([0.5, 0.6, 0.7, 0.8, 0.85, 0.9]))
+def test_a_goal_ramp_ends_where_warmups_to_reach_says(start, goal, target):
+    needed = warmups_to_reach(start, goal, target)
+    ramp = ramp_replicas(start, target, needed + 3, goal_replicas=goal)
+    assert ramp[needed] >= goal and (needed == 0 or ramp[needed - 1] < goal)
+    assert (ramp[needed:] == ramp[needed]).all()  # nothing after the goal
+
+
 def test_max_replicas_caps_the_ramp():
     assert ramp_replicas(4, 0.5, 3, max_replicas=10).tolist() == [4, 8, 10, 10]
 

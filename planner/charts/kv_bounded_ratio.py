@@ -6,10 +6,15 @@ through warmups (:mod:`planner.hpa_ramp`); the sliders only filter rows.
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import altair as alt
+import numpy as np
 import pandas as pd
 
 from planner.charts import grid_slider
+from planner.charts.hpa_decisions import LEGEND, WIDTH_PX
 from planner.hpa import (
     Tolerances,
     get_external_metric_replicas,
@@ -20,21 +25,52 @@ from planner.hpa_controller import ExternalReading, HorizontalController
 from planner.hpa_ramp import step_through_warmup
 from planner.hpa_spec import HorizontalPodAutoscalerSpec, MetricSpec, MetricTarget
 from planner.keda import keda_quantity_milli
-from planner.kv_ramp import ramp_replicas
+from planner.kv_ramp import ramp_replicas, warmups_to_reach
 
 __all__ = [
+    "PairingSummary",
+    "kv_targets_around",
     "paired_hpa",
     "pairing_chart",
     "pairing_grid",
+    "pairing_summary",
     "ramp_chart",
     "ramp_grid",
+    "ramp_warmups",
     "sum_avg_chart",
     "sum_avg_grid",
 ]
 
 
+def kv_targets_around(kv_target_frac: float, step_frac: float = 0.05, low_frac: float = 0.3,
+                      high_frac: float = 0.99) -> np.ndarray:
+    """KV targets for a slider: ``kv_target_frac`` plus and minus whole steps, within ``[low, high]``.
+
+    The chapter's own target is always one of them, so a slider opens exactly on it.
+
+    Examples
+    --------
+    >>> kv_targets_around(0.8).tolist()[-4:]
+    [0.8, 0.85, 0.9, 0.95]
+    """
+    below = max(math.floor((kv_target_frac - low_frac) / step_frac + 1e-9), 0)
+    above = max(math.floor((high_frac - kv_target_frac) / step_frac + 1e-9), 0)
+    return np.round(kv_target_frac + step_frac * np.arange(-below, above + 1), 6)
+
+
+def ramp_warmups(start_replicas: int, goal_replicas: int, targets, *, minimum: int = 4, maximum: int = 12) -> int:
+    """Warmups to show: one past the slowest target that reaches the goal, within ``[minimum, maximum]``."""
+    needed = [warmups_to_reach(start_replicas, goal_replicas, float(t)) for t in targets]
+    slowest = max((n for n in needed if n is not None), default=0)
+    return int(min(max(slowest + 1, minimum), maximum))
+
+
 def ramp_grid(start_replicas: int, targets, n_warmups: int, goal_replicas: int) -> pd.DataFrame:
-    """Ready replicas after each warmup on a saturated KV trigger, per target.
+    """Ready replicas after each warmup on a KV trigger that is saturated until the load is served, per target.
+
+    The bounded ramp holds once it reaches ``goal_replicas`` (see
+    :func:`planner.kv_ramp.ramp_replicas`); it can overshoot on its last step,
+    as the controller does.
 
     Returns
     -------
@@ -44,7 +80,8 @@ def ramp_grid(start_replicas: int, targets, n_warmups: int, goal_replicas: int) 
     """
     rows = []
     for target in targets:
-        for warmup, replicas in enumerate(ramp_replicas(start_replicas, float(target), n_warmups)):
+        ramp = ramp_replicas(start_replicas, float(target), n_warmups, goal_replicas=goal_replicas)
+        for warmup, replicas in enumerate(ramp):
             rows.append((float(target), warmup, int(replicas), "KV usage (bounded)"))
             unbounded = start_replicas if warmup == 0 else max(goal_replicas, start_replicas)
             rows.append((float(target), warmup, unbounded, "unbounded signal"))
@@ -60,14 +97,14 @@ def ramp_chart(grid: pd.DataFrame, goal_replicas: int, initial_target: float) ->
     ).encode(
         x=alt.X("warmup:Q", title="Warmups after the overload starts", axis=alt.Axis(tickMinStep=1)),
         y=alt.Y("replicas:Q", title="Ready replicas"),
-        color=alt.Color("signal:N", title=None),
+        color=alt.Color("signal:N", legend=LEGEND),
         tooltip=["signal:N", "warmup:Q", "replicas:Q"],
     )
     goal = alt.Chart(pd.DataFrame({"goal": [goal_replicas]})).mark_rule(color="#e45756", strokeDash=[6, 4]).encode(
         y="goal:Q"
     )
     return alt.layer(lines, goal).add_params(target).properties(
-        width=520, height=260, title="A bounded ratio grows the fleet by at most 1/target per warmup"
+        width=WIDTH_PX, height=260, title="A bounded ratio grows the fleet by at most 1/target per warmup"
     )
 
 
@@ -99,14 +136,16 @@ def sum_avg_chart(grid: pd.DataFrame, initial_kv: float) -> alt.LayerChart:
     ).encode(
         x=alt.X("replicas:Q", title="Current replicas (all Ready)"),
         y=alt.Y("proposal:Q", title="Proposed replicas"),
-        color=alt.Color("trigger:N", title=None),
+        color=alt.Color("trigger:N", legend=LEGEND),
         strokeDash=alt.StrokeDash("trigger:N", legend=None),
         tooltip=["trigger:N", "replicas:Q", "proposal:Q"],
     )
     diagonal = alt.Chart(pd.DataFrame({"replicas": [float(grid["replicas"].min()), float(grid["replicas"].max())]})
                          ).mark_line(color="#888", strokeDash=[2, 3]).encode(x="replicas:Q", y="replicas:Q")
     return alt.layer(lines, diagonal).add_params(kv).properties(
-        width=520, height=260, title="sum with AverageValue = avg with Value; avg with AverageValue divides twice"
+        width=WIDTH_PX, height=260,
+        title=alt.TitleParams("sum with AverageValue = avg with Value; avg with AverageValue divides twice",
+                              limit=WIDTH_PX + 60),
     )
 
 
@@ -146,7 +185,10 @@ def pairing_grid(kv_targets, *, start_replicas: int, in_flight_total: float, kv_
                                         duration_s)
             trace["kv_target"] = float(kv_target)
             trace["triggers"] = label
-            frames.append(trace[["kv_target", "triggers", "t_s", "ready_replicas", "desired_replicas"]])
+            # Only the syncs where something changes (and the last): the chart draws steps between them.
+            moved = trace[["ready_replicas", "desired_replicas"]].diff().abs().sum(axis=1) > 0
+            moved.iloc[0] = moved.iloc[-1] = True
+            frames.append(trace.loc[moved, ["kv_target", "triggers", "t_s", "ready_replicas", "desired_replicas"]])
     return pd.concat(frames, ignore_index=True)
 
 
@@ -159,12 +201,54 @@ def pairing_chart(grid: pd.DataFrame, goal_replicas: int, initial_target: float)
     ).encode(
         x=alt.X("t_s:Q", title="Time after the load step (s)"),
         y=alt.Y("ready_replicas:Q", title="Ready replicas"),
-        color=alt.Color("triggers:N", title=None),
+        color=alt.Color("triggers:N", legend=LEGEND),
         tooltip=["triggers:N", "t_s:Q", "ready_replicas:Q", "desired_replicas:Q"],
     )
     goal = alt.Chart(pd.DataFrame({"goal": [goal_replicas]})).mark_rule(color="#e45756", strokeDash=[6, 4]).encode(
         y="goal:Q"
     )
     return alt.layer(lines, goal).add_params(target).properties(
-        width=520, height=260, title="Pairing KV with an unbounded signal: KV becomes a floor"
+        width=WIDTH_PX, height=260, title="Pairing KV with an unbounded signal: KV becomes a floor"
     )
+
+
+@dataclass(frozen=True)
+class PairingSummary:
+    """What the pairing simulation shows at one KV target, as the chapter states it.
+
+    Attributes
+    ----------
+    alone_reach_s, paired_reach_s : float or None
+        First time the Ready count reaches the goal; ``None`` if it never does. [s]
+    alone_final, paired_final : int
+        Ready replicas at the end of the simulation (where the chart ends). [replicas]
+    duration_s : float
+        Simulated time. [s]
+    """
+
+    alone_reach_s: float | None
+    paired_reach_s: float | None
+    alone_final: int
+    paired_final: int
+    duration_s: float
+
+    @staticmethod
+    def minutes(reach_s: float | None, duration_s: float) -> str:
+        """``"16"`` minutes, or ``"never (within 24 minutes)"``."""
+        return f"never (within {duration_s / 60:.0f} minutes)" if reach_s is None else f"{reach_s / 60:.0f}"
+
+
+def pairing_summary(grid: pd.DataFrame, kv_target: float, goal_replicas: int) -> PairingSummary:
+    """Reach times and final counts of both trigger sets at ``kv_target``, from :func:`pairing_grid`."""
+    chosen = grid[np.isclose(grid["kv_target"], kv_target)]
+    if chosen.empty:
+        raise ValueError(f"no KV target {kv_target} in the pairing grid")
+
+    def of(label: str):
+        rows = chosen[chosen["triggers"] == label].sort_values("t_s")
+        reached = rows[rows["ready_replicas"] >= goal_replicas]
+        return (None if reached.empty else float(reached["t_s"].iloc[0])), int(rows["ready_replicas"].iloc[-1])
+
+    alone_reach, alone_final = of("KV usage alone")
+    paired_reach, paired_final = of("KV usage + in-flight")
+    return PairingSummary(alone_reach, paired_reach, alone_final, paired_final, float(chosen["t_s"].max()))

@@ -17,7 +17,9 @@ import sys
 from planner.errors import PlannerInputError
 
 # Subcommand modules, in the order `planner --help` lists them.
-_COMMANDS: tuple[str, ...] = ("replicas", "grace", "kv", "knee", "metrics", "hpa", "manifests", "lint", "simulate")
+_COMMANDS: tuple[str, ...] = (
+    "replicas", "grace", "kv", "knee", "metrics", "hpa", "simulate", "lint", "manifests",
+)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from planner.cli.output import print_json, print_table
 from planner.errors import PlannerInputError
-from planner.readers.canonical_trace import read_canonical_trace
 from planner.readers.fleet import read_fleet
 from planner.readers.manifest import load_autoscaler
+from planner.readers.trace import read_trace
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.reference import simulate
 
@@ -56,7 +56,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    trace = read_canonical_trace(args.trace)
+    trace = read_trace(args.trace)
     autoscaler = load_autoscaler(args.manifest, args.name)
     fleet = read_fleet(args.fleet) if args.fleet else FleetSpec()
     if args.duration_s is not None and not (math.isfinite(args.duration_s) and args.duration_s > 0):

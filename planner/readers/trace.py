@@ -190,10 +190,13 @@ def read_trace(path: str | Path, *, seed: int = 0, token_distribution: str = "fi
 def _header(path: Path) -> list[str]:
     if not path.is_file():
         raise PlannerInputError(f"{path}: no such file")
-    with path.open(encoding="utf-8-sig", newline="") as handle:
-        for line in handle:
-            if line.strip():
-                return [cell.strip().strip("\"") for cell in line.strip().split(",")]
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            for line in handle:
+                if line.strip():
+                    return [cell.strip().strip("\"") for cell in line.strip().split(",")]
+    except UnicodeDecodeError:
+        raise PlannerInputError(f"{path}: not a UTF-8 text file; {_EXPECTED}") from None
     raise PlannerInputError(f"{path}: empty file; {_EXPECTED}")
 
 

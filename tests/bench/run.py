@@ -144,10 +144,6 @@ def _find_knee() -> None:
               ttft_p99_slo_ms=2000.0, itl_p99_slo_ms=50.0)
 
 
-def _simulate_reference_10min() -> None:
-    simulate(SIM_TRACE, SIM_AUTOSCALER, SIM_FLEET, duration_s=600.0)
-
-
 AZURE_CONV = SHARED_DIR / "traces" / "AzureLLMInferenceTrace_conv.csv"
 
 
@@ -214,6 +210,8 @@ def _lint_review_folder() -> None:
     from planner.readers.workload import read_manifest_set
 
     lint(read_manifest_set([DATA_DIR / "manifests" / "review"]))
+def _simulate_reference_10min() -> None:
+    simulate(SIM_TRACE, SIM_AUTOSCALER, SIM_FLEET, duration_s=600.0)
 
 
 CASES: dict[str, tuple[Callable[[], None], int]] = {
@@ -231,13 +229,13 @@ CASES: dict[str, tuple[Callable[[], None], int]] = {
     "replica_kv, log that disagrees (explanation search)": (_replica_kv_mismatch, 5),
     "read_loadtest, GuideLLM benchmarks.json": (_read_loadtest_guidellm, 20),
     "find_knee, 12-step sweep": (_find_knee, 500),
-    "simulate (reference engine), 10 min at 1 s ticks, 10 req/s": (_simulate_reference_10min, 1),
     "scenario_trace, diurnal day at 6 req/s (~518k requests)": (_diurnal_day, 2),
     "read_trace, canonical CSV of that day (~518k rows)": (_read_day, 2),
     "generate_manifests + dump_manifest, 4 files": (_generate_and_dump, 20),
     "validate_manifest, generated ScaledObject": (_validate_scaled_object, 50),
     "patch_workload_text, small Deployment": (_patch_workload, 20),
     "read_manifest_set + lint, 3 files (4 documents)": (_lint_review_folder, 20),
+    "simulate (reference engine), 10 min at 1 s ticks, 10 req/s": (_simulate_reference_10min, 1),
 }
 if AZURE_CONV.is_file():  # the shared corpus sits beside the checkout
     CASES["read_trace, Azure conv hour (19,366 rows)"] = (_read_azure_hour, 10)
