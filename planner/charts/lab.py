@@ -1,0 +1,93 @@
+"""Charts for the lab: precomputed runs of several configurations, one shown at a time by a selector."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import altair as alt
+import pandas as pd
+
+from planner.charts.simulation import timeline_long
+from planner.simulate.outcome import Outcome
+
+__all__ = ["configuration_timeline_chart", "configurations_long"]
+
+_WIDTH = 480  # plus axis labels and the legend, under 560 px
+
+_THROUGHPUT = ("demand (output tokens/s)", "Ready capacity (output tokens/s)")
+_REPLICAS = ("replicas requested", "replicas Ready")
+
+
+def configurations_long(runs: Mapping[str, Outcome], every_s: float = 5.0) -> pd.DataFrame:
+    """Every run's time series in long form, with a ``configuration`` column naming the run.
+
+    Parameters
+    ----------
+    runs : mapping of str to Outcome
+    every_s : float
+        Bucket width the series are thinned to. [s]
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``t_s``, ``series``, ``value`` and ``configuration``.
+    """
+    frames = [timeline_long(run.timeseries, every_s).assign(configuration=label) for label, run in runs.items()]
+    return pd.concat(frames, ignore_index=True)
+
+
+def configuration_timeline_chart(long: pd.DataFrame, initial: str | None = None, *, title: str = "",
+                                 panels: Sequence[str] = ("throughput", "waiting", "replicas"),
+                                 selector: str = "configuration") -> alt.VConcatChart:
+    """Demand against Ready capacity, the queue, and replicas, for the configuration a selector picks.
+
+    Parameters
+    ----------
+    long : pandas.DataFrame
+        From :func:`configurations_long`.
+    initial : str, optional
+        Configuration shown first. Default: the first in ``long``.
+    title : str
+    panels : sequence of str
+        Which of ``throughput``, ``waiting`` and ``replicas`` to stack, top to bottom.
+    selector : str
+        The select box's label.
+
+    Returns
+    -------
+    altair.VConcatChart
+        Every configuration's data is in the chart; the select box only filters it.
+    """
+    labels = list(dict.fromkeys(long["configuration"]))
+    if not labels:
+        raise ValueError("no runs to chart")
+    chosen = alt.param(name="chosen", value=initial if initial is not None else labels[0],
+                       bind=alt.binding_select(options=labels, name=f"{selector} "))
+    x = alt.X("t_s:Q", title="Time (s)")
+    base = alt.Chart(long).transform_filter(alt.datum.configuration == chosen)
+    built = {
+        "throughput": base.transform_filter(alt.FieldOneOfPredicate("series", list(_THROUGHPUT))).mark_line(
+            interpolate="step-after").encode(
+            x=x, y=alt.Y("value:Q", title="Output tokens/s"),
+            color=alt.Color("series:N", title=None, scale=alt.Scale(domain=list(_THROUGHPUT),
+                                                                    range=["#4c78a8", "#54a24b"]),
+                            legend=alt.Legend(orient="top")),
+        ).properties(width=_WIDTH, height=150),
+        "waiting": base.transform_filter(alt.datum.series == "waiting requests").mark_area(
+            color="#e377c2", opacity=0.6, interpolate="step-after",
+        ).encode(x=x, y=alt.Y("value:Q", title="Waiting requests")).properties(width=_WIDTH, height=90),
+        "replicas": base.transform_filter(alt.FieldOneOfPredicate("series", list(_REPLICAS))).mark_line(
+            interpolate="step-after").encode(
+            x=x, y=alt.Y("value:Q", title="Replicas"),
+            color=alt.Color("series:N", title=None, scale=alt.Scale(domain=list(_REPLICAS),
+                                                                    range=["#f58518", "#54a24b"]),
+                            legend=alt.Legend(orient="bottom")),
+            strokeDash=alt.StrokeDash("series:N", legend=None, scale=alt.Scale(domain=list(_REPLICAS),
+                                                                                range=[[4, 2], [1, 0]])),
+        ).properties(width=_WIDTH, height=110),
+    }
+    unknown = [p for p in panels if p not in built]
+    if unknown:
+        raise ValueError(f"unknown panel {unknown[0]!r}; expected throughput, waiting or replicas")
+    chart = alt.vconcat(*(built[p] for p in panels)).add_params(chosen).resolve_scale(color="independent")
+    return chart.properties(title=title) if title else chart
