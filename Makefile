@@ -42,10 +42,10 @@ lint: $(STAMP)
 	$(BIN)/ruff check planner tests book
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests -q
+	$(BIN)/python -m pytest tests -q -n 2
 
 nbval: $(STAMP)
-	$(BIN)/python -m pytest --nbval-lax book -q
+	$(BIN)/python -m pytest --nbval-lax book -q -n 2 --dist loadfile
 
 build-strict: setup
 	rm -rf _build/html _build/.doctrees
