@@ -392,8 +392,9 @@ def _execute(notebook: Path, executed: Path, values: dict, progress: bool, book_
             f"{_one_line(error.evalue)}") from None
 
 
-# ipykernel prints this on every start; it says nothing about the user's inputs.
-_KERNEL_NOISE = "running over TCP without encryption"
+# ipykernel's own log lines: a warning on every start, and a KeyboardInterrupt notice when papermill
+# stops a kernel whose cell failed. Neither says anything about the user's inputs.
+_KERNEL_NOISE = ("running over TCP without encryption", "KeyboardInterrupt caught in kernel")
 
 
 @contextmanager
@@ -429,7 +430,7 @@ def _kernel_stderr_filtered():
                 sys.stderr = original
             captured.seek(0)
             for line in captured.read().decode("utf-8", "replace").splitlines():
-                if _KERNEL_NOISE not in line:
+                if not any(noise in line for noise in _KERNEL_NOISE):
                     print(line, file=sys.stderr)
 
 
