@@ -59,6 +59,7 @@ __all__ = [
     "ScalingPlan",
     "format_threshold",
     "generate_manifests",
+    "manifest_thresholds",
 ]
 
 DEFAULT_PRE_STOP_S = 10.0
@@ -592,3 +593,28 @@ def pre_stop_reason(grace: GracePlan) -> str:
     """Why the preStop sleep, for a comment."""
     return (f"keep serving {grace.pre_stop_s} s while the endpoint leaves the Service, then SIGTERM "
             "starts vLLM's drain")
+
+
+def manifest_thresholds(result, steps) -> dict:
+    """The thresholds ``planner manifests --loadtest`` takes from a load test, under the same keys.
+
+    ``result`` is :func:`planner.knee.thresholds_from_loadtest` on ``steps``.
+
+    Raises
+    ------
+    PlannerInputError
+        The load test gives no concurrency target (no knee, or too few steps);
+        the message is the knee finding.
+    """
+    if not math.isfinite(result.concurrency_target):
+        from planner.knee import knee_finding  # pandas; only on this path
+
+        raise PlannerInputError(f"the load test gives no concurrency target: {knee_finding(result, steps)}")
+    found = {"concurrency_target": result.concurrency_target, "knee_concurrency": result.knee_concurrency,
+             "growth_frac": result.growth_frac}
+    if math.isfinite(result.kv_usage_target_frac):
+        found["kv_usage_target"] = result.kv_usage_target_frac
+        found["kv_usage_at_knee_frac"] = result.kv_usage_at_knee_frac
+    if math.isfinite(result.queue_threshold_requests):
+        found["queue_threshold_requests"] = result.queue_threshold_requests
+    return found

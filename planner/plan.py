@@ -30,8 +30,9 @@ from dataclasses import dataclass
 
 from planner.errors import PlannerInputError
 from planner.grace import GracePlan
-from planner.knee import LoadTestThresholds, knee_finding
+from planner.knee import LoadTestThresholds
 from planner.manifests import ManifestSet as GeneratedSet
+from planner.manifests import manifest_thresholds
 from planner.readers.manifest import Autoscaler, autoscaler_from_document
 from planner.readers.workload import ManifestSet
 from planner.simulate import fast
@@ -54,27 +55,6 @@ __all__ = ["DAYS_PER_WEEK", "PlanSweep", "WeekOutcome", "chosen_configuration", 
            "generated_autoscaler", "manifest_thresholds", "plan_fleet", "simulate_week", "sweep_plan"]
 
 DAYS_PER_WEEK = 7
-
-
-def manifest_thresholds(result: LoadTestThresholds, steps) -> dict:
-    """The thresholds ``planner manifests --loadtest`` takes from a load test, under the same keys.
-
-    Raises
-    ------
-    PlannerInputError
-        The load test gives no concurrency target (no knee, or too few steps);
-        the message is the knee finding.
-    """
-    if not math.isfinite(result.concurrency_target):
-        raise PlannerInputError(f"the load test gives no concurrency target: {knee_finding(result, steps)}")
-    found = {"concurrency_target": result.concurrency_target, "knee_concurrency": result.knee_concurrency,
-             "growth_frac": result.growth_frac}
-    if math.isfinite(result.kv_usage_target_frac):
-        found["kv_usage_target"] = result.kv_usage_target_frac
-        found["kv_usage_at_knee_frac"] = result.kv_usage_at_knee_frac
-    if math.isfinite(result.queue_threshold_requests):
-        found["queue_threshold_requests"] = result.queue_threshold_requests
-    return found
 
 
 def generated_autoscaler(generated: GeneratedSet) -> Autoscaler:

@@ -11,7 +11,12 @@ from pathlib import Path
 
 from planner.cli.output import print_json, print_table
 from planner.errors import PlannerInputError
-from planner.manifests import DEFAULT_PRE_STOP_S, ScalingPlan, generate_manifests
+from planner.manifests import (
+    DEFAULT_PRE_STOP_S,
+    ScalingPlan,
+    generate_manifests,
+    manifest_thresholds,
+)
 from planner.readers.manifest_yaml import dump_manifest, patch_workload_text, vllm_argument
 from planner.schema import schema_errors
 
@@ -238,19 +243,11 @@ def _from_loadtest(args) -> dict:
         steps, ttft_p99_slo_ms=args.ttft_p99_ms, itl_p99_slo_ms=args.itl_p99_ms,
         growth_frac=args.growth_frac, queue_wait_budget_s=args.wait_budget_s,
     )
-    if not math.isfinite(result.concurrency_target):
-        # No knee, or too few steps for one: a finding about the load test, but nothing to scale on.
-        from planner.knee import knee_finding
-
-        raise PlannerInputError(f"--loadtest gives no concurrency target: {knee_finding(result, steps)}")
-    found = {"concurrency_target": result.concurrency_target, "knee_concurrency": result.knee_concurrency,
-             "growth_frac": result.growth_frac}
-    if math.isfinite(result.kv_usage_target_frac):
-        found["kv_usage_target"] = result.kv_usage_target_frac
-        found["kv_usage_at_knee_frac"] = result.kv_usage_at_knee_frac
-    if math.isfinite(result.queue_threshold_requests):
-        found["queue_threshold_requests"] = result.queue_threshold_requests
-    return found
+    try:
+        return manifest_thresholds(result, steps)
+    except PlannerInputError as error:
+        # The same finding, named by the flag that brought the load test in.
+        raise PlannerInputError(str(error).replace("the load test", "--loadtest", 1)) from None
 
 
 def _workload_name(text: str, source: str) -> str:
