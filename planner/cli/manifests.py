@@ -5,11 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 
-from planner.cli.output import print_json, print_table
+from planner.cli.output import print_json, print_table, write_text_atomically
 from planner.errors import PlannerInputError
 from planner.manifests import (
     DEFAULT_PRE_STOP_S,
@@ -282,20 +280,9 @@ def _write(files: dict[str, str], out_dir: str, patch_input: str | None) -> list
         if patch_input is not None and path.resolve() == Path(patch_input).resolve():
             raise PlannerInputError(f"--out {out_dir}: would overwrite the input {patch_input}; "
                                     "choose another directory")
-        _atomic_write(path, text)
+        write_text_atomically(path, text)
         written.append(str(path))
     return written
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def _summary(result, plan, written, patch_summary) -> dict:

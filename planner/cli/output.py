@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
+import tempfile
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 
 def print_json(payload: Mapping) -> None:
@@ -22,6 +25,21 @@ def print_table(rows: Iterable[tuple[str, object]], title: str | None = None, fi
     width = max((len(label) for label, _ in rows), default=0)
     for label, value in rows:
         print(f"  {label:<{width}}  {value}", file=file)
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` through a temporary file beside it and a rename.
+
+    A reader never sees half a file, and a failure leaves no partial output.
+    """
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 def _format(value: object) -> str:

@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import tempfile
 from pathlib import Path
 
-from planner.cli.output import print_json, print_table
+from planner.cli.output import print_json, print_table, write_text_atomically
 from planner.errors import PlannerInputError
 from planner.readers.fleet import read_fleet
 from planner.readers.manifest import load_autoscaler
@@ -27,6 +25,28 @@ from planner.simulate.fleet import FleetSpec
 
 HELP = "replay a request trace through a simulated vLLM fleet driven by the manifest's autoscaler"
 ENGINES = ("fast", "reference")
+
+
+def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
+    """The inputs every replay takes: trace, manifest (and which autoscaler), fleet, duration."""
+    parser.add_argument("--trace", required=True, metavar="TRACE.csv",
+                        help="CSV with arrival_s,input_tokens,output_tokens, sorted by arrival")
+    parser.add_argument("--manifest", required=True, metavar="FILE.yaml",
+                        help="YAML with an autoscaling/v2 HorizontalPodAutoscaler or a keda.sh ScaledObject")
+    parser.add_argument("--name", metavar="NAME", help="which autoscaler, when the file holds several")
+    parser.add_argument("--fleet", metavar="FLEET.yaml", help="replica and fleet parameters (defaults otherwise)")
+    parser.add_argument("--duration-s", type=float, metavar="N",
+                        help="simulated time; default: the last arrival plus 120 s [s]")
+
+
+def read_replay_inputs(args: argparse.Namespace):
+    """Check ``--duration-s`` and read the trace, the autoscaler and the fleet the flags name."""
+    if args.duration_s is not None and not (math.isfinite(args.duration_s) and args.duration_s > 0):
+        raise PlannerInputError(f"--duration-s: expected a number > 0, got {args.duration_s}")
+    trace = read_trace(args.trace)
+    autoscaler = load_autoscaler(args.manifest, args.name)
+    fleet = read_fleet(args.fleet) if args.fleet else FleetSpec()
+    return trace, autoscaler, fleet
 
 
 def register(subparsers) -> None:
@@ -41,27 +61,16 @@ def register(subparsers) -> None:
             "attainment, GPU cost, scale events and flapping."
         ),
     )
-    parser.add_argument("--trace", required=True, metavar="TRACE.csv",
-                        help="CSV with arrival_s,input_tokens,output_tokens, sorted by arrival")
-    parser.add_argument("--manifest", required=True, metavar="FILE.yaml",
-                        help="YAML with an autoscaling/v2 HorizontalPodAutoscaler or a keda.sh ScaledObject")
-    parser.add_argument("--name", metavar="NAME", help="which autoscaler, when the file holds several")
-    parser.add_argument("--fleet", metavar="FLEET.yaml", help="replica and fleet parameters (defaults otherwise)")
+    add_replay_arguments(parser)
     parser.add_argument("--engine", choices=ENGINES, default="fast",
                         help="simulation engine: fast (default) or reference (the readable specification); same results")
-    parser.add_argument("--duration-s", type=float, metavar="N",
-                        help="simulated time; default: the last arrival plus 120 s [s]")
     parser.add_argument("--timeseries", metavar="OUT.csv", help="write the per-tick time series here")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    trace = read_trace(args.trace)
-    autoscaler = load_autoscaler(args.manifest, args.name)
-    fleet = read_fleet(args.fleet) if args.fleet else FleetSpec()
-    if args.duration_s is not None and not (math.isfinite(args.duration_s) and args.duration_s > 0):
-        raise PlannerInputError(f"--duration-s: expected a number > 0, got {args.duration_s}")
+    trace, autoscaler, fleet = read_replay_inputs(args)
     if args.timeseries:
         out_path = Path(args.timeseries)
         for given in (args.trace, args.manifest, args.fleet):
@@ -74,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     engine = fast if args.engine == "fast" else reference
     outcome = engine.simulate(trace, autoscaler, fleet, duration_s=args.duration_s)
     if args.timeseries:
-        _write_atomically(Path(args.timeseries), outcome.timeseries.to_csv(index=False))
+        write_text_atomically(Path(args.timeseries), outcome.timeseries.to_csv(index=False))
     summary = outcome.summary()
     if args.json:
         print_json({"trace": str(args.trace), "manifest": autoscaler.source, **summary,
@@ -82,15 +91,3 @@ def run(args: argparse.Namespace) -> int:
     else:
         print_table(list(summary.items()), title=f"{autoscaler.kind} {autoscaler.name} on {args.trace}")
     return 0
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    # Write beside the target, then rename: a reader never sees half a file.
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", newline="") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

@@ -33,10 +33,9 @@ import yaml
 from tqdm import tqdm
 
 from planner.cli.output import print_json, print_table
+from planner.cli.simulate import add_replay_arguments, read_replay_inputs
 from planner.errors import PlannerInputError
-from planner.readers.fleet import read_fleet
-from planner.readers.manifest import Autoscaler, load_autoscaler
-from planner.readers.trace import read_trace  # the trace reader simulate uses
+from planner.readers.manifest import Autoscaler
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.sweep import (
     SweepPoint,
@@ -66,17 +65,10 @@ def register(subparsers) -> None:
             "meeting the attainment goal. Runs on a Dask cluster with --scheduler."
         ),
     )
-    parser.add_argument("--trace", required=True, metavar="TRACE.csv",
-                        help="CSV with arrival_s,input_tokens,output_tokens, sorted by arrival")
-    parser.add_argument("--manifest", required=True, metavar="FILE.yaml",
-                        help="YAML with an autoscaling/v2 HorizontalPodAutoscaler or a keda.sh ScaledObject")
-    parser.add_argument("--name", metavar="NAME", help="which autoscaler, when the file holds several")
+    add_replay_arguments(parser)
     parser.add_argument("--grid", required=True, metavar="GRID.yaml", help="grid keys -> lists of values")
-    parser.add_argument("--fleet", metavar="FLEET.yaml", help="replica and fleet parameters (defaults otherwise)")
     parser.add_argument("--attainment-goal", type=float, default=DEFAULT_ATTAINMENT_GOAL, metavar="F",
                         help=f"SLO attainment to meet, a fraction (default {DEFAULT_ATTAINMENT_GOAL})")
-    parser.add_argument("--duration-s", type=float, metavar="N",
-                        help="simulated time; default: the last arrival plus 120 s [s]")
     parser.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler, e.g. tcp://10.0.0.5:8786")
     parser.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE, metavar="N",
                         help=f"configurations per chunk of work (default {DEFAULT_CHUNK_SIZE})")
@@ -98,12 +90,8 @@ def run(args: argparse.Namespace) -> int:
     goal = args.attainment_goal
     if not (math.isfinite(goal) and 0.0 <= goal <= 1.0):
         raise PlannerInputError(f"--attainment-goal: expected a fraction between 0 and 1, got {goal}")
-    if args.duration_s is not None and not (math.isfinite(args.duration_s) and args.duration_s > 0):
-        raise PlannerInputError(f"--duration-s: expected a number > 0, got {args.duration_s}")
     points = read_grid(args.grid)
-    trace = read_trace(args.trace)
-    autoscaler = load_autoscaler(args.manifest, args.name)
-    fleet = read_fleet(args.fleet) if args.fleet else FleetSpec()
+    trace, autoscaler, fleet = read_replay_inputs(args)
     client = None
     if args.scheduler:
         try:
