@@ -56,8 +56,9 @@ from planner.simulate.reference import (
     record_step,
     route_step,
     scrape_step,
+    serve_step,
 )
-from planner.simulate.replica import RequestState, advance_replica
+from planner.simulate.replica import RequestState
 from planner.simulate.traffic import RequestTrace
 from planner.step_time import output_throughput_tps
 
@@ -243,7 +244,7 @@ def simulate_many(trace: RequestTrace, configurations: Sequence[Configuration], 
                 control_step(state, t0_s)
             fleet_step(state, t0_s)
             arrived = route_step(state, t0_s, t1_s)
-            _serve_step(state, t0_s)
+            serve_step(state, t0_s)
             if scrape_due[c][k]:
                 scrape_step(state, t1_s)
             record_step(state, t1_s, arrived, capacity_tps[c])
@@ -261,23 +262,3 @@ def simulate_many(trace: RequestTrace, configurations: Sequence[Configuration], 
 def _due_ticks(control: Control, dt: float, n_ticks: int) -> np.ndarray:
     # Control.is_due for every tick start at once: on the other ticks decide() changes nothing.
     return np.array([any(control.is_due(k * dt, dt)) for k in range(n_ticks)], dtype=bool)
-
-
-def _serve_step(state: RunState, t0_s: float) -> None:
-    # The reference serve_step, without advancing pods that hold no request (the replica model leaves
-    # them as they are: nothing completes, nothing is generated, busy 0).
-    fleet, dt = state.fleet, state.spec.tick_s
-    grow = len(fleet.uid) - state.counters.shape[0]
-    if grow > 0:
-        state.counters = np.vstack([state.counters, np.zeros((grow, 4))])
-        state.busy_frac = np.concatenate([state.busy_frac, np.zeros(grow)])
-    for p in fleet.serving(t0_s):
-        if not (fleet.running[p] or fleet.waiting[p]):
-            state.busy_frac[p] = 0.0
-            continue
-        stop_s = fleet.stop_s[p] if not math.isnan(fleet.stop_s[p]) else math.inf
-        tick = advance_replica(t0_s, dt, fleet.running[p], fleet.waiting[p], state.req, state.spec.replica,
-                               stop_s=stop_s)
-        state.counters[p] += (len(tick.completed), tick.generated_tokens, tick.prompt_tokens, tick.preemptions)
-        state.busy_frac[p] = tick.busy_s / dt
-        state.preemptions += tick.preemptions

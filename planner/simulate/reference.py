@@ -149,6 +149,10 @@ def serve_step(state: RunState, t0_s: float) -> None:
         state.counters = np.vstack([state.counters, np.zeros((grow, 4))])
         state.busy_frac = np.concatenate([state.busy_frac, np.zeros(grow)])
     for p in fleet.serving(t0_s):
+        if not (fleet.running[p] or fleet.waiting[p]):
+            # An empty replica runs no step: nothing completes, nothing is generated, busy 0.
+            state.busy_frac[p] = 0.0
+            continue
         stop_s = fleet.stop_s[p] if not math.isnan(fleet.stop_s[p]) else math.inf
         tick = advance_replica(t0_s, dt, fleet.running[p], fleet.waiting[p], state.req, state.spec.replica,
                                stop_s=stop_s)
