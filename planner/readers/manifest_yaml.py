@@ -140,13 +140,7 @@ def patch_workload_text(text: str, grace: GracePlan, *, source: str, target_name
         Not YAML, no (or several) workloads, no vLLM container, or a layout
         that cannot be edited without touching other lines.
     """
-    index, workload = _find_workload(text, source, target_name)
-    where = f"{source} (document {index + 1})"
-    pod = _mapping_at(workload, ("spec", "template", "spec"), where)
-    containers = pod.get("containers")
-    if not isinstance(containers, CommentedSeq) or not containers:
-        raise PlannerInputError(f"{where}: spec.template.spec.containers: expected a list of containers")
-    c_index, container = _find_container(containers, container_name, where)
+    index, where, pod, c_index, container = _find_vllm_container(text, source, target_name, container_name)
     c_name = str(container.get("name", c_index))
     c_path = f"spec.template.spec.containers[{c_index}]"
     lines = text.splitlines(keepends=True)
@@ -223,13 +217,7 @@ def vllm_argument(text: str, flag: str, *, source: str, target_name: str | None 
     Reads ``--flag=value`` and ``--flag value`` from ``command`` and ``args``,
     shell strings included. None when the flag is absent.
     """
-    index, workload = _find_workload(text, source, target_name)
-    where = f"{source} (document {index + 1})"
-    pod = _mapping_at(workload, ("spec", "template", "spec"), where)
-    containers = pod.get("containers")
-    if not isinstance(containers, CommentedSeq) or not containers:
-        raise PlannerInputError(f"{where}: spec.template.spec.containers: expected a list of containers")
-    _, container = _find_container(containers, container_name, where)
+    *_, container = _find_vllm_container(text, source, target_name, container_name)
     words = []
     for word in _words(container):
         try:
@@ -269,6 +257,18 @@ def _find_workload(text: str, source: str, target_name: str | None):
         names = ", ".join(str((d.get("metadata") or {}).get("name", "?")) for _, d in found)
         raise PlannerInputError(f"{source}: holds several workloads ({names}); pick one with --target")
     return found[0]
+
+
+def _find_vllm_container(text: str, source: str, target_name: str | None, container_name: str | None):
+    """The workload's document index, its name for messages, its pod spec, and the vLLM container and its index."""
+    index, workload = _find_workload(text, source, target_name)
+    where = f"{source} (document {index + 1})"
+    pod = _mapping_at(workload, ("spec", "template", "spec"), where)
+    containers = pod.get("containers")
+    if not isinstance(containers, CommentedSeq) or not containers:
+        raise PlannerInputError(f"{where}: spec.template.spec.containers: expected a list of containers")
+    c_index, container = _find_container(containers, container_name, where)
+    return index, where, pod, c_index, container
 
 
 def _mapping_at(node, path: tuple, where: str) -> CommentedMap:
