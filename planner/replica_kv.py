@@ -15,11 +15,10 @@ Nothing here reads files: the caller parses the config and the log (see
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from pathlib import PurePath
 
-from planner.errors import PlannerInputError
+from planner.errors import PlannerInputError, require_non_negative, require_positive
 from planner.kv_cache import (
     CURRENT_VLLM_VERSION,
     DEFAULT_MAX_NUM_BATCHED_TOKENS,
@@ -303,13 +302,13 @@ def replica_kv(model: ModelSpec, *, log: VllmStartupLog | None = None,
     checks: tuple[LogCheck, ...] = ()
     if available_kv_gib is not None:
         memory_source = "argument"
-        per_stage = [_positive("available_kv_gib", available_kv_gib)] * pp
+        per_stage = [require_positive("available_kv_gib", available_kv_gib)] * pp
     elif log is not None and log.available_kv_gib:
         memory_source = "vllm log"
         per_stage = _log_memory_per_stage(log, tp, pp)
     elif default_available_kv_gib is not None:
         memory_source = "argument"
-        per_stage = [_positive("available_kv_gib", default_available_kv_gib)] * pp
+        per_stage = [require_positive("available_kv_gib", default_available_kv_gib)] * pp
     elif log is not None:
         raise PlannerInputError(
             f"{log.source}: no 'Available KV cache memory' line (nor the V0 equivalents); "
@@ -318,7 +317,7 @@ def replica_kv(model: ModelSpec, *, log: VllmStartupLog | None = None,
         memory_source = "estimate"
         estimate = available_kv_memory_estimate(
             gpu_memory_gib, gpu_memory_utilization,
-            _non_negative("weights_gib", weights_gib) / (tp * pp))
+            require_non_negative("weights_gib", weights_gib) / (tp * pp))
         per_stage = [estimate.available_kv_gib] * pp
     else:
         raise PlannerInputError(
@@ -334,7 +333,7 @@ def replica_kv(model: ModelSpec, *, log: VllmStartupLog | None = None,
         mismatch = explain_log_mismatch(log, model, serving, sources)
     requests = None
     if tokens_per_request is not None:
-        tokens_per_request = _positive("tokens_per_request", tokens_per_request)
+        tokens_per_request = require_positive("tokens_per_request", tokens_per_request)
         requests = concurrent_requests(model, serving,
                                        [w.available_kv_bytes for w in capacity.workers],
                                        tokens_per_request)
@@ -591,23 +590,3 @@ def _log_memory_per_stage(log: VllmStartupLog, tp: int, pp: int) -> list[float]:
             "vLLM had no memory left for the KV cache (weights and activations took it all)")
     fallback = min(per_stage.get(0) or next(iter(per_stage.values())))
     return [min(per_stage[s]) if s in per_stage else fallback for s in range(pp)]
-
-
-def _positive(name: str, value) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise PlannerInputError(f"{name} must be a number > 0, got {value!r}") from None
-    if not math.isfinite(number) or number <= 0:
-        raise PlannerInputError(f"{name} must be a number > 0, got {value!r}")
-    return number
-
-
-def _non_negative(name: str, value) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise PlannerInputError(f"{name} must be a number >= 0, got {value!r}") from None
-    if not math.isfinite(number) or number < 0:
-        raise PlannerInputError(f"{name} must be a number >= 0, got {value!r}")
-    return number
