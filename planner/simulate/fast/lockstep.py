@@ -1,4 +1,4 @@
-"""The ``fast`` engine: the reference engine's model, run for many configurations in one pass.
+"""The ``lockstep`` engine: the reference engine's code for many configurations in one pass (the fast engine's fallback).
 
 It computes exactly what :mod:`planner.simulate.reference` computes (the
 differential test in ``tests/test_simulate_fast.py`` holds it to that:
