@@ -1,0 +1,697 @@
+"""The simulated Prometheus, compiled: a parsed query run as postfix code over the scrapes in arrays.
+
+The numba twin of the evaluation half of :mod:`planner.simulate.metrics`
+(``MetricStore.instant``/``window``/``_last_index``, ``Query.evaluate``/
+``scalar`` and the helpers they call), bit for bit: the same values, the same
+series in the same order as the Python dict holds them (sums over series are
+taken in that order downstream). Parsing stays in Python: :func:`compile_query`
+turns ``Query.node`` into postfix code, folding every number-only subtree
+into a constant with the Python evaluator itself, and :func:`evaluate` runs
+it on a stack of vectors held in a :data:`Workspace`.
+
+The store is laid out as the engine fills it (arrays may be longer than the
+scrapes so far):
+
+* ``scr_t[k]``: time of scrape ``k`` [s], strictly ascending; ``n_scr`` scrapes so far;
+* ``scr_off[k]:scr_off[k + 1]``: the rows of scrape ``k`` in ``smp_pod`` (pod
+  ids >= 0, ascending within a scrape) and ``smp_val`` (shape (rows, 8),
+  columns in :data:`planner.simulate.metrics.COLUMNS` order);
+* ``ex_off[k]:ex_off[k + 1]``: the pods that exist at scrape ``k`` (``kube_pod_info``) in ``ex_pod``.
+
+A vector's series key is the pod id, or -1 for the Python key ``()``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from planner.simulate.metrics import COLUMNS, POD_INFO, STALENESS_S, MetricStore, Query
+
+__all__ = [
+    "MAX_DEPTH",
+    "NOT_A_POD",
+    "OUT_OF_ROOM",
+    "STALENESS_S",
+    "CompiledQuery",
+    "NotCompilable",
+    "StoreArrays",
+    "Workspace",
+    "as_python",
+    "compile_query",
+    "evaluate",
+    "fresh_index",
+    "last_index",
+    "python_sum",
+    "scalar",
+    "store_arrays",
+    "workspace",
+    "workspace_arrays",
+]
+
+NOT_A_POD = -1  # the series key of a result without a pod label (Python's ``()``)
+MAX_DEPTH = 16  # operand stack levels a workspace holds by default; deeper queries are refused
+# evaluate's kinds.
+NUMBER, VECTOR, OUT_OF_ROOM = 0, 1, -1
+# scalar's statuses.
+VALUE, EMPTY, MULTIPLE, NO_ROOM = 0, 1, 2, 3
+# Opcodes (code[i, 0]); code[i, 1:3] and consts[i] are their arguments.
+OP_CONST = 0  # the whole query is a number: consts[i]
+OP_SELECT = 1  # instant vector of column code[i, 1] (POD_INFO_COLUMN: kube_pod_info)
+OP_RANGE = 2  # range function code[i, 1] of column code[i, 2] over consts[i] seconds
+OP_VECTOR = 3  # vector(consts[i])
+OP_AGGREGATE = 4  # aggregation code[i, 1]; code[i, 2] = 1 keeps one series per pod
+OP_OR = 5  # pops right then left, pushes left or right
+OP_BINARY_VV = 6  # vector op vector, operator code[i, 1]
+OP_BINARY_VN = 7  # vector op consts[i]
+OP_BINARY_NV = 8  # consts[i] op vector
+POD_INFO_COLUMN = len(COLUMNS)
+ADD, SUB, MUL, DIV = 0, 1, 2, 3
+SUM, AVG, MAX, MIN, COUNT = 0, 1, 2, 3, 4
+RATE, IRATE, INCREASE, AVG_OVER_TIME, MAX_OVER_TIME, MIN_OVER_TIME = 0, 1, 2, 3, 4, 5
+
+_OPERATORS = {"+": ADD, "-": SUB, "*": MUL, "/": DIV}
+_AGGREGATIONS = {"sum": SUM, "avg": AVG, "max": MAX, "min": MIN, "count": COUNT}
+_FUNCTIONS = {"rate": RATE, "irate": IRATE, "increase": INCREASE, "avg_over_time": AVG_OVER_TIME,
+              "max_over_time": MAX_OVER_TIME, "min_over_time": MIN_OVER_TIME}
+# Python 3.12 made the built-in sum() of floats compensated (Neumaier); 3.11 adds left to right.
+# Baked into the kernels when they compile (numba's cache is kept per interpreter version).
+COMPENSATED_SUM = sum([1e16, 1.0, -1e16]) != 0.0
+
+# Rows of Workspace.acc, per series of a range function.
+_A, _B, _C, _D, _LAST_T, _LAST_V = range(6)
+
+Workspace = namedtuple("Workspace", [
+    "stack_keys",  # int64 (depth, capacity): series keys of each stacked vector
+    "stack_vals",  # float64 (depth, capacity): their values
+    "stack_n",  # int64 (depth,): series per stacked vector
+    "slot_pod",  # int64 (capacity,): a range function's series, in the Python dict's order
+    "sorted_pod",  # int64 (capacity,): the same pods ascending ...
+    "sorted_slot",  # int64 (capacity,): ... and where each sits in slot_pod
+    "acc_n",  # int64 (capacity,): samples seen per series
+    "acc",  # float64 (6, capacity): per-series accumulators
+])
+
+
+class NotCompilable(Exception):
+    """A query whose Python evaluation raises (or that is deeper than :data:`MAX_DEPTH`): run it in Python."""
+
+
+@dataclass(frozen=True, eq=False)
+class CompiledQuery:
+    """A query as postfix code for :func:`evaluate`.
+
+    Attributes
+    ----------
+    text : str
+        The query as parsed.
+    code : numpy.ndarray
+        int64, shape (instructions, 3): opcode and two integer arguments.
+    consts : numpy.ndarray
+        float64, shape (instructions,): each instruction's number (a constant, or a window [s]).
+    depth : int
+        Operand stack levels the code needs (a workspace must have at least as many).
+    has_range : bool
+        The query uses a range function, so its value changes between scrapes.
+    """
+
+    text: str
+    code: np.ndarray
+    consts: np.ndarray
+    depth: int
+    has_range: bool
+
+
+@dataclass(frozen=True, eq=False)
+class StoreArrays:
+    """A :class:`~planner.simulate.metrics.MetricStore` in the engine's layout (see the module docstring)."""
+
+    scr_t: np.ndarray
+    n_scr: int
+    scr_off: np.ndarray
+    smp_pod: np.ndarray
+    smp_val: np.ndarray
+    ex_off: np.ndarray
+    ex_pod: np.ndarray
+
+    def args(self) -> tuple:
+        """The store arguments of :func:`evaluate`, in order."""
+        return self.scr_t, self.n_scr, self.scr_off, self.smp_pod, self.smp_val, self.ex_off, self.ex_pod
+
+
+# ---- compiling ----------------------------------------------------------------------------------
+
+def compile_query(query: Query) -> CompiledQuery:
+    """Postfix code for ``query``.
+
+    Raises
+    ------
+    NotCompilable
+        Python's evaluation of the query raises ``PlannerInputError`` at every
+        ``now_s`` (an aggregation of a number, ``or`` with a number side,
+        ``kube_pod_info`` in a range function), or the query needs more than
+        :data:`MAX_DEPTH` stack levels.
+    """
+    emitter = _Emitter()
+    number = emitter.emit(query.node)
+    if number is not None:
+        emitter.rows.append((OP_CONST, 0, 0, number))
+    if emitter.max_depth > MAX_DEPTH:
+        raise NotCompilable(f"query {query.text!r} needs {emitter.max_depth} stack levels (at most {MAX_DEPTH})")
+    rows = emitter.rows
+    return CompiledQuery(
+        text=query.text,
+        code=np.array([row[:3] for row in rows], dtype=np.int64).reshape(len(rows), 3),
+        consts=np.array([row[3] for row in rows], dtype=np.float64),
+        depth=emitter.max_depth,
+        has_range=any(row[0] == OP_RANGE for row in rows),
+    )
+
+
+class _Emitter:
+    def __init__(self) -> None:
+        self.rows: list[tuple[int, int, int, float]] = []
+        self.depth = 0
+        self.max_depth = 0
+
+    def push(self, row: tuple[int, int, int, float]) -> None:
+        self.rows.append(row)
+        self.depth += 1
+        self.max_depth = max(self.max_depth, self.depth)
+
+    def emit(self, node: tuple) -> float | None:
+        # The value of a number-only subtree (no code), or None once the vector's code is emitted.
+        kind = node[0]
+        if kind == "number":
+            return float(node[1])
+        if kind == "selector":
+            column = POD_INFO_COLUMN if node[1] == POD_INFO else COLUMNS.index(node[1])
+            self.push((OP_SELECT, column, 0, 0.0))
+            return None
+        if kind == "range":
+            _, function, column, window_s = node
+            if column == POD_INFO:
+                raise NotCompilable("kube_pod_info cannot be used in a range function")
+            self.push((OP_RANGE, _FUNCTIONS[function], COLUMNS.index(column), float(window_s)))
+            return None
+        if kind == "vector":
+            self.push((OP_VECTOR, 0, 0, float(node[1])))
+            return None
+        if kind == "aggregate":
+            _, op, grouping, inner = node
+            if self.emit(inner) is not None:
+                raise NotCompilable(f"{op}() of a number is not a vector")
+            self.rows.append((OP_AGGREGATE, _AGGREGATIONS[op], int(grouping == "pod"), 0.0))
+            return None
+        if kind == "or":
+            left, right = self.emit(node[1]), self.emit(node[2])
+            if left is not None or right is not None:
+                raise NotCompilable("'or' needs vectors on both sides")
+            self.rows.append((OP_OR, 0, 0, 0.0))
+            self.depth -= 1
+            return None
+        if kind == "binary":
+            _, op, left_node, right_node = node
+            left, right = self.emit(left_node), self.emit(right_node)
+            if left is not None and right is not None:
+                # A number-only subtree never reads the store: let the Python evaluator fold it.
+                return Query("", node).evaluate(MetricStore(), 0.0)
+            if left is not None:
+                self.rows.append((OP_BINARY_NV, _OPERATORS[op], 0, left))
+            elif right is not None:
+                self.rows.append((OP_BINARY_VN, _OPERATORS[op], 0, right))
+            else:
+                self.rows.append((OP_BINARY_VV, _OPERATORS[op], 0, 0.0))
+                self.depth -= 1
+            return None
+        raise NotCompilable(f"unknown node {kind!r}")
+
+
+# ---- workspace and store ------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def workspace_arrays(max_series, depth=MAX_DEPTH):
+    """Scratch arrays for :func:`evaluate`, for a store with at most ``max_series`` distinct pod ids.
+
+    Holds ``max_series + 1`` series per vector (the pods and the pod-less
+    series ``or vector(N)`` adds) and ``depth`` stack levels
+    (:attr:`CompiledQuery.depth`; the default fits every compiled query).
+    """
+    capacity = max_series + 1
+    return Workspace(
+        np.zeros((depth, capacity), dtype=np.int64),
+        np.zeros((depth, capacity), dtype=np.float64),
+        np.zeros(depth, dtype=np.int64),
+        np.zeros(capacity, dtype=np.int64),
+        np.zeros(capacity, dtype=np.int64),
+        np.zeros(capacity, dtype=np.int64),
+        np.zeros(capacity, dtype=np.int64),
+        np.zeros((6, capacity), dtype=np.float64),
+    )
+
+
+def workspace(compiled: CompiledQuery, max_series: int) -> Workspace:
+    """:func:`workspace_arrays` sized for ``compiled``; ``max_series`` >= distinct pod ids in the store."""
+    return workspace_arrays(int(max_series), max(int(compiled.depth), 1))
+
+
+def store_arrays(store: MetricStore, spare: int = 0) -> StoreArrays:
+    """``store`` in the engine's layout, with ``spare`` unused scrapes of garbage after the real ones."""
+    n_scr = len(store.times_s)
+    sizes = [len(p) for p in store.pods] + [1] * spare
+    exist_sizes = [len(p) for p in store.existing] + [1] * spare
+    scr_off = np.zeros(n_scr + spare + 1, dtype=np.int64)
+    scr_off[1:] = np.cumsum(sizes)
+    ex_off = np.zeros(n_scr + spare + 1, dtype=np.int64)
+    ex_off[1:] = np.cumsum(exist_sizes)
+    junk_pod = np.zeros(spare, dtype=np.int64)
+    rows = [*store.values, np.full((spare, len(COLUMNS)), 1e300)]
+    return StoreArrays(
+        scr_t=np.concatenate([np.asarray(store.times_s, dtype=np.float64), np.full(spare, -1e300)]),
+        n_scr=n_scr,
+        scr_off=scr_off,
+        smp_pod=np.concatenate([*store.pods, junk_pod]).astype(np.int64),
+        smp_val=np.ascontiguousarray(np.concatenate(rows).reshape(-1, len(COLUMNS)), dtype=np.float64),
+        ex_off=ex_off,
+        ex_pod=np.concatenate([*store.existing, junk_pod]).astype(np.int64),
+    )
+
+
+def as_python(kind: int, n: int, out_keys: np.ndarray, out_vals: np.ndarray):
+    """:func:`evaluate`'s result as ``Query.evaluate`` returns it: a float, or a dict keyed ``(pod,)`` / ``()``."""
+    if kind == NUMBER:
+        return float(out_vals[0])
+    if kind != VECTOR:
+        raise ValueError(f"evaluate ran out of room (kind {kind})")
+    return {(() if key == NOT_A_POD else (int(key),)): float(value)
+            for key, value in zip(out_keys[:n].tolist(), out_vals[:n].tolist(), strict=True)}
+
+
+# ---- the store ----------------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def last_index(scr_t, n_scr, now_s):
+    """``MetricStore._last_index``: the latest scrape at or before ``now_s`` (within 1e-9 s), -1 if none."""
+    lo, hi = 0, n_scr
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if scr_t[mid] <= now_s + 1e-9:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo - 1
+
+
+@njit(cache=True, nogil=True)
+def fresh_index(scr_t, n_scr, now_s):
+    """The scrape an instant selector reads at ``now_s``: :func:`last_index`, or -1 once older than ``STALENESS_S``."""
+    k = last_index(scr_t, n_scr, now_s)
+    if k < 0 or now_s - scr_t[k] > STALENESS_S:
+        return -1
+    return k
+
+
+@njit(cache=True, nogil=True)
+def _instant(column, k, scr_off, smp_pod, smp_val, ex_off, ex_pod, keys, vals):
+    # MetricStore.instant at the fresh scrape k (-1: none): series in row order. -1 if out of room.
+    if k < 0:
+        return 0
+    if column == POD_INFO_COLUMN:
+        lo, hi = ex_off[k], ex_off[k + 1]
+        if hi - lo > keys.shape[0]:
+            return -1
+        for i in range(hi - lo):
+            keys[i] = ex_pod[lo + i]
+            vals[i] = 1.0
+        return hi - lo
+    lo, hi = scr_off[k], scr_off[k + 1]
+    if hi - lo > keys.shape[0]:
+        return -1
+    for i in range(hi - lo):
+        keys[i] = smp_pod[lo + i]
+        vals[i] = smp_val[lo + i, column]
+    return hi - lo
+
+
+# ---- arithmetic ---------------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def _sum_add(total, carry, x):
+    # One step of the built-in sum() over floats: (running total, compensation) after adding x.
+    t = total + x
+    if COMPENSATED_SUM:
+        if abs(total) >= abs(x):
+            carry += (total - t) + x
+        else:
+            carry += (x - t) + total
+    return t, carry
+
+
+@njit(cache=True, nogil=True)
+def _sum_end(total, carry):
+    # The built-in sum()'s result: the compensation is added only when non-zero and finite.
+    if COMPENSATED_SUM and carry != 0.0 and math.isfinite(carry):
+        return total + carry
+    return total
+
+
+@njit(cache=True, nogil=True)
+def python_sum(values, start, n):
+    """Python's built-in ``sum(values[start:start + n].tolist())`` for floats, bit for bit (0.0 when ``n`` is 0).
+
+    Starts from the int 0 (so a lone -0.0 sums to 0.0) and adds left to right,
+    with the Neumaier compensation Python 3.12 and later apply.
+    """
+    if n == 0:
+        return 0.0
+    total = 0.0 + values[start]
+    carry = 0.0
+    for i in range(start + 1, start + n):
+        total, carry = _sum_add(total, carry, values[i])
+    return _sum_end(total, carry)
+
+
+@njit(cache=True, nogil=True)
+def _aggregate(op, values, start, n):
+    # metrics._aggregate over values[start:start + n] (n >= 1): max/min keep the first of equal
+    # values and never replace on a comparison with NaN, as Python's max()/min() do.
+    if op == SUM:
+        return python_sum(values, start, n)
+    if op == AVG:
+        return python_sum(values, start, n) / n
+    if op == MAX:
+        best = values[start]
+        for i in range(start + 1, start + n):
+            if values[i] > best:
+                best = values[i]
+        return best
+    if op == MIN:
+        best = values[start]
+        for i in range(start + 1, start + n):
+            if values[i] < best:
+                best = values[i]
+        return best
+    return float(n)
+
+
+@njit(cache=True, nogil=True)
+def _apply(op, a, b):
+    # metrics._apply: x / 0 is NaN for 0 / 0, else an infinity with the numerator's sign.
+    if op == ADD:
+        return a + b
+    if op == SUB:
+        return a - b
+    if op == MUL:
+        return a * b
+    if b == 0.0:
+        return math.nan if a == 0.0 else math.copysign(math.inf, a)
+    return a / b
+
+
+@njit(cache=True, nogil=True)
+def _extrapolated_rate(result, first_t, first_v, last_t, last_v, n_samples, range_start_s, range_end_s,
+                       is_rate):
+    # metrics._extrapolated_rate after its reset loop (result = last - first + every value before a
+    # reset), in the same float order.
+    sampled_s = last_t - first_t
+    to_start_s = first_t - range_start_s
+    to_end_s = range_end_s - last_t
+    average_gap_s = sampled_s / (n_samples - 1)
+    if result > 0 and first_v >= 0:
+        to_zero_s = sampled_s * (first_v / result)
+        if to_zero_s < to_start_s:
+            to_start_s = to_zero_s
+    threshold_s = average_gap_s * 1.1
+    extrapolate_to_s = sampled_s
+    extrapolate_to_s += to_start_s if to_start_s < threshold_s else average_gap_s / 2
+    extrapolate_to_s += to_end_s if to_end_s < threshold_s else average_gap_s / 2
+    result *= extrapolate_to_s / sampled_s
+    if is_rate:
+        result /= range_end_s - range_start_s
+    return result
+
+
+# ---- range functions ----------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def _range(function, column, window_s, k, now_s, scr_t, scr_off, smp_pod, smp_val, work, keys, vals):
+    # MetricStore.window + _range_value for every series, into keys/vals; returns how many, -1 if out
+    # of room. window() meets the series walking back from scrape k, so the dict order is the pods of
+    # the latest scrape first; each series' first-met sample is its last one.
+    slot_pod, sorted_pod, sorted_slot = work.slot_pod, work.sorted_pod, work.sorted_slot
+    acc_n, acc = work.acc_n, work.acc
+    room = min(slot_pod.shape[0], keys.shape[0])
+    first = k
+    while first >= 0 and scr_t[first] > now_s - window_s + 1e-9:
+        first -= 1
+    first += 1
+    # Walk back: new pods of each scrape get the next slots, then join the ascending index.
+    m = 0
+    for j in range(k, first - 1, -1):
+        i = 0
+        q = m
+        for r in range(scr_off[j], scr_off[j + 1]):
+            p = smp_pod[r]
+            while i < m and sorted_pod[i] < p:
+                i += 1
+            if i < m and sorted_pod[i] == p:
+                continue
+            if q >= room:
+                return -1
+            slot_pod[q] = p
+            acc_n[q] = 0
+            acc[_LAST_T, q] = scr_t[j]
+            acc[_LAST_V, q] = smp_val[r, column]
+            q += 1
+        a, b, w = m - 1, q - 1, q - 1
+        while b >= m:
+            if a >= 0 and sorted_pod[a] > slot_pod[b]:
+                sorted_pod[w] = sorted_pod[a]
+                sorted_slot[w] = sorted_slot[a]
+                a -= 1
+            else:
+                sorted_pod[w] = slot_pod[b]
+                sorted_slot[w] = b
+                b -= 1
+            w -= 1
+        m = q
+    # Walk forward: each series' samples in time order, as _range_value reads the reversed lists.
+    for j in range(first, k + 1):
+        t_s = scr_t[j]
+        i = 0
+        for r in range(scr_off[j], scr_off[j + 1]):
+            p = smp_pod[r]
+            while sorted_pod[i] < p:
+                i += 1
+            s = sorted_slot[i]
+            v = smp_val[r, column]
+            seen = acc_n[s]
+            if function == IRATE:
+                acc[_A, s] = acc[_C, s]
+                acc[_B, s] = acc[_D, s]
+                acc[_C, s] = t_s
+                acc[_D, s] = v
+            elif function == RATE or function == INCREASE:
+                if seen == 0:
+                    acc[_A, s] = t_s
+                    acc[_B, s] = v
+                    acc[_C, s] = v  # previous
+                    acc[_D, s] = acc[_LAST_V, s] - v  # result
+                else:
+                    if v < acc[_C, s]:
+                        acc[_D, s] += acc[_C, s]
+                    acc[_C, s] = v
+            elif function == AVG_OVER_TIME:
+                if seen == 0:
+                    acc[_A, s] = 0.0 + v
+                    acc[_B, s] = 0.0
+                else:
+                    acc[_A, s], acc[_B, s] = _sum_add(acc[_A, s], acc[_B, s], v)
+            elif function == MAX_OVER_TIME:
+                if seen == 0 or v > acc[_A, s]:
+                    acc[_A, s] = v
+            elif seen == 0 or v < acc[_A, s]:
+                acc[_A, s] = v
+            acc_n[s] = seen + 1
+    n = 0
+    for s in range(m):
+        samples = acc_n[s]
+        if function == IRATE:
+            if samples < 2:
+                continue
+            v1, v2 = acc[_B, s], acc[_D, s]
+            delta = v2 - v1 if v2 >= v1 else v2
+            value = delta / (acc[_C, s] - acc[_A, s])
+        elif function == RATE or function == INCREASE:
+            if samples < 2:
+                continue
+            value = _extrapolated_rate(acc[_D, s], acc[_A, s], acc[_B, s], acc[_LAST_T, s], acc[_LAST_V, s],
+                                       samples, now_s - window_s, now_s, function == RATE)
+        elif function == AVG_OVER_TIME:
+            value = _sum_end(acc[_A, s], acc[_B, s]) / samples
+        else:
+            value = acc[_A, s]
+        keys[n] = slot_pod[s]
+        vals[n] = value
+        n += 1
+    return n
+
+
+# ---- evaluation ---------------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def _find(keys, n, key, hint):
+    # Position of key in keys[:n] (unique keys), -1 if absent; tries hint first (sides often align).
+    if hint < n and keys[hint] == key:
+        return hint
+    for j in range(n):
+        if keys[j] == key:
+            return j
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def evaluate(code, consts, scr_t, n_scr, scr_off, smp_pod, smp_val, ex_off, ex_pod, now_s, work, out_keys,
+             out_vals):
+    """``Query.evaluate`` at ``now_s``, bit for bit and in the dict's order.
+
+    Parameters
+    ----------
+    code, consts : numpy.ndarray
+        :attr:`CompiledQuery.code` and :attr:`CompiledQuery.consts`.
+    scr_t, n_scr, scr_off, smp_pod, smp_val, ex_off, ex_pod
+        The store (see the module docstring); times in [s].
+    now_s : float
+        Evaluation time. [s]
+    work : Workspace
+        From :func:`workspace_arrays`; overwritten.
+    out_keys, out_vals : numpy.ndarray
+        int64 and float64, the result; ``max_series + 1`` entries always suffice.
+
+    Returns
+    -------
+    kind, n : int, int
+        ``(NUMBER, 0)``: a number, in ``out_vals[0]``. ``(VECTOR, n)``: ``n``
+        series, keys (pod id, or ``NOT_A_POD`` for ``()``) in ``out_keys[:n]``
+        and values in ``out_vals[:n]``. ``(OUT_OF_ROOM, 0)``: the workspace or
+        the outputs are too small (nothing meaningful written).
+    """
+    if code[0, 0] == OP_CONST:
+        if out_vals.shape[0] < 1:
+            return OUT_OF_ROOM, 0
+        out_vals[0] = consts[0]
+        return NUMBER, 0
+    stack_keys, stack_vals, stack_n = work.stack_keys, work.stack_vals, work.stack_n
+    k = last_index(scr_t, n_scr, now_s)
+    fresh = k if k >= 0 and not now_s - scr_t[k] > STALENESS_S else -1
+    top = 0  # stack levels in use
+    for i in range(code.shape[0]):
+        op = code[i, 0]
+        if op == OP_SELECT or op == OP_RANGE or op == OP_VECTOR:
+            if top >= stack_n.shape[0]:
+                return OUT_OF_ROOM, 0
+            keys, vals = stack_keys[top], stack_vals[top]
+            if op == OP_SELECT:
+                n = _instant(code[i, 1], fresh, scr_off, smp_pod, smp_val, ex_off, ex_pod, keys, vals)
+            elif op == OP_RANGE:
+                n = _range(code[i, 1], code[i, 2], consts[i], k, now_s, scr_t, scr_off, smp_pod, smp_val,
+                           work, keys, vals)
+            else:
+                keys[0] = NOT_A_POD
+                vals[0] = consts[i]
+                n = 1
+            if n < 0:
+                return OUT_OF_ROOM, 0
+            stack_n[top] = n
+            top += 1
+        elif op == OP_AGGREGATE:
+            d = top - 1
+            keys, vals, n = stack_keys[d], stack_vals[d], stack_n[d]
+            if code[i, 2] == 1:
+                for j in range(n):
+                    vals[j] = _aggregate(code[i, 1], vals, j, 1)
+            elif n > 0:
+                vals[0] = _aggregate(code[i, 1], vals, 0, n)
+                keys[0] = NOT_A_POD
+                stack_n[d] = 1
+        elif op == OP_BINARY_VN or op == OP_BINARY_NV:
+            d = top - 1
+            vals = stack_vals[d]
+            for j in range(stack_n[d]):
+                if op == OP_BINARY_VN:
+                    vals[j] = _apply(code[i, 1], vals[j], consts[i])
+                else:
+                    vals[j] = _apply(code[i, 1], consts[i], vals[j])
+        elif op == OP_BINARY_VV:
+            # Left's order; a series missing on the right drops out.
+            d = top - 2
+            lk, lv, rk, rv = stack_keys[d], stack_vals[d], stack_keys[d + 1], stack_vals[d + 1]
+            nr = stack_n[d + 1]
+            w = 0
+            for j in range(stack_n[d]):
+                at = _find(rk, nr, lk[j], j)
+                if at >= 0:
+                    value = _apply(code[i, 1], lv[j], rv[at])
+                    lk[w] = lk[j]
+                    lv[w] = value
+                    w += 1
+            stack_n[d] = w
+            top -= 1
+        elif op == OP_OR:
+            # {**right, **left}: right's keys in right's order with left's values, then left-only keys.
+            d = top - 2
+            lk, lv, rk, rv = stack_keys[d], stack_vals[d], stack_keys[d + 1], stack_vals[d + 1]
+            nr = stack_n[d + 1]
+            n = nr
+            for j in range(stack_n[d]):
+                at = _find(rk, nr, lk[j], j)
+                if at >= 0:
+                    rv[at] = lv[j]
+                else:
+                    if n >= rk.shape[0]:
+                        return OUT_OF_ROOM, 0
+                    rk[n] = lk[j]
+                    rv[n] = lv[j]
+                    n += 1
+            for j in range(n):
+                lk[j] = rk[j]
+                lv[j] = rv[j]
+            stack_n[d] = n
+            top -= 1
+    n = stack_n[0]
+    if n > out_keys.shape[0] or n > out_vals.shape[0]:
+        return OUT_OF_ROOM, 0
+    for j in range(n):
+        out_keys[j] = stack_keys[0, j]
+        out_vals[j] = stack_vals[0, j]
+    return VECTOR, n
+
+
+@njit(cache=True, nogil=True)
+def scalar(code, consts, scr_t, n_scr, scr_off, smp_pod, smp_val, ex_off, ex_pod, now_s, work, out_keys,
+           out_vals):
+    """``Query.scalar`` (as KEDA's Prometheus scaler reads a query); arguments as :func:`evaluate`.
+
+    Returns
+    -------
+    value, status : float, int
+        ``VALUE`` (0): the number, or the one series' value. ``EMPTY`` (1): no
+        series (Python's ``(None, None)``). ``MULTIPLE`` (2): the "returned
+        multiple elements" error. ``NO_ROOM`` (3): :func:`evaluate` ran out
+        of room. ``value`` is NaN unless the status is ``VALUE``.
+    """
+    kind, n = evaluate(code, consts, scr_t, n_scr, scr_off, smp_pod, smp_val, ex_off, ex_pod, now_s, work,
+                       out_keys, out_vals)
+    if kind == OUT_OF_ROOM:
+        return math.nan, NO_ROOM
+    if kind == NUMBER:
+        return out_vals[0], VALUE
+    if n == 0:
+        return math.nan, EMPTY
+    if n > 1:
+        return math.nan, MULTIPLE
+    return out_vals[0], VALUE
