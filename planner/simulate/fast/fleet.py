@@ -1,0 +1,337 @@
+"""Compiled pods of one Deployment: creation, the Service's endpoints, routing, deletion order, drain.
+
+The numba twin of :class:`planner.simulate.fleet.Fleet`, step for step: the
+same pod life (requested, Ready after the warmup, deleted, SIGTERM after
+preStop, stopped at the grace period or vLLM's shutdown timeout, removed),
+the same router choices, the ReplicaSet's deletion order and the same random
+draws (warmups, then UIDs, from the same ``numpy.random.Generator``, which
+numba advances exactly as numpy does).
+
+State lives in two named tuples of arrays, created by :func:`new_pods` and
+:func:`new_requests`:
+
+* :class:`Pods` holds per-pod columns indexed by pod number (creation order),
+  each pod's running batch ``run[p, :run_n[p]]`` and waiting queue (a linked
+  list through ``Requests.next_req``, head ``wq_head[p]``), and three
+  ascending pod lists kept as pods come and go (``live``: not terminating;
+  ``up``: not yet removed; ``term``: terminating), so no tick walks every pod
+  ever created;
+* :class:`Requests` is :class:`planner.simulate.replica.RequestState` plus
+  ``next_req``.
+
+Capacity is fixed when the arrays are made; :func:`add_pod` returns -1 when it
+is exhausted and the engine re-runs the configuration with more.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from planner.simulate.replica import CUT, GATEWAY, WAITING
+
+__all__ = [
+    "Pods",
+    "Requests",
+    "add_pod",
+    "finish_terminations",
+    "new_pods",
+    "new_requests",
+    "release_gateway",
+    "routable",
+    "route_arrivals",
+    "scale_to",
+]
+
+# Pods.count slots.
+N_PODS, N_LIVE, N_UP, N_TERM, GW_HEAD, GW_TAIL, GW_N, NEXT_TURN = range(8)
+# Warmup distributions (FleetSpec.warmup_distribution).
+WARMUP_FIXED, WARMUP_UNIFORM, WARMUP_LOGNORMAL = 0, 1, 2
+# Routers (FleetSpec.router).
+LEAST_LOADED, ROUND_ROBIN = 0, 1
+UID_HIGH = 2**62  # Fleet.add_pod draws UIDs in [0, 2**62)
+
+Pods = namedtuple("Pods", [
+    "requested_s", "ready_s", "deleted_s", "sigterm_s", "stop_s", "removed_s", "uid", "last_done_s",
+    "run", "run_n", "wq_head", "wq_tail", "wq_n", "counters", "busy_frac", "live", "up", "term", "count",
+])
+Requests = namedtuple("Requests", [
+    "arrival_s", "input_tokens", "output_tokens", "status", "replica", "admit_s", "first_token_s",
+    "done_s", "generated", "prefill_left_s", "preemptions", "next_req",
+])
+
+
+def new_pods(capacity: int, max_num_seqs: int) -> Pods:
+    """Empty pod arrays for at most ``capacity`` pods over the run."""
+    nan = np.full(capacity, np.nan)
+    count = np.zeros(8, dtype=np.int64)
+    count[GW_HEAD] = count[GW_TAIL] = -1
+    return Pods(
+        requested_s=nan.copy(), ready_s=nan.copy(), deleted_s=nan.copy(), sigterm_s=nan.copy(),
+        stop_s=nan.copy(), removed_s=nan.copy(), uid=np.zeros(capacity, dtype=np.int64),
+        last_done_s=np.full(capacity, -np.inf), run=np.zeros((capacity, max_num_seqs), dtype=np.int64),
+        run_n=np.zeros(capacity, dtype=np.int64), wq_head=np.full(capacity, -1, dtype=np.int64),
+        wq_tail=np.full(capacity, -1, dtype=np.int64), wq_n=np.zeros(capacity, dtype=np.int64),
+        counters=np.zeros((capacity, 4)), busy_frac=np.zeros(capacity),
+        live=np.zeros(capacity, dtype=np.int64), up=np.zeros(capacity, dtype=np.int64),
+        term=np.zeros(capacity, dtype=np.int64), count=count,
+    )
+
+
+def new_requests(arrival_s: np.ndarray, input_tokens: np.ndarray, output_tokens: np.ndarray) -> Requests:
+    """Request arrays as :class:`planner.simulate.replica.RequestState` starts them."""
+    n = len(arrival_s)
+    return Requests(
+        arrival_s=np.ascontiguousarray(arrival_s, dtype=float),
+        input_tokens=np.ascontiguousarray(input_tokens, dtype=np.int64),
+        output_tokens=np.ascontiguousarray(output_tokens, dtype=np.int64),
+        status=np.zeros(n, dtype=np.int8), replica=np.full(n, -1, dtype=np.int64),
+        admit_s=np.full(n, np.nan), first_token_s=np.full(n, np.nan), done_s=np.full(n, np.nan),
+        generated=np.zeros(n), prefill_left_s=np.zeros(n), preemptions=np.zeros(n, dtype=np.int64),
+        next_req=np.full(n, -1, dtype=np.int64),
+    )
+
+
+# ---- pod lists ---------------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def _remove(ids, slot, count, p):
+    # Drop p from the ascending list ids[:count[slot]], keeping the order.
+    n = count[slot]
+    j = 0
+    while ids[j] != p:
+        j += 1
+    for k in range(j, n - 1):
+        ids[k] = ids[k + 1]
+    count[slot] = n - 1
+
+
+@njit(cache=True, nogil=True)
+def _insert(ids, slot, count, p):
+    # Put p into the ascending list ids[:count[slot]].
+    n = count[slot]
+    j = n
+    while j > 0 and ids[j - 1] > p:
+        ids[j] = ids[j - 1]
+        j -= 1
+    ids[j] = p
+    count[slot] = n + 1
+
+
+@njit(cache=True, nogil=True)
+def routable(pods, now_s, out):
+    """The Service's endpoints at ``now_s`` (Ready, not terminating), ascending, into ``out``; returns how many."""
+    n = 0
+    for j in range(pods.count[N_LIVE]):
+        p = pods.live[j]
+        if pods.ready_s[p] <= now_s:
+            out[n] = p
+            n += 1
+    return n
+
+
+# ---- creation and deletion ---------------------------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def _warmup_s(rng, kind, warmup_s, spread_s):
+    # Fleet._warmup_s, the same draws from the same generator.
+    if kind == WARMUP_UNIFORM:
+        return rng.uniform(max(warmup_s - spread_s, 0.0), warmup_s + spread_s)
+    if kind == WARMUP_LOGNORMAL and warmup_s > 0:
+        sigma = spread_s / warmup_s
+        return warmup_s * math.exp(sigma * rng.standard_normal())
+    return warmup_s
+
+
+@njit(cache=True, nogil=True)
+def add_pod(pods, now_s, warm, rng, warmup_kind, warmup_s, spread_s):
+    """Create one pod at ``now_s`` (Ready at once if ``warm``); its number, or -1 when out of capacity."""
+    count = pods.count
+    p = count[N_PODS]
+    if p >= pods.ready_s.shape[0]:
+        return -1
+    pods.requested_s[p] = now_s
+    pods.ready_s[p] = now_s if warm else now_s + _warmup_s(rng, warmup_kind, warmup_s, spread_s)
+    pods.uid[p] = rng.integers(0, UID_HIGH)
+    count[N_PODS] = p + 1
+    pods.live[count[N_LIVE]] = p
+    count[N_LIVE] += 1
+    pods.up[count[N_UP]] = p
+    count[N_UP] += 1
+    return p
+
+
+@njit(cache=True, nogil=True)
+def _log_rank(now_s, since_s):
+    # ActivePodsWithRanks' log2 bucket of the time since a transition (LogarithmicScaleDown).
+    elapsed_ns = (now_s - since_s) * 1e9
+    return int(math.log2(elapsed_ns)) if elapsed_ns > 0 else -1
+
+
+@njit(cache=True, nogil=True)
+def _key_less(a, b):
+    # Lexicographic order of (not-ready-first flag, log rank, uid, position) rows.
+    for c in range(4):
+        if a[c] != b[c]:
+            return a[c] < b[c]
+    return False
+
+
+@njit(cache=True, nogil=True)
+def _delete_pod(pods, p, now_s, pre_stop_s, grace_s, shutdown_timeout_s):
+    # Fleet.delete_pod: out of the Service now, SIGTERM after preStop, stopped at the deadline.
+    pods.deleted_s[p] = now_s
+    pods.sigterm_s[p] = now_s + min(pre_stop_s, grace_s)
+    if pods.ready_s[p] > now_s:
+        pods.stop_s[p] = now_s  # never served: stopped at once
+    else:
+        pods.stop_s[p] = min(now_s + grace_s, pods.sigterm_s[p] + shutdown_timeout_s)
+    _remove(pods.live, N_LIVE, pods.count, p)
+    _insert(pods.term, N_TERM, pods.count, p)
+
+
+@njit(cache=True, nogil=True)
+def scale_to(pods, replicas, now_s, rng, warmup_kind, warmup_s, spread_s, pre_stop_s, grace_s,
+             shutdown_timeout_s, keys):
+    """Create or delete pods so that ``replicas`` are live (Fleet.scale_to); -1 when out of capacity.
+
+    Deletions follow :func:`planner.simulate.fleet.deletion_order`; ``keys`` is
+    a work array of shape (pods capacity, 4).
+    """
+    n_live = pods.count[N_LIVE]
+    if replicas > n_live:
+        for _ in range(replicas - n_live):
+            if add_pod(pods, now_s, False, rng, warmup_kind, warmup_s, spread_s) < 0:
+                return -1
+    elif replicas < n_live:
+        for i in range(n_live):
+            p = pods.live[i]
+            if pods.ready_s[p] <= now_s:
+                keys[i, 0] = 1
+                keys[i, 1] = _log_rank(now_s, pods.ready_s[p])
+            else:
+                keys[i, 0] = 0
+                keys[i, 1] = _log_rank(now_s, pods.requested_s[p])
+            keys[i, 2] = pods.uid[p]
+            keys[i, 3] = i
+        # Insertion sort: at most a few dozen live pods.
+        for i in range(1, n_live):
+            j = i
+            while j > 0 and _key_less(keys[j], keys[j - 1]):
+                for c in range(4):
+                    keys[j, c], keys[j - 1, c] = keys[j - 1, c], keys[j, c]
+                j -= 1
+        victims = np.empty(n_live - replicas, dtype=np.int64)
+        for k in range(n_live - replicas):
+            victims[k] = pods.live[keys[k, 3]]
+        for k in range(n_live - replicas):
+            _delete_pod(pods, victims[k], now_s, pre_stop_s, grace_s, shutdown_timeout_s)
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def finish_terminations(pods, req, now_s):
+    """Remove pods that exited by ``now_s``, cutting what they hold at the deadline; returns requests cut."""
+    cut = 0
+    j = 0
+    while j < pods.count[N_TERM]:
+        p = pods.term[j]
+        held = pods.run_n[p] > 0 or pods.wq_n[p] > 0
+        if not held and now_s >= pods.sigterm_s[p]:
+            pods.removed_s[p] = min(max(pods.sigterm_s[p], pods.last_done_s[p]), now_s)
+        elif now_s >= pods.stop_s[p]:
+            for k in range(pods.run_n[p]):
+                req.status[pods.run[p, k]] = CUT
+                cut += 1
+            i = pods.wq_head[p]
+            while i >= 0:
+                req.status[i] = CUT
+                cut += 1
+                i = req.next_req[i]
+            pods.run_n[p] = 0
+            pods.wq_head[p] = pods.wq_tail[p] = -1
+            pods.wq_n[p] = 0
+            pods.removed_s[p] = pods.stop_s[p]
+        else:
+            j += 1
+            continue
+        _remove(pods.term, N_TERM, pods.count, p)
+        _remove(pods.up, N_UP, pods.count, p)
+    return cut
+
+
+# ---- routing -----------------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def _append(pods, req, p, i):
+    # Request i joins the tail of pod p's queue.
+    req.replica[i] = p
+    req.status[i] = WAITING
+    req.next_req[i] = -1
+    if pods.wq_tail[p] >= 0:
+        req.next_req[pods.wq_tail[p]] = i
+    else:
+        pods.wq_head[p] = i
+    pods.wq_tail[p] = i
+    pods.wq_n[p] += 1
+
+
+@njit(cache=True, nogil=True)
+def _hold(pods, req, i):
+    # No Ready pod: the request waits at the gateway (FIFO).
+    count = pods.count
+    req.status[i] = GATEWAY
+    req.next_req[i] = -1
+    if count[GW_TAIL] >= 0:
+        req.next_req[count[GW_TAIL]] = i
+    else:
+        count[GW_HEAD] = i
+    count[GW_TAIL] = i
+    count[GW_N] += 1
+
+
+@njit(cache=True, nogil=True)
+def _route(pods, req, i, endpoints, n_endpoints, router):
+    # Fleet.route: lowest (running + waiting, pod) for least-loaded, the next turn for round-robin.
+    if n_endpoints == 0:
+        _hold(pods, req, i)
+        return
+    if router == ROUND_ROBIN:
+        p = endpoints[pods.count[NEXT_TURN] % n_endpoints]
+        pods.count[NEXT_TURN] += 1
+    else:
+        p = endpoints[0]
+        best = pods.run_n[p] + pods.wq_n[p]
+        for j in range(1, n_endpoints):
+            q = endpoints[j]
+            load = pods.run_n[q] + pods.wq_n[q]
+            if load < best:
+                best = load
+                p = q
+    _append(pods, req, p, i)
+
+
+@njit(cache=True, nogil=True)
+def route_arrivals(pods, req, first, stop, endpoints, n_endpoints, router):
+    """Route requests ``first .. stop - 1`` in arrival order (Fleet.route_all)."""
+    for i in range(first, stop):
+        _route(pods, req, i, endpoints, n_endpoints, router)
+
+
+@njit(cache=True, nogil=True)
+def release_gateway(pods, req, now_s, endpoints, router):
+    """Requests held while no pod was Ready go to the pods Ready now (Fleet.release_gateway)."""
+    n_endpoints = routable(pods, now_s, endpoints)
+    if n_endpoints == 0:
+        return
+    count = pods.count
+    i = count[GW_HEAD]
+    count[GW_HEAD] = count[GW_TAIL] = -1
+    count[GW_N] = 0
+    while i >= 0:
+        after = req.next_req[i]
+        _route(pods, req, i, endpoints, n_endpoints, router)
+        i = after
