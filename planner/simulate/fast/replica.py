@@ -1,0 +1,586 @@
+"""The ``replica`` kernel: one vLLM replica's tick, compiled, bit for bit equal to the Python model.
+
+:func:`advance_replica` and :func:`kv_usage_frac` compute exactly what
+:func:`planner.simulate.replica.advance_replica` and
+:func:`planner.simulate.replica.kv_usage_frac` compute, on the fast engine's
+data layout (the differential test ``tests/test_simulate_fast_replica.py``
+holds them to that):
+
+* requests are a struct of arrays, as :class:`planner.simulate.replica.RequestState`;
+* pod ``p``'s running batch is ``run[p, 0:run_n[p]]``, oldest admission first;
+* pod ``p``'s waiting queue is a singly linked list through the requests:
+  ``wq_head[p]``, ``wq_tail[p]`` (request index or -1), ``wq_n[p]`` (its
+  length) and ``next_req[i]`` (the request after ``i``, -1 at the tail).
+
+Bit-for-bit equality rests on doing the float operations of the Python code in
+the same order: numpy's pairwise ``sum`` where it sums an array (on the values
+in batch order), left-to-right sums where it calls the built-in ``sum``,
+Python's ``min``/``max`` argument order, round-half-even, and the released-KV
+list kept sorted as ``(time, tokens)`` tuples and consumed through an index,
+even when a new entry sorts in front of that index.
+
+The kernels allocate nothing: the work arrays come from :func:`new_scratch`,
+made once per run. A call whose buffers are too small for the pod's requests
+changes nothing and returns a negative ``n_completed`` (:data:`NEEDS_CAPACITY`
+or :data:`BAD_LAYOUT`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from planner.simulate.fast._numeric import pairwise_sum
+from planner.simulate.replica import DONE, RUNNING, WAITING, ReplicaSpec
+
+__all__ = [
+    "BAD_LAYOUT",
+    "NEEDS_CAPACITY",
+    "CompiledReplica",
+    "ReplicaScratch",
+    "advance_replica",
+    "kv_usage_frac",
+    "new_scratch",
+]
+
+# Negative n_completed from advance_replica: nothing was changed.
+NEEDS_CAPACITY = -1  # scratch or completed_out holds fewer than run_n[p] + wq_n[p] requests: grow and retry
+BAD_LAYOUT = -2  # run, step_table_s or scratch not sized for max_num_seqs, or run_n[p] > max_num_seqs
+
+
+@dataclass(frozen=True)
+class CompiledReplica:
+    """A :class:`planner.simulate.replica.ReplicaSpec` as the kernel's scalar and table arguments.
+
+    Attributes
+    ----------
+    step_table_s : numpy.ndarray of float64
+        Step time for batches 0 to ``max_num_seqs`` (entry 0 is batch 1's). [s]
+    max_num_seqs : int
+        Largest running batch. [sequences]
+    kv_tokens : int
+        KV-cache capacity. [tokens]
+    block_size_tokens : int
+        KV block size. [tokens]
+    prefill_ms_per_token : float
+        Prefill time per prompt token. [ms/token]
+    """
+
+    step_table_s: np.ndarray
+    max_num_seqs: int
+    kv_tokens: int
+    block_size_tokens: int
+    prefill_ms_per_token: float
+
+    @classmethod
+    def from_spec(cls, spec: ReplicaSpec) -> CompiledReplica:
+        """The kernel arguments for ``spec``."""
+        table = np.asarray(spec._step_table_s, dtype=np.float64)
+        table.setflags(write=False)
+        return cls(table, int(spec.max_num_seqs), int(spec.kv_tokens), int(spec.block_size_tokens),
+                   float(spec.prefill_ms_per_token))
+
+
+class ReplicaScratch(NamedTuple):
+    """Work arrays of :func:`advance_replica`, reused from call to call (contents meaningless between calls).
+
+    Attributes
+    ----------
+    batch_values : numpy.ndarray of float64, (max_num_seqs,)
+        One value per running sequence, gathered in batch order for a pairwise sum.
+    free_at_s : numpy.ndarray of float64, (max_num_seqs,)
+        Min-heap of the times the batch slots are free. [s]
+    freed_at_s, freed_tokens : numpy.ndarray of float64 and int64, (requests_capacity,)
+        KV released inside the tick, sorted as ``(time, tokens)`` pairs. [s], [tokens]
+    busy_from_s, busy_to_s : numpy.ndarray of float64, (requests_capacity + 1,)
+        Intervals during which a sequence was processed. [s]
+    """
+
+    batch_values: np.ndarray
+    free_at_s: np.ndarray
+    freed_at_s: np.ndarray
+    freed_tokens: np.ndarray
+    busy_from_s: np.ndarray
+    busy_to_s: np.ndarray
+
+
+@njit(cache=True, nogil=True)
+def new_scratch(max_num_seqs, requests_capacity):
+    """Work arrays for a replica of ``max_num_seqs`` slots holding up to ``requests_capacity`` requests.
+
+    Parameters
+    ----------
+    max_num_seqs : int
+        vLLM ``--max-num-seqs``. [sequences]
+    requests_capacity : int
+        Most requests one pod holds at a tick start, batch plus queue. Every
+        request finishes at most once per tick and a tick admits only queued
+        requests, so a tick never records more than that many completions
+        (the worst case: one-token outputs, no prefill, every slot refilled
+        many times). The number of requests in the trace always suffices.
+
+    Returns
+    -------
+    ReplicaScratch
+    """
+    return ReplicaScratch(
+        np.empty(max_num_seqs, dtype=np.float64),
+        np.empty(max_num_seqs, dtype=np.float64),
+        np.empty(requests_capacity, dtype=np.float64),
+        np.empty(requests_capacity, dtype=np.int64),
+        np.empty(requests_capacity + 1, dtype=np.float64),
+        np.empty(requests_capacity + 1, dtype=np.float64),
+    )
+
+
+@njit(cache=True, nogil=True)
+def _step_s(step_table_s, batch, max_num_seqs):
+    # ReplicaSpec.step_s.
+    return step_table_s[min(max(batch, 1), max_num_seqs)]
+
+
+@njit(cache=True, nogil=True)
+def _blocks_tokens(tokens, block_size_tokens):
+    # ReplicaSpec.blocks_tokens: a float division rounded up, as the Python does.
+    return math.ceil(tokens / block_size_tokens) * block_size_tokens
+
+
+@njit(cache=True, nogil=True)
+def kv_usage_frac(p, run, run_n, input_tokens, generated, block_size_tokens, kv_tokens):
+    """``vllm:kv_cache_usage_perc`` of pod ``p``: blocks held by its running batch over the cache. [fraction]
+
+    Parameters
+    ----------
+    p : int
+        Pod.
+    run, run_n : numpy.ndarray of int64
+        Running batches (pods x max_num_seqs) and their lengths.
+    input_tokens : numpy.ndarray of int64
+        Prompt length per request. [tokens]
+    generated : numpy.ndarray of float64
+        Output tokens produced per request (fractional). [tokens]
+    block_size_tokens, kv_tokens : int
+        KV block size and cache capacity. [tokens]
+
+    Returns
+    -------
+    float
+        Held blocks (whole generated tokens, rounded up to blocks) over
+        ``kv_tokens``, at most 1.
+    """
+    held = 0
+    for k in range(run_n[p]):
+        i = run[p, k]
+        held += _blocks_tokens(input_tokens[i] + math.floor(generated[i]), block_size_tokens)
+    frac = held / kv_tokens
+    return 1.0 if 1.0 < frac else frac
+
+
+@njit(cache=True, nogil=True)
+def _heap_push(heap, n, value):
+    # heapq.heappush on heap[0:n]; returns the new size.
+    k = n
+    while k > 0:
+        parent = (k - 1) >> 1
+        if heap[parent] <= value:
+            break
+        heap[k] = heap[parent]
+        k = parent
+    heap[k] = value
+    return n + 1
+
+
+@njit(cache=True, nogil=True)
+def _heap_pop(heap, n):
+    # heapq.heappop on heap[0:n] (the minimum is heap[0]); returns the new size.
+    n -= 1
+    last = heap[n]
+    k = 0
+    while True:
+        child = 2 * k + 1
+        if child >= n:
+            break
+        if child + 1 < n and heap[child + 1] < heap[child]:
+            child += 1
+        if last <= heap[child]:
+            break
+        heap[k] = heap[child]
+        k = child
+    if n > 0:
+        heap[k] = last
+    return n
+
+
+@njit(cache=True, nogil=True)
+def _freed_insert(freed_at_s, freed_tokens, n, at_s, tokens):
+    # Append (at_s, tokens) and re-sort, as list.append then list.sort on (time, tokens) tuples; new size.
+    k = n
+    while k > 0 and (freed_at_s[k - 1] > at_s or (freed_at_s[k - 1] == at_s and freed_tokens[k - 1] > tokens)):
+        freed_at_s[k] = freed_at_s[k - 1]
+        freed_tokens[k] = freed_tokens[k - 1]
+        k -= 1
+    freed_at_s[k] = at_s
+    freed_tokens[k] = tokens
+    return n + 1
+
+
+@njit(cache=True, nogil=True)
+def _union_s(busy_from_s, busy_to_s, n):
+    # Length of the union of [start, end] intervals: time the GPU ran any kernel. Sorts them in place as
+    # (start, end) tuples (insertion sort: they come nearly in order).
+    if n == 0:
+        return 0.0
+    for k in range(1, n):
+        start = busy_from_s[k]
+        end = busy_to_s[k]
+        j = k
+        while j > 0 and (busy_from_s[j - 1] > start or (busy_from_s[j - 1] == start and busy_to_s[j - 1] > end)):
+            busy_from_s[j] = busy_from_s[j - 1]
+            busy_to_s[j] = busy_to_s[j - 1]
+            j -= 1
+        busy_from_s[j] = start
+        busy_to_s[j] = end
+    total = 0.0
+    cur_start = busy_from_s[0]
+    cur_end = busy_to_s[0]
+    for k in range(1, n):
+        start = busy_from_s[k]
+        end = busy_to_s[k]
+        if start > cur_end:
+            total += cur_end - cur_start
+            cur_start = start
+            cur_end = end
+        elif end > cur_end:
+            cur_end = end
+    return total + (cur_end - cur_start)
+
+
+@njit(cache=True, nogil=True)
+def _preempt_to_fit(p, run, run_n, wq_head, wq_tail, wq_n, next_req, input_tokens, output_tokens, status,
+                    generated, prefill_left_s, preemptions, step_table_s, max_num_seqs, kv_tokens,
+                    block_size_tokens, dt_s, batch_values):
+    # Recompute preemption: drop the newest sequences until the batch's growth this tick fits.
+    n = run_n[p]
+    if n == 0:
+        return 0
+    # Cheap bound first: if even the worst case fits, nothing is preempted.
+    step_s = _step_s(step_table_s, n, max_num_seqs)
+    prompt_tokens = 0
+    for k in range(n):
+        i = run[p, k]
+        prompt_tokens += input_tokens[i]
+        batch_values[k] = generated[i]
+    bound = float(prompt_tokens) + pairwise_sum(batch_values, 0, n)
+    if bound + n * (dt_s / step_s + block_size_tokens + 1) <= kv_tokens:
+        return 0
+    preempted = 0
+    while n > 1:
+        step_s = _step_s(step_table_s, n, max_num_seqs)
+        need = 0
+        for k in range(n):
+            i = run[p, k]
+            grown = generated[i] + dt_s / step_s
+            if output_tokens[i] < grown:
+                grown = output_tokens[i]
+            need += _blocks_tokens(input_tokens[i] + math.floor(grown), block_size_tokens)
+        if need <= kv_tokens:
+            break
+        n -= 1
+        victim = run[p, n]
+        status[victim] = WAITING
+        preemptions[victim] += 1
+        prefill_left_s[victim] = 0.0
+        # waiting.appendleft(victim)
+        next_req[victim] = wq_head[p]
+        if wq_n[p] == 0:
+            wq_tail[p] = victim
+        wq_head[p] = victim
+        wq_n[p] += 1
+        preempted += 1
+    run_n[p] = n
+    return preempted
+
+
+@njit(cache=True, nogil=True)
+def _tick_batch(t0_s, end_s, p, run, run_n, wq_head, wq_n, next_req, arrival_s, output_tokens, generated,
+                prefill_left_s, step_table_s, max_num_seqs, batch_values):
+    # The batch that sets the tick's step time: the batch averaged over the part of the tick the replica
+    # is busy. Each running sequence is active until it finishes (at the step time of the batch it starts
+    # in), each queued request from its arrival; capped at max_num_seqs.
+    span_s = end_s - t0_s
+    active_s = 0.0
+    busy_s = 0.0
+    n = run_n[p]
+    if n > 0:
+        step_s = _step_s(step_table_s, n, max_num_seqs)
+        for k in range(n):
+            i = run[p, k]
+            left_s = prefill_left_s[i] + (output_tokens[i] - generated[i]) * step_s
+            batch_values[k] = left_s if left_s <= span_s else span_s
+        active_s = pairwise_sum(batch_values, 0, n)
+        busy_s = batch_values[0]
+        for k in range(1, n):
+            if batch_values[k] > busy_s:
+                busy_s = batch_values[k]
+    i = wq_head[p]
+    for _ in range(wq_n[p]):
+        if active_s >= max_num_seqs * span_s:
+            break
+        from_s = arrival_s[i]
+        if t0_s > from_s:
+            from_s = t0_s
+        present_s = end_s - from_s
+        if span_s < present_s:
+            present_s = span_s
+        active_s += present_s
+        if present_s > busy_s:
+            busy_s = present_s
+        i = next_req[i]
+    if busy_s <= 0.0:
+        return 1
+    return min(max(round(active_s / busy_s), 1), max_num_seqs)
+
+
+@njit(cache=True, nogil=True)
+def _progress(i, start_s, end_s, step_s, output_tokens, status, first_token_s, done_s, generated,
+              prefill_left_s):
+    # Advance request i from start_s to end_s; return its finish time if it finishes, else NaN.
+    status[i] = RUNNING
+    prefill = prefill_left_s[i]
+    if start_s + prefill >= end_s:
+        prefill_left_s[i] = prefill - (end_s - start_s)
+        return math.nan
+    prefill_left_s[i] = 0.0
+    tokens_from_s = start_s + prefill
+    gen = generated[i]
+    if gen < 1.0:
+        first = tokens_from_s + (1.0 - gen) * step_s
+        if first <= end_s:
+            if math.isnan(first_token_s[i]):
+                first_token_s[i] = first
+    finish_s = tokens_from_s + (output_tokens[i] - gen) * step_s
+    if finish_s <= end_s:
+        generated[i] = float(output_tokens[i])
+        done_s[i] = finish_s
+        status[i] = DONE
+        return finish_s
+    generated[i] = gen + (end_s - tokens_from_s) / step_s
+    return math.nan
+
+
+@njit(cache=True, nogil=True)
+def advance_replica(t0_s, dt_s, stop_s, p, run, run_n, wq_head, wq_tail, wq_n, next_req,
+                    arrival_s, input_tokens, output_tokens, status, admit_s, first_token_s, done_s,
+                    generated, prefill_left_s, preemptions,
+                    step_table_s, max_num_seqs, kv_tokens, block_size_tokens, prefill_ms_per_token,
+                    scratch, completed_out):
+    """Run pod ``p``'s replica from ``t0_s`` for ``dt_s`` seconds (or until ``stop_s``), in place.
+
+    Parameters
+    ----------
+    t0_s, dt_s : float
+        Tick start and length. [s]
+    stop_s : float
+        The replica stops serving at this time (a terminating pod's deadline; ``inf`` if none). [s]
+    p : int
+        Pod.
+    run, run_n : numpy.ndarray of int64
+        Running batches (pods x at least ``max_num_seqs``), oldest admission
+        first, and their lengths; row ``p`` is updated.
+    wq_head, wq_tail, wq_n : numpy.ndarray of int64
+        Per pod: first and last queued request (-1 if none) and queue length; entry ``p`` is updated.
+    next_req : numpy.ndarray of int64
+        Per request: the next one in its queue (-1 at the tail); a request
+        leaving the queue gets -1, a preempted one is linked in at the head.
+    arrival_s, input_tokens, output_tokens : numpy.ndarray
+        Per request, from the trace (float64, int64, int64). [s], [tokens], [tokens]
+    status : numpy.ndarray of int8
+        Per request status code (WAITING 2, RUNNING 3, DONE 4); updated.
+    admit_s, first_token_s, done_s : numpy.ndarray of float64
+        First admission, first token, last token (NaN until then); updated. [s]
+    generated, prefill_left_s : numpy.ndarray of float64
+        Output tokens so far (fractional) and prefill still to run; updated. [tokens], [s]
+    preemptions : numpy.ndarray of int64
+        Times each request was preempted; updated.
+    step_table_s : numpy.ndarray of float64
+        :attr:`CompiledReplica.step_table_s` (``max_num_seqs + 1`` entries). [s]
+    max_num_seqs, kv_tokens, block_size_tokens : int
+        As :class:`planner.simulate.replica.ReplicaSpec`. [sequences], [tokens], [tokens]
+    prefill_ms_per_token : float
+        As :class:`planner.simulate.replica.ReplicaSpec`. [ms/token]
+    scratch : ReplicaScratch
+        From :func:`new_scratch`.
+    completed_out : numpy.ndarray of int64
+        Receives the finished requests; at least ``run_n[p] + wq_n[p]`` long.
+
+    Returns
+    -------
+    busy_s : float
+        Time at least one sequence was processed. [s]
+    n_completed : int
+        Requests finished, written to ``completed_out[0:n_completed]`` in the
+        Python model's order; :data:`NEEDS_CAPACITY` or :data:`BAD_LAYOUT`
+        (nothing changed) if the buffers are too small.
+    generated_tokens : float
+        Output tokens produced. [tokens]
+    prompt_tokens : int
+        Prompt tokens admitted (prefilled). [tokens]
+    preempted : int
+        Sequences preempted at the tick start.
+    """
+    batch_values, free_at_s, freed_at_s, freed_tokens, busy_from_s, busy_to_s = scratch
+    if (run_n[p] > max_num_seqs or run.shape[1] < max_num_seqs or step_table_s.shape[0] < max_num_seqs + 1
+            or batch_values.shape[0] < max_num_seqs or free_at_s.shape[0] < max_num_seqs):
+        return 0.0, BAD_LAYOUT, 0.0, 0, 0
+    # A tick finishes each request at most once and admits only queued ones.
+    held_requests = run_n[p] + wq_n[p]
+    if (freed_at_s.shape[0] < held_requests or freed_tokens.shape[0] < held_requests
+            or busy_from_s.shape[0] < held_requests + 1 or busy_to_s.shape[0] < held_requests + 1
+            or completed_out.shape[0] < held_requests):
+        return 0.0, NEEDS_CAPACITY, 0.0, 0, 0
+
+    end_s = t0_s + dt_s
+    if stop_s < end_s:
+        end_s = stop_s
+    if end_s <= t0_s:
+        return 0.0, 0, 0.0, 0, 0
+    preempted = _preempt_to_fit(p, run, run_n, wq_head, wq_tail, wq_n, next_req, input_tokens, output_tokens,
+                                status, generated, prefill_left_s, preemptions, step_table_s, max_num_seqs,
+                                kv_tokens, block_size_tokens, end_s - t0_s, batch_values)
+    step_s = _step_s(step_table_s,
+                     _tick_batch(t0_s, end_s, p, run, run_n, wq_head, wq_n, next_req, arrival_s, output_tokens,
+                                 generated, prefill_left_s, step_table_s, max_num_seqs, batch_values),
+                     max_num_seqs)
+    n_run = run_n[p]
+    n_completed = 0
+    n_busy = 0
+    n_freed = 0
+    n_still = 0  # still-running requests, compacted into run[p] in order
+    n_free = max_num_seqs - n_run
+    for k in range(n_free):
+        free_at_s[k] = t0_s  # equal values: already a heap
+    kv_used = 0
+    generated_before = 0.0
+    if n_run > 0:
+        # The sequences running at the tick start: which finish, when, and the KV they held.
+        for k in range(n_run):
+            batch_values[k] = generated[run[p, k]]
+        generated_before = pairwise_sum(batch_values, 0, n_run)
+        span_s = end_s - t0_s
+        last_s = 0.0
+        for k in range(n_run):
+            i = run[p, k]
+            gen = generated[i]
+            out = output_tokens[i]
+            held = -(-(input_tokens[i] + math.floor(gen)) // block_size_tokens) * block_size_tokens
+            prefill = prefill_left_s[i]
+            in_prefill = t0_s + prefill >= end_s
+            tokens_from_s = t0_s + prefill
+            first = tokens_from_s + (1.0 - gen) * step_s
+            if not in_prefill and gen < 1.0 and first <= end_s and math.isnan(first_token_s[i]):
+                first_token_s[i] = first
+            finish_s = tokens_from_s + (out - gen) * step_s
+            finished = not in_prefill and finish_s <= end_s
+            if in_prefill:
+                prefill_left_s[i] = prefill - span_s
+            else:
+                prefill_left_s[i] = 0.0
+            kv_used += held
+            tail_s = end_s
+            if finished:
+                generated[i] = float(out)
+                done_s[i] = finish_s
+                status[i] = DONE
+                completed_out[n_completed] = i
+                n_completed += 1
+                n_free = _heap_push(free_at_s, n_free, finish_s)
+                n_freed = _freed_insert(freed_at_s, freed_tokens, n_freed, finish_s, held)
+                tail_s = finish_s
+            else:
+                if not in_prefill:
+                    generated[i] = gen + (end_s - tokens_from_s) / step_s
+                run[p, n_still] = i
+                n_still += 1
+            if k == 0 or tail_s > last_s:
+                last_s = tail_s
+        busy_from_s[0] = t0_s
+        busy_to_s[0] = last_s
+        n_busy = 1
+    freed_index = 0
+    prompt_tokens = 0
+    while wq_n[p] > 0 and n_free > 0:
+        i = wq_head[p]
+        at = free_at_s[0]
+        if arrival_s[i] > at:
+            at = arrival_s[i]
+        if t0_s > at:
+            at = t0_s
+        if at >= end_s:
+            break
+        while freed_index < n_freed and freed_at_s[freed_index] <= at:
+            kv_used -= freed_tokens[freed_index]
+            freed_index += 1
+        tokens_to_prefill = input_tokens[i] + math.floor(generated[i])
+        need = _blocks_tokens(tokens_to_prefill + 1, block_size_tokens)
+        if kv_used + need > kv_tokens and kv_used > 0:
+            # Head-of-line: the queue waits until sequences finishing in this tick free enough blocks.
+            released = 0
+            j = freed_index
+            when = math.nan
+            while j < n_freed:
+                released += freed_tokens[j]
+                if kv_used - released + need <= kv_tokens:
+                    when = freed_at_s[j]
+                    break
+                j += 1
+            if math.isnan(when) or when >= end_s:
+                break
+            if when > at:
+                at = when
+            kv_used -= released
+            freed_index = j + 1
+        n_free = _heap_pop(free_at_s, n_free)
+        # waiting.popleft()
+        wq_n[p] -= 1
+        if wq_n[p] == 0:
+            wq_head[p] = -1
+            wq_tail[p] = -1
+        else:
+            wq_head[p] = next_req[i]
+        next_req[i] = -1
+        kv_used += need
+        status[i] = RUNNING
+        if math.isnan(admit_s[i]):
+            admit_s[i] = at
+        prompt_tokens += tokens_to_prefill
+        prefill_left_s[i] = tokens_to_prefill * prefill_ms_per_token / 1000.0
+        generated_before += generated[i]
+        finish_s = _progress(i, at, end_s, step_s, output_tokens, status, first_token_s, done_s, generated,
+                             prefill_left_s)
+        busy_from_s[n_busy] = at
+        if math.isnan(finish_s):
+            busy_to_s[n_busy] = end_s
+            run[p, n_still] = i
+            n_still += 1
+        else:
+            busy_to_s[n_busy] = finish_s
+            completed_out[n_completed] = i
+            n_completed += 1
+            n_free = _heap_push(free_at_s, n_free, finish_s)
+            n_freed = _freed_insert(freed_at_s, freed_tokens, n_freed, finish_s, need)
+        n_busy += 1
+    run_n[p] = n_still
+    # Built-in sums, left to right: the running batch's tokens (float), the completed ones' (int).
+    running_tokens = 0.0
+    for k in range(n_still):
+        running_tokens += generated[run[p, k]]
+    completed_tokens = 0
+    for k in range(n_completed):
+        completed_tokens += output_tokens[completed_out[k]]
+    generated_after = running_tokens + completed_tokens
+    return (_union_s(busy_from_s, busy_to_s, n_busy), n_completed, generated_after - generated_before,
+            prompt_tokens, preempted)
