@@ -31,6 +31,7 @@ __all__ = ["OUT_OF_EVENTS", "OUT_OF_PODS", "OUT_OF_SAMPLES", "Store", "run"]
 OUT_OF_PODS = -1
 OUT_OF_SAMPLES = -2
 OUT_OF_EVENTS = -3
+OUT_OF_SCRATCH = -4  # cannot happen: the replica scratch holds every request of the trace
 # decision.decide's own negative codes pass through unchanged (below -100).
 
 Store = namedtuple("Store", ["scr_t", "scr_off", "smp_pod", "smp_val", "ex_off", "ex_pod", "count"])
@@ -87,8 +88,9 @@ def run(req, pods, store, rng, tick_s, n_ticks, poll_due, reconcile_due, scrape_
     capacity = pods.ready_s.shape[0]
     endpoints = np.empty(capacity, dtype=np.int64)
     keys = np.empty((capacity, 4), dtype=np.int64)
-    scratch = replica.new_scratch(max_num_seqs)
-    completed = np.empty(4 * max_num_seqs + 16, dtype=np.int64)
+    n_requests = req.arrival_s.shape[0]
+    scratch = replica.new_scratch(max_num_seqs, max(n_requests, 1))
+    completed = np.empty(n_requests + 1, dtype=np.int64)
     work = metrics.workspace_arrays(capacity)
     res_kind = np.zeros(max(n_queries, 1), dtype=np.int64)
     res_n = np.zeros(max(n_queries, 1), dtype=np.int64)
@@ -111,7 +113,6 @@ def run(req, pods, store, rng, tick_s, n_ticks, poll_due, reconcile_due, scrape_
     n_events = 0
     preemptions = 0
     next_arrival = 0
-    n_requests = req.arrival_s.shape[0]
     cached_k = -2
     cached_stale = False
     cached_signal = math.nan
@@ -151,8 +152,10 @@ def run(req, pods, store, rng, tick_s, n_ticks, poll_due, reconcile_due, scrape_
                 spec_replicas = wanted
 
         # 2. fleet
-        if fleet.scale_to(pods, spec_replicas, t0_s, rng, warmup_kind, warmup_s, warmup_spread_s,
-                          pre_stop_s, grace_s, shutdown_timeout_s, keys) < 0:
+        # (Each call hands over every array of the state: skip it when there is nothing to do.)
+        if spec_replicas != pods.count[N_LIVE] and fleet.scale_to(
+                pods, spec_replicas, t0_s, rng, warmup_kind, warmup_s, warmup_spread_s, pre_stop_s, grace_s,
+                shutdown_timeout_s, keys) < 0:
             return OUT_OF_PODS
         if pods.count[N_TERM] > 0:
             fleet.finish_terminations(pods, req, t0_s)
@@ -182,6 +185,8 @@ def run(req, pods, store, rng, tick_s, n_ticks, poll_due, reconcile_due, scrape_
                 req.first_token_s, req.done_s, req.generated, req.prefill_left_s, req.preemptions,
                 step_table_s, max_num_seqs, kv_tokens, block_size_tokens, prefill_ms_per_token,
                 scratch, completed)
+            if n_done < 0:
+                return OUT_OF_SCRATCH
             pods.counters[p, 0] += n_done
             pods.counters[p, 1] += generated_tokens
             pods.counters[p, 2] += prompt_tokens

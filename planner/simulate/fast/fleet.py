@@ -121,7 +121,7 @@ def _insert(ids, slot, count, p):
     count[slot] = n + 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def routable(pods, now_s, out):
     """The Service's endpoints at ``now_s`` (Ready, not terminating), ascending, into ``out``; returns how many."""
     n = 0
@@ -265,7 +265,7 @@ def finish_terminations(pods, req, now_s):
 
 # ---- routing -----------------------------------------------------------------------------------
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _append(pods, req, p, i):
     # Request i joins the tail of pod p's queue.
     req.replica[i] = p
@@ -279,7 +279,7 @@ def _append(pods, req, p, i):
     pods.wq_n[p] += 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _hold(pods, req, i):
     # No Ready pod: the request waits at the gateway (FIFO).
     count = pods.count
@@ -293,7 +293,7 @@ def _hold(pods, req, i):
     count[GW_N] += 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _route(pods, req, i, endpoints, n_endpoints, router):
     # Fleet.route: lowest (running + waiting, pod) for least-loaded, the next turn for round-robin.
     if n_endpoints == 0:
@@ -314,7 +314,7 @@ def _route(pods, req, i, endpoints, n_endpoints, router):
     _append(pods, req, p, i)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def route_arrivals(pods, req, first, stop, endpoints, n_endpoints, router):
     """Route requests ``first .. stop - 1`` in arrival order (Fleet.route_all)."""
     for i in range(first, stop):
