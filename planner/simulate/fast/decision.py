@@ -1,0 +1,1312 @@
+"""The autoscaler's decision, compiled: :meth:`planner.simulate.control.Control.decide` for one tick, in numba.
+
+The numba twin of what ``Control.decide`` runs on a tick where something is
+due, number for number and with the same controller history:
+
+* a ScaledObject: KEDA's poll (:meth:`planner.keda.KedaController.poll`:
+  ``evaluate_triggers`` without fallback, ``request_scale``), then, when
+  replicas are left, the reconcile of the HPA KEDA owns
+  (:meth:`planner.keda.KedaController.reconcile`: failure counts,
+  ``_fallback`` / ``_fallback_replicas`` / ``_fallback_value_milli``, one
+  External reading per trigger);
+* a plain HPA: ``HorizontalController.reconcile_autoscaler`` on Pods, Object
+  and External readings built as ``Control._reading`` builds them.
+
+The HPA half ports :mod:`planner.hpa_controller` (``reconcileAutoscaler``,
+``computeReplicasForMetrics``, ``computeReplicasForMetric``),
+:mod:`planner.behavior` (the legacy normalization and the behaviors path:
+stabilization windows, Pods/Percent policies, ``selectPolicy``,
+``storeScaleEvent`` with outdated-slot reuse) and :mod:`planner.hpa`
+(``calcPlainMetricReplicas`` for a Pods metric, the Object and External
+calculators, ``getUsageRatioReplicaCount``). Function names are the Python
+port's, branches keep its order (and so ``horizontal.go``'s).
+
+Python's integers never overflow; here every integer a decision computes is
+kept within +/- 2**62 (query values within :data:`QUANTITY_LIMIT`, replica
+counts and policy values within int32, targets below 2**52 milli-units), and
+a value outside those ranges makes :func:`decide` return a negative code
+instead of a different number. The codes (all below -100, so the engine can
+tell them from its own):
+
+* :data:`QUANTITY_OUT_OF_RANGE`: a query value too large to round to
+  milli-units exactly (``abs(value) >= 2**52 / 1000``, about 4.5e12);
+* :data:`INT_OUT_OF_RANGE`: an intermediate integer (a sum of milli-values,
+  a rate limit, a fallback value) beyond +/- 2**62;
+* :data:`HISTORY_FULL`: a recommendation or scale-event history outgrew
+  its arrays (see :func:`new_state`);
+* :data:`NO_SCRAPE`: a Pods metric answered before the first scrape, where
+  the Python side raises ``IndexError`` reading the scrape time.
+
+On any of them the state may be partly updated: re-run the configuration in
+Python from the start.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+from dataclasses import dataclass, fields
+
+import numpy as np
+from numba import njit
+
+from planner.behavior import (
+    DISABLED_POLICY_SELECT,
+    MIN_CHANGE_POLICY_SELECT,
+    PERCENT_SCALING_POLICY,
+    PODS_SCALING_POLICY,
+    get_longest_policy_period,
+)
+from planner.hpa_spec import AVERAGE_VALUE, EXTERNAL, OBJECT, PODS, VALUE
+from planner.simulate.fast.metrics import python_sum
+
+__all__ = [
+    "HISTORY_FULL",
+    "HORIZON_S",
+    "INT_OUT_OF_RANGE",
+    "NO_SCRAPE",
+    "QUANTITY_LIMIT",
+    "QUANTITY_OUT_OF_RANGE",
+    "CompiledControl",
+    "NotCompilable",
+    "State",
+    "Tables",
+    "compile_control",
+    "decide",
+    "keda_quantity_milli",
+    "new_state",
+    "tables",
+]
+
+# decide's error codes.
+QUANTITY_OUT_OF_RANGE = -101
+INT_OUT_OF_RANGE = -102
+HISTORY_FULL = -103
+NO_SCRAPE = -104
+
+QUANTITY_LIMIT = 2.0**52 / 1000.0
+"""Largest ``abs(value)`` (exclusive) :func:`keda_quantity_milli` rounds; beyond it returns the error marker."""
+HORIZON_S = 2 * 86400.0
+"""Windows and policy periods are sized for at most this much history. [s]"""
+
+MAX_INT32 = 2**31 - 1
+MIN_INT32 = -(2**31)
+MAX_INT64 = 2**63 - 1
+_SAFE = 2**62  # every integer stays strictly inside +/- _SAFE
+_SAFE_F = 2.0**62
+_BAD = -(2**63)  # a helper's "outside the safe range" result (no legitimate value equals it)
+_EXACT_MILLI_F = 2.0**52  # value * 1000 below this: half-integers are representable
+
+# Metric sources, target types (Tables.metric_source, metric_target_type).
+SOURCE_PODS, SOURCE_OBJECT, SOURCE_EXTERNAL = 0, 1, 2
+TARGET_VALUE, TARGET_AVERAGE_VALUE, TARGET_OTHER = 0, 1, 2
+# selectPolicy and policy types. Anything but Min or Disabled selects as Max, as the Python port does.
+SELECT_MAX, SELECT_MIN, SELECT_DISABLED = 0, 1, 2
+POLICY_PODS, POLICY_PERCENT, POLICY_OTHER = 0, 1, 2
+# fallback.behavior.
+FALLBACK_STATIC, FALLBACK_CURRENT, FALLBACK_IF_HIGHER, FALLBACK_IF_LOWER = 0, 1, 2, 3
+_FALLBACK_CODES = {"static": FALLBACK_STATIC, "currentReplicas": FALLBACK_CURRENT,
+                   "currentReplicasIfHigher": FALLBACK_IF_HIGHER, "currentReplicasIfLower": FALLBACK_IF_LOWER}
+# res_kind (as the metrics kernel returns it).
+RES_NUMBER, RES_VECTOR = 0, 1
+# Query.scalar's outcomes.
+_SCALAR_VALUE, _SCALAR_EMPTY, _SCALAR_ERROR = 0, 1, 2
+# A metric proposal's status (negative: an error code).
+_VALID, _INVALID = 0, 1
+_LEAVE = -1  # request_scale leaves the count to the HPA (Python's ``None``)
+# State.count slots.
+REC_N, UP_N, DOWN_N = 0, 1, 2
+
+
+class NotCompilable(Exception):
+    """The autoscaler uses something this kernel does not port; run it in Python."""
+
+
+Tables = namedtuple("Tables", [
+    "is_keda",  # bool: a ScaledObject (KEDA poll + its HPA), else a plain HPA
+    # --- the HPA (the ScaledObject's own, or the manifest's)
+    "min_replicas",  # int: HPA minReplicas (KEDA: minReplicaCount, or 1 when 0)
+    "max_replicas",  # int
+    "tol_down", "tol_up",  # float: per-direction tolerances [fraction]
+    "has_behavior",  # bool: spec.behavior set (behaviors path), else the legacy path
+    "legacy_window_s",  # float: --horizontal-pod-autoscaler-downscale-stabilization [s]
+    "scale_up_limit_factor", "scale_up_limit_minimum",  # float: legacy scale-up limit
+    "up_window_s", "down_window_s",  # float: stabilization windows (down filled from the flag) [s]
+    "up_select", "down_select",  # int: SELECT_*
+    "up_pol_type", "up_pol_value", "up_pol_period",  # int64 arrays: scaleUp policies [-, pods or %, s]
+    "down_pol_type", "down_pol_value", "down_pol_period",  # int64 arrays: scaleDown policies
+    "up_longest_s", "down_longest_s",  # int: longest policy period per direction [s]
+    "metric_source",  # int64 (metrics,): SOURCE_*
+    "metric_target_type",  # int64 (metrics,): TARGET_*
+    "metric_has_value", "metric_value_milli",  # bool, int64 (metrics,): target.value [milli-units]
+    "metric_has_average", "metric_average_milli",  # bool, int64 (metrics,): target.averageValue [milli-units]
+    "metric_trigger",  # int64 (metrics,): KEDA: the trigger (query row) feeding the metric
+    # --- KEDA's operator (dummies for a plain HPA)
+    "keda_min_replicas",  # int: minReplicaCount (default 0)
+    "has_idle", "idle_replicas",  # bool, int: idleReplicaCount
+    "cooldown_s", "initial_cooldown_s", "created_s",  # float [s]
+    "has_fallback", "fallback_threshold", "fallback_replicas", "fallback_behavior",  # bool, int, int, int
+    "trig_activation",  # float64 (triggers,): activationThreshold [metric units]
+    "trig_ignore_null",  # bool (triggers,): ignoreNullValues
+    "trig_metric",  # int64 (triggers,): the HPA metric the trigger becomes
+])
+"""What :func:`decide` reads, from :func:`tables`."""
+
+State = namedtuple("State", [
+    "count",  # int64 (3,): recommendations, scale-up events, scale-down events held (REC_N, UP_N, DOWN_N)
+    "rec_replicas", "rec_t",  # int64, float64: TimestampedRecommendation slots [replicas, s]
+    "up_change", "up_t", "up_outdated",  # int64, float64, bool: scaleUpEvents slots [replicas, s, -]
+    "down_change", "down_t", "down_outdated",  # the same for scaleDownEvents
+    "last_active_s",  # float64 (1,): KEDA's status.lastActiveTime, NaN while never active [s]
+    "failures",  # int64 (triggers,): consecutive failed fetches per trigger (status.health)
+    "reading_ok", "reading_milli",  # bool, int64 (triggers,): scratch: each trigger's HPA reading
+])
+"""The controller history :func:`decide` mutates, from :func:`new_state`.
+
+``count[REC_N] == 0`` is the Python ``recommendations is None`` (not seeded yet).
+"""
+
+
+@dataclass(frozen=True, eq=False)
+class CompiledControl:
+    """A :class:`~planner.simulate.control.Control`'s autoscaler as numbers (see :data:`Tables` for the fields).
+
+    ``sync_period_s`` and ``polling_interval_s`` are the Control's, as given
+    (the engine decides when :func:`decide` runs); ``n_queries`` is the number
+    of result rows :func:`decide` reads (triggers, or HPA metrics).
+    """
+
+    is_keda: bool
+    sync_period_s: float
+    polling_interval_s: float
+    n_queries: int
+    min_replicas: int
+    max_replicas: int
+    tol_down: float
+    tol_up: float
+    has_behavior: bool
+    legacy_window_s: float
+    scale_up_limit_factor: float
+    scale_up_limit_minimum: float
+    up_window_s: float
+    down_window_s: float
+    up_select: int
+    down_select: int
+    up_pol_type: np.ndarray
+    up_pol_value: np.ndarray
+    up_pol_period: np.ndarray
+    down_pol_type: np.ndarray
+    down_pol_value: np.ndarray
+    down_pol_period: np.ndarray
+    up_longest_s: int
+    down_longest_s: int
+    metric_source: np.ndarray
+    metric_target_type: np.ndarray
+    metric_has_value: np.ndarray
+    metric_value_milli: np.ndarray
+    metric_has_average: np.ndarray
+    metric_average_milli: np.ndarray
+    metric_trigger: np.ndarray
+    keda_min_replicas: int
+    has_idle: bool
+    idle_replicas: int
+    cooldown_s: float
+    initial_cooldown_s: float
+    created_s: float
+    has_fallback: bool
+    fallback_threshold: int
+    fallback_replicas: int
+    fallback_behavior: int
+    trig_activation: np.ndarray
+    trig_ignore_null: np.ndarray
+    trig_metric: np.ndarray
+
+
+# ---- Python side --------------------------------------------------------------------------------
+
+def _ints(values) -> np.ndarray:
+    return np.asarray(list(values), dtype=np.int64).reshape(-1)
+
+
+def _bounded(value: int, what: str, low: int = 0, high: int = MAX_INT32) -> int:
+    if not low <= value <= high:
+        raise NotCompilable(f"{what} = {value} is outside [{low}, {high}]")
+    return int(value)
+
+
+def _target_milli(value: int | None, what: str) -> int:
+    # A target the kernel divides by: Python raises ZeroDivisionError on 0; large ones leave int64.
+    if value is None:
+        return 0
+    if not 0 < value < 2**52:
+        raise NotCompilable(f"{what} = {value} milli-units is outside (0, 2**52)")
+    return int(value)
+
+
+def _legacy_constant(value: float, what: str, limit: float) -> float:
+    # calculate_scale_up_limit's int() must stay within int64 for any int32 replica count.
+    if not abs(float(value)) <= limit:
+        raise NotCompilable(f"{what} = {value} is outside [-{limit:g}, {limit:g}]")
+    return float(value)
+
+
+def _select(policy: str | None) -> int:
+    if policy == DISABLED_POLICY_SELECT:
+        return SELECT_DISABLED
+    if policy == MIN_CHANGE_POLICY_SELECT:
+        return SELECT_MIN
+    return SELECT_MAX
+
+
+def _policies(rules, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    policies = rules.policies or ()
+    kinds = [POLICY_PODS if p.type == PODS_SCALING_POLICY else POLICY_PERCENT if p.type == PERCENT_SCALING_POLICY
+             else POLICY_OTHER for p in policies]
+    values = [_bounded(p.value, f"{what} policy value") for p in policies]
+    periods = [_bounded(p.period_seconds, f"{what} policy periodSeconds") for p in policies]
+    return _ints(kinds), _ints(values), _ints(periods)
+
+
+def compile_control(control) -> CompiledControl:
+    """Encode ``control``'s autoscaler for :func:`decide`.
+
+    Parameters
+    ----------
+    control : planner.simulate.control.Control
+        Freshly built (its controllers have not run yet).
+
+    Returns
+    -------
+    CompiledControl
+
+    Raises
+    ------
+    NotCompilable
+        ``scalingModifiers``; a controller that has already run; counts,
+        policy values or periods outside int32; a target of 0 milli-units
+        (the Python controller divides by it) or of 2**52 or more.
+    """
+    if control.keda is not None:
+        keda = control.keda
+        so = keda.so
+        if so.is_using_modifiers:
+            raise NotCompilable("spec.advanced.scalingModifiers (a formula) is not compiled")
+        if keda.last_active_s is not None or keda.failures:
+            raise NotCompilable("the KEDA controller has already run")
+        controller = keda.controller
+        triggers = so.triggers
+        if list(control.queries) != [t.index for t in triggers]:
+            raise NotCompilable("the queries are not one per trigger in spec.triggers order")
+        names = [m.name for m in controller.spec.metrics]
+        if any(m.type != EXTERNAL for m in controller.spec.metrics) or sorted(names) != sorted(
+                t.metric_name for t in triggers) or len(set(names)) != len(names):
+            raise NotCompilable("the ScaledObject's HPA is not one External metric per trigger")
+        trig_metric = [names.index(t.metric_name) for t in triggers]
+        metric_trigger = [trig_metric.index(i) for i in range(len(names))]
+        fallback = so.fallback
+        if fallback is not None and fallback.behavior not in _FALLBACK_CODES:
+            raise NotCompilable(f"fallback.behavior {fallback.behavior!r}")
+        keda_part = dict(
+            keda_min_replicas=_bounded(so.effective_min_replica_count, "minReplicaCount"),
+            has_idle=so.idle_replica_count is not None,
+            idle_replicas=_bounded(so.idle_replica_count or 0, "idleReplicaCount"),
+            cooldown_s=float(so.effective_cooldown_period_s),
+            initial_cooldown_s=float(so.effective_initial_cooldown_period_s),
+            created_s=float(keda.created_s),
+            has_fallback=fallback is not None,
+            fallback_threshold=_bounded(fallback.failure_threshold if fallback else 0, "failureThreshold",
+                                        high=_SAFE - 1),
+            fallback_replicas=_bounded(fallback.replicas if fallback else 0, "fallback.replicas"),
+            fallback_behavior=_FALLBACK_CODES[fallback.behavior] if fallback else FALLBACK_STATIC,
+            trig_activation=np.asarray([float(t.activation_threshold) for t in triggers], dtype=float),
+            trig_ignore_null=np.asarray([bool(t.ignore_null_values) for t in triggers], dtype=np.bool_),
+            trig_metric=_ints(trig_metric),
+        )
+        n_queries = len(triggers)
+    else:
+        controller = control.hpa
+        metric_trigger = [0] * len(controller.spec.metrics)
+        keda_part = dict(
+            keda_min_replicas=0, has_idle=False, idle_replicas=0, cooldown_s=0.0, initial_cooldown_s=0.0,
+            created_s=0.0, has_fallback=False, fallback_threshold=0, fallback_replicas=0,
+            fallback_behavior=FALLBACK_STATIC, trig_activation=np.zeros(0), trig_ignore_null=np.zeros(0, np.bool_),
+            trig_metric=_ints([]),
+        )
+        n_queries = len(control.metric_queries)
+    if controller.recommendations is not None or controller.scale_up_events or controller.scale_down_events:
+        raise NotCompilable("the HPA controller has already run")
+    spec = controller.spec
+    if len(spec.metrics) != n_queries:
+        raise NotCompilable("the queries are not one per HPA metric")
+    sources = {PODS: SOURCE_PODS, OBJECT: SOURCE_OBJECT, EXTERNAL: SOURCE_EXTERNAL}
+    if any(m.type not in sources for m in spec.metrics):
+        raise NotCompilable("only Pods, Object and External metrics are compiled")
+    targets = {VALUE: TARGET_VALUE, AVERAGE_VALUE: TARGET_AVERAGE_VALUE}
+    behavior = controller.behavior
+    empty = (_ints([]), _ints([]), _ints([]))
+    if behavior is not None:
+        up, down = behavior.scale_up, behavior.scale_down
+        down_window = down.stabilization_window_seconds
+        if down_window is None:  # maybeInitScaleDownStabilizationWindow
+            down_window = int(controller.downscale_stabilization_window_s)
+        up_policies, down_policies = _policies(up, "scaleUp"), _policies(down, "scaleDown")
+        behavior_part = dict(
+            up_window_s=float(_bounded(up.stabilization_window_seconds, "scaleUp.stabilizationWindowSeconds")),
+            down_window_s=float(_bounded(down_window, "scaleDown.stabilizationWindowSeconds")),
+            up_select=_select(up.select_policy), down_select=_select(down.select_policy),
+            up_longest_s=get_longest_policy_period(up), down_longest_s=get_longest_policy_period(down),
+        )
+    else:
+        up_policies = down_policies = empty
+        behavior_part = dict(up_window_s=0.0, down_window_s=0.0, up_select=SELECT_MAX, down_select=SELECT_MAX,
+                             up_longest_s=0, down_longest_s=0)
+    metrics = spec.metrics
+    return CompiledControl(
+        is_keda=control.keda is not None,
+        sync_period_s=float(control.sync_period_s),
+        polling_interval_s=float(control.polling_interval_s),
+        n_queries=n_queries,
+        min_replicas=_bounded(spec.effective_min_replicas, "minReplicas"),
+        max_replicas=_bounded(spec.max_replicas, "maxReplicas"),
+        tol_down=float(controller.tolerances.scale_down),
+        tol_up=float(controller.tolerances.scale_up),
+        has_behavior=behavior is not None,
+        legacy_window_s=float(controller.downscale_stabilization_window_s),
+        scale_up_limit_factor=_legacy_constant(controller.scale_up_limit_factor, "scale_up_limit_factor", 2.0**20),
+        scale_up_limit_minimum=_legacy_constant(controller.scale_up_limit_minimum, "scale_up_limit_minimum",
+                                                2.0**61),
+        up_pol_type=up_policies[0], up_pol_value=up_policies[1], up_pol_period=up_policies[2],
+        down_pol_type=down_policies[0], down_pol_value=down_policies[1], down_pol_period=down_policies[2],
+        metric_source=_ints(sources[m.type] for m in metrics),
+        metric_target_type=_ints(targets.get(m.target.type, TARGET_OTHER) for m in metrics),
+        metric_has_value=np.asarray([m.target.value_milli is not None for m in metrics], dtype=np.bool_),
+        metric_value_milli=_ints(_target_milli(m.target.value_milli, f"{m.name} target.value") for m in metrics),
+        metric_has_average=np.asarray([m.target.average_value_milli is not None for m in metrics], dtype=np.bool_),
+        metric_average_milli=_ints(_target_milli(m.target.average_value_milli, f"{m.name} target.averageValue")
+                                   for m in metrics),
+        metric_trigger=_ints(metric_trigger),
+        **behavior_part,
+        **keda_part,
+    )
+
+
+def tables(compiled: CompiledControl) -> Tables:
+    """The named tuple :func:`decide` takes as its first argument."""
+    return Tables(**{f.name: getattr(compiled, f.name) for f in fields(compiled) if f.name in Tables._fields})
+
+
+def _capacity(window_s: float, sync_period_s: float) -> int:
+    # Records newer than the window, at reconciles at least 2/3 of a sync period apart (Control.is_due
+    # rounds the period to whole ticks), plus the one appended and a margin.
+    return int(1.5 * min(max(window_s, 0.0), HORIZON_S) / max(sync_period_s, 0.1)) + 4
+
+
+def new_state(compiled: CompiledControl) -> State:
+    """A fresh controller history for :func:`decide`.
+
+    The histories are sized from the windows and policy periods (at most
+    :data:`HORIZON_S` of them) and the sync period: a recommendation or event
+    older than its window or longest period is replaced before another is
+    appended, so they cannot fill on ``Control.is_due``'s cadence unless a
+    window exceeds :data:`HORIZON_S` (then :data:`HISTORY_FULL`).
+    """
+    if compiled.has_behavior:
+        window_s = max(compiled.up_window_s, compiled.down_window_s)
+    else:
+        window_s = compiled.legacy_window_s
+    n_rec = _capacity(window_s, compiled.sync_period_s)
+    n_up = _capacity(float(compiled.up_longest_s), compiled.sync_period_s)
+    n_down = _capacity(float(compiled.down_longest_s), compiled.sync_period_s)
+    n_trig = max(len(compiled.trig_metric), 1)
+    return State(
+        count=np.zeros(3, dtype=np.int64),
+        rec_replicas=np.zeros(n_rec, dtype=np.int64), rec_t=np.zeros(n_rec),
+        up_change=np.zeros(n_up, dtype=np.int64), up_t=np.zeros(n_up), up_outdated=np.zeros(n_up, dtype=np.bool_),
+        down_change=np.zeros(n_down, dtype=np.int64), down_t=np.zeros(n_down),
+        down_outdated=np.zeros(n_down, dtype=np.bool_),
+        last_active_s=np.full(1, np.nan),
+        failures=np.zeros(n_trig, dtype=np.int64),
+        reading_ok=np.zeros(n_trig, dtype=np.bool_), reading_milli=np.zeros(n_trig, dtype=np.int64),
+    )
+
+
+# ---- exact integer helpers ----------------------------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def _product_error_1000(value, product):
+    # value * 1000 - product exactly (Dekker's product; 1000 needs no split), for product = fl(value * 1000).
+    c = 134217729.0 * value  # 2**27 + 1
+    high = c - (c - value)
+    low = value - high
+    return (high * 1000.0 - product) + low * 1000.0
+
+
+@njit(cache=True, nogil=True)
+def keda_quantity_milli(value):
+    """:func:`planner.keda.keda_quantity_milli`: ``value`` rounded to milli-units, ties to even.
+
+    Python rounds the exact binary value (``f"{value:.3f}"``). Here
+    ``product = fl(value * 1000)`` is rounded half to even; the two can only
+    differ when ``product`` is exactly a half-integer, and then the sign of
+    the exact product error decides. Exact for ``abs(value) <`` :data:`QUANTITY_LIMIT`
+    (half-integers are representable there); beyond it returns ``-2**63``.
+
+    Parameters
+    ----------
+    value : float
+        [metric units]
+
+    Returns
+    -------
+    int
+        [milli-units]; 0 for NaN and infinities.
+    """
+    if math.isnan(value) or math.isinf(value):
+        return 0
+    product = value * 1000.0
+    if not abs(product) < _EXACT_MILLI_F:
+        return _BAD
+    rounded = np.rint(product)
+    half = product - rounded  # exact
+    if half == 0.5 or half == -0.5:
+        error = _product_error_1000(value, product)
+        if half == 0.5 and error > 0.0:
+            rounded += 1.0
+        elif half == -0.5 and error < 0.0:
+            rounded -= 1.0
+    return int(rounded)
+
+
+@njit(cache=True, nogil=True)
+def _int_of(x):
+    # Python's int(x) for a float, or _BAD outside the safe range (NaN included).
+    if not abs(x) < _SAFE_F:
+        return _BAD
+    return int(x)
+
+
+@njit(cache=True, nogil=True)
+def _ceil_of(x):
+    # math.ceil(x) for a float, or _BAD outside the safe range.
+    if not abs(x) < _SAFE_F:
+        return _BAD
+    return int(np.ceil(x))
+
+
+@njit(cache=True, nogil=True)
+def _checked(total):
+    # A sum of safe integers (cannot wrap), or _BAD once it leaves the safe range.
+    if total >= _SAFE or total <= -_SAFE:
+        return _BAD
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _go_div(numerator, denominator):
+    # hpa._go_div: integer division truncated toward zero.
+    quotient = abs(numerator) // abs(denominator)
+    return quotient if (numerator >= 0) == (denominator >= 0) else -quotient
+
+
+@njit(cache=True, nogil=True)
+def _safe_ratio(numerator, denominator):
+    # hpa._safe_ratio: Go's float64 division, +Inf or NaN where Python would raise.
+    if denominator == 0.0:
+        if numerator == 0.0:
+            return math.nan
+        return math.copysign(math.inf, numerator)
+    return numerator / denominator
+
+
+@njit(cache=True, nogil=True)
+def _is_within(tol_down, tol_up, usage_ratio):
+    # Tolerances.is_within: both ends included; NaN is never within.
+    return (1.0 - tol_down) <= usage_ratio and usage_ratio <= (1.0 + tol_up)
+
+
+# ---- replica calculators (planner.hpa) ----------------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def _get_ready_pods_count(pod_ready, n_pods):
+    # get_ready_pods_count: Running (every pod here is) and Ready.
+    count = 0
+    for j in range(n_pods):
+        if pod_ready[j]:
+            count += 1
+    return count
+
+
+@njit(cache=True, nogil=True)
+def get_usage_ratio_replica_count(current_replicas, usage_ratio, tol_down, tol_up, pod_ready, n_pods):
+    """``get_usage_ratio_replica_count``: (status, replicas); no pods makes the metric invalid."""
+    if current_replicas != 0:
+        if _is_within(tol_down, tol_up, usage_ratio):
+            # return the current replicas if the change would be too small
+            return _VALID, current_replicas
+        if n_pods == 0:  # "unable to calculate ready pods: no pods returned by selector ..."
+            return _INVALID, 0
+        ready_pod_count = _get_ready_pods_count(pod_ready, n_pods)
+        replica_count_float = usage_ratio * float(ready_pod_count)
+        if replica_count_float > MAX_INT32:
+            return _VALID, MAX_INT32
+        count = _ceil_of(replica_count_float)
+        return (INT_OUT_OF_RANGE, 0) if count == _BAD else (_VALID, count)
+    # Scale to zero or n pods depending on usageRatio
+    count = _ceil_of(usage_ratio)
+    return (INT_OUT_OF_RANGE, 0) if count == _BAD else (_VALID, count)
+
+
+@njit(cache=True, nogil=True)
+def get_object_metric_replicas(current_replicas, target_usage_milli, usage_milli, tol_down, tol_up, pod_ready,
+                               n_pods):
+    """``get_object_metric_replicas`` (Object, Value target): (status, replicas)."""
+    usage_ratio = float(usage_milli) / float(target_usage_milli)
+    return get_usage_ratio_replica_count(current_replicas, usage_ratio, tol_down, tol_up, pod_ready, n_pods)
+
+
+@njit(cache=True, nogil=True)
+def get_object_per_pod_metric_replicas(status_replicas, target_average_usage_milli, usage_milli, tol_down, tol_up):
+    """``get_object_per_pod_metric_replicas`` (Object, AverageValue target): (status, replicas)."""
+    replica_count = status_replicas
+    usage_ratio = _safe_ratio(float(usage_milli), float(target_average_usage_milli) * float(replica_count))
+    if not _is_within(tol_down, tol_up, usage_ratio):
+        # update number of replicas if change is large enough
+        replica_count = _ceil_of(float(usage_milli) / float(target_average_usage_milli))
+        if replica_count == _BAD:
+            return INT_OUT_OF_RANGE, 0
+    return _VALID, replica_count
+
+
+@njit(cache=True, nogil=True)
+def _external_usage(vals, n):
+    # get_external_metric_replicas' sum of the series' milli-values, capped at MaxInt64: (status, usage).
+    usage = 0
+    for j in range(n):
+        value = keda_quantity_milli(vals[j])
+        if value == _BAD:
+            return QUANTITY_OUT_OF_RANGE, 0
+        # Cap at MaxInt64 for positive overflow
+        if value > 0 and usage > MAX_INT64 - value:
+            return _VALID, MAX_INT64
+        usage = _checked(usage + value)
+        if usage == _BAD:
+            return INT_OUT_OF_RANGE, 0
+    return _VALID, usage
+
+
+@njit(cache=True, nogil=True)
+def _external_per_pod_usage(vals, n):
+    # get_external_per_pod_metric_replicas' sum (add, then cap past MaxInt64): (status, usage).
+    usage = 0
+    for j in range(n):
+        value = keda_quantity_milli(vals[j])
+        if value == _BAD:
+            return QUANTITY_OUT_OF_RANGE, 0
+        if value > 0 and usage > MAX_INT64 - value:
+            # the only way Go gets here is an int64 overflow
+            return _VALID, MAX_INT64
+        usage = _checked(usage + value)
+        if usage == _BAD:
+            return INT_OUT_OF_RANGE, 0
+    return _VALID, usage
+
+
+@njit(cache=True, nogil=True)
+def get_external_metric_replicas(current_replicas, target_usage_milli, usage, tol_down, tol_up, pod_ready, n_pods):
+    """``get_external_metric_replicas`` (External, Value target) on the summed ``usage``: (status, replicas)."""
+    usage_ratio = float(usage) / float(target_usage_milli)
+    return get_usage_ratio_replica_count(current_replicas, usage_ratio, tol_down, tol_up, pod_ready, n_pods)
+
+
+@njit(cache=True, nogil=True)
+def get_external_per_pod_metric_replicas(status_replicas, target_usage_per_pod_milli, usage, tol_down, tol_up):
+    """``get_external_per_pod_metric_replicas`` (External, AverageValue target): (status, replicas)."""
+    replica_count = status_replicas
+    usage_ratio = _safe_ratio(float(usage), float(target_usage_per_pod_milli) * float(replica_count))
+    if not _is_within(tol_down, tol_up, usage_ratio):
+        # update number of replicas if the change is large enough
+        replica_count_result = np.ceil(float(usage) / float(target_usage_per_pod_milli))
+        if replica_count_result > MAX_INT32:
+            replica_count = MAX_INT32
+        else:
+            replica_count = _ceil_of(replica_count_result)
+            if replica_count == _BAD:
+                return INT_OUT_OF_RANGE, 0
+    return _VALID, replica_count
+
+
+@njit(cache=True, nogil=True)
+def _pod_samples(keys, vals, n, pod_ids, n_pods):
+    # The PodMetricsReading Control._reading builds, as calc_plain_metric_replicas reads it:
+    # (status, sum of the samples [milli], samples, pods with a sample). A sample is named "pod-{key}",
+    # the key () "pod-0": when both appear the later value wins and they are one sample.
+    j_none = -1
+    j_zero = -1
+    ascending = True
+    previous = -1
+    for j in range(n):
+        key = keys[j]
+        if key < 0:
+            j_none = j
+            continue
+        if key == 0:
+            j_zero = j
+        if key <= previous:
+            ascending = False
+        previous = key
+    shadowed = min(j_none, j_zero) if j_none >= 0 and j_zero >= 0 else -1
+    total = 0
+    n_samples = 0
+    for j in range(n):
+        value = keda_quantity_milli(vals[j])
+        if value == _BAD:
+            return QUANTITY_OUT_OF_RANGE, 0, 0, 0
+        if j == shadowed:
+            continue
+        total = _checked(total + value)
+        if total == _BAD:
+            return INT_OUT_OF_RANGE, 0, 0, 0
+        n_samples += 1
+    # groupPods with resource "": every pod is Running and not deleted, so a pod is ready with a
+    # sample and missing without one.
+    ready_pod_count = 0
+    if ascending:
+        i = 0
+        for p in range(n_pods):
+            pod = pod_ids[p]
+            while i < n and (keys[i] < 0 or keys[i] < pod):
+                i += 1
+            if (i < n and keys[i] == pod) or (pod == 0 and j_none >= 0):
+                ready_pod_count += 1
+    else:
+        for p in range(n_pods):
+            pod = pod_ids[p]
+            found = pod == 0 and j_none >= 0
+            for j in range(n):
+                if keys[j] == pod:
+                    found = True
+                    break
+            if found:
+                ready_pod_count += 1
+    return _VALID, total, n_samples, ready_pod_count
+
+
+@njit(cache=True, nogil=True)
+def get_metric_replicas(current_replicas, target_usage_milli, tol_down, tol_up, pod_ids, n_pods, keys, vals, n):
+    """``get_metric_replicas`` / ``calc_plain_metric_replicas`` for a Pods metric: (status, replicas).
+
+    The samples are the query's series (``keys``, ``vals``, ``n`` >= 1). No
+    pod is unready or ignored (resource ``""``, pods Running and not
+    deleted), so only missing pods are filled: at the target on a
+    scale-down, at 0 on a scale-up.
+    """
+    if n_pods == 0:  # "no pods returned by selector while calculating replica count"
+        return _INVALID, 0
+    status, metrics_total, n_metrics, ready_pod_count = _pod_samples(keys, vals, n, pod_ids, n_pods)
+    if status != _VALID:
+        return status, 0
+    missing_pods = n_pods - ready_pod_count
+    # get_metric_usage_ratio
+    usage = _go_div(metrics_total, n_metrics)
+    usage_ratio = float(usage) / float(target_usage_milli)
+
+    scale_up_with_unready = False  # no unready pods for a Pods metric
+    if not scale_up_with_unready and missing_pods == 0:
+        if _is_within(tol_down, tol_up, usage_ratio):
+            # return the current replicas if the change would be too small
+            return _VALID, current_replicas
+        # if we don't have any unready or missing pods, we can calculate the new replica count now
+        count = _ceil_of(usage_ratio * float(ready_pod_count))
+        return (INT_OUT_OF_RANGE, 0) if count == _BAD else (_VALID, count)
+
+    if missing_pods > 0:
+        if usage_ratio < 1.0:
+            # on a scale-down, treat missing pods as using exactly the target amount
+            if float(missing_pods) * float(target_usage_milli) >= _SAFE_F:
+                return INT_OUT_OF_RANGE, 0
+            metrics_total = _checked(metrics_total + missing_pods * target_usage_milli)
+            if metrics_total == _BAD:
+                return INT_OUT_OF_RANGE, 0
+            n_metrics += missing_pods
+        elif usage_ratio > 1.0:
+            # on a scale-up, treat missing pods as using 0% of the resource request
+            n_metrics += missing_pods
+
+    # re-run the usage calculation with our new numbers
+    new_usage_ratio = float(_go_div(metrics_total, n_metrics)) / float(target_usage_milli)
+
+    if (_is_within(tol_down, tol_up, new_usage_ratio) or (usage_ratio < 1.0 and new_usage_ratio > 1.0)
+            or (usage_ratio > 1.0 and new_usage_ratio < 1.0)):
+        # return the current replicas if the change would be too small,
+        # or if the new usage ratio would cause a change in scale direction
+        return _VALID, current_replicas
+
+    new_replicas = _ceil_of(new_usage_ratio * float(n_metrics))
+    if new_replicas == _BAD:
+        return INT_OUT_OF_RANGE, 0
+    if (new_usage_ratio < 1.0 and new_replicas > current_replicas) or (
+            new_usage_ratio > 1.0 and new_replicas < current_replicas):
+        # return the current replicas if the change of metrics length would cause a change in scale direction
+        return _VALID, current_replicas
+
+    # return the result, where the number of replicas considered is
+    # however many replicas factored into our calculation
+    return _VALID, new_replicas
+
+
+# ---- the HPA controller (planner.hpa_controller) ------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def _reading_present(res_kind, res_n, m):
+    # Control._reading: a number is one series; an empty vector is a FailedReading.
+    return res_kind[m] == RES_NUMBER or res_n[m] > 0
+
+
+@njit(cache=True, nogil=True)
+def compute_replicas_for_metric(t, s, i, spec_replicas, status_replicas, pod_ids, pod_ready, n_pods, res_kind,
+                                res_n, res_keys, res_vals):
+    """``compute_replicas_for_metric`` for metric ``i``: (status, replicas).
+
+    A ScaledObject's metric reads its trigger's reading (``s.reading_*``);
+    a plain HPA's reads result row ``i``.
+    """
+    source = t.metric_source[i]
+    target_type = t.metric_target_type[i]
+    has_value = t.metric_has_value[i]
+    has_average = t.metric_has_average[i]
+    if t.is_keda:
+        trigger = t.metric_trigger[i]
+        if not s.reading_ok[trigger]:
+            return _INVALID, 0
+        usage = s.reading_milli[trigger]  # ExternalReading((value,)): a one-series sum
+        n = 1
+    else:
+        if not _reading_present(res_kind, res_n, i):
+            return _INVALID, 0
+        n = 1 if res_kind[i] == RES_NUMBER else res_n[i]
+        usage = 0
+    if source == SOURCE_PODS:
+        if not has_average:  # "invalid pods metric source: no average value target was set"
+            return _INVALID, 0
+        if res_kind[i] == RES_NUMBER:
+            keys = np.full(1, -1, dtype=np.int64)
+            return get_metric_replicas(spec_replicas, t.metric_average_milli[i], t.tol_down, t.tol_up, pod_ids,
+                                       n_pods, keys, res_vals[i], 1)
+        return get_metric_replicas(spec_replicas, t.metric_average_milli[i], t.tol_down, t.tol_up, pod_ids,
+                                   n_pods, res_keys[i], res_vals[i], n)
+    if source == SOURCE_OBJECT:
+        # ObjectReading: the sum over the series (Python's built-in sum), in milli-units
+        value_milli = keda_quantity_milli(python_sum(res_vals[i], 0, n))
+        if value_milli == _BAD:
+            return QUANTITY_OUT_OF_RANGE, 0
+        if target_type == TARGET_VALUE and has_value:
+            return get_object_metric_replicas(spec_replicas, t.metric_value_milli[i], value_milli, t.tol_down,
+                                              t.tol_up, pod_ready, n_pods)
+        if target_type == TARGET_AVERAGE_VALUE and has_average:
+            return get_object_per_pod_metric_replicas(status_replicas, t.metric_average_milli[i], value_milli,
+                                                      t.tol_down, t.tol_up)
+        return _INVALID, 0
+    # External: an AverageValue target wins when both are set, as in horizontal.go.
+    if has_average:
+        if not t.is_keda:
+            status, usage = _external_per_pod_usage(res_vals[i], n)
+            if status != _VALID:
+                return status, 0
+        return get_external_per_pod_metric_replicas(status_replicas, t.metric_average_milli[i], usage, t.tol_down,
+                                                    t.tol_up)
+    if has_value:
+        if not t.is_keda:
+            status, usage = _external_usage(res_vals[i], n)
+            if status != _VALID:
+                return status, 0
+        return get_external_metric_replicas(spec_replicas, t.metric_value_milli[i], usage, t.tol_down, t.tol_up,
+                                            pod_ready, n_pods)
+    return _INVALID, 0
+
+
+@njit(cache=True, nogil=True)
+def compute_replicas_for_metrics(t, s, spec_replicas, status_replicas, pod_ids, pod_ready, n_pods, res_kind, res_n,
+                                 res_keys, res_vals):
+    """``compute_replicas_for_metrics``: (status, replicas, blocked).
+
+    ``blocked`` is the Python ``replicas == -1`` with an error (every metric
+    invalid, or some invalid while the valid ones would scale down).
+    """
+    n_metrics = t.metric_source.shape[0]
+    replicas = 0
+    invalid_metrics_count = 0
+    for i in range(n_metrics):
+        status, count = compute_replicas_for_metric(t, s, i, spec_replicas, status_replicas, pod_ids, pod_ready,
+                                                    n_pods, res_kind, res_n, res_keys, res_vals)
+        if status < 0:
+            return status, 0, False
+        if status == _INVALID:
+            invalid_metrics_count += 1
+            continue
+        if replicas == 0 or count > replicas:
+            replicas = count
+    # If all metrics are invalid or some are invalid and we would scale down,
+    # return an error and set the condition of the hpa based on the first invalid metric.
+    if invalid_metrics_count >= n_metrics or (invalid_metrics_count > 0 and replicas < spec_replicas):
+        return _VALID, -1, True
+    return _VALID, replicas, False
+
+
+@njit(cache=True, nogil=True)
+def _append_or_replace(values, times, n_slot, count, found, index, value, now_s):
+    # Write (value, now_s) at index if found, else append; -1 when the arrays are full.
+    if found:
+        values[index] = value
+        times[index] = now_s
+        return index
+    n = count[n_slot]
+    if n >= values.shape[0]:
+        return -1
+    values[n] = value
+    times[n] = now_s
+    count[n_slot] = n + 1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def stabilize_recommendation(s, prenormalized_desired_replicas, now_s, downscale_stabilization_window_s):
+    """``stabilize_recommendation`` (legacy): the highest recommendation in the window; records the new one."""
+    max_recommendation = prenormalized_desired_replicas
+    found_old_sample = False
+    old_sample_index = 0
+    cutoff_s = now_s - downscale_stabilization_window_s
+    for i in range(s.count[REC_N]):
+        if s.rec_t[i] < cutoff_s:
+            found_old_sample = True
+            old_sample_index = i
+        elif s.rec_replicas[i] > max_recommendation:
+            max_recommendation = s.rec_replicas[i]
+    if _append_or_replace(s.rec_replicas, s.rec_t, REC_N, s.count, found_old_sample, old_sample_index,
+                          prenormalized_desired_replicas, now_s) < 0:
+        return HISTORY_FULL
+    return max_recommendation
+
+
+@njit(cache=True, nogil=True)
+def convert_desired_replicas_with_rules(current_replicas, desired_replicas, hpa_min_replicas, hpa_max_replicas,
+                                        scale_up_limit_factor, scale_up_limit_minimum):
+    """``convert_desired_replicas_with_rules``: clamp to [min, min(max, scale-up limit)]."""
+    minimum_allowed_replicas = hpa_min_replicas
+    # calculate_scale_up_limit
+    scale_up_limit = int(max(scale_up_limit_factor * float(current_replicas), scale_up_limit_minimum))
+    if hpa_max_replicas > scale_up_limit:
+        maximum_allowed_replicas = scale_up_limit
+    else:
+        maximum_allowed_replicas = hpa_max_replicas
+    if desired_replicas < minimum_allowed_replicas:
+        return minimum_allowed_replicas
+    if desired_replicas > maximum_allowed_replicas:
+        return maximum_allowed_replicas
+    return desired_replicas
+
+
+@njit(cache=True, nogil=True)
+def stabilize_recommendation_with_behaviors(s, current_replicas, desired_replicas, now_s, up_window_s,
+                                            down_window_s):
+    """``stabilize_recommendation_with_behaviors``: current clamped into the windows' [min, max]; records desired."""
+    found_old_sample = False
+    old_sample_index = 0
+    up_recommendation = desired_replicas
+    up_cutoff_s = now_s - up_window_s
+    down_recommendation = desired_replicas
+    down_cutoff_s = now_s - down_window_s
+    # Calculate the upper and lower stabilization limits.
+    for i in range(s.count[REC_N]):
+        timestamp_s = s.rec_t[i]
+        if timestamp_s > up_cutoff_s:
+            up_recommendation = min(s.rec_replicas[i], up_recommendation)
+        if timestamp_s > down_cutoff_s:
+            down_recommendation = max(s.rec_replicas[i], down_recommendation)
+        if timestamp_s < up_cutoff_s and timestamp_s < down_cutoff_s:
+            found_old_sample = True
+            old_sample_index = i
+    # Bring the recommendation to within the upper and lower limits (stabilize).
+    recommendation = current_replicas
+    if recommendation < up_recommendation:
+        recommendation = up_recommendation
+    if recommendation > down_recommendation:
+        recommendation = down_recommendation
+    # Record the unstabilized recommendation.
+    if _append_or_replace(s.rec_replicas, s.rec_t, REC_N, s.count, found_old_sample, old_sample_index,
+                          desired_replicas, now_s) < 0:
+        return HISTORY_FULL
+    return recommendation
+
+
+@njit(cache=True, nogil=True)
+def get_replicas_change_per_period(period_seconds, change, times, n, now_s):
+    """``get_replicas_change_per_period``: the changes strictly after ``now_s - period_seconds``."""
+    cutoff_s = now_s - float(period_seconds)
+    total = 0
+    for i in range(n):
+        if times[i] > cutoff_s:
+            total += change[i]
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _period_start_replicas(s, current_replicas, period_seconds, now_s):
+    replicas_added_in_current_period = get_replicas_change_per_period(
+        period_seconds, s.up_change, s.up_t, s.count[UP_N], now_s)
+    replicas_deleted_in_current_period = get_replicas_change_per_period(
+        period_seconds, s.down_change, s.down_t, s.count[DOWN_N], now_s)
+    return current_replicas - replicas_added_in_current_period + replicas_deleted_in_current_period
+
+
+@njit(cache=True, nogil=True)
+def calculate_scale_up_limit_with_scaling_rules(t, s, current_replicas, now_s):
+    """``calculate_scale_up_limit_with_scaling_rules`` on ``behavior.scaleUp`` (or ``_BAD``)."""
+    if t.up_select == SELECT_DISABLED:
+        return current_replicas  # Scaling is disabled
+    use_min = t.up_select == SELECT_MIN
+    # For scaling up, the lowest change ('min' policy) produces a minimum value
+    result = MAX_INT32 if use_min else MIN_INT32
+    proposed = 0
+    for k in range(t.up_pol_type.shape[0]):
+        period_start_replicas = _period_start_replicas(s, current_replicas, t.up_pol_period[k], now_s)
+        if t.up_pol_type[k] == POLICY_PODS:
+            proposed = period_start_replicas + t.up_pol_value[k]
+        elif t.up_pol_type[k] == POLICY_PERCENT:
+            # the proposal has to be rounded up because the proposed change might not
+            # increase the replica count causing the target to never scale up
+            proposed = _ceil_of(float(period_start_replicas) * (1.0 + float(t.up_pol_value[k]) / 100.0))
+            if proposed == _BAD:
+                return _BAD
+        result = min(result, proposed) if use_min else max(result, proposed)
+    return result
+
+
+@njit(cache=True, nogil=True)
+def calculate_scale_down_limit_with_behaviors(t, s, current_replicas, now_s):
+    """``calculate_scale_down_limit_with_behaviors`` on ``behavior.scaleDown`` (or ``_BAD``)."""
+    if t.down_select == SELECT_DISABLED:
+        return current_replicas  # Scaling is disabled
+    use_max = t.down_select == SELECT_MIN
+    # For scaling down, the lowest change ('min' policy) produces a maximum value
+    result = MIN_INT32 if use_max else MAX_INT32
+    proposed = 0
+    for k in range(t.down_pol_type.shape[0]):
+        period_start_replicas = _period_start_replicas(s, current_replicas, t.down_pol_period[k], now_s)
+        if t.down_pol_type[k] == POLICY_PODS:
+            proposed = period_start_replicas - t.down_pol_value[k]
+        elif t.down_pol_type[k] == POLICY_PERCENT:
+            proposed = _int_of(float(period_start_replicas) * (1.0 - float(t.down_pol_value[k]) / 100.0))
+            if proposed == _BAD:
+                return _BAD
+        result = max(result, proposed) if use_max else min(result, proposed)
+    return result
+
+
+@njit(cache=True, nogil=True)
+def convert_desired_replicas_with_behavior_rate(t, s, current_replicas, desired_replicas, min_replicas,
+                                                max_replicas, now_s):
+    """``convert_desired_replicas_with_behavior_rate``: the rate policies and min/max on the side it moves to."""
+    if desired_replicas > current_replicas:
+        scale_up_limit = calculate_scale_up_limit_with_scaling_rules(t, s, current_replicas, now_s)
+        if scale_up_limit == _BAD:
+            return INT_OUT_OF_RANGE
+        if scale_up_limit < current_replicas:
+            # We shouldn't scale up further until the scaleUpEvents will be cleaned up
+            scale_up_limit = current_replicas
+        maximum_allowed_replicas = max_replicas
+        if maximum_allowed_replicas > scale_up_limit:
+            maximum_allowed_replicas = scale_up_limit
+        if desired_replicas > maximum_allowed_replicas:
+            return maximum_allowed_replicas
+    elif desired_replicas < current_replicas:
+        scale_down_limit = calculate_scale_down_limit_with_behaviors(t, s, current_replicas, now_s)
+        if scale_down_limit == _BAD:
+            return INT_OUT_OF_RANGE
+        if scale_down_limit > current_replicas:
+            # We shouldn't scale down further until the scaleDownEvents will be cleaned up
+            scale_down_limit = current_replicas
+        minimum_allowed_replicas = min_replicas
+        if minimum_allowed_replicas < scale_down_limit:
+            minimum_allowed_replicas = scale_down_limit
+        if desired_replicas < minimum_allowed_replicas:
+            return minimum_allowed_replicas
+    return desired_replicas
+
+
+@njit(cache=True, nogil=True)
+def _replace_or_append(change, times, outdated, n_slot, count, longest_policy_period, replica_change, now_s):
+    # mark_scale_events_outdated, then the new event in the last outdated slot, or appended.
+    cutoff_s = now_s - float(longest_policy_period)
+    old_sample_index = -1
+    for i in range(count[n_slot]):
+        if times[i] < cutoff_s:
+            outdated[i] = True
+        if outdated[i]:
+            old_sample_index = i
+    index = _append_or_replace(change, times, n_slot, count, old_sample_index >= 0, old_sample_index,
+                               replica_change, now_s)
+    if index < 0:
+        return HISTORY_FULL
+    outdated[index] = False
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def store_scale_event(t, s, prev_replicas, new_replicas, now_s):
+    """``store_scale_event``: nothing without ``behavior`` (the legacy path reads no events); 0 or an error code."""
+    if not t.has_behavior:
+        return 0  # we should not store any event as they will not be used
+    if new_replicas > prev_replicas:
+        return _replace_or_append(s.up_change, s.up_t, s.up_outdated, UP_N, s.count, t.up_longest_s,
+                                  new_replicas - prev_replicas, now_s)
+    return _replace_or_append(s.down_change, s.down_t, s.down_outdated, DOWN_N, s.count, t.down_longest_s,
+                              prev_replicas - new_replicas, now_s)
+
+
+@njit(cache=True, nogil=True)
+def reconcile_autoscaler(t, s, now_s, spec_replicas, status_replicas, pod_ids, pod_ready, n_pods, res_kind, res_n,
+                         res_keys, res_vals):
+    """``HorizontalController.reconcile_autoscaler``: the desired replicas (or an error code); updates the history."""
+    current_replicas = spec_replicas
+    if s.count[REC_N] == 0:  # record_initial_recommendation
+        s.rec_replicas[0] = current_replicas
+        s.rec_t[0] = now_s
+        s.count[REC_N] = 1
+    min_replicas = t.min_replicas
+    max_replicas = t.max_replicas
+    desired_replicas = 0
+    rescale = True
+    if current_replicas == 0 and min_replicas != 0:
+        # Autoscaling is disabled for this resource
+        desired_replicas = 0
+        rescale = False
+    elif current_replicas > max_replicas:
+        desired_replicas = max_replicas
+    elif current_replicas < min_replicas:
+        desired_replicas = min_replicas
+    else:
+        status, metric_desired, blocked = compute_replicas_for_metrics(
+            t, s, spec_replicas, status_replicas, pod_ids, pod_ready, n_pods, res_kind, res_n, res_keys, res_vals)
+        if status < 0:
+            return status
+        if blocked:
+            return current_replicas
+        if metric_desired > desired_replicas:
+            desired_replicas = metric_desired
+        if not t.has_behavior:
+            # _normalize_desired_replicas
+            stabilized = stabilize_recommendation(s, desired_replicas, now_s, t.legacy_window_s)
+            if stabilized < 0:
+                return stabilized
+            desired_replicas = convert_desired_replicas_with_rules(
+                current_replicas, stabilized, min_replicas, max_replicas, t.scale_up_limit_factor,
+                t.scale_up_limit_minimum)
+        else:
+            # _normalize_desired_replicas_with_behaviors
+            stabilized = stabilize_recommendation_with_behaviors(s, current_replicas, desired_replicas, now_s,
+                                                                 t.up_window_s, t.down_window_s)
+            if stabilized < 0:
+                return stabilized
+            desired_replicas = convert_desired_replicas_with_behavior_rate(
+                t, s, current_replicas, stabilized, min_replicas, max_replicas, now_s)
+            if desired_replicas < 0:
+                return desired_replicas
+        rescale = desired_replicas != current_replicas
+    if rescale:
+        code = store_scale_event(t, s, current_replicas, desired_replicas, now_s)
+        if code < 0:
+            return code
+    else:
+        desired_replicas = current_replicas
+    return desired_replicas
+
+
+# ---- KEDA (planner.keda) ------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def _scalar(res_kind, res_n, res_vals, m):
+    # Query.scalar as Control reads it: a value, an empty result, or the "multiple elements" error.
+    if res_kind[m] == RES_NUMBER:
+        return _SCALAR_VALUE, res_vals[m, 0]
+    n = res_n[m]
+    if n == 0:
+        return _SCALAR_EMPTY, math.nan
+    if n > 1:
+        return _SCALAR_ERROR, math.nan
+    return _SCALAR_VALUE, res_vals[m, 0]
+
+
+@njit(cache=True, nogil=True)
+def _trigger_value(t, i, res_kind, res_n, res_vals):
+    # The Prometheus scaler's value handling: (failed, value); an empty or non-finite result is 0 with
+    # ignoreNullValues, else an error (what KedaController._failed counts).
+    status, raw = _scalar(res_kind, res_n, res_vals, i)
+    if status == _SCALAR_ERROR:
+        return True, 0.0
+    if status == _SCALAR_EMPTY or math.isnan(raw) or math.isinf(raw):
+        if t.trig_ignore_null[i]:
+            return False, 0.0
+        return True, 0.0
+    return False, raw
+
+
+@njit(cache=True, nogil=True)
+def _fallback_replicas(t, current_replicas):
+    # doFallback's switch on fallback.behavior.
+    if t.fallback_behavior == FALLBACK_CURRENT:
+        return current_replicas
+    if t.fallback_behavior == FALLBACK_IF_HIGHER:
+        return max(current_replicas, t.fallback_replicas)
+    if t.fallback_behavior == FALLBACK_IF_LOWER:
+        return min(current_replicas, t.fallback_replicas)
+    return t.fallback_replicas
+
+
+@njit(cache=True, nogil=True)
+def _fallback_value_milli(replicas, target, value_target, ready_replicas):
+    # normalisationValue x 1000 x replicas (divided by Ready replicas for a Value target):
+    # (status, milli-units); _INVALID is Python's None ("status.readyReplicas is 0").
+    replicas_float = float(replicas)
+    if value_target:
+        if ready_replicas <= 0:
+            return _INVALID, 0
+        replicas_float /= float(ready_replicas)
+    value = _int_of(target * 1000.0 * replicas_float)
+    return (INT_OUT_OF_RANGE, 0) if value == _BAD else (_VALID, value)
+
+
+@njit(cache=True, nogil=True)
+def keda_poll(t, s, now_s, current_replicas, res_kind, res_n, res_vals):
+    """``KedaController.poll``: the count KEDA writes, or -1 to leave it to the HPA; updates ``last_active_s``.
+
+    The poll applies no fallback (failures count as 0), so a failing trigger
+    makes it an error poll; the values' milli-units are not needed here.
+    """
+    is_active = False
+    is_error = False
+    for i in range(t.trig_metric.shape[0]):
+        failed, value = _trigger_value(t, i, res_kind, res_n, res_vals)
+        if failed:
+            is_error = True  # 0 failures never exceed failureThreshold: no fallback
+        elif value > t.trig_activation[i]:
+            is_active = True
+    # request_scale
+    last_active_s = s.last_active_s[0]
+    min_replicas = t.keda_min_replicas
+    if is_active:
+        if (t.has_idle and current_replicas < min_replicas) or current_replicas == 0:
+            s.last_active_s[0] = now_s
+            return min_replicas if min_replicas > 0 else 1  # scaleFromZeroOrIdle
+        if is_error:
+            return _LEAVE  # PartialTriggerError: lastActiveTime stays
+        s.last_active_s[0] = now_s
+        return _LEAVE  # active: scaling above the minimum is left to the HPA
+    if is_error and t.has_fallback and t.fallback_replicas != 0:
+        return _LEAVE
+    if is_error and not t.has_fallback:
+        return _LEAVE
+    if (t.has_idle and current_replicas > t.idle_replicas) or (current_replicas > 0 and min_replicas == 0):
+        if math.isnan(last_active_s):
+            cooled = t.created_s + t.initial_cooldown_s < now_s
+        else:
+            cooled = last_active_s + t.cooldown_s < now_s
+        if cooled:
+            return t.idle_replicas if t.has_idle else min_replicas  # scaleToZeroOrIdle
+        return _LEAVE  # ScalerCooldown
+    if current_replicas < min_replicas and not t.has_idle:
+        return min_replicas
+    return _LEAVE
+
+
+@njit(cache=True, nogil=True)
+def keda_reconcile(t, s, now_s, current_replicas, ready_replicas, pod_ids, pod_ready, n_pods, res_kind, res_n,
+                   res_keys, res_vals):
+    """``KedaController.reconcile``: failure counts, each trigger's reading (with fallback), the HPA's reconcile."""
+    for i in range(t.trig_metric.shape[0]):
+        failed, value = _trigger_value(t, i, res_kind, res_n, res_vals)
+        s.failures[i] = s.failures[i] + 1 if failed else 0
+        if not failed:
+            milli = keda_quantity_milli(value)
+            if milli == _BAD:
+                return QUANTITY_OUT_OF_RANGE
+            s.reading_ok[i] = True
+            s.reading_milli[i] = milli
+            continue
+        # _fallback
+        s.reading_ok[i] = False
+        if not t.has_fallback or s.failures[i] <= t.fallback_threshold:
+            continue
+        m = t.trig_metric[i]
+        value_target = t.metric_target_type[m] == TARGET_VALUE
+        target_milli = t.metric_value_milli[m] if value_target else t.metric_average_milli[m]
+        status, fallback_milli = _fallback_value_milli(_fallback_replicas(t, current_replicas),
+                                                       float(target_milli) / 1000.0, value_target, ready_replicas)
+        if status < 0:
+            return status
+        if status == _VALID:
+            s.reading_ok[i] = True
+            s.reading_milli[i] = fallback_milli
+    # KEDA's HPA reads status.replicas as spec.replicas (Control passes no status_replicas).
+    return reconcile_autoscaler(t, s, now_s, current_replicas, current_replicas, pod_ids, pod_ready, n_pods,
+                                res_kind, res_n, res_keys, res_vals)
+
+
+# ---- one tick -----------------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def decide(t, s, now_s, poll, reconcile, spec_replicas, ready_replicas, pod_ids, pod_ready, pod_start_s,
+           pod_transition_s, n_pods, res_kind, res_n, res_keys, res_vals, stamp_s):
+    """``Control.decide`` at ``now_s``: run whatever is due and return ``spec.replicas`` after it.
+
+    Parameters
+    ----------
+    t : Tables
+        :func:`tables` of the compiled control.
+    s : State
+        :func:`new_state`; mutated in place (history, KEDA activity and failures).
+    now_s : float
+        The tick start. [s]
+    poll, reconcile : bool
+        ``Control.is_due(now_s, tick_s)``: KEDA poll due, HPA reconcile due.
+    spec_replicas : int
+        ``scale.spec.replicas`` now. [replicas]
+    ready_replicas : int
+        Live Ready pods (KEDA's fallback for Value targets). [replicas]
+    pod_ids, pod_ready, pod_start_s, pod_transition_s : numpy.ndarray
+        The pods the HPA sees, ascending ids, the first ``n_pods`` entries:
+        id, Ready, start time and Ready transition time [s] (the times feed
+        only the CPU rules, which no compiled metric uses).
+    n_pods : int
+    res_kind, res_n, res_keys, res_vals : numpy.ndarray
+        Per trigger (ScaledObject) or metric (HPA), the query result as the
+        metrics kernel returns it: kind 0 a number ``res_vals[m, 0]``, kind 1
+        ``res_n[m]`` series keyed ``res_keys[m, :n]`` (pod id, -1 for ``()``).
+    stamp_s : float
+        Time of the latest scrape at ``now_s``, NaN before the first. [s]
+
+    Returns
+    -------
+    int
+        The new ``spec.replicas`` [replicas], or a negative code (module docstring).
+    """
+    if not (poll or reconcile):
+        return spec_replicas
+    replicas = spec_replicas
+    if t.is_keda:
+        if poll:
+            wanted = keda_poll(t, s, now_s, replicas, res_kind, res_n, res_vals)
+            if wanted != _LEAVE:
+                replicas = wanted
+        if reconcile and replicas > 0:
+            replicas = keda_reconcile(t, s, now_s, replicas, ready_replicas, pod_ids, pod_ready, n_pods,
+                                      res_kind, res_n, res_keys, res_vals)
+        return replicas
+    if not reconcile:
+        return replicas
+    # Control._reading stamps a Pods metric's samples with the latest scrape's time; before the first
+    # scrape the Python side raises.
+    for i in range(t.metric_source.shape[0]):
+        if t.metric_source[i] == SOURCE_PODS and _reading_present(res_kind, res_n, i) and math.isnan(stamp_s):
+            return NO_SCRAPE
+    return reconcile_autoscaler(t, s, now_s, replicas, n_pods, pod_ids, pod_ready, n_pods, res_kind, res_n,
+                                res_keys, res_vals)
