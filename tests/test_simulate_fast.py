@@ -96,6 +96,7 @@ def test_fast_equals_reference_on_generated_inputs(tmp_path, scenario):
     if len(trace) == 0:
         return
     manifest = write_manifest(tmp_path, text)
+    assert fast.covers(manifest, fleet)  # the compiled kernels run it, not the lockstep fallback
     assert_same(reference.simulate(trace, manifest, fleet), fast.simulate(trace, manifest, fleet))
 
 
@@ -120,6 +121,9 @@ def test_fast_equals_reference_on_every_accepted_real_world_manifest(shared_dir)
     assert len(autoscalers) >= 10, [a.source for a in autoscalers]
     trace = poisson_trace(lambda t: 3.0 if t < 120 else 30.0, 360.0, 300, 200, seed=4)
     fleet = FleetSpec(warmup_s=30.0, warmup_distribution="lognormal", warmup_spread_s=15.0, seed=3)
+    compiled = [a.source for a in autoscalers if fast.covers(a, fleet)]
+    # Most real manifests run in the compiled kernels; the rest (say, a formula) in the lockstep engine.
+    assert len(compiled) >= len(autoscalers) - 3, sorted(set(a.source for a in autoscalers) - set(compiled))
     for autoscaler in autoscalers:
         ref = reference.simulate(trace, autoscaler, fleet)
         assert_same(ref, fast.simulate(trace, autoscaler, fleet))
@@ -145,6 +149,50 @@ def test_same_seed_same_result_bit_for_bit(tmp_path):
     assert first.timeseries.equals(second.timeseries) and first.events == second.events
     assert np.array_equal(first.latency_s, second.latency_s, equal_nan=True)
     assert len(first.events) >= 2
+
+
+def test_a_configuration_the_kernels_do_not_cover_runs_in_the_lockstep_engine_with_the_same_result(tmp_path):
+    from planner.simulate.fast import compiled
+
+    trace = poisson_trace(lambda t: 4.0 if t < 100 else 20.0, 240.0, 200, 240, seed=11)
+    manifest = write_manifest(tmp_path, scaled_object("chat", QUERIES[0], 8, max_replicas=6))
+    fleet = FleetSpec(warmup_s=20.0)
+
+    def refuse(*args, **kwargs):
+        raise compiled.NotCompilable("pretend the decision kernel lacks a feature")
+
+    original = compiled.decision.compile_control
+    compiled.decision.compile_control = refuse
+    try:
+        assert not fast.covers(manifest, fleet)
+        outcome = fast.simulate(trace, manifest, fleet)
+    finally:
+        compiled.decision.compile_control = original
+    assert fast.covers(manifest, fleet)
+    assert_same(reference.simulate(trace, manifest, fleet), outcome)
+    assert_same(reference.simulate(trace, manifest, fleet), fast.simulate(trace, manifest, fleet))
+
+
+def test_arrays_too_small_for_the_run_are_grown_and_the_run_repeated(tmp_path, monkeypatch):
+    from planner.simulate.fast import compiled
+
+    # Flapping creates many pods: start with room for very few, so the run must grow its arrays.
+    trace = poisson_trace(lambda t: 30.0 if (t // 60) % 2 else 1.0, 600.0, 200, 240, seed=12)
+    manifest = write_manifest(tmp_path, scaled_object("chat", QUERIES[1], 2, max_replicas=8, down_window_s=0))
+    fleet = FleetSpec(warmup_s=10.0)
+    runs = []
+    real_run = compiled.engine.run
+
+    def counted(*args):
+        runs.append(len(args[1].ready_s))
+        return real_run(*args)
+
+    monkeypatch.setattr(compiled, "initial_capacity", lambda prepared: (2, 1))
+    monkeypatch.setattr(compiled.engine, "run", counted)
+    outcome = fast.simulate(trace, manifest, fleet)
+    assert len(runs) >= 3 and runs[0] == 2  # grown more than once
+    assert outcome.scale_events >= 4
+    assert_same(reference.simulate(trace, manifest, fleet), outcome)
 
 
 def test_configurations_with_different_ticks_are_refused(tmp_path):

@@ -360,14 +360,14 @@ floats_incl_specials = st.one_of(st.floats(allow_nan=True, allow_infinity=True),
 @given(st.sampled_from(["sum", "avg", "max", "min", "count"]), st.lists(floats_incl_specials, min_size=1, max_size=12))
 def test_aggregation_of_any_floats_equals_python_s_incl_nan_and_signed_zero(op, values):
     expected = metrics._aggregate(op, values)
-    got = fast_metrics._aggregate(fast_metrics._AGGREGATIONS[op], np.array(values), 0, len(values))
+    got = fast_metrics._aggregate(fast_metrics._AGGREGATIONS[op], np.array([values]), 0, 0, len(values))
     assert _canonical(got) == _canonical(expected)
 
 
 def test_max_keeps_the_first_of_equal_values_and_ignores_a_later_nan():
     for values in ([0.0, -0.0], [-0.0, 0.0], [math.nan, 1.0], [1.0, math.nan, 2.0]):
         for op in ("max", "min"):
-            got = fast_metrics._aggregate(fast_metrics._AGGREGATIONS[op], np.array(values), 0, len(values))
+            got = fast_metrics._aggregate(fast_metrics._AGGREGATIONS[op], np.array([values]), 0, 0, len(values))
             assert _canonical(got) == _canonical(metrics._aggregate(op, values)), (op, values)
 
 

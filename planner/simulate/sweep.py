@@ -286,7 +286,7 @@ def run_chunk(trace: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec, poi
     wherever it runs.
     """
     configs = [apply_point(autoscaler, fleet, point) for point in points]
-    outcomes = simulate_many(trace, configs, duration_s=duration_s)
+    outcomes = simulate_many(trace, configs, duration_s=duration_s, timeseries=False)
     return [
         SweepResult(point.index, point.values, *(getattr(outcome, name) for name in RESULT_FIELDS))
         for point, outcome in zip(points, outcomes, strict=True)

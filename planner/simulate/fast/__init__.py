@@ -2,13 +2,123 @@
 
 It computes exactly what :mod:`planner.simulate.reference` computes (the
 differential test in ``tests/test_simulate_fast.py`` holds it to that:
-identical scale events and replica trajectories, attainment and cost within
-1e-9). Configurations the compiled kernels cover run there; any other runs
-through :mod:`planner.simulate.fast.lockstep`, the reference's own code with
-its pod sets indexed, so the contract holds for every manifest the simulator
-accepts.
+identical scale events, replica trajectories, time series and per-request
+latencies). A configuration runs in the compiled kernels
+(:mod:`planner.simulate.fast.engine` and the modules it calls) when they cover
+its autoscaler; any other runs through :mod:`planner.simulate.fast.lockstep`,
+the reference's own code with its pod sets indexed, so the contract holds for
+every manifest the simulator accepts. ``Outcome.engine`` is ``"fast"`` either
+way; :func:`covers` says which path a configuration takes.
 """
 
-from planner.simulate.fast.lockstep import Configuration, simulate, simulate_many
+from __future__ import annotations
 
-__all__ = ["Configuration", "simulate", "simulate_many"]
+import math
+from collections.abc import Callable, Sequence
+
+from planner.errors import PlannerInputError
+from planner.readers.manifest import Autoscaler
+from planner.simulate.fast import lockstep
+from planner.simulate.fast.lockstep import Configuration
+from planner.simulate.fleet import FleetSpec
+from planner.simulate.outcome import Outcome
+from planner.simulate.reference import DRAIN_TAIL_S
+from planner.simulate.traffic import RequestTrace
+
+__all__ = ["Configuration", "covers", "simulate", "simulate_many"]
+
+
+def covers(autoscaler: Autoscaler, fleet_spec: FleetSpec | None = None) -> bool:
+    """Whether the compiled kernels run this configuration (else the lockstep engine does)."""
+    from planner.simulate.fast.compiled import NotCompilable, prepare
+
+    try:
+        prepare(autoscaler, fleet_spec or FleetSpec())
+    except NotCompilable:
+        return False
+    return True
+
+
+def simulate(trace: RequestTrace, autoscaler: Autoscaler, fleet_spec: FleetSpec | None = None, *,
+             duration_s: float | None = None) -> Outcome:
+    """Replay ``trace`` through a fleet scaled by ``autoscaler`` (same contract as the reference engine).
+
+    Parameters
+    ----------
+    trace : RequestTrace
+    autoscaler : Autoscaler
+    fleet_spec : FleetSpec, optional
+    duration_s : float, optional
+        Simulated time; default the last arrival plus :data:`DRAIN_TAIL_S`. [s]
+
+    Returns
+    -------
+    Outcome
+        With ``engine == "fast"``.
+    """
+    return simulate_many(trace, [Configuration(autoscaler, fleet_spec or FleetSpec())], duration_s=duration_s)[0]
+
+
+def simulate_many(trace: RequestTrace, configurations: Sequence[Configuration], *,
+                  duration_s: float | None = None,
+                  on_tick: Callable[[int, int], None] | None = None,
+                  timeseries: bool = True) -> list[Outcome]:
+    """Replay ``trace`` once for each configuration.
+
+    Parameters
+    ----------
+    trace : RequestTrace
+    configurations : sequence of Configuration
+        All must share ``tick_s``.
+    duration_s : float, optional
+        Simulated time for every configuration. [s]
+    on_tick : callable, optional
+        Progress: called as ``on_tick(done, total)``, in ticks, as configurations finish.
+    timeseries : bool
+        ``False`` leaves each Outcome's time series empty (a sweep needs only the scalars).
+
+    Returns
+    -------
+    list of Outcome
+        One per configuration, in order.
+    """
+    from planner.simulate.fast.compiled import NotCompilable, prepare, simulate_prepared
+
+    if len(trace) == 0:
+        raise PlannerInputError(f"{trace.source or 'trace'}: the trace has no requests")
+    if not configurations:
+        return []
+    dt = configurations[0].fleet.tick_s
+    for index, config in enumerate(configurations):
+        if config.fleet.tick_s != dt:
+            raise PlannerInputError(f"configuration {index}: tick_s {config.fleet.tick_s} differs from "
+                                    f"{dt}; configurations simulated together share one tick")
+    if duration_s is None:
+        duration_s = math.ceil(trace.duration_s) + DRAIN_TAIL_S
+    if not (math.isfinite(duration_s) and duration_s > 0):
+        raise PlannerInputError(f"duration_s: expected a finite number > 0, got {duration_s!r}")
+    keep = trace.arrival_s < duration_s
+    arrays = (trace.arrival_s[keep], trace.input_tokens[keep], trace.output_tokens[keep])
+    n_ticks = math.ceil(duration_s / dt - 1e-9)
+    outcomes: list[Outcome | None] = [None] * len(configurations)
+    fallback = []
+    for index, config in enumerate(configurations):
+        try:
+            prepared = prepare(config.autoscaler, config.fleet)
+        except NotCompilable:
+            fallback.append(index)
+            continue
+        try:
+            outcomes[index] = simulate_prepared(prepared, *arrays, duration_s, timeseries=timeseries)
+        except NotCompilable:
+            fallback.append(index)
+            continue
+        if on_tick is not None:
+            on_tick((index + 1) * n_ticks, len(configurations) * n_ticks)
+    if fallback:
+        slow = lockstep.simulate_many(trace, [configurations[i] for i in fallback], duration_s=duration_s)
+        for index, outcome in zip(fallback, slow, strict=True):
+            outcomes[index] = outcome
+    if on_tick is not None:
+        on_tick(len(configurations) * n_ticks, len(configurations) * n_ticks)
+    return outcomes

@@ -126,6 +126,15 @@ def _due(prepared: Prepared, n_ticks: int) -> tuple[np.ndarray, np.ndarray, np.n
     return poll, reconcile, scrape
 
 
+def initial_capacity(prepared: Prepared) -> tuple[int, int]:
+    """Room made at first: pods over the whole run, and scraped pods per scrape.
+
+    A run that needs more stops early and is repeated with four times the room
+    (the same seed gives the same run), so these only set how often that happens.
+    """
+    return (max(64, 4 * (prepared.max_replicas + prepared.initial_replicas)), prepared.max_replicas + 4)
+
+
 def simulate_prepared(prepared: Prepared, arrival_s: np.ndarray, input_tokens: np.ndarray,
                       output_tokens: np.ndarray, duration_s: float, *, timeseries: bool = True) -> Outcome:
     """Run one compiled configuration over requests that arrive before ``duration_s``.
@@ -139,8 +148,7 @@ def simulate_prepared(prepared: Prepared, arrival_s: np.ndarray, input_tokens: n
     poll, reconcile, scrape = _due(prepared, n_ticks)
     n_scrapes = int(np.count_nonzero(scrape))
     n_decisions = int(np.count_nonzero(poll | reconcile))
-    pod_capacity = max(64, 4 * (prepared.max_replicas + prepared.initial_replicas))
-    rows_per_scrape = max(4, prepared.max_replicas + 4)
+    pod_capacity, rows_per_scrape = initial_capacity(prepared)
     replica = spec.replica
     step_table_s = np.asarray(replica._step_table_s, dtype=float)
     capacity_tps = float(output_throughput_tps(replica.max_num_seqs, replica.fixed_ms, replica.per_sequence_ms))

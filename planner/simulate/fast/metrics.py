@@ -33,10 +33,18 @@ from numba import njit
 from planner.simulate.metrics import COLUMNS, POD_INFO, STALENESS_S, MetricStore, Query
 
 __all__ = [
+    "EMPTY",
     "MAX_DEPTH",
+    "MULTIPLE",
     "NOT_A_POD",
+    "NO_ROOM",
+    "NUMBER",
     "OUT_OF_ROOM",
+    "RAISES",
     "STALENESS_S",
+    "VALUE",
+    "VECTOR",
+    "ZERO_DIVISION",
     "CompiledQuery",
     "NotCompilable",
     "StoreArrays",
@@ -56,9 +64,9 @@ __all__ = [
 NOT_A_POD = -1  # the series key of a result without a pod label (Python's ``()``)
 MAX_DEPTH = 16  # operand stack levels a workspace holds by default; deeper queries are refused
 # evaluate's kinds.
-NUMBER, VECTOR, OUT_OF_ROOM = 0, 1, -1
+NUMBER, VECTOR, OUT_OF_ROOM, ZERO_DIVISION = 0, 1, -1, -2
 # scalar's statuses.
-VALUE, EMPTY, MULTIPLE, NO_ROOM = 0, 1, 2, 3
+VALUE, EMPTY, MULTIPLE, NO_ROOM, RAISES = 0, 1, 2, 3, 4
 # Opcodes (code[i, 0]); code[i, 1:3] and consts[i] are their arguments.
 OP_CONST = 0  # the whole query is a number: consts[i]
 OP_SELECT = 1  # instant vector of column code[i, 1] (POD_INFO_COLUMN: kube_pod_info)
@@ -285,6 +293,8 @@ def as_python(kind: int, n: int, out_keys: np.ndarray, out_vals: np.ndarray):
     """:func:`evaluate`'s result as ``Query.evaluate`` returns it: a float, or a dict keyed ``(pod,)`` / ``()``."""
     if kind == NUMBER:
         return float(out_vals[0])
+    if kind == ZERO_DIVISION:
+        raise ZeroDivisionError("float division by zero")
     if kind != VECTOR:
         raise ValueError(f"evaluate ran out of room (kind {kind})")
     return {(() if key == NOT_A_POD else (int(key),)): float(value)
@@ -292,6 +302,13 @@ def as_python(kind: int, n: int, out_keys: np.ndarray, out_vals: np.ndarray):
 
 
 # ---- the store ----------------------------------------------------------------------------------
+#
+# Every kernel below that takes arrays returns in one place and touches each of them there: numba
+# then pairs each array's reference-count increment on entry with one decrement at that exit and
+# prunes both, which early returns or an array last used inside a branch defeat (about 10 ns per
+# array per call: most of a small query's cost). The touch is ``+ 0 * a.size`` on an int result,
+# a never-taken branch on a float one. Subviews of the workspace are avoided for the same reason:
+# rows are indexed in place.
 
 @njit(cache=True, nogil=True)
 def last_index(scr_t, n_scr, now_s):
@@ -310,31 +327,34 @@ def last_index(scr_t, n_scr, now_s):
 def fresh_index(scr_t, n_scr, now_s):
     """The scrape an instant selector reads at ``now_s``: :func:`last_index`, or -1 once older than ``STALENESS_S``."""
     k = last_index(scr_t, n_scr, now_s)
+    fresh = k
     if k < 0 or now_s - scr_t[k] > STALENESS_S:
-        return -1
-    return k
+        fresh = -1
+    return fresh + 0 * scr_t.size
 
 
 @njit(cache=True, nogil=True)
-def _instant(column, k, scr_off, smp_pod, smp_val, ex_off, ex_pod, keys, vals):
-    # MetricStore.instant at the fresh scrape k (-1: none): series in row order. -1 if out of room.
-    if k < 0:
-        return 0
-    if column == POD_INFO_COLUMN:
-        lo, hi = ex_off[k], ex_off[k + 1]
-        if hi - lo > keys.shape[0]:
-            return -1
-        for i in range(hi - lo):
-            keys[i] = ex_pod[lo + i]
-            vals[i] = 1.0
-        return hi - lo
-    lo, hi = scr_off[k], scr_off[k + 1]
-    if hi - lo > keys.shape[0]:
-        return -1
-    for i in range(hi - lo):
-        keys[i] = smp_pod[lo + i]
-        vals[i] = smp_val[lo + i, column]
-    return hi - lo
+def _instant(column, k, scr_off, smp_pod, smp_val, ex_off, ex_pod, keys, vals, row):
+    # MetricStore.instant at the fresh scrape k (-1: none) into keys/vals[row]: series in row order.
+    # Returns how many, -1 if out of room.
+    n = 0
+    if k >= 0 and column == POD_INFO_COLUMN:
+        lo = ex_off[k]
+        n = ex_off[k + 1] - lo
+        if n > keys.shape[1]:
+            n = -1
+        for i in range(n):
+            keys[row, i] = ex_pod[lo + i]
+            vals[row, i] = 1.0
+    elif k >= 0:
+        lo = scr_off[k]
+        n = scr_off[k + 1] - lo
+        if n > keys.shape[1]:
+            n = -1
+        for i in range(n):
+            keys[row, i] = smp_pod[lo + i]
+            vals[row, i] = smp_val[lo + i, column]
+    return n + 0 * (scr_off.size + smp_pod.size + smp_val.size + ex_off.size + ex_pod.size + keys.size + vals.size)
 
 
 # ---- arithmetic ---------------------------------------------------------------------------------
@@ -360,42 +380,53 @@ def _sum_end(total, carry):
 
 
 @njit(cache=True, nogil=True)
+def _row_sum(values, row, start, n):
+    # Python's sum() of values[row, start:start + n] (n >= 1): from the int 0, so -0.0 alone gives 0.0.
+    total = 0.0 + values[row, start]
+    carry = 0.0
+    for i in range(start + 1, start + n):
+        total, carry = _sum_add(total, carry, values[row, i])
+    total = _sum_end(total, carry)
+    return total if values.size >= 0 else math.nan  # (an int would turn -0.0 into 0.0)
+
+
+@njit(cache=True, nogil=True)
 def python_sum(values, start, n):
     """Python's built-in ``sum(values[start:start + n].tolist())`` for floats, bit for bit (0.0 when ``n`` is 0).
 
     Starts from the int 0 (so a lone -0.0 sums to 0.0) and adds left to right,
     with the Neumaier compensation Python 3.12 and later apply.
     """
-    if n == 0:
-        return 0.0
-    total = 0.0 + values[start]
-    carry = 0.0
-    for i in range(start + 1, start + n):
-        total, carry = _sum_add(total, carry, values[i])
-    return _sum_end(total, carry)
+    total = 0.0
+    if n > 0:
+        total = 0.0 + values[start]
+        carry = 0.0
+        for i in range(start + 1, start + n):
+            total, carry = _sum_add(total, carry, values[i])
+        total = _sum_end(total, carry)
+    return total if values.size >= 0 else math.nan
 
 
 @njit(cache=True, nogil=True)
-def _aggregate(op, values, start, n):
-    # metrics._aggregate over values[start:start + n] (n >= 1): max/min keep the first of equal
+def _aggregate(op, values, row, start, n):
+    # metrics._aggregate over values[row, start:start + n] (n >= 1): max/min keep the first of equal
     # values and never replace on a comparison with NaN, as Python's max()/min() do.
+    result = float(n)  # count
     if op == SUM:
-        return python_sum(values, start, n)
-    if op == AVG:
-        return python_sum(values, start, n) / n
-    if op == MAX:
-        best = values[start]
+        result = _row_sum(values, row, start, n)
+    elif op == AVG:
+        result = _row_sum(values, row, start, n) / max(n, 1)  # (n >= 1: the bound spares a raise path)
+    elif op == MAX:
+        result = values[row, start]
         for i in range(start + 1, start + n):
-            if values[i] > best:
-                best = values[i]
-        return best
-    if op == MIN:
-        best = values[start]
+            if values[row, i] > result:
+                result = values[row, i]
+    elif op == MIN:
+        result = values[row, start]
         for i in range(start + 1, start + n):
-            if values[i] < best:
-                best = values[i]
-        return best
-    return float(n)
+            if values[row, i] < result:
+                result = values[row, i]
+    return result if values.size >= 0 else math.nan  # (adding 0 would turn -0.0 into 0.0)
 
 
 @njit(cache=True, nogil=True)
@@ -416,41 +447,47 @@ def _apply(op, a, b):
 def _extrapolated_rate(result, first_t, first_v, last_t, last_v, n_samples, range_start_s, range_end_s,
                        is_rate):
     # metrics._extrapolated_rate after its reset loop (result = last - first + every value before a
-    # reset), in the same float order.
+    # reset), in the same float order. Returns (rate, False) where Python divides by zero (two
+    # samples at one time, outside the store's contract) instead of raising.
     sampled_s = last_t - first_t
-    to_start_s = first_t - range_start_s
-    to_end_s = range_end_s - last_t
-    average_gap_s = sampled_s / (n_samples - 1)
-    if result > 0 and first_v >= 0:
-        to_zero_s = sampled_s * (first_v / result)
-        if to_zero_s < to_start_s:
-            to_start_s = to_zero_s
-    threshold_s = average_gap_s * 1.1
-    extrapolate_to_s = sampled_s
-    extrapolate_to_s += to_start_s if to_start_s < threshold_s else average_gap_s / 2
-    extrapolate_to_s += to_end_s if to_end_s < threshold_s else average_gap_s / 2
-    result *= extrapolate_to_s / sampled_s
-    if is_rate:
-        result /= range_end_s - range_start_s
-    return result
+    range_s = range_end_s - range_start_s
+    defined = sampled_s != 0.0 and range_s != 0.0
+    if defined:
+        to_start_s = first_t - range_start_s
+        to_end_s = range_end_s - last_t
+        average_gap_s = sampled_s / max(n_samples - 1, 1)
+        if result > 0 and first_v >= 0 and result != 0.0:  # (!= 0 spares a raise path)
+            to_zero_s = sampled_s * (first_v / result)
+            if to_zero_s < to_start_s:
+                to_start_s = to_zero_s
+        threshold_s = average_gap_s * 1.1
+        extrapolate_to_s = sampled_s
+        extrapolate_to_s += to_start_s if to_start_s < threshold_s else average_gap_s / 2
+        extrapolate_to_s += to_end_s if to_end_s < threshold_s else average_gap_s / 2
+        result *= extrapolate_to_s / sampled_s
+        if is_rate:
+            result /= range_s
+    return result, defined
 
 
 # ---- range functions ----------------------------------------------------------------------------
 
 @njit(cache=True, nogil=True)
-def _range(function, column, window_s, k, now_s, scr_t, scr_off, smp_pod, smp_val, work, keys, vals):
-    # MetricStore.window + _range_value for every series, into keys/vals; returns how many, -1 if out
-    # of room. window() meets the series walking back from scrape k, so the dict order is the pods of
-    # the latest scrape first; each series' first-met sample is its last one.
+def _range(function, column, window_s, k, now_s, scr_t, scr_off, smp_pod, smp_val, work, row):
+    # MetricStore.window + _range_value for every series, into the stack's row; returns how many, or
+    # OUT_OF_ROOM, or ZERO_DIVISION where Python divides by zero (two scrapes at one time). window() meets the series walking back from scrape k, so the dict order is the
+    # pods of the latest scrape first; each series' first-met sample is its last one.
+    keys, vals = work.stack_keys, work.stack_vals
     slot_pod, sorted_pod, sorted_slot = work.slot_pod, work.sorted_pod, work.sorted_slot
     acc_n, acc = work.acc_n, work.acc
-    room = min(slot_pod.shape[0], keys.shape[0])
+    room = min(slot_pod.shape[0], keys.shape[1])
     first = k
     while first >= 0 and scr_t[first] > now_s - window_s + 1e-9:
         first -= 1
     first += 1
     # Walk back: new pods of each scrape get the next slots, then join the ascending index.
     m = 0
+    fits = True
     for j in range(k, first - 1, -1):
         i = 0
         q = m
@@ -461,12 +498,15 @@ def _range(function, column, window_s, k, now_s, scr_t, scr_off, smp_pod, smp_va
             if i < m and sorted_pod[i] == p:
                 continue
             if q >= room:
-                return -1
+                fits = False
+                break
             slot_pod[q] = p
             acc_n[q] = 0
             acc[_LAST_T, q] = scr_t[j]
             acc[_LAST_V, q] = smp_val[r, column]
             q += 1
+        if not fits:
+            break
         a, b, w = m - 1, q - 1, q - 1
         while b >= m:
             if a >= 0 and sorted_pod[a] > slot_pod[b]:
@@ -479,6 +519,9 @@ def _range(function, column, window_s, k, now_s, scr_t, scr_off, smp_pod, smp_va
                 b -= 1
             w -= 1
         m = q
+    if not fits:
+        m = 0
+        first = k + 1
     # Walk forward: each series' samples in time order, as _range_value reads the reversed lists.
     for j in range(first, k + 1):
         t_s = scr_t[j]
@@ -518,6 +561,7 @@ def _range(function, column, window_s, k, now_s, scr_t, scr_off, smp_pod, smp_va
                 acc[_A, s] = v
             acc_n[s] = seen + 1
     n = 0
+    defined = True
     for s in range(m):
         samples = acc_n[s]
         if function == IRATE:
@@ -525,33 +569,47 @@ def _range(function, column, window_s, k, now_s, scr_t, scr_off, smp_pod, smp_va
                 continue
             v1, v2 = acc[_B, s], acc[_D, s]
             delta = v2 - v1 if v2 >= v1 else v2
-            value = delta / (acc[_C, s] - acc[_A, s])
+            gap_s = acc[_C, s] - acc[_A, s]
+            value = math.nan
+            if gap_s != 0.0:
+                value = delta / gap_s
+            else:
+                defined = False
         elif function == RATE or function == INCREASE:
             if samples < 2:
                 continue
-            value = _extrapolated_rate(acc[_D, s], acc[_A, s], acc[_B, s], acc[_LAST_T, s], acc[_LAST_V, s],
-                                       samples, now_s - window_s, now_s, function == RATE)
+            value, ok = _extrapolated_rate(acc[_D, s], acc[_A, s], acc[_B, s], acc[_LAST_T, s],
+                                           acc[_LAST_V, s], samples, now_s - window_s, now_s, function == RATE)
+            defined = defined and ok
         elif function == AVG_OVER_TIME:
-            value = _sum_end(acc[_A, s], acc[_B, s]) / samples
+            value = _sum_end(acc[_A, s], acc[_B, s]) / max(samples, 1)
         else:
             value = acc[_A, s]
-        keys[n] = slot_pod[s]
-        vals[n] = value
+        keys[row, n] = slot_pod[s]
+        vals[row, n] = value
         n += 1
-    return n
+    if not fits:
+        n = OUT_OF_ROOM
+    elif not defined:
+        n = ZERO_DIVISION
+    return n + 0 * (scr_t.size + scr_off.size + smp_pod.size + smp_val.size + keys.size + vals.size
+                    + slot_pod.size + sorted_pod.size + sorted_slot.size + acc_n.size + acc.size)
 
 
 # ---- evaluation ---------------------------------------------------------------------------------
 
 @njit(cache=True, nogil=True)
-def _find(keys, n, key, hint):
-    # Position of key in keys[:n] (unique keys), -1 if absent; tries hint first (sides often align).
-    if hint < n and keys[hint] == key:
-        return hint
-    for j in range(n):
-        if keys[j] == key:
-            return j
-    return -1
+def _find(keys, row, n, key, hint):
+    # Position of key in keys[row, :n] (unique keys), -1 if absent; tries hint first (sides often align).
+    at = -1
+    if hint < n and keys[row, hint] == key:
+        at = hint
+    else:
+        for j in range(n):
+            if keys[row, j] == key:
+                at = j
+                break
+    return at + 0 * keys.size
 
 
 @njit(cache=True, nogil=True)
@@ -578,97 +636,108 @@ def evaluate(code, consts, scr_t, n_scr, scr_off, smp_pod, smp_val, ex_off, ex_p
         ``(NUMBER, 0)``: a number, in ``out_vals[0]``. ``(VECTOR, n)``: ``n``
         series, keys (pod id, or ``NOT_A_POD`` for ``()``) in ``out_keys[:n]``
         and values in ``out_vals[:n]``. ``(OUT_OF_ROOM, 0)``: the workspace or
-        the outputs are too small (nothing meaningful written).
+        the outputs are too small. ``(ZERO_DIVISION, 0)``: Python raises
+        ``ZeroDivisionError`` (a rate over two scrapes at one time, which a
+        store with strictly ascending times never holds).
     """
+    keys, vals, stack_n = work.stack_keys, work.stack_vals, work.stack_n
+    kind = VECTOR
     if code[0, 0] == OP_CONST:
-        if out_vals.shape[0] < 1:
-            return OUT_OF_ROOM, 0
-        out_vals[0] = consts[0]
-        return NUMBER, 0
-    stack_keys, stack_vals, stack_n = work.stack_keys, work.stack_vals, work.stack_n
-    k = last_index(scr_t, n_scr, now_s)
-    fresh = k if k >= 0 and not now_s - scr_t[k] > STALENESS_S else -1
-    top = 0  # stack levels in use
-    for i in range(code.shape[0]):
-        op = code[i, 0]
-        if op == OP_SELECT or op == OP_RANGE or op == OP_VECTOR:
-            if top >= stack_n.shape[0]:
-                return OUT_OF_ROOM, 0
-            keys, vals = stack_keys[top], stack_vals[top]
-            if op == OP_SELECT:
-                n = _instant(code[i, 1], fresh, scr_off, smp_pod, smp_val, ex_off, ex_pod, keys, vals)
-            elif op == OP_RANGE:
-                n = _range(code[i, 1], code[i, 2], consts[i], k, now_s, scr_t, scr_off, smp_pod, smp_val,
-                           work, keys, vals)
-            else:
-                keys[0] = NOT_A_POD
-                vals[0] = consts[i]
-                n = 1
-            if n < 0:
-                return OUT_OF_ROOM, 0
-            stack_n[top] = n
-            top += 1
-        elif op == OP_AGGREGATE:
-            d = top - 1
-            keys, vals, n = stack_keys[d], stack_vals[d], stack_n[d]
-            if code[i, 2] == 1:
+        kind = NUMBER if out_vals.shape[0] >= 1 else OUT_OF_ROOM
+        if kind == NUMBER:
+            out_vals[0] = consts[0]
+    else:
+        k = last_index(scr_t, n_scr, now_s)
+        fresh = k if k >= 0 and not now_s - scr_t[k] > STALENESS_S else -1
+        top = 0  # stack levels in use
+        for i in range(code.shape[0]):
+            op = code[i, 0]
+            if op == OP_SELECT or op == OP_RANGE or op == OP_VECTOR:
+                if top >= stack_n.shape[0]:
+                    kind = OUT_OF_ROOM
+                    break
+                if op == OP_SELECT:
+                    n = _instant(code[i, 1], fresh, scr_off, smp_pod, smp_val, ex_off, ex_pod, keys, vals, top)
+                elif op == OP_RANGE:
+                    n = _range(code[i, 1], code[i, 2], consts[i], k, now_s, scr_t, scr_off, smp_pod, smp_val,
+                               work, top)
+                else:
+                    keys[top, 0] = NOT_A_POD
+                    vals[top, 0] = consts[i]
+                    n = 1
+                if n < 0:
+                    kind = n  # OUT_OF_ROOM or ZERO_DIVISION
+                    break
+                stack_n[top] = n
+                top += 1
+            elif op == OP_AGGREGATE:
+                d = top - 1
+                n = stack_n[d]
+                if code[i, 2] == 1:
+                    for j in range(n):
+                        vals[d, j] = _aggregate(code[i, 1], vals, d, j, 1)
+                elif n > 0:
+                    vals[d, 0] = _aggregate(code[i, 1], vals, d, 0, n)
+                    keys[d, 0] = NOT_A_POD
+                    stack_n[d] = 1
+            elif op == OP_BINARY_VN:
+                d = top - 1
+                for j in range(stack_n[d]):
+                    vals[d, j] = _apply(code[i, 1], vals[d, j], consts[i])
+            elif op == OP_BINARY_NV:
+                d = top - 1
+                for j in range(stack_n[d]):
+                    vals[d, j] = _apply(code[i, 1], consts[i], vals[d, j])
+            elif op == OP_BINARY_VV:
+                # Left's order; a series missing on the right drops out.
+                d = top - 2
+                nr = stack_n[d + 1]
+                w = 0
+                for j in range(stack_n[d]):
+                    at = _find(keys, d + 1, nr, keys[d, j], j)
+                    if at >= 0:
+                        value = _apply(code[i, 1], vals[d, j], vals[d + 1, at])
+                        keys[d, w] = keys[d, j]
+                        vals[d, w] = value
+                        w += 1
+                stack_n[d] = w
+                top -= 1
+            elif op == OP_OR:
+                # {**right, **left}: right's keys in right's order with left's values, then left-only
+                # keys; built in the right's row, then moved down.
+                d = top - 2
+                nr = stack_n[d + 1]
+                n = nr
+                for j in range(stack_n[d]):
+                    at = _find(keys, d + 1, nr, keys[d, j], j)
+                    if at >= 0:
+                        vals[d + 1, at] = vals[d, j]
+                    elif n < keys.shape[1]:
+                        keys[d + 1, n] = keys[d, j]
+                        vals[d + 1, n] = vals[d, j]
+                        n += 1
+                    else:
+                        kind = OUT_OF_ROOM
+                        break
                 for j in range(n):
-                    vals[j] = _aggregate(code[i, 1], vals, j, 1)
-            elif n > 0:
-                vals[0] = _aggregate(code[i, 1], vals, 0, n)
-                keys[0] = NOT_A_POD
-                stack_n[d] = 1
-        elif op == OP_BINARY_VN or op == OP_BINARY_NV:
-            d = top - 1
-            vals = stack_vals[d]
-            for j in range(stack_n[d]):
-                if op == OP_BINARY_VN:
-                    vals[j] = _apply(code[i, 1], vals[j], consts[i])
-                else:
-                    vals[j] = _apply(code[i, 1], consts[i], vals[j])
-        elif op == OP_BINARY_VV:
-            # Left's order; a series missing on the right drops out.
-            d = top - 2
-            lk, lv, rk, rv = stack_keys[d], stack_vals[d], stack_keys[d + 1], stack_vals[d + 1]
-            nr = stack_n[d + 1]
-            w = 0
-            for j in range(stack_n[d]):
-                at = _find(rk, nr, lk[j], j)
-                if at >= 0:
-                    value = _apply(code[i, 1], lv[j], rv[at])
-                    lk[w] = lk[j]
-                    lv[w] = value
-                    w += 1
-            stack_n[d] = w
-            top -= 1
-        elif op == OP_OR:
-            # {**right, **left}: right's keys in right's order with left's values, then left-only keys.
-            d = top - 2
-            lk, lv, rk, rv = stack_keys[d], stack_vals[d], stack_keys[d + 1], stack_vals[d + 1]
-            nr = stack_n[d + 1]
-            n = nr
-            for j in range(stack_n[d]):
-                at = _find(rk, nr, lk[j], j)
-                if at >= 0:
-                    rv[at] = lv[j]
-                else:
-                    if n >= rk.shape[0]:
-                        return OUT_OF_ROOM, 0
-                    rk[n] = lk[j]
-                    rv[n] = lv[j]
-                    n += 1
-            for j in range(n):
-                lk[j] = rk[j]
-                lv[j] = rv[j]
-            stack_n[d] = n
-            top -= 1
-    n = stack_n[0]
-    if n > out_keys.shape[0] or n > out_vals.shape[0]:
-        return OUT_OF_ROOM, 0
-    for j in range(n):
-        out_keys[j] = stack_keys[0, j]
-        out_vals[j] = stack_vals[0, j]
-    return VECTOR, n
+                    keys[d, j] = keys[d + 1, j]
+                    vals[d, j] = vals[d + 1, j]
+                stack_n[d] = n
+                top -= 1
+                if kind == OUT_OF_ROOM:
+                    break
+    n = 0
+    if kind == VECTOR:
+        n = stack_n[0]
+        if n > out_keys.shape[0] or n > out_vals.shape[0]:
+            kind = OUT_OF_ROOM
+            n = 0
+        for j in range(n):
+            out_keys[j] = keys[0, j]
+            out_vals[j] = vals[0, j]
+    held = (code.size + consts.size + scr_t.size + scr_off.size + smp_pod.size + smp_val.size + ex_off.size
+            + ex_pod.size + keys.size + vals.size + stack_n.size + work.acc.size + out_keys.size + out_vals.size)
+    return kind, n + 0 * held
 
 
 @njit(cache=True, nogil=True)
@@ -682,16 +751,23 @@ def scalar(code, consts, scr_t, n_scr, scr_off, smp_pod, smp_val, ex_off, ex_pod
         ``VALUE`` (0): the number, or the one series' value. ``EMPTY`` (1): no
         series (Python's ``(None, None)``). ``MULTIPLE`` (2): the "returned
         multiple elements" error. ``NO_ROOM`` (3): :func:`evaluate` ran out
-        of room. ``value`` is NaN unless the status is ``VALUE``.
+        of room. ``RAISES`` (4): Python raises ``ZeroDivisionError``. ``value``
+        is NaN unless the status is ``VALUE``.
     """
     kind, n = evaluate(code, consts, scr_t, n_scr, scr_off, smp_pod, smp_val, ex_off, ex_pod, now_s, work,
                        out_keys, out_vals)
+    value = math.nan
+    status = VALUE
     if kind == OUT_OF_ROOM:
-        return math.nan, NO_ROOM
-    if kind == NUMBER:
-        return out_vals[0], VALUE
-    if n == 0:
-        return math.nan, EMPTY
-    if n > 1:
-        return math.nan, MULTIPLE
-    return out_vals[0], VALUE
+        status = NO_ROOM
+    elif kind == ZERO_DIVISION:
+        status = RAISES
+    elif kind == NUMBER or n == 1:
+        value = out_vals[0]
+    elif n == 0:
+        status = EMPTY
+    else:
+        status = MULTIPLE
+    held = (code.size + consts.size + scr_t.size + scr_off.size + smp_pod.size + smp_val.size + ex_off.size
+            + ex_pod.size + work.acc.size + out_keys.size + out_vals.size)
+    return value, status + 0 * held

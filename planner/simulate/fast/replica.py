@@ -137,13 +137,13 @@ def new_scratch(max_num_seqs, requests_capacity):
     )
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _step_s(step_table_s, batch, max_num_seqs):
     # ReplicaSpec.step_s.
     return step_table_s[min(max(batch, 1), max_num_seqs)]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _blocks_tokens(tokens, block_size_tokens):
     # ReplicaSpec.blocks_tokens: a float division rounded up, as the Python does.
     return math.ceil(tokens / block_size_tokens) * block_size_tokens
@@ -180,7 +180,7 @@ def kv_usage_frac(p, run, run_n, input_tokens, generated, block_size_tokens, kv_
     return 1.0 if 1.0 < frac else frac
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _heap_push(heap, n, value):
     # heapq.heappush on heap[0:n]; returns the new size.
     k = n
@@ -194,7 +194,7 @@ def _heap_push(heap, n, value):
     return n + 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _heap_pop(heap, n):
     # heapq.heappop on heap[0:n] (the minimum is heap[0]); returns the new size.
     n -= 1
@@ -215,7 +215,7 @@ def _heap_pop(heap, n):
     return n
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _freed_insert(freed_at_s, freed_tokens, n, at_s, tokens):
     # Append (at_s, tokens) and re-sort, as list.append then list.sort on (time, tokens) tuples; new size.
     k = n
@@ -228,7 +228,7 @@ def _freed_insert(freed_at_s, freed_tokens, n, at_s, tokens):
     return n + 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _union_s(busy_from_s, busy_to_s, n):
     # Length of the union of [start, end] intervals: time the GPU ran any kernel. Sorts them in place as
     # (start, end) tuples (insertion sort: they come nearly in order).
@@ -259,7 +259,7 @@ def _union_s(busy_from_s, busy_to_s, n):
     return total + (cur_end - cur_start)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _preempt_to_fit(p, run, run_n, wq_head, wq_tail, wq_n, next_req, input_tokens, output_tokens, status,
                     generated, prefill_left_s, preemptions, step_table_s, max_num_seqs, kv_tokens,
                     block_size_tokens, dt_s, batch_values):
@@ -305,7 +305,7 @@ def _preempt_to_fit(p, run, run_n, wq_head, wq_tail, wq_n, next_req, input_token
     return preempted
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _tick_batch(t0_s, end_s, p, run, run_n, wq_head, wq_n, next_req, arrival_s, output_tokens, generated,
                 prefill_left_s, step_table_s, max_num_seqs, batch_values):
     # The batch that sets the tick's step time: the batch averaged over the part of the tick the replica
@@ -345,7 +345,7 @@ def _tick_batch(t0_s, end_s, p, run, run_n, wq_head, wq_n, next_req, arrival_s, 
     return min(max(round(active_s / busy_s), 1), max_num_seqs)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _progress(i, start_s, end_s, step_s, output_tokens, status, first_token_s, done_s, generated,
               prefill_left_s):
     # Advance request i from start_s to end_s; return its finish time if it finishes, else NaN.
@@ -372,7 +372,7 @@ def _progress(i, start_s, end_s, step_s, output_tokens, status, first_token_s, d
     return math.nan
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def advance_replica(t0_s, dt_s, stop_s, p, run, run_n, wq_head, wq_tail, wq_n, next_req,
                     arrival_s, input_tokens, output_tokens, status, admit_s, first_token_s, done_s,
                     generated, prefill_left_s, preemptions,
