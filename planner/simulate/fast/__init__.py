@@ -13,8 +13,11 @@ way; :func:`covers` says which path a configuration takes.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from planner.errors import PlannerInputError
 from planner.readers.manifest import Autoscaler
@@ -26,6 +29,30 @@ from planner.simulate.reference import DRAIN_TAIL_S
 from planner.simulate.traffic import RequestTrace
 
 __all__ = ["Configuration", "covers", "simulate", "simulate_many"]
+
+
+def _use_kernel_cache_keyed_on_sources() -> None:
+    # numba checks a cached kernel against its own file only, so an edited kernel that another cached
+    # kernel calls would run stale machine code. Unless the user chose a cache (NUMBA_CACHE_DIR), the
+    # kernels cache into a folder named for a hash of their sources: any edit starts a fresh one.
+    import numba
+
+    if numba.config.CACHE_DIR:
+        return
+    digest = hashlib.sha256()
+    here = Path(__file__).parent
+    for source in sorted([*here.glob("*.py"), *here.parent.glob("*.py")]):  # kernels and the constants they use
+        digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    folder = root / "planner" / "numba" / digest.hexdigest()[:16]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return  # numba's own default (beside the sources, or its user-wide folder)
+    numba.config.CACHE_DIR = str(folder)
+
+
+_use_kernel_cache_keyed_on_sources()
 
 
 def covers(autoscaler: Autoscaler, fleet_spec: FleetSpec | None = None) -> bool:
