@@ -50,6 +50,10 @@ def public_quantity_names() -> dict[str, str]:
     for module_info in pkgutil.walk_packages(planner.__path__, "planner."):
         if module_info.name.endswith("__main__"):
             continue
+        if module_info.name.startswith("planner.simulate.fast."):
+            # The compiled kernels' modules: arrays that mirror the Python model's state, not an API a
+            # reader calls (the engine's API is planner.simulate.fast itself, which is checked).
+            continue
         module = importlib.import_module(module_info.name)
         for attribute in getattr(module, "__all__", ()):
             obj = getattr(module, attribute)
