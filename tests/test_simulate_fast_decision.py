@@ -19,12 +19,15 @@ from planner.readers.manifest import load_autoscaler
 from planner.simulate.control import Control
 from planner.simulate.fast import decision
 from planner.simulate.fast.decision import (
+    DOWN,
     DOWN_N,
     HISTORY_FULL,
+    K_FAILURES,
     NO_SCRAPE,
     QUANTITY_LIMIT,
     QUANTITY_OUT_OF_RANGE,
     REC_N,
+    UP,
     UP_N,
     NotCompilable,
     compile_control,
@@ -340,17 +343,17 @@ def _kernel_history(control: Control, state):
     n_rec = int(state.count[REC_N])
     recs = None if n_rec == 0 else [TimestampedRecommendation(int(r), float(t)) for r, t in
                                     zip(state.rec_replicas[:n_rec], state.rec_t[:n_rec], strict=True)]
-    up = [TimestampedScaleEvent(int(c), float(t), bool(o)) for c, t, o in zip(
-        state.up_change[:state.count[UP_N]], state.up_t[:state.count[UP_N]],
-        state.up_outdated[:state.count[UP_N]], strict=True)]
-    down = [TimestampedScaleEvent(int(c), float(t), bool(o)) for c, t, o in zip(
-        state.down_change[:state.count[DOWN_N]], state.down_t[:state.count[DOWN_N]],
-        state.down_outdated[:state.count[DOWN_N]], strict=True)]
+    events = []
+    for direction, slot in ((UP, UP_N), (DOWN, DOWN_N)):
+        n = int(state.count[slot])
+        events.append([TimestampedScaleEvent(int(change), float(t), bool(outdated)) for (change, outdated), t in
+                       zip(state.events[direction, :n].tolist(), state.event_t[direction, :n], strict=True)])
     keda = None
     if control.keda is not None:
         last = float(state.last_active_s[0])
-        keda = (None if math.isnan(last) else last, [int(f) for f in state.failures[:len(control.keda.so.triggers)]])
-    return recs, up, down, keda
+        keda = (None if math.isnan(last) else last,
+                [int(f) for f in state.keda[:len(control.keda.so.triggers), K_FAILURES]])
+    return recs, events[0], events[1], keda
 
 
 def _run_side_by_side(control: Control, seed: int, tick_s: float, n_ticks: int) -> dict:
@@ -384,7 +387,7 @@ def _run_side_by_side(control: Control, seed: int, tick_s: float, n_ticks: int) 
         if not (poll or reconcile):
             continue
         if rng.random() < 0.12:  # the count moved by someone else (or the first sync)
-            spec_replicas = int(rng.integers(0, t.max_replicas + 4))
+            spec_replicas = int(rng.integers(0, t.config.max_replicas + 4))
         n_pods = int(np.clip(spec_replicas + rng.integers(-2, 3), 0, 10))
         if rng.random() < 0.05:
             n_pods = 0
@@ -491,11 +494,11 @@ def test_fallback_holds_after_failures_and_cooldown_scales_to_zero(tmp_path):
     assert pair.step(0.0, 0, 0, {(): 12.0}) == 1  # activation from zero; the HPA does not run at 0
     assert pair.step(15.0, 1, 1, {(): 12.0}) == 3  # Value 12 over a 5 target on 1 Ready pod
     assert pair.step(30.0, 3, 3, {}) == 3  # first failure: within failureThreshold, the metric is invalid
-    assert list(pair.s.failures[:1]) == [1]
+    assert list(pair.s.keda[:1, K_FAILURES]) == [1]
     # Second failure: fallback, max(current 3, 4) replicas over 3 Ready pods -> the HPA computes 4.
     assert pair.step(45.0, 3, 3, {}) == 4
     assert pair.step(45.0 + 15.0, 4, 4, {(): 0.0}) == 0  # inactive, 30 s cooldownPeriod since 15 s passed
-    assert list(pair.s.failures[:1]) == [2]  # the HPA did not run at 0 replicas
+    assert list(pair.s.keda[:1, K_FAILURES]) == [2]  # the HPA did not run at 0 replicas
     assert pair.step(75.0, 0, 0, {(): 0.0}) == 0
 
 
