@@ -270,6 +270,10 @@ def _stubbed(control: Control) -> _Results:
 
 
 def _value(rng, scale: float) -> float:
+    return float(_number(rng, scale))  # query results are Python floats
+
+
+def _number(rng, scale: float):
     kind = rng.integers(14)
     if kind == 0:
         return 0.0
@@ -469,8 +473,9 @@ class _Pair:
     def step(self, now_s, spec_replicas, ready, result, *, scraped=True):
         if scraped and not self.store.times_s:
             self.store.times_s.append(0.0)
-        self.results.rows = [result]
-        res_kind, res_n, res_keys, res_vals = _rows([result])
+        rows = result if isinstance(result, list) else [result]  # one result per query, or a list of them
+        self.results.rows = rows
+        res_kind, res_n, res_keys, res_vals = _rows(rows)
         size = max(CAPACITY, spec_replicas)
         ids = np.arange(size)
         flags = ids < ready
@@ -627,3 +632,13 @@ def test_the_kernel_runs_inside_another_kernel(tmp_path):
     ids = np.arange(CAPACITY)
     assert _decide_many(t, s, 200, ids, np.ones(CAPACITY, np.bool_), np.zeros(CAPACITY), res_kind, res_n,
                         res_keys, res_vals) >= 0
+
+
+def test_scaled_objects_and_hpas_share_one_compiled_decide(tmp_path):
+    keda = _Pair(Control(_load(tmp_path, SO_FALLBACK)))
+    keda.step(0.0, 2, 2, {(): 1.0})
+    signatures = set(decision.decide.signatures)
+    behavior = "  behavior:\n    scaleUp:\n      policies: [{type: Percent, value: 50, periodSeconds: 30}]\n"
+    hpa = _Pair(Control(_load(tmp_path, _hpa(PODS_AVERAGE + OBJECT_VALUE, behavior=behavior))))
+    assert hpa.step(0.0, 2, 2, [{(0,): 1.0, (1,): 9.0}, 5.0]) == 3  # +50 % of 2, rounded up
+    assert set(decision.decide.signatures) == signatures
