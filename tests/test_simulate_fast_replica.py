@@ -13,6 +13,7 @@ import dis
 import math
 import sys
 from collections import Counter, deque
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -165,16 +166,16 @@ def assert_same_state(req, running, waiting, kernel: Kernel) -> None:
 
 
 @st.composite
-def replica_cases(draw):
+def replica_cases(draw, sizes=(1, 2, 3, 4, 6, 8, 16), queue_max=10):
     """A replica mid-run: a batch (up to full), a queue, arrivals to come, and a KV cache sized around them."""
-    max_num_seqs = draw(st.sampled_from([1, 2, 3, 4, 6, 8, 16]))
+    max_num_seqs = draw(st.sampled_from(sizes))
     block = draw(st.sampled_from([1, 3, 16]))
     dt_s = draw(st.sampled_from([1.0, 0.5]))
     t_start_s = draw(st.sampled_from([0.0, 7.0, 86_000.5]))
     n_ticks = draw(st.integers(1, 5))
     n_run = draw(st.one_of(st.just(max_num_seqs), st.integers(0, max_num_seqs)))
-    n_wait = draw(st.integers(0, 10))
-    n_future = draw(st.integers(0, 10))
+    n_wait = draw(st.integers(0, queue_max))
+    n_future = draw(st.integers(0, queue_max))
     n = n_run + n_wait + n_future
     outputs = draw(st.lists(st.one_of(st.just(1), st.integers(1, 4), st.integers(1, 300)), min_size=n, max_size=n))
     inputs = draw(st.lists(st.one_of(st.integers(1, 40), st.integers(1, 600)), min_size=n, max_size=n))
@@ -260,6 +261,20 @@ def test_the_kernel_equals_the_python_model_on_generated_replicas():
                    "active_s += present_s",
                    "return total + (cur_end - cur_start)"):
         assert hits.count(branch) >= 20, branch
+
+
+def test_the_kernel_equals_the_python_model_on_large_batches():
+    # Batches of the engine's sizes, and above 128 sequences, where numpy's pairwise sum splits in halves.
+    preempted = Counter()
+
+    @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(replica_cases(sizes=(64, 200, 256), queue_max=60))
+    def check(case):
+        preempted[len(case[2]) > 128] += 1
+        run_case(case)
+
+    check()
+    assert preempted[True] >= 20
 
 
 def _queue_only(inputs, outputs, arrival_s=0.0):
@@ -348,3 +363,136 @@ def test_the_comparison_can_fail_on_one_bit():
     kernel.req["done_s"][0] = math.nextafter(kernel.req["done_s"][0], 1.0)
     with pytest.raises(AssertionError, match="done_s"):
         assert_same_state(req, running, waiting, kernel)
+
+
+def _tick_batch_of(req, spec, running, waiting, t0_s, dt_s):
+    """The Python model's averaged batch for the next tick, on copies."""
+    return model._tick_batch(t0_s, t0_s + dt_s, list(running), deque(waiting), req, spec)
+
+
+@pytest.mark.parametrize(("arrivals_s", "batch"), [((0.0, 0.0, 0.5), 2), ((0.0, 0.0, 0.0, 0.5), 4)])
+def test_the_averaged_batch_rounds_half_to_even(arrivals_s, batch):
+    # Queued requests present 1 + 1 + 0.5 (or 1 + 1 + 1 + 0.5) s of a 1 s tick: an average of 2.5 (3.5)
+    # sequences, which Python's round takes to 2 (4); each batch size has its own step time.
+    spec = ReplicaSpec(fixed_ms=10.0, per_sequence_ms=1.0, max_num_seqs=8)
+    n = len(arrivals_s)
+    req = RequestState(np.array(arrivals_s), np.full(n, 10), np.full(n, 500))
+    req.status[:] = WAITING
+    running, waiting = [], deque(range(n))
+    assert _tick_batch_of(req, spec, running, waiting, 0.0, 1.0) == batch
+    kernel = Kernel(req, spec, running, waiting)
+    for k in range(3):
+        tick_both(req, spec, running, waiting, kernel, float(k), 1.0, math.inf)
+
+
+def _left_s_at_a_half_only_pairwise():
+    """Nine running sequences' busy times whose pairwise sum is exactly 4.5 and whose left-to-right sum is above.
+
+    Returns the prefill left per sequence, for sequences one token from done at the step time ``step_s``.
+    """
+    step_s = ReplicaSpec(fixed_ms=10.0, per_sequence_ms=1.0, max_num_seqs=16).step_s(9)
+    rng = np.random.default_rng(5)
+    for _ in range(10_000):
+        prefill_s = np.concatenate([[5.0], rng.uniform(0.05, 0.6, 8)])
+        left_s = np.minimum(prefill_s + 1.0 * step_s, 1.0)
+        head = left_s[:8]
+        tree = ((head[0] + head[1]) + (head[2] + head[3])) + ((head[4] + head[5]) + (head[6] + head[7]))
+        prefill_s[8] = (4.5 - tree) - step_s
+        left_s[8] = prefill_s[8] + 1.0 * step_s
+        if 0.0 < left_s[8] < 1.0 and left_s.sum() == 4.5 and math.fsum([0.0]) == 0.0:
+            in_order = 0.0
+            for value in left_s:
+                in_order += value
+            if in_order > 4.5:
+                return prefill_s
+    raise AssertionError("no such busy times found")
+
+
+def test_the_averaged_batch_sums_the_running_sequences_pairwise():
+    # A sum of the nine busy times left to right would round to 5 sequences, numpy's pairwise one to 4.
+    spec = ReplicaSpec(fixed_ms=10.0, per_sequence_ms=1.0, max_num_seqs=16)
+    prefill_s = _left_s_at_a_half_only_pairwise()
+    n = len(prefill_s)
+    req = RequestState(np.full(n, -1.0), np.full(n, 10), np.full(n, 6))
+    req.output_tokens[0] = 500
+    req.status[:] = RUNNING
+    req.generated[:] = req.output_tokens - 1.0
+    req.generated[0] = 0.0
+    req.admit_s[:] = -1.0
+    req.first_token_s[1:] = -0.5
+    req.prefill_left_s[:] = prefill_s
+    running, waiting = list(range(n)), deque()
+    assert _tick_batch_of(req, spec, running, waiting, 0.0, 1.0) == 4
+    kernel = Kernel(req, spec, running, waiting)
+    tick_both(req, spec, running, waiting, kernel, 0.0, 1.0, math.inf)
+    assert running == [0]
+
+
+def test_a_first_token_and_a_finish_exactly_at_the_tick_end_fall_in_the_tick():
+    # 0.25 s steps. In the batch: 0 ends its prefill at 0.75 s, its first token at 1.0 s; 1 finishes its
+    # 4 tokens at 1.0 s. From the queue: 2 arrives at 0.75 s (first token at 1.0 s), 3 at 0 (done at 1.0 s).
+    spec = ReplicaSpec(fixed_ms=250.0, per_sequence_ms=0.0, max_num_seqs=4)
+    req = RequestState(np.array([-1.0, -1.0, 0.75, 0.0]), np.full(4, 10), np.array([8, 4, 8, 4]))
+    req.status[:] = [RUNNING, RUNNING, WAITING, WAITING]
+    req.admit_s[:2] = -1.0
+    req.prefill_left_s[0] = 0.75
+    running, waiting = [0, 1], deque([3, 2])
+    kernel = Kernel(req, spec, running, waiting)
+    tick = tick_both(req, spec, running, waiting, kernel, 0.0, 1.0, math.inf)
+    assert req.first_token_s[0] == req.first_token_s[2] == 1.0
+    assert req.done_s[1] == req.done_s[3] == 1.0 and tick.completed == (1, 3)
+    tick_both(req, spec, running, waiting, kernel, 1.0, 1.0, math.inf)
+    assert req.first_token_s[0] == req.first_token_s[2] == 1.0
+
+
+def test_a_head_of_line_wait_for_a_release_at_the_tick_end_lasts_into_the_next_tick():
+    # 0 holds 90 of 100 KV tokens and finishes at 1.0 s, the tick end; 1 needs 16: it waits for the next tick.
+    spec = ReplicaSpec(fixed_ms=250.0, per_sequence_ms=0.0, max_num_seqs=4, kv_tokens=100, block_size_tokens=1)
+    req = _queue_only([90, 15], [4, 20])
+    req.status[0] = RUNNING
+    running, waiting = [0], deque([1])
+    kernel = Kernel(req, spec, running, waiting)
+    tick_both(req, spec, running, waiting, kernel, 0.0, 1.0, math.inf)
+    assert req.done_s[0] == 1.0 and list(waiting) == [1] and math.isnan(req.admit_s[1])
+    tick_both(req, spec, running, waiting, kernel, 1.0, 1.0, math.inf)
+    assert req.admit_s[1] == 1.0 and running == [1]
+
+
+def test_layouts_not_sized_for_max_num_seqs_are_refused():
+    spec = ReplicaSpec(fixed_ms=1.0, max_num_seqs=4)
+    req = _queue_only([10] * 6, [3] * 6)
+    req.status[:5] = RUNNING
+
+    def refused(kernel):
+        before = {name: a.copy() for name, a in kernel.req.items()}
+        queue, batch = kernel.queue(), kernel.batch()
+        assert kernel.advance(0.0, 1.0, math.inf) == (0.0, BAD_LAYOUT, 0.0, 0, 0)
+        assert all(np.array_equal(before[name], kernel.req[name], equal_nan=True) for name in ARRAYS)
+        assert kernel.queue() == queue and kernel.batch() == batch
+        for before_pods, after_pods in zip(kernel.others, kernel._others(), strict=True):
+            assert np.array_equal(before_pods, after_pods)
+
+    # A batch longer than max_num_seqs (in a row wide enough to hold it).
+    kernel = Kernel(req, ReplicaSpec(fixed_ms=1.0, max_num_seqs=5), list(range(5)), deque([5]))
+    kernel.compiled = CompiledReplica.from_spec(spec)
+    refused(kernel)
+    # A step table one entry short, and scratch made for fewer slots.
+    for compiled, scratch in ((replace(CompiledReplica.from_spec(spec), step_table_s=CompiledReplica.from_spec(spec).step_table_s[:-1]),
+                               None),
+                              (None, new_scratch(3, 6))):
+        kernel = Kernel(req, spec, [0, 1], deque([2, 3, 4, 5]))
+        kernel.compiled = compiled or kernel.compiled
+        kernel.scratch = scratch or kernel.scratch
+        refused(kernel)
+
+
+def test_a_refused_call_succeeds_with_grown_buffers():
+    spec = ReplicaSpec(fixed_ms=10.0, max_num_seqs=2, kv_tokens=64, block_size_tokens=16)
+    req = _queue_only([10, 20, 30, 40, 50], [1, 2, 3, 60, 1])
+    running, waiting = [], deque(range(5))
+    kernel = Kernel(req, spec, running, waiting, capacity=4)
+    assert kernel.advance(0.0, 1.0, math.inf)[1] == NEEDS_CAPACITY
+    kernel.scratch = new_scratch(spec.max_num_seqs, 5)
+    kernel.completed_out = np.empty(5, dtype=np.int64)
+    for k in range(3):
+        tick_both(req, spec, running, waiting, kernel, float(k), 1.0, math.inf)
