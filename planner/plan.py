@@ -8,17 +8,19 @@ call, so the chapter "Your plan" and ``planner kv`` / ``knee`` / ``lint`` /
    (as ``planner manifests --loadtest`` does);
 2. the load test's step-time fit and the replica's KV tokens become the
    simulator's replica (:func:`plan_fleet`);
-3. a small grid around the generated ScaledObject is swept with the ``fast``
-   engine for the cheapest configuration that meets an attainment goal
-   (:func:`sweep_plan`);
+3. the trace is stretched to one day under a diurnal envelope
+   (:func:`day_trace`), and a small grid around the generated ScaledObject
+   is swept over that day with the ``fast`` engine for the cheapest
+   configuration that meets an attainment goal without flapping more than a
+   limit (:func:`sweep_plan`);
 4. the chosen configuration and the team's current autoscaler are each
-   replayed through one day stretched from the trace, and the day is
-   repeated to make a week (:func:`simulate_week`).
+   replayed through the same day, and the day is repeated to make a week
+   (:func:`simulate_week`).
 
 Approximation: the week is seven copies of one simulated day (every day has
-the same diurnal shape), and the day runs at a coarser tick than the sweep
-(``tick_s``, 15 s by default, the scrape and sync cadence) to keep the
-chapter under a minute. Nothing here reads files or the clock.
+the same diurnal shape and the same requests). Everything runs at the
+fleet's tick (1 s by default), so the week's day of the chosen configuration
+is the sweep's run of it. Nothing here reads files or the clock.
 """
 
 from __future__ import annotations
@@ -44,14 +46,15 @@ from planner.simulate.sweep import (
     SweepResult,
     apply_point,
     cheapest_meeting,
+    closest_to_goal,
     expand_grid,
     pareto_front,
     run_chunk,
 )
 from planner.simulate.traffic import SECONDS_PER_DAY, RequestTrace, stretch_trace
 
-__all__ = ["DAYS_PER_WEEK", "PlanSweep", "WeekOutcome", "chosen_configuration", "current_autoscaler", "day_trace",
-           "default_grid",
+__all__ = ["DAYS_PER_WEEK", "PlanSweep", "WeekOutcome", "change_text", "choice_text", "chosen_configuration", "current_autoscaler",
+           "day_trace", "default_grid",
            "generated_autoscaler", "manifest_thresholds", "plan_fleet", "simulate_week", "sweep_plan"]
 
 DAYS_PER_WEEK = 7
@@ -128,7 +131,7 @@ def plan_fleet(result: LoadTestThresholds, *, kv_tokens: int, max_num_seqs: int,
 
 def default_grid(concurrency_target: float, *, target_fracs: Sequence[float] = (0.5, 1.0),
                  min_replicas: Sequence[int] = (1, 2),
-                 scale_down_windows_s: Sequence[int] = (120, 600)) -> dict:
+                 scale_down_windows_s: Sequence[int] = (120, 600, 1800)) -> dict:
     """A small grid around the generated ScaledObject (GRID.yaml keys of ``planner sweep``).
 
     ``target`` scales the first trigger's threshold (the concurrency target)
@@ -143,7 +146,7 @@ def default_grid(concurrency_target: float, *, target_fracs: Sequence[float] = (
 
 @dataclass(frozen=True)
 class PlanSweep:
-    """A sweep's results, its cost-attainment Pareto front and the cheapest configuration meeting the goal.
+    """A sweep's results, its cost-attainment Pareto front and the configuration it recommends.
 
     Attributes
     ----------
@@ -152,11 +155,16 @@ class PlanSweep:
     front : tuple of SweepResult
         The Pareto front, cheapest first.
     best : SweepResult or None
-        The cheapest configuration whose attainment is at least the goal.
+        The cheapest configuration whose attainment is at least the goal and
+        whose flap cycles are at most the limit
+        (:func:`planner.simulate.sweep.cheapest_meeting`).
     chosen : SweepResult
-        ``best``, or when none meets the goal, the one with the highest attainment.
+        ``best``, or when there is none,
+        :func:`planner.simulate.sweep.closest_to_goal`.
     attainment_goal_frac : float
         The goal. [fraction]
+    max_flap_cycles : int or None
+        The flap limit over the swept trace (``None``: none).
     """
 
     results: tuple[SweepResult, ...]
@@ -164,18 +172,17 @@ class PlanSweep:
     best: SweepResult | None
     chosen: SweepResult
     attainment_goal_frac: float
+    max_flap_cycles: int | None = None
 
 
 def sweep_plan(trace: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec, grid: Mapping,
-               attainment_goal_frac: float) -> PlanSweep:
+               attainment_goal_frac: float, max_flap_cycles: int | None = None) -> PlanSweep:
     """Run every grid point through the ``fast`` engine, as ``planner sweep`` does, in one chunk."""
     points = expand_grid(grid)
     results = tuple(run_chunk(trace, autoscaler, fleet, points))
-    best = cheapest_meeting(results, attainment_goal_frac)
-    chosen = best if best is not None else max(
-        results, key=lambda r: (-math.inf if math.isnan(r.slo_attainment_frac) else r.slo_attainment_frac,
-                                -r.cost_usd, -r.index))
-    return PlanSweep(results, tuple(pareto_front(results)), best, chosen, attainment_goal_frac)
+    best = cheapest_meeting(results, attainment_goal_frac, max_flap_cycles)
+    chosen = best if best is not None else closest_to_goal(results, attainment_goal_frac)
+    return PlanSweep(results, tuple(pareto_front(results)), best, chosen, attainment_goal_frac, max_flap_cycles)
 
 
 def chosen_configuration(autoscaler: Autoscaler, fleet: FleetSpec, sweep: PlanSweep) -> fast.Configuration:
@@ -219,18 +226,50 @@ def day_trace(trace: RequestTrace, seed: int) -> RequestTrace:
     return stretch_trace(trace, seed, duration_s=SECONDS_PER_DAY)
 
 
-def simulate_week(day: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec, *, tick_s: float = 15.0) -> WeekOutcome:
-    """Simulate one day at ``tick_s`` with the ``fast`` engine and count it seven times.
+def simulate_week(day: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec) -> WeekOutcome:
+    """Simulate one day with the ``fast`` engine at the fleet's tick and count it seven times.
 
-    ``tick_s`` must divide the scrape interval and the HPA sync period (15 s
-    by default). The last requests of the day are followed for
+    The last requests of the day are followed for
     :data:`planner.simulate.reference.DRAIN_TAIL_S`; the days are independent
     (each starts from the autoscaler's minimum).
     """
-    outcome = fast.simulate(day, autoscaler, dataclasses.replace(fleet, tick_s=tick_s))
+    outcome = fast.simulate(day, autoscaler, fleet)
     return WeekOutcome(day=outcome, cost_usd=DAYS_PER_WEEK * outcome.cost_usd,
                        gpu_hours=DAYS_PER_WEEK * outcome.gpu_hours,
                        slo_attainment_frac=outcome.slo_attainment_frac,
                        flap_cycles=DAYS_PER_WEEK * outcome.flap_cycles,
                        scale_events=DAYS_PER_WEEK * outcome.scale_events,
                        requests=DAYS_PER_WEEK * outcome.requests)
+
+
+def change_text(new: float, old: float, *, unit: str = "", digits: int = 0) -> str:
+    """How ``new`` compares with ``old`` in words: "12 % more", "3 % less", "the same", "5 more".
+
+    Relative when ``old`` is not zero, else the absolute difference (with ``unit``).
+    """
+    if new == old:
+        return "the same"
+    if old != 0 and math.isfinite(old):
+        pct = 100.0 * (new - old) / abs(old)
+        if round(abs(pct), digits) == 0:
+            return "about the same"
+        return f"{abs(pct):.{digits}f} % {'more' if pct > 0 else 'less'}"
+    diff = new - old
+    return f"{abs(diff):,.{digits}f}{unit} {'more' if diff > 0 else 'less'}"
+
+
+def choice_text(sweep: PlanSweep) -> str:
+    """One sentence on why the sweep chose what it chose, for the chapter's text."""
+    chosen = sweep.chosen
+    limit = sweep.max_flap_cycles
+    if sweep.best is not None:
+        if limit is None:
+            return "It meets the goal."
+        return (f"It meets the goal and flaps {chosen.flap_cycles} time(s) over the day, within the limit of "
+                f"{limit}.")
+    if not math.isnan(chosen.slo_attainment_frac) and chosen.slo_attainment_frac >= sweep.attainment_goal_frac:
+        return (f"Every configuration that meets the goal flaps more than {limit} times over the day; this is the "
+                f"one that flaps least ({chosen.flap_cycles}). Widen the grid (longer scale-down windows, a higher "
+                "floor) before applying it.")
+    return ("No configuration in the grid meets the goal; this one comes closest. Widen the grid (lower targets, "
+            "a higher floor or maximum) before applying it.")

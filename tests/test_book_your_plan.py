@@ -89,8 +89,12 @@ def test_second_team_gets_its_own_numbers(second_team, capsys):
     (tmp_path / "fleet.yaml").write_text(yaml.safe_dump(plan["fleet"]), encoding="utf-8")
     sweep = _cli_json(capsys, ["sweep", "--trace", str(trace), "--manifest", str(tmp_path / "scaledobject.yaml"),
                                "--grid", str(tmp_path / "grid.yaml"), "--fleet", str(tmp_path / "fleet.yaml"),
-                               "--attainment-goal", "0.95", "--json"])
+                               "--attainment-goal", "0.95", "--stretch-day", "--seed", str(plan["seed"]),
+                               "--max-flap-cycles", str(plan["max_flap_cycles"]), "--json"])
+    # The sweep ran over the day stretched from the twenty minutes (72 of them, thinned to a daily rhythm).
+    assert sweep["configurations"] == 2 * 2 * 3 and plan["day_requests"] > 24 * len(read_trace(trace))
     assert plan["best"] == sweep["cheapest_meeting_goal"]
+    assert plan["best"] is None or plan["best"]["flap_cycles"] <= plan["max_flap_cycles"]
     assert plan["front"] == [r["index"] for r in sweep["pareto_front"]]
 
     # The week is seven simulated days; the current manifest ran on the same day and fleet.

@@ -14,6 +14,7 @@ from planner.cli.sweep import read_grid, run_sweep
 from planner.readers.manifest import load_autoscaler
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.sweep import summarize
+from tests.conftest import DATA_DIR
 from tests.simulate_helpers import poisson_trace, scaled_object
 
 IN_FLIGHT = "sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting)"
@@ -83,6 +84,35 @@ def test_bad_grid_exits_2_with_one_line(capsys, files, grid_text, message):
     assert status == 2 and out == ""
     assert message in err and len(err.strip().splitlines()) == 1
     assert sorted(p.name for p in folder.iterdir()) == before
+
+
+def test_a_flap_limit_changes_the_cheapest_and_is_reported(capsys, files):
+    # A quarter hour of growing Poisson traffic; with no scale-down window the cheapest setting flaps.
+    _, _, manifest, fleet, grid = files
+    scenario = DATA_DIR / "scenarios" / "plan_half_hour.yaml"
+    grid.write_text("target: [16, 32]\nmin_replicas: [1, 2]\nscale_down_window_s: [0, 300]\n")
+    base = ["sweep", "--trace", str(scenario), "--manifest", str(manifest), "--fleet", str(fleet), "--grid",
+            str(grid), "--duration-s", "900", "--attainment-goal", "0.5", "--json"]
+    free = json.loads(_run(capsys, base)[1])
+    limit = free["cheapest_meeting_goal"]["flap_cycles"] - 1
+    assert limit >= 0, "the cheapest configuration must flap on this trace"
+    limited = json.loads(_run(capsys, [*base, "--max-flap-cycles", str(limit)])[1])
+    assert limited["max_flap_cycles"] == limit and free["max_flap_cycles"] is None
+    best = limited["cheapest_meeting_goal"]
+    assert best is None or (best["flap_cycles"] <= limit and best["cost_usd"] >= free["cheapest_meeting_goal"]["cost_usd"])
+    status, _, err = _run(capsys, [*base, "--max-flap-cycles", "-1"])
+    assert status == 2 and err.count("\n") == 1 and "--max-flap-cycles" in err
+
+
+def test_stretch_day_sweeps_a_day_of_the_trace(capsys, files):
+    _, trace, manifest, fleet, _ = files
+    grid = trace.parent / "one.yaml"
+    grid.write_text("min_replicas: [1]\n")
+    args = ["sweep", "--trace", str(trace), "--manifest", str(manifest), "--fleet", str(fleet), "--grid", str(grid),
+            "--stretch-day", "--json"]
+    day = json.loads(_run(capsys, args)[1])["results"][0]
+    assert day["gpu_hours"] >= 24.0  # one pod at least, all day
+    assert json.loads(_run(capsys, [*args, "--seed", "1"])[1])["results"][0] != day
 
 
 def test_bad_goal_and_trace_exit_2(capsys, files):

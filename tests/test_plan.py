@@ -11,6 +11,9 @@ from planner.knee import thresholds_from_loadtest
 from planner.manifests import ScalingPlan, generate_manifests
 from planner.plan import (
     DAYS_PER_WEEK,
+    PlanSweep,
+    change_text,
+    choice_text,
     chosen_configuration,
     current_autoscaler,
     default_grid,
@@ -24,7 +27,13 @@ from planner.readers.loadtest import read_loadtest
 from planner.readers.trace import read_trace
 from planner.readers.workload import read_manifest_set
 from planner.simulate import fast
-from planner.simulate.sweep import cheapest_meeting, expand_grid, run_chunk
+from planner.simulate.sweep import (
+    SweepResult,
+    cheapest_meeting,
+    closest_to_goal,
+    expand_grid,
+    run_chunk,
+)
 from tests.conftest import DATA_DIR
 
 LOADTEST = DATA_DIR / "loadtests" / "llama-3.1-8b_vllm_bench"
@@ -83,7 +92,8 @@ def test_generated_scaled_object_is_read_back(planned, thresholds):
 
 
 def test_default_grid():
-    assert default_grid(40.0) == {"target": [20.0, 40.0], "min_replicas": [1, 2], "scale_down_window_s": [120, 600]}
+    assert default_grid(40.0) == {"target": [20.0, 40.0], "min_replicas": [1, 2],
+                                  "scale_down_window_s": [120, 600, 1800]}
     with pytest.raises(PlannerInputError, match="concurrency_target"):
         default_grid(float("nan"))
 
@@ -99,8 +109,44 @@ def test_sweep_picks_the_cheapest_meeting_the_goal(trace, planned, fleet):
     assert config.autoscaler.scaled_object.min_replica_count == dict(sweep.chosen.values)["min_replicas"]
 
 
+def test_a_flap_limit_passes_over_a_cheaper_flapping_setting(planned, fleet):
+    # A quarter hour of growing traffic: with no scale-down window and one replica as the floor, the
+    # cheapest setting meeting a loose goal scales down and up again several times.
+    trace = read_trace(DATA_DIR / "scenarios" / "plan_half_hour.yaml", seed=1).until(900.0)
+    grid = {"min_replicas": [1, 2], "target": [20.0, 40.0], "scale_down_window_s": [0, 300]}
+    free = sweep_plan(trace, planned, fleet, grid, 0.5)
+    assert free.best is not None and free.best.flap_cycles > 0, "the trace must make the cheapest setting flap"
+    limited = sweep_plan(trace, planned, fleet, grid, 0.5, max_flap_cycles=free.best.flap_cycles - 1)
+    assert limited.best is not None and limited.best.flap_cycles < free.best.flap_cycles
+    assert limited.best.cost_usd >= free.best.cost_usd and limited.best == limited.chosen
+    assert limited.best == cheapest_meeting(limited.results, 0.5, free.best.flap_cycles - 1)
+    assert "within the limit" in choice_text(limited)
+
+
+def _result(index, attainment, cost, flaps):
+    return SweepResult(index, (("target", float(index)),), attainment, cost, cost, 0, flaps, 1, 0, 0)
+
+
+def test_without_a_setting_within_the_limit_the_calmest_meeting_the_goal_is_offered():
+    results = (_result(0, 0.99, 1.0, 9), _result(1, 0.995, 3.0, 4), _result(2, 0.999, 2.0, 4), _result(3, 0.5, 0.1, 0))
+    sweep = closest_to_goal(results, 0.99)
+    assert sweep.index == 2  # fewest flaps among those meeting the goal, then the cheaper
+    plan = PlanSweep(results, (), None, sweep, 0.99, 3)
+    assert "flaps more than 3 times" in choice_text(plan) and "(4)" in choice_text(plan)
+    nothing = PlanSweep(results, (), None, results[0], 0.9999, None)
+    assert choice_text(nothing).startswith("No configuration in the grid meets the goal")
+
+
+def test_change_text():
+    assert change_text(112.0, 100.0) == "12 % more"
+    assert change_text(97.0, 100.0) == "3 % less"
+    assert change_text(100.2, 100.0) == "about the same"
+    assert change_text(5.0, 5.0) == "the same"
+    assert change_text(5.0, 0.0) == "5 more"
+
+
 def test_week_is_seven_simulated_days(trace, planned, fleet):
-    week = simulate_week(trace, planned, fleet, tick_s=5.0)
+    week = simulate_week(trace, planned, dataclasses.replace(fleet, tick_s=5.0))
     day = fast.simulate(trace, planned, dataclasses.replace(fleet, tick_s=5.0))
     assert week.day.summary() == day.summary()
     assert week.cost_usd == DAYS_PER_WEEK * day.cost_usd and week.flap_cycles == DAYS_PER_WEEK * day.flap_cycles

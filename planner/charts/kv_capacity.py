@@ -1,4 +1,4 @@
-"""Charts for the chapter "How many requests fit": KV capacity by architecture and memory."""
+"""Charts for the chapter "How many requests fit in the KV cache": KV capacity by architecture and memory."""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 Usage::
 
     planner simulate --trace TRACE.csv --manifest FILE.yaml [--fleet FLEET.yaml]
-                     [--engine fast|reference] [--duration-s N] [--timeseries OUT.csv] [--json]
+                     [--engine fast|reference] [--duration-s N] [--stretch-day] [--seed N]
+                     [--timeseries OUT.csv] [--json]
 
 ``TRACE.csv`` is the canonical trace: a header ``arrival_s,input_tokens,output_tokens``
 and one request per row, sorted by arrival.
@@ -22,6 +23,7 @@ from planner.readers.manifest import load_autoscaler
 from planner.readers.trace import read_trace
 from planner.simulate import fast, reference
 from planner.simulate.fleet import FleetSpec
+from planner.simulate.traffic import SECONDS_PER_DAY, stretch_trace
 
 HELP = "replay a request trace through a simulated vLLM fleet driven by the manifest's autoscaler"
 ENGINES = ("fast", "reference")
@@ -37,13 +39,20 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fleet", metavar="FLEET.yaml", help="replica and fleet parameters (defaults otherwise)")
     parser.add_argument("--duration-s", type=float, metavar="N",
                         help="simulated time; default: the last arrival plus 120 s [s]")
+    parser.add_argument("--stretch-day", action="store_true",
+                        help="replay one day stretched from the trace under a diurnal envelope "
+                             "(seeded by --seed; as the chapter 'Your plan' does)")
+    parser.add_argument("--seed", type=int, default=0, metavar="N",
+                        help="seed for a scenario's or rate trace's arrivals and for --stretch-day (default 0)")
 
 
 def read_replay_inputs(args: argparse.Namespace):
     """Check ``--duration-s`` and read the trace, the autoscaler and the fleet the flags name."""
     if args.duration_s is not None and not (math.isfinite(args.duration_s) and args.duration_s > 0):
         raise PlannerInputError(f"--duration-s: expected a number > 0, got {args.duration_s}")
-    trace = read_trace(args.trace)
+    trace = read_trace(args.trace, seed=args.seed)
+    if args.stretch_day:
+        trace = stretch_trace(trace, args.seed, duration_s=SECONDS_PER_DAY)
     autoscaler = load_autoscaler(args.manifest, args.name)
     fleet = read_fleet(args.fleet) if args.fleet else FleetSpec()
     return trace, autoscaler, fleet

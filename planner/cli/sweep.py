@@ -3,7 +3,8 @@
 Usage::
 
     planner sweep --trace TRACE.csv --manifest FILE.yaml --grid GRID.yaml [--fleet FLEET.yaml]
-                  [--attainment-goal F] [--scheduler ADDRESS] [--json]
+                  [--attainment-goal F] [--max-flap-cycles N] [--stretch-day] [--seed N]
+                  [--scheduler ADDRESS] [--json]
 
 GRID.yaml maps grid keys to lists of values (the keys are documented in
 :mod:`planner.simulate.sweep`)::
@@ -72,6 +73,9 @@ def register(subparsers) -> None:
     parser.add_argument("--grid", required=True, metavar="GRID.yaml", help="grid keys -> lists of values")
     parser.add_argument("--attainment-goal", type=float, default=DEFAULT_ATTAINMENT_GOAL, metavar="F",
                         help=f"SLO attainment to meet, a fraction (default {DEFAULT_ATTAINMENT_GOAL})")
+    parser.add_argument("--max-flap-cycles", type=int, metavar="N",
+                        help="the cheapest configuration may flap at most N times over the trace "
+                             "(a scale-up after a scale-down); default: no limit")
     parser.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler, e.g. tcp://10.0.0.5:8786")
     parser.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE, metavar="N",
                         help=f"configurations per chunk of work (default {DEFAULT_CHUNK_SIZE})")
@@ -93,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
     goal = args.attainment_goal
     if not (math.isfinite(goal) and 0.0 <= goal <= 1.0):
         raise PlannerInputError(f"--attainment-goal: expected a fraction between 0 and 1, got {goal}")
+    if args.max_flap_cycles is not None and args.max_flap_cycles < 0:
+        raise PlannerInputError(f"--max-flap-cycles: expected an integer >= 0, got {args.max_flap_cycles}")
     points = read_grid(args.grid)
     trace, autoscaler, fleet = read_replay_inputs(args)
     client = None
@@ -112,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if client is not None:
             client.close()
-    summary = summarize(results, goal)
+    summary = summarize(results, goal, args.max_flap_cycles)
     if args.json:
         print_json({"trace": str(args.trace), "manifest": autoscaler.source, **summary})
         return 0
@@ -121,7 +127,8 @@ def run(args: argparse.Namespace) -> int:
                  for r in summary["pareto_front"]],
                 title=f"Pareto front of {len(results)} configurations ({autoscaler.kind} {autoscaler.name})")
     if best is None:
-        print(f"No configuration reaches {goal:.4f} attainment.")
+        limit = "" if args.max_flap_cycles is None else f" within {args.max_flap_cycles} flap cycles"
+        print(f"No configuration reaches {goal:.4f} attainment{limit}.")
     else:
         print(f"Cheapest meeting {goal:.4f}: #{best['index']} {_label(best)}: "
               f"{best['slo_attainment_frac']:.4f} attained, ${best['cost_usd']:.2f}")

@@ -56,6 +56,7 @@ __all__ = [
     "apply_point",
     "cheapest_meeting",
     "chunk_points",
+    "closest_to_goal",
     "expand_grid",
     "pareto_front",
     "run_chunk",
@@ -309,25 +310,52 @@ def pareto_front(results: Sequence[SweepResult]) -> list[SweepResult]:
     return front
 
 
-def cheapest_meeting(results: Sequence[SweepResult], attainment_goal_frac: float) -> SweepResult | None:
-    """The cheapest configuration with attainment at least the goal (lower index on ties), or ``None``."""
+def cheapest_meeting(results: Sequence[SweepResult], attainment_goal_frac: float,
+                     max_flap_cycles: int | None = None) -> SweepResult | None:
+    """The cheapest configuration with attainment at least the goal (lower index on ties), or ``None``.
+
+    With ``max_flap_cycles``, only configurations that flap at most that many
+    times over the trace count: a setting that meets the goal by adding and
+    removing pods all day is fragile (each cycle is a cold start the next
+    burst may not wait for), so it is not offered as the cheapest.
+    """
     if not 0.0 <= attainment_goal_frac <= 1.0:
         raise PlannerInputError(f"attainment goal: expected a fraction between 0 and 1, got {attainment_goal_frac!r}")
-    meeting = [r for r in results if _attained(r) >= attainment_goal_frac]
+    if max_flap_cycles is not None and not (isinstance(max_flap_cycles, int) and max_flap_cycles >= 0):
+        raise PlannerInputError(f"max flap cycles: expected an integer >= 0, got {max_flap_cycles!r}")
+    meeting = [r for r in results if _attained(r) >= attainment_goal_frac
+               and (max_flap_cycles is None or r.flap_cycles <= max_flap_cycles)]
     return min(meeting, key=lambda r: (r.cost_usd, r.index)) if meeting else None
+
+
+def closest_to_goal(results: Sequence[SweepResult], attainment_goal_frac: float) -> SweepResult:
+    """What to offer when no configuration passes :func:`cheapest_meeting`.
+
+    Among those meeting the goal, the one that flaps least (then the
+    cheapest); when none meets it, the one with the highest attainment (then
+    the cheapest). Lower index on ties.
+    """
+    if not results:
+        raise PlannerInputError("sweep: no configurations to choose from")
+    meeting = [r for r in results if _attained(r) >= attainment_goal_frac]
+    if meeting:
+        return min(meeting, key=lambda r: (r.flap_cycles, r.cost_usd, r.index))
+    return min(results, key=lambda r: (-_attained(r), r.cost_usd, r.index))
 
 
 def _attained(result: SweepResult) -> float:
     return -math.inf if math.isnan(result.slo_attainment_frac) else result.slo_attainment_frac
 
 
-def summarize(results: Sequence[SweepResult], attainment_goal_frac: float) -> dict:
-    """JSON-ready: every result, the Pareto front and the cheapest meeting the goal."""
+def summarize(results: Sequence[SweepResult], attainment_goal_frac: float,
+              max_flap_cycles: int | None = None) -> dict:
+    """JSON-ready: every result, the Pareto front and the cheapest meeting the goal (and the flap limit)."""
     ordered = sorted(results, key=lambda r: r.index)
-    best = cheapest_meeting(ordered, attainment_goal_frac)
+    best = cheapest_meeting(ordered, attainment_goal_frac, max_flap_cycles)
     return {
         "configurations": len(ordered),
         "attainment_goal_frac": attainment_goal_frac,
+        "max_flap_cycles": max_flap_cycles,
         "cheapest_meeting_goal": None if best is None else best.as_dict(),
         "pareto_front": [r.as_dict() for r in pareto_front(ordered)],
         "results": [r.as_dict() for r in ordered],
