@@ -41,7 +41,11 @@ def _use_kernel_cache_keyed_on_sources() -> None:
         return
     digest = hashlib.sha256()
     here = Path(__file__).parent
-    for source in sorted([*here.glob("*.py"), *here.parent.glob("*.py")]):  # kernels and the constants they use
+    package = here.parent.parent
+    # The kernels, and the modules whose constants they freeze in at compile time.
+    constants = [here.parent / "replica.py", here.parent / "metrics.py", package / "behavior.py",
+                 package / "hpa_spec.py"]
+    for source in [*sorted(here.glob("*.py")), *constants]:
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     folder = root / "planner" / "numba" / digest.hexdigest()[:16]
