@@ -94,25 +94,34 @@ def check_chapter(page, base_url: str, chapter: str) -> list[str]:
                            " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
                            " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
                            timeout=120_000)
-    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-    deadline = time.monotonic() + RUN_TIMEOUT_S
+    run_all = "() => window.jupyterapp.commands.execute('notebook:run-all-cells')"
+    page.evaluate(run_all)
+    issued = time.monotonic()
+    deadline = issued + RUN_TIMEOUT_S
     state = None
     while time.monotonic() < deadline:
         time.sleep(1.0)
         state = page.evaluate(_CELLS_JS)
         code = [c for c in state["cells"] if c["type"] == "code"] if state else []
-        if code and not state["busy"] and all(c["count"] is not None for c in code):
-            break
+        if not code or state["busy"]:
+            continue
+        if all(c["count"] is not None for c in code) or any(c["errors"] for c in code):
+            break  # done, or stopped at an error (the cells after it never run)
+        if all(c["count"] is None for c in code) and time.monotonic() - issued > 15.0:
+            page.evaluate(run_all)  # asked before the notebook was ready to run: ask again
+            issued = time.monotonic()
     else:
         return [f"{chapter}: cells still running after {RUN_TIMEOUT_S:.0f} s"]
     for index, cell in enumerate(state["cells"]):
         for error in cell["errors"]:
             problems.append(f"{chapter}: cell {index} raised {error}")
-    sliders = page.locator(".jp-OutputArea .widget-slider")
+    # Only this chapter's panel: JupyterLab keeps earlier chapters' tabs (hidden) in the page.
+    panel = "#" + page.evaluate("() => window.jupyterapp.shell.currentWidget.id")
+    sliders = page.locator(f"{panel} .jp-OutputArea .widget-slider")
     if sliders.count() == 0:
         problems.append(f"{chapter}: no ipywidgets slider in the explorer")
         return problems
-    summary = page.locator(".jp-OutputArea .widget-html-content").last
+    summary = page.locator(f"{panel} .jp-OutputArea .widget-html-content").last
     before = summary.inner_text() if summary.count() else ""
     handle = sliders.first.locator(".noUi-handle").first
     # To one end of its range, then the other: a small move can leave a stepwise result unchanged.
@@ -121,8 +130,9 @@ def check_chapter(page, base_url: str, chapter: str) -> list[str]:
         handle.press(key)
         try:
             page.wait_for_function(
-                "([before]) => { const el = [...document.querySelectorAll('.jp-OutputArea .widget-html-content')]"
-                ".pop(); return el && el.innerText !== before; }", arg=[before], timeout=20_000)
+                "([panel, before]) => { const el = [...document.querySelectorAll(panel + "
+                "' .jp-OutputArea .widget-html-content')].pop(); return el && el.innerText !== before; }",
+                arg=[panel, before], timeout=30_000)
             return problems
         except Exception:
             continue
@@ -143,9 +153,10 @@ def main() -> int:
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="planner-lab-") as work:
         root = Path(work) / "root"
-        (root / "book").mkdir(parents=True)
-        for name in names:
-            shutil.copy2(REPO_ROOT / f"{name}.ipynb", root / f"{name}.ipynb")
+        # The whole book folder (chapters read pages beside them, such as lint_rules.md), without
+        # the vendored scripts; the notebooks are copies, so autosave cannot write into book/.
+        shutil.copytree(REPO_ROOT / "book", root / "book",
+                        ignore=shutil.ignore_patterns("_vendor", "_build", ".ipynb_checkpoints", "__pycache__"))
         os.symlink(REPO_ROOT / "data", root / "data")
         raw_log = Path(work) / "server.log"
         env = dict(os.environ, JUPYTER_TOKEN=token, JUPYTER_CONFIG_DIR=str(Path(work) / "config"),

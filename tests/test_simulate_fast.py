@@ -223,3 +223,23 @@ def test_cli_engines_print_the_same_numbers_and_fast_is_the_default(tmp_path, ca
         payload.pop("engine")
     assert outputs["fast"] == outputs["reference"] == outputs[None]
     assert outputs["fast"]["scale_events"] >= 1
+
+
+def test_the_kernel_cache_key_covers_every_module_the_kernels_import():
+    # numba freezes imported constants into the cached machine code: every planner module a kernel
+    # module imports must be in the key, or an edit to it would leave stale kernels in the cache.
+    import ast
+    from pathlib import Path
+
+    package = Path(fast.__file__).parent
+    root = package.parent.parent.parent
+    keyed = {source.resolve() for source in fast.kernel_sources()}
+    kernels = [path for path in package.glob("*.py") if "@njit" in path.read_text(encoding="utf-8")]
+    assert len(kernels) >= 5
+    for kernel in kernels:
+        for node in ast.walk(ast.parse(kernel.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("planner"):
+                module = root / (node.module.replace(".", "/") + ".py")
+                if not module.exists():
+                    module = module.with_suffix("") / "__init__.py"
+                assert module.resolve() in keyed, f"{kernel.name} imports {node.module}, which the cache key misses"

@@ -12,8 +12,8 @@ from planner.charts.simulation import fleet_timeline_chart
 from planner.errors import PlannerInputError
 from planner.lab import SIGNAL_QUERIES, scaled_object_yaml
 from planner.readers.manifest import load_autoscaler
-from planner.simulate.fleet import FleetSpec
 from planner.simulate.fast import simulate
+from planner.simulate.fleet import FleetSpec
 from planner.simulate.traffic import RequestTrace
 
 __all__ = ["lab_explorer", "simulate_setting"]

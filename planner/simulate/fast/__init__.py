@@ -28,7 +28,16 @@ from planner.simulate.outcome import Outcome
 from planner.simulate.reference import DRAIN_TAIL_S
 from planner.simulate.traffic import RequestTrace
 
-__all__ = ["Configuration", "covers", "simulate", "simulate_many"]
+__all__ = ["Configuration", "covers", "kernel_sources", "simulate", "simulate_many"]
+
+
+def kernel_sources() -> list[Path]:
+    """The files the compiled kernels are built from: this package, and the modules whose constants
+    the kernels freeze in at compile time."""
+    here = Path(__file__).parent
+    package = here.parent.parent
+    return [*sorted(here.glob("*.py")), here.parent / "replica.py", here.parent / "metrics.py",
+            package / "behavior.py", package / "hpa_spec.py"]
 
 
 def _use_kernel_cache_keyed_on_sources() -> None:
@@ -40,12 +49,7 @@ def _use_kernel_cache_keyed_on_sources() -> None:
     if numba.config.CACHE_DIR:
         return
     digest = hashlib.sha256()
-    here = Path(__file__).parent
-    package = here.parent.parent
-    # The kernels, and the modules whose constants they freeze in at compile time.
-    constants = [here.parent / "replica.py", here.parent / "metrics.py", package / "behavior.py",
-                 package / "hpa_spec.py"]
-    for source in [*sorted(here.glob("*.py")), *constants]:
+    for source in kernel_sources():
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     folder = root / "planner" / "numba" / digest.hexdigest()[:16]
