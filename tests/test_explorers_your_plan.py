@@ -6,8 +6,8 @@ from planner.explorers.your_plan import goal_explorer
 from planner.simulate.sweep import SweepResult
 
 
-def _result(index, cost, attained):
-    return SweepResult(index, (("min_replicas", index + 1),), attained, cost, cost, 0, 0, index + 1, 0, 0)
+def _result(index, cost, attained, flaps=0):
+    return SweepResult(index, (("min_replicas", index + 1),), attained, cost, cost, 0, flaps, index + 1, 0, 0)
 
 
 def test_moving_the_goal_changes_the_answer():
@@ -21,3 +21,12 @@ def test_moving_the_goal_changes_the_answer():
     assert "No configuration" in summary.value
     slider.value = 85.0
     assert "min_replicas = 1" in summary.value
+
+
+def test_the_flap_limit_of_the_sweep_applies():
+    results = [_result(0, 1.0, 0.99, flaps=9), _result(1, 2.0, 0.99, flaps=2)]
+    slider, summary = goal_explorer(results, 0.95, max_flap_cycles=3).children
+    assert "min_replicas = 2" in summary.value and "within 3 flap cycles" in summary.value
+    slider.value = 100.0
+    assert "No configuration" in summary.value and "within 3 flap cycles" in summary.value
+    assert "min_replicas = 1" in goal_explorer(results, 0.95).children[1].value

@@ -38,7 +38,7 @@ def pareto_chart(frame: pd.DataFrame, attainment_goal_frac: float) -> alt.LayerC
                        scale=alt.Scale(domain=["chosen", "Pareto front", "dominated"],
                                        range=["#c0392b", "#2c7fb8", "#bbbbbb"]))
     base = alt.Chart(frame).encode(
-        x=alt.X("cost_usd:Q", title="cost of the trace [$]", scale=alt.Scale(zero=False)),
+        x=alt.X("cost_usd:Q", title="cost of the simulated day [$]", scale=alt.Scale(zero=False)),
         y=alt.Y("attainment_pct:Q", title="SLO attainment [%]", scale=alt.Scale(zero=False)),
     )
     points = base.mark_circle(size=90, opacity=0.85).encode(

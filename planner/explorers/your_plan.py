@@ -15,24 +15,27 @@ def _shown(result: SweepResult) -> str:
     return ", ".join(f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v}" for k, v in result.values)
 
 
-def goal_explorer(results: Sequence[SweepResult], attainment_goal_frac: float = 0.99) -> widgets.VBox:
+def goal_explorer(results: Sequence[SweepResult], attainment_goal_frac: float = 0.99,
+                  max_flap_cycles: int | None = None) -> widgets.VBox:
     """A goal slider over a finished sweep; the summary names the cheapest configuration meeting it.
 
     Nothing is re-simulated: the sweep's results are searched again with
-    :func:`planner.simulate.sweep.cheapest_meeting`.
+    :func:`planner.simulate.sweep.cheapest_meeting`, under the same flap
+    limit as the sweep's choice.
     """
     slider = widgets.FloatSlider(value=100.0 * attainment_goal_frac, min=50.0, max=100.0, step=0.1,
                                  description="goal (%)")
     summary = widgets.HTML()
 
     def update(_change=None) -> None:
-        best = cheapest_meeting(results, slider.value / 100.0)
+        best = cheapest_meeting(results, slider.value / 100.0, max_flap_cycles)
+        within = "" if max_flap_cycles is None else f" within {max_flap_cycles} flap cycles"
         if best is None:
-            summary.value = f"<p>No configuration of the grid reaches {slider.value:.1f} % attainment.</p>"
+            summary.value = f"<p>No configuration of the grid reaches {slider.value:.1f} % attainment{within}.</p>"
         else:
-            summary.value = (f"<p>Cheapest meeting {slider.value:.1f} %: <b>{_shown(best)}</b>, "
+            summary.value = (f"<p>Cheapest meeting {slider.value:.1f} %{within}: <b>{_shown(best)}</b>, "
                              f"{100 * best.slo_attainment_frac:.2f} % for ${best.cost_usd:.2f} "
-                             f"(peak {best.peak_replicas} replicas).</p>")
+                             f"(peak {best.peak_replicas} replicas, {best.flap_cycles} flap cycles).</p>")
 
     slider.observe(update, names="value")
     update()
