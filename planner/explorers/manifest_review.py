@@ -1,0 +1,51 @@
+"""Live explorer for "Reviewing the manifests you run": change the numbers the rules compare against, see the findings."""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+from pathlib import Path
+
+import ipywidgets as widgets
+
+from planner.lint import LintSettings, lint
+from planner.readers.workload import ManifestSet
+
+__all__ = ["lint_explorer"]
+
+
+def lint_explorer(manifests: ManifestSet, settings: LintSettings) -> widgets.VBox:
+    """Sliders for the warmup, the longest answer and the drain ITL; the list re-runs the linter.
+
+    Parameters
+    ----------
+    manifests : ManifestSet
+        What :func:`planner.readers.workload.read_manifest_set` read.
+    settings : LintSettings
+        The starting numbers; a ``None`` ``max_tokens`` or ``itl_ms`` starts
+        the slider at a typical value (4,096 tokens, 50 ms).
+    """
+    sliders = {
+        "warmup_s": widgets.FloatSlider(value=settings.warmup_s, min=0.0, max=900.0, step=15.0,
+                                        description="warmup (s)", continuous_update=False),
+        "max_tokens": widgets.IntSlider(value=int(settings.max_tokens or 4096), min=256, max=32_768, step=256,
+                                        description="max_tokens", continuous_update=False),
+        "itl_ms": widgets.FloatSlider(value=settings.itl_ms or 50.0, min=5.0, max=200.0, step=5.0,
+                                      description="ITL (ms)", continuous_update=False),
+    }
+    summary = widgets.HTML()
+
+    def update(_change=None) -> None:
+        chosen = dataclasses.replace(settings, **{name: slider.value for name, slider in sliders.items()})
+        findings = lint(manifests, chosen)
+        rows = "".join(
+            f"<li><b>{html.escape(f.rule)}</b> ({f.severity}) {html.escape(Path(f.file).name)}:{f.line}</li>"
+            for f in findings)
+        errors = sum(f.severity == "error" for f in findings)
+        summary.value = (f"<p>{len(findings)} finding(s), {errors} error(s), at a {chosen.warmup_s:g} s warmup, "
+                         f"{chosen.max_tokens:,} max_tokens and {chosen.itl_ms:g} ms ITL:</p><ul>{rows}</ul>")
+
+    for slider in sliders.values():
+        slider.observe(update, names="value")
+    update()
+    return widgets.VBox([*sliders.values(), summary])
