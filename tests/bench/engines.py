@@ -65,22 +65,6 @@ def autoscaler(target: float, *, max_replicas: int = 16, down_window_s: int | No
     return Autoscaler("ScaledObject", "bench", "bench", hpa_for_scaled_object(so), so)
 
 
-def sweep_configurations(n: int, fleet: FleetSpec) -> list[fast.Configuration]:
-    """``n`` distinct configurations: target x scale-down window x warmup x max replicas."""
-    targets = np.linspace(2.0, 40.0, 25)
-    windows = (0, 60, 300, 600, 900)
-    warmups = (30.0, 60.0, 120.0, 240.0)
-    configs = []
-    for target in targets:
-        for window in windows:
-            for warmup in warmups:
-                for max_replicas in (8, 16):
-                    configs.append(fast.Configuration(
-                        autoscaler(float(target), max_replicas=max_replicas, down_window_s=window),
-                        FleetSpec(warmup_s=warmup, seed=len(configs))))
-    return configs[:n]
-
-
 def median_s(func: Callable[[], object], repeat: int) -> float:
     runs = []
     for _ in range(repeat):
@@ -103,23 +87,34 @@ def traces() -> dict[str, RequestTrace]:
     return found
 
 
-def sweep_child(trace_name: str, n: int) -> None:
-    """Run the 1,000-configuration sweep in this (fresh) process and print its time and peak RSS as JSON."""
+SWEEP_GRID = {"target": [round(float(t), 4) for t in np.linspace(2.0, 40.0, 25)],
+              "scale_down_window_s": [0, 60, 300, 600, 900], "warmup_s": [30.0, 60.0, 120.0, 240.0],
+              "max_replicas": [8, 16]}  # 25 x 5 x 4 x 2 = 1,000 configurations
+
+
+def sweep_child(trace_name: str) -> None:
+    """Run the 1,000-configuration sweep as ``planner sweep`` does, in this (fresh) process; print JSON.
+
+    The sweep is :func:`planner.cli.sweep.run_sweep` on two threads over
+    :data:`SWEEP_GRID`: each configuration keeps its summary only, so the
+    peak memory is that of a real sweep.
+    """
     import resource
-    from concurrent.futures import ThreadPoolExecutor
+
+    from planner.cli.sweep import run_sweep
+    from planner.simulate.sweep import expand_grid
 
     trace = traces()[trace_name]
-    configs = sweep_configurations(n, FleetSpec())
-    fast.simulate_many(trace, configs[:2], duration_s=3600.0, timeseries=False)  # compile or load the cache
-    chunks = [configs[i:i + 8] for i in range(0, len(configs), 8)]
+    points = expand_grid(SWEEP_GRID)
+    base = autoscaler(20.0, down_window_s=300)
+    fast.simulate_many(trace, [fast.Configuration(base, FleetSpec())], duration_s=3600.0,
+                       timeseries=False)  # compile, or load the cache
     start = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        outcomes = [o for chunk in pool.map(
-            lambda c: fast.simulate_many(trace, c, duration_s=DAY_S, timeseries=False), chunks) for o in chunk]
+    results = run_sweep(trace, base, FleetSpec(), points, duration_s=DAY_S, progress=False, workers=2)
     elapsed = time.perf_counter() - start
-    print(json.dumps({"seconds": elapsed, "configurations": len(outcomes),
+    print(json.dumps({"seconds": elapsed, "configurations": len(results),
                       "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
-                      "compiled": sum(fast.covers(c.autoscaler, c.fleet) for c in configs[:8])}))
+                      "compiled": fast.covers(base, FleetSpec())}))
 
 
 def main(repeat: int = 5) -> None:
@@ -140,8 +135,8 @@ def main(repeat: int = 5) -> None:
         print(f"    reference, 1 configuration x 24 h (one run):   {ref_s:8.1f} s")
         print(f"    ratio reference / fast per configuration-day:  {ref_s / lean_s:8.0f}x   (target >= 25x)")
         runs = [json.loads(subprocess.run(
-            [sys.executable, "-c", f"from tests.bench.engines import sweep_child; sweep_child({name!r}, "
-             f"{SWEEP_CONFIGURATIONS})"], check=True, capture_output=True, text=True).stdout)
+            [sys.executable, "-c", f"from tests.bench.engines import sweep_child; sweep_child({name!r})"],
+            check=True, capture_output=True, text=True).stdout)
             for _ in range(SWEEP_RUNS.get(name, 1))]
         seconds = statistics.median(r["seconds"] for r in runs)
         rss = max(r["peak_rss_gib"] for r in runs)
