@@ -14,18 +14,15 @@ way; :func:`covers` says which path a configuration takes.
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from planner.errors import PlannerInputError
 from planner.readers.manifest import Autoscaler
 from planner.simulate.fast import lockstep
 from planner.simulate.fast.lockstep import Configuration
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.outcome import Outcome
-from planner.simulate.reference import DRAIN_TAIL_S
 from planner.simulate.traffic import RequestTrace
 
 __all__ = ["Configuration", "covers", "kernel_sources", "simulate", "simulate_many"]
@@ -84,7 +81,7 @@ def simulate(trace: RequestTrace, autoscaler: Autoscaler, fleet_spec: FleetSpec 
     autoscaler : Autoscaler
     fleet_spec : FleetSpec, optional
     duration_s : float, optional
-        Simulated time; default the last arrival plus :data:`DRAIN_TAIL_S`. [s]
+        Simulated time; default the last arrival plus :data:`planner.simulate.reference.DRAIN_TAIL_S`. [s]
 
     Returns
     -------
@@ -119,22 +116,10 @@ def simulate_many(trace: RequestTrace, configurations: Sequence[Configuration], 
     """
     from planner.simulate.fast.compiled import NotCompilable, prepare, simulate_prepared
 
-    if len(trace) == 0:
-        raise PlannerInputError(f"{trace.source or 'trace'}: the trace has no requests")
-    if not configurations:
+    window = lockstep.replay_window(trace, configurations, duration_s)
+    if window is None:
         return []
-    dt = configurations[0].fleet.tick_s
-    for index, config in enumerate(configurations):
-        if config.fleet.tick_s != dt:
-            raise PlannerInputError(f"configuration {index}: tick_s {config.fleet.tick_s} differs from "
-                                    f"{dt}; configurations simulated together share one tick")
-    if duration_s is None:
-        duration_s = math.ceil(trace.duration_s) + DRAIN_TAIL_S
-    if not (math.isfinite(duration_s) and duration_s > 0):
-        raise PlannerInputError(f"duration_s: expected a finite number > 0, got {duration_s!r}")
-    keep = trace.arrival_s < duration_s
-    arrays = (trace.arrival_s[keep], trace.input_tokens[keep], trace.output_tokens[keep])
-    n_ticks = math.ceil(duration_s / dt - 1e-9)
+    duration_s, n_ticks = window.duration_s, window.n_ticks
     outcomes: list[Outcome | None] = [None] * len(configurations)
     fallback = []
     for index, config in enumerate(configurations):
@@ -144,7 +129,7 @@ def simulate_many(trace: RequestTrace, configurations: Sequence[Configuration], 
             fallback.append(index)
             continue
         try:
-            outcomes[index] = simulate_prepared(prepared, *arrays, duration_s, timeseries=timeseries)
+            outcomes[index] = simulate_prepared(prepared, *window.arrays, duration_s, timeseries=timeseries)
         except NotCompilable:
             fallback.append(index)
             continue

@@ -62,7 +62,7 @@ from planner.simulate.replica import RequestState
 from planner.simulate.traffic import RequestTrace
 from planner.step_time import output_throughput_tps
 
-__all__ = ["Configuration", "simulate", "simulate_many"]
+__all__ = ["Configuration", "ReplayWindow", "replay_window", "simulate", "simulate_many"]
 
 
 
@@ -214,23 +214,11 @@ def simulate_many(trace: RequestTrace, configurations: Sequence[Configuration], 
     list of Outcome
         One per configuration, in order.
     """
-    if len(trace) == 0:
-        raise PlannerInputError(f"{trace.source or 'trace'}: the trace has no requests")
-    if not configurations:
+    window = replay_window(trace, configurations, duration_s)
+    if window is None:
         return []
-    dt = configurations[0].fleet.tick_s
-    for index, config in enumerate(configurations):
-        if config.fleet.tick_s != dt:
-            raise PlannerInputError(f"configuration {index}: tick_s {config.fleet.tick_s} differs from "
-                                    f"{dt}; configurations simulated together share one tick")
-    if duration_s is None:
-        duration_s = math.ceil(trace.duration_s) + DRAIN_TAIL_S
-    if not (math.isfinite(duration_s) and duration_s > 0):
-        raise PlannerInputError(f"duration_s: expected a finite number > 0, got {duration_s!r}")
-    keep = trace.arrival_s < duration_s
-    arrays = (trace.arrival_s[keep], trace.input_tokens[keep], trace.output_tokens[keep])
-    states = [_start(config, arrays) for config in configurations]
-    n_ticks = math.ceil(duration_s / dt - 1e-9)
+    dt, n_ticks = window.tick_s, window.n_ticks
+    states = [_start(config, window.arrays) for config in configurations]
     # Shared by every configuration: the tick at which each controller and scrape is due.
     ticks = np.arange(n_ticks)
     scrape_due = [(ticks + 1) % round(s.spec.scrape_interval_s / dt) == 0 for s in states]
@@ -257,6 +245,54 @@ def simulate_many(trace: RequestTrace, configurations: Sequence[Configuration], 
         outcome = _outcome(state.req, state.fleet, state.spec, state.events, state.rows, state.preemptions, end_s)
         outcomes.append(dataclasses.replace(outcome, engine="fast"))
     return outcomes
+
+
+@dataclass(frozen=True)
+class ReplayWindow:
+    """What the configurations of one run share.
+
+    Attributes
+    ----------
+    arrays : tuple of numpy.ndarray
+        Arrival [s], input and output tokens of the requests that arrive
+        before ``duration_s``.
+    tick_s : float
+        The common tick. [s]
+    duration_s : float
+        Simulated time. [s]
+    n_ticks : int
+        Ticks that cover ``duration_s``.
+    """
+
+    arrays: tuple[np.ndarray, np.ndarray, np.ndarray]
+    tick_s: float
+    duration_s: float
+    n_ticks: int
+
+
+def replay_window(trace: RequestTrace, configurations: Sequence[Configuration],
+                  duration_s: float | None) -> ReplayWindow | None:
+    """Check a run's inputs and cut the trace to its window (``None`` when there are no configurations).
+
+    Raises :class:`PlannerInputError` for an empty trace, configurations
+    with different ticks, or a duration that is not a finite number > 0.
+    """
+    if len(trace) == 0:
+        raise PlannerInputError(f"{trace.source or 'trace'}: the trace has no requests")
+    if not configurations:
+        return None
+    dt = configurations[0].fleet.tick_s
+    for index, config in enumerate(configurations):
+        if config.fleet.tick_s != dt:
+            raise PlannerInputError(f"configuration {index}: tick_s {config.fleet.tick_s} differs from "
+                                    f"{dt}; configurations simulated together share one tick")
+    if duration_s is None:
+        duration_s = math.ceil(trace.duration_s) + DRAIN_TAIL_S
+    if not (math.isfinite(duration_s) and duration_s > 0):
+        raise PlannerInputError(f"duration_s: expected a finite number > 0, got {duration_s!r}")
+    keep = trace.arrival_s < duration_s
+    arrays = (trace.arrival_s[keep], trace.input_tokens[keep], trace.output_tokens[keep])
+    return ReplayWindow(arrays, dt, duration_s, math.ceil(duration_s / dt - 1e-9))
 
 
 def _due_ticks(control: Control, dt: float, n_ticks: int) -> np.ndarray:
