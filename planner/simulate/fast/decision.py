@@ -614,7 +614,9 @@ def get_object_per_pod_metric_replicas(status_replicas, target_average_usage_mil
 
 @njit(cache=True, nogil=True)
 def _external_usage(vals, n):
-    # get_external_metric_replicas' sum of the series' milli-values, capped at MaxInt64: (status, usage).
+    # The sum of the series' milli-values, capped at MaxInt64: (status, usage). Go's
+    # get_external_metric_replicas caps before an addition would pass MaxInt64 and
+    # get_external_per_pod_metric_replicas after it; on int64 both give MaxInt64 at the same value.
     usage = 0
     for j in range(n):
         value = keda_quantity_milli(vals[j])
@@ -622,23 +624,6 @@ def _external_usage(vals, n):
             return QUANTITY_OUT_OF_RANGE, 0
         # Cap at MaxInt64 for positive overflow
         if value > 0 and usage > MAX_INT64 - value:
-            return _VALID, MAX_INT64
-        usage = _checked(usage + value)
-        if usage == _BAD:
-            return INT_OUT_OF_RANGE, 0
-    return _VALID, usage
-
-
-@njit(cache=True, nogil=True)
-def _external_per_pod_usage(vals, n):
-    # get_external_per_pod_metric_replicas' sum (add, then cap past MaxInt64): (status, usage).
-    usage = 0
-    for j in range(n):
-        value = keda_quantity_milli(vals[j])
-        if value == _BAD:
-            return QUANTITY_OUT_OF_RANGE, 0
-        if value > 0 and usage > MAX_INT64 - value:
-            # the only way Go gets here is an int64 overflow
             return _VALID, MAX_INT64
         usage = _checked(usage + value)
         if usage == _BAD:
@@ -843,7 +828,7 @@ def compute_replicas_for_metric(c, metric, keda, i, spec_replicas, status_replic
     # External: an AverageValue target wins when both are set, as in horizontal.go.
     if has_average:
         if not c.is_keda:
-            status, usage = _external_per_pod_usage(res_vals[i], n)
+            status, usage = _external_usage(res_vals[i], n)
             if status != _VALID:
                 return status, 0
         return get_external_per_pod_metric_replicas(status_replicas, metric[i, M_AVERAGE_MILLI], usage, c.tol_down,
