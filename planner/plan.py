@@ -242,20 +242,20 @@ def simulate_week(day: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec) -
                        requests=DAYS_PER_WEEK * outcome.requests)
 
 
-def change_text(new: float, old: float, *, unit: str = "", digits: int = 0) -> str:
+def change_text(new: float, old: float) -> str:
     """How ``new`` compares with ``old`` in words: "12 % more", "3 % less", "the same", "5 more".
 
-    Relative when ``old`` is not zero, else the absolute difference (with ``unit``).
+    In whole percent when ``old`` is not zero, else the difference.
     """
     if new == old:
         return "the same"
     if old != 0 and math.isfinite(old):
         pct = 100.0 * (new - old) / abs(old)
-        if round(abs(pct), digits) == 0:
+        if round(abs(pct)) == 0:
             return "about the same"
-        return f"{abs(pct):.{digits}f} % {'more' if pct > 0 else 'less'}"
+        return f"{abs(pct):.0f} % {'more' if pct > 0 else 'less'}"
     diff = new - old
-    return f"{abs(diff):,.{digits}f}{unit} {'more' if diff > 0 else 'less'}"
+    return f"{abs(diff):,.0f} {'more' if diff > 0 else 'less'}"
 
 
 def choice_text(sweep: PlanSweep) -> str:
