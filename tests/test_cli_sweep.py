@@ -100,6 +100,8 @@ def test_a_flap_limit_changes_the_cheapest_and_is_reported(capsys, files):
     assert limited["max_flap_cycles"] == limit and free["max_flap_cycles"] is None
     best = limited["cheapest_meeting_goal"]
     assert best is None or (best["flap_cycles"] <= limit and best["cost_usd"] >= free["cheapest_meeting_goal"]["cost_usd"])
+    table = _run(capsys, [arg for arg in base if arg != "--json"] + ["--max-flap-cycles", str(limit)])[1]
+    assert f"Cheapest meeting 0.5000 within {limit} flap cycles: #" in table and "flap cycles" in table
     status, _, err = _run(capsys, [*base, "--max-flap-cycles", "-1"])
     assert status == 2 and err.count("\n") == 1 and "--max-flap-cycles" in err
 

@@ -123,15 +123,15 @@ def run(args: argparse.Namespace) -> int:
         print_json({"trace": str(args.trace), "manifest": autoscaler.source, **summary})
         return 0
     best = summary["cheapest_meeting_goal"]
-    print_table([(f"#{r['index']} {_label(r)}", f"{r['slo_attainment_frac']:.4f} attained, ${r['cost_usd']:.2f}")
-                 for r in summary["pareto_front"]],
+    print_table([(f"#{r['index']} {_label(r)}", f"{r['slo_attainment_frac']:.4f} attained, ${r['cost_usd']:.2f}, "
+                  f"{r['flap_cycles']} flap cycles") for r in summary["pareto_front"]],
                 title=f"Pareto front of {len(results)} configurations ({autoscaler.kind} {autoscaler.name})")
+    limit = "" if args.max_flap_cycles is None else f" within {args.max_flap_cycles} flap cycles"
     if best is None:
-        limit = "" if args.max_flap_cycles is None else f" within {args.max_flap_cycles} flap cycles"
         print(f"No configuration reaches {goal:.4f} attainment{limit}.")
     else:
-        print(f"Cheapest meeting {goal:.4f}: #{best['index']} {_label(best)}: "
-              f"{best['slo_attainment_frac']:.4f} attained, ${best['cost_usd']:.2f}")
+        print(f"Cheapest meeting {goal:.4f}{limit}: #{best['index']} {_label(best)}: "
+              f"{best['slo_attainment_frac']:.4f} attained, ${best['cost_usd']:.2f}, {best['flap_cycles']} flap cycles")
     return 0
 
 
