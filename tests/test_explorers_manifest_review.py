@@ -10,11 +10,15 @@ from tests.conftest import DATA_DIR
 MANIFESTS = read_manifest_set([DATA_DIR / "manifests" / "review"])
 
 
-def test_the_list_is_the_linters_for_the_sliders_values():
-    summary = lint_explorer(MANIFESTS, LintSettings(warmup_s=120.0)).children[-1]
-    expected = lint(MANIFESTS, LintSettings(warmup_s=120.0, max_tokens=4096, itl_ms=50.0))
-    assert f"{len(expected)} finding(s)" in summary.value
-    assert all(f.rule in summary.value for f in expected)
+def test_the_list_opens_on_the_linters_findings_for_the_given_settings():
+    # None (from the manifests, or the rule's default) is each slider's 0: the list opens as the chapter's.
+    for settings in (LintSettings(warmup_s=120.0), LintSettings(warmup_s=90.0, max_tokens=4096, itl_ms=50.0)):
+        summary = lint_explorer(MANIFESTS, settings).children[-1]
+        expected = lint(MANIFESTS, settings)
+        assert f"{len(expected)} finding(s)" in summary.value
+        assert all(f"{f.rule}</b> ({f.severity}) {f.file.rsplit('/', 1)[-1]}:{f.line}" in summary.value
+                   for f in expected)
+    assert "max_tokens from the manifests" in lint_explorer(MANIFESTS, LintSettings()).children[-1].value
 
 
 def test_a_longer_answer_changes_the_findings():

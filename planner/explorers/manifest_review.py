@@ -22,28 +22,33 @@ def lint_explorer(manifests: ManifestSet, settings: LintSettings) -> widgets.VBo
     manifests : ManifestSet
         What :func:`planner.readers.workload.read_manifest_set` read.
     settings : LintSettings
-        The starting numbers; a ``None`` ``max_tokens`` or ``itl_ms`` starts
-        the slider at a typical value (4,096 tokens, 50 ms).
+        The starting numbers, so the list opens on the chapter's findings. A
+        ``max_tokens`` or ``itl_ms`` of ``None`` (read from the manifests, or
+        the rule's default) is the slider's 0.
     """
     sliders = {
         "warmup_s": widgets.FloatSlider(value=settings.warmup_s, min=0.0, max=900.0, step=15.0,
                                         description="warmup (s)", continuous_update=False),
-        "max_tokens": widgets.IntSlider(value=int(settings.max_tokens or 4096), min=256, max=32_768, step=256,
+        "max_tokens": widgets.IntSlider(value=int(settings.max_tokens or 0), min=0, max=32_768, step=256,
                                         description="max_tokens", continuous_update=False),
-        "itl_ms": widgets.FloatSlider(value=settings.itl_ms or 50.0, min=5.0, max=200.0, step=5.0,
+        "itl_ms": widgets.FloatSlider(value=settings.itl_ms or 0.0, min=0.0, max=200.0, step=5.0,
                                       description="ITL (ms)", continuous_update=False),
     }
     summary = widgets.HTML()
 
     def update(_change=None) -> None:
-        chosen = dataclasses.replace(settings, **{name: slider.value for name, slider in sliders.items()})
+        v = {name: slider.value for name, slider in sliders.items()}
+        chosen = dataclasses.replace(settings, warmup_s=v["warmup_s"], max_tokens=v["max_tokens"] or None,
+                                     itl_ms=v["itl_ms"] or None)
         findings = lint(manifests, chosen)
         rows = "".join(
             f"<li><b>{html.escape(f.rule)}</b> ({f.severity}) {html.escape(Path(f.file).name)}:{f.line}</li>"
             for f in findings)
         errors = sum(f.severity == "error" for f in findings)
+        tokens = "max_tokens from the manifests" if chosen.max_tokens is None else f"{chosen.max_tokens:,} max_tokens"
+        itl = "the rule's default ITL" if chosen.itl_ms is None else f"{chosen.itl_ms:g} ms ITL"
         summary.value = (f"<p>{len(findings)} finding(s), {errors} error(s), at a {chosen.warmup_s:g} s warmup, "
-                         f"{chosen.max_tokens:,} max_tokens and {chosen.itl_ms:g} ms ITL:</p><ul>{rows}</ul>")
+                         f"{tokens} and {itl} (a slider at 0 leaves the value to the manifests or the rule):</p><ul>{rows}</ul>")
 
     for slider in sliders.values():
         slider.observe(update, names="value")
