@@ -15,7 +15,10 @@ GRID.yaml maps grid keys to lists of values (the keys are documented in
     warmup_s: [60]
 
 The sweep runs in chunks of configurations, each chunk simulated by the
-``fast`` engine. With ``--scheduler tcp://HOST:8786`` (or a
+``fast`` engine, which simulates the fleet of configurations that differ
+only in their autoscaler once for as long as their decisions agree; so, by
+default, a chunk keeps such configurations together, and the points are cut
+into two chunks per worker thread. With ``--scheduler tcp://HOST:8786`` (or a
 ``dask.distributed.Client`` passed to :func:`run_sweep`) the chunks run on a
 Dask cluster; each chunk's result is kept under its chunk number and taken
 once, so a worker lost mid-sweep costs only the recomputation of its chunks.
@@ -54,7 +57,8 @@ from planner.simulate.traffic import RequestTrace
 
 HELP = "search a grid of autoscaler settings for the cost-attainment trade-off"
 DEFAULT_ATTAINMENT_GOAL = 0.99
-DEFAULT_CHUNK_SIZE = 8
+# Without --chunk-size, the points are cut into this many chunks per worker thread (see chunk_points).
+CHUNKS_PER_THREAD = 2
 
 
 def register(subparsers) -> None:
@@ -77,8 +81,9 @@ def register(subparsers) -> None:
                         help="the cheapest configuration may flap at most N times over the trace "
                              "(a scale-up after a scale-down); default: no limit")
     parser.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler, e.g. tcp://10.0.0.5:8786")
-    parser.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE, metavar="N",
-                        help=f"configurations per chunk of work (default {DEFAULT_CHUNK_SIZE})")
+    parser.add_argument("--chunk-size", type=int, metavar="N",
+                        help="configurations per chunk of work (default: configurations that can share a "
+                             f"simulated fleet kept together, {CHUNKS_PER_THREAD} chunks per worker thread)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(func=run)
 
@@ -147,7 +152,7 @@ def _same(value):
 
 
 def run_sweep(trace: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec, points: Sequence[SweepPoint], *,
-              duration_s: float | None = None, client=None, chunk_size: int = DEFAULT_CHUNK_SIZE,
+              duration_s: float | None = None, client=None, chunk_size: int | None = None,
               progress: bool = True, on_chunk: Callable[[int], None] | None = None,
               workers: int | None = None) -> list[SweepResult]:
     """Simulate every grid point, locally or on a Dask cluster, and return the results in grid order.
@@ -162,8 +167,11 @@ def run_sweep(trace: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec, poi
         Simulated time. [s]
     client : distributed.Client, optional
         Run the chunks on this cluster; ``None`` runs them here, on ``workers`` threads.
-    chunk_size : int
-        Configurations simulated together in one task.
+    chunk_size : int, optional
+        Configurations simulated together in one task; default: as many chunks
+        as :data:`CHUNKS_PER_THREAD` per worker thread (the cluster's, or
+        ``workers``), each of points that can share a fleet
+        (:func:`planner.simulate.sweep.chunk_points`).
     progress : bool
         Show a tqdm progress bar on stderr.
     on_chunk : callable, optional
@@ -178,7 +186,10 @@ def run_sweep(trace: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec, poi
     """
     for point in points:
         apply_point(autoscaler, fleet, point)  # every combination checked before any work starts
-    chunks = chunk_points(points, chunk_size)
+    threads = workers or os.cpu_count() or 1
+    if client is not None:
+        threads = sum(client.nthreads().values()) or 1
+    chunks = chunk_points(points, chunk_size, n_chunks=CHUNKS_PER_THREAD * threads)
     results: dict[int, list[SweepResult]] = {}
     with tqdm(total=len(points), unit="config", disable=not progress, file=sys.stderr,
               desc="sweep") as bar:
@@ -212,8 +223,8 @@ def run_sweep(trace: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec, poi
                         on_chunk(number)
                 future.release()
             shared_trace.release()
-    flat = [result for number in sorted(results) for result in results[number]]
+    flat = sorted((result for number in sorted(results) for result in results[number]), key=lambda r: r.index)
     indices = [result.index for result in flat]
-    if indices != [point.index for point in points]:
+    if indices != sorted(point.index for point in points):
         raise RuntimeError(f"sweep lost or repeated configurations: expected {len(points)}, got {len(flat)}")
     return flat

@@ -130,9 +130,13 @@ def request_latencies(req: RequestState) -> tuple[np.ndarray, np.ndarray]:
     return ttft_s, itl_ms
 
 
-def slo_met(req: RequestState, ttft_slo_s: float, itl_slo_ms: float | None = None) -> np.ndarray:
-    """Per request: whether it met the TTFT objective (and ITL, if given)."""
-    ttft_s, itl_ms = request_latencies(req)
+def slo_met(req: RequestState, ttft_slo_s: float, itl_slo_ms: float | None = None,
+            latencies: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """Per request: whether it met the TTFT objective (and ITL, if given).
+
+    ``latencies`` is :func:`request_latencies` of ``req``, when the caller has it already.
+    """
+    ttft_s, itl_ms = latencies if latencies is not None else request_latencies(req)
     ok = np.isfinite(ttft_s) & (ttft_s <= ttft_slo_s + 1e-9) & (req.status != CUT)
     if itl_slo_ms is not None:
         ok &= np.isfinite(itl_ms) & (itl_ms <= itl_slo_ms + 1e-9)

@@ -50,6 +50,7 @@ from planner.simulate.fleet import FleetSpec
 from planner.simulate.traffic import RequestTrace
 
 __all__ = [
+    "FLEET_KEYS",
     "GRID_KEYS",
     "SweepPoint",
     "SweepResult",
@@ -65,6 +66,9 @@ __all__ = [
 
 GRID_KEYS = ("signal", "target", "min_replicas", "max_replicas", "polling_interval_s", "scale_up_window_s",
              "scale_down_window_s", "scale_up_policy", "scale_down_policy", "select_policy", "warmup_s")
+# Grid keys that change the simulated fleet (the warmup, and the initial pods a minimum sets): points
+# that differ in them cannot share one, so chunk_points keeps them apart.
+FLEET_KEYS = ("warmup_s", "min_replicas")
 RESULT_FIELDS = ("slo_attainment_frac", "cost_usd", "gpu_hours", "scale_events", "flap_cycles",
                  "peak_replicas", "peak_waiting", "cut_generations")
 
@@ -272,11 +276,35 @@ def _shown(values: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in values.items())
 
 
-def chunk_points(points: Sequence[SweepPoint], chunk_size: int) -> list[tuple[SweepPoint, ...]]:
-    """Consecutive chunks of at most ``chunk_size`` points; chunk ``i`` is identified by its position."""
-    if chunk_size < 1:
+def chunk_points(points: Sequence[SweepPoint], chunk_size: int | None = None,
+                 n_chunks: int | None = None) -> list[tuple[SweepPoint, ...]]:
+    """Chunks of points that keep configurations able to share a fleet together.
+
+    The fast engine simulates configurations with the same fleet once for as
+    long as their controllers agree (:func:`planner.simulate.fast.simulate_many`),
+    so a chunk holds points with the same :data:`FLEET_KEYS` values, in grid
+    order: consecutive runs of ``chunk_size`` points, or, without it, each
+    such set cut into parts (about ``n_chunks`` in all, at least one per set)
+    so that that many workers can run side by side.
+    Chunk ``i`` is identified by its position.
+    """
+    if chunk_size is not None and chunk_size < 1:
         raise PlannerInputError(f"chunk_size: expected an integer >= 1, got {chunk_size!r}")
-    return [tuple(points[i:i + chunk_size]) for i in range(0, len(points), chunk_size)]
+    if n_chunks is not None and n_chunks < 1:
+        raise PlannerInputError(f"n_chunks: expected an integer >= 1, got {n_chunks!r}")
+    sets: dict[tuple, list[SweepPoint]] = {}
+    for point in points:
+        values = point.as_dict()
+        sets.setdefault(tuple(values.get(key) for key in FLEET_KEYS), []).append(point)
+    chunks = []
+    for members in sets.values():
+        if chunk_size is not None:
+            size = chunk_size
+        else:
+            parts = max(1, round((n_chunks or 1) * len(members) / len(points)))
+            size = math.ceil(len(members) / parts)
+        chunks.extend(tuple(members[i:i + size]) for i in range(0, len(members), size))
+    return chunks
 
 
 def run_chunk(trace: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec, points: Sequence[SweepPoint],
@@ -287,7 +315,7 @@ def run_chunk(trace: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec, poi
     wherever it runs.
     """
     configs = [apply_point(autoscaler, fleet, point) for point in points]
-    outcomes = simulate_many(trace, configs, duration_s=duration_s, timeseries=False)
+    outcomes = simulate_many(trace, configs, duration_s=duration_s, timeseries=False, per_request=False)
     return [
         SweepResult(point.index, point.values, *(getattr(outcome, name) for name in RESULT_FIELDS))
         for point, outcome in zip(points, outcomes, strict=True)

@@ -36,8 +36,10 @@ from planner.simulate.traffic import RequestTrace
 DAY_S = 86_400.0
 IN_FLIGHT = "sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting)"
 SWEEP_CONFIGURATIONS = 1000
-# Runs of the 1,000-configuration sweep per traffic day (the real-trace day takes minutes per run).
+# Runs of the 1,000-configuration sweep per traffic day (the real-trace day takes about a minute per run).
 SWEEP_RUNS = {"synthetic": 3, "azure": 1}
+# Configurations run with a fleet each, to show the engine's speed when nothing is shared.
+DISTINCT_FLEETS = 100
 
 
 def diurnal_trace(duration_s: float, mean_rps: float, seed: int) -> RequestTrace:
@@ -92,29 +94,62 @@ SWEEP_GRID = {"target": [round(float(t), 4) for t in np.linspace(2.0, 40.0, 25)]
               "max_replicas": [8, 16]}  # 25 x 5 x 4 x 2 = 1,000 configurations
 
 
-def sweep_child(trace_name: str) -> None:
+def sweep_child(trace_name: str, distinct_fleets: int = 0) -> None:
     """Run the 1,000-configuration sweep as ``planner sweep`` does, in this (fresh) process; print JSON.
 
     The sweep is :func:`planner.cli.sweep.run_sweep` on two threads over
     :data:`SWEEP_GRID`: each configuration keeps its summary only, so the
-    peak memory is that of a real sweep.
+    peak memory is that of a real sweep. The fast engine simulates the fleet
+    once for configurations whose decisions agree; ``fleet_days`` is how many
+    fleet-days it simulated in all, counted from the kernel's own tick
+    positions. With ``distinct_fleets`` (a count), that many configurations
+    instead each get their own fleet (a different seed): nothing is shared,
+    which measures the engine's speed per configuration-day on its own.
     """
     import resource
 
     from planner.cli.sweep import run_sweep
-    from planner.simulate.sweep import expand_grid
+    from planner.simulate.fast import compiled, engine
+    from planner.simulate.sweep import expand_grid, run_chunk
 
     trace = traces()[trace_name]
     points = expand_grid(SWEEP_GRID)
     base = autoscaler(20.0, down_window_s=300)
     fast.simulate_many(trace, [fast.Configuration(base, FleetSpec())], duration_s=3600.0,
                        timeseries=False)  # compile, or load the cache
+    simulated_ticks = []
+    real_run = compiled.engine.run
+
+    def counted(*args):
+        carry = args[-3]
+        start = int(carry[engine.C_TICK])
+        code = real_run(*args)
+        simulated_ticks.append(int(carry[engine.C_TICK]) - start)
+        return code
+
+    compiled.engine.run = counted
     start = time.perf_counter()
-    results = run_sweep(trace, base, FleetSpec(), points, duration_s=DAY_S, progress=False, workers=2)
+    if distinct_fleets:
+        from concurrent.futures import ThreadPoolExecutor
+
+        def own_fleet(index: int):  # points spread over the grid, each with its own seed
+            at = index * len(points) // distinct_fleets
+            return run_chunk(trace, base, FleetSpec(seed=index), points[at:at + 1], DAY_S)
+
+        with ThreadPoolExecutor(2) as pool:
+            results = list(pool.map(own_fleet, range(distinct_fleets)))
+    else:
+        results = run_sweep(trace, base, FleetSpec(), points, duration_s=DAY_S, progress=False, workers=2)
     elapsed = time.perf_counter() - start
     print(json.dumps({"seconds": elapsed, "configurations": len(results),
+                      "fleet_days": sum(simulated_ticks) / DAY_S,
                       "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
                       "compiled": fast.covers(base, FleetSpec())}))
+
+
+def _child(call: str) -> dict:
+    return json.loads(subprocess.run([sys.executable, "-c", f"from tests.bench.engines import sweep_child; {call}"],
+                                     check=True, capture_output=True, text=True).stdout)
 
 
 def main(repeat: int = 5) -> None:
@@ -129,20 +164,23 @@ def main(repeat: int = 5) -> None:
         fast_s = median_s(lambda d=day: fast.simulate(d, so, fleet, duration_s=DAY_S), repeat)
         print(f"    fast, 1 configuration x 24 h at 1 s ticks:      {fast_s:8.3f} s   (target < 0.2 s)")
         lean_s = median_s(lambda d=day: fast.simulate_many(d, [fast.Configuration(so, fleet)], duration_s=DAY_S,
-                                                           timeseries=False), repeat)
+                                                           timeseries=False, per_request=False), repeat)
         print(f"    the same without the time series (sweep mode): {lean_s:8.3f} s")
         ref_s = median_s(lambda d=day: reference.simulate(d, so, fleet, duration_s=DAY_S), 1)
         print(f"    reference, 1 configuration x 24 h (one run):   {ref_s:8.1f} s")
         print(f"    ratio reference / fast per configuration-day:  {ref_s / lean_s:8.0f}x   (target >= 25x)")
-        runs = [json.loads(subprocess.run(
-            [sys.executable, "-c", f"from tests.bench.engines import sweep_child; sweep_child({name!r})"],
-            check=True, capture_output=True, text=True).stdout)
-            for _ in range(SWEEP_RUNS.get(name, 1))]
+        runs = [_child(f"sweep_child({name!r})") for _ in range(SWEEP_RUNS.get(name, 1))]
         seconds = statistics.median(r["seconds"] for r in runs)
         rss = max(r["peak_rss_gib"] for r in runs)
         print(f"    {SWEEP_CONFIGURATIONS:,} configurations x 24 h, 2 threads: {seconds:8.1f} s (median of {len(runs)}; "
               f"target < 10 s), {seconds / SWEEP_CONFIGURATIONS * 1e3:.1f} ms per configuration-day")
+        print(f"    fleet-days simulated for them (shared where decisions agree): {runs[0]['fleet_days']:8.1f}")
+        print(f"    ratio reference / sweep per configuration-day:  "
+              f"{ref_s / (seconds / SWEEP_CONFIGURATIONS):8.0f}x   (target >= 25x)")
         print(f"    peak memory of that sweep process (max RSS):   {rss:8.2f} GiB   (target < 2 GiB)")
+        alone = _child(f"sweep_child({name!r}, distinct_fleets={DISTINCT_FLEETS})")
+        print(f"    {DISTINCT_FLEETS} configurations with a fleet each (nothing shared), 2 threads: "
+              f"{alone['seconds']:6.1f} s, {alone['seconds'] / DISTINCT_FLEETS * 1e3:.1f} ms per configuration-day")
 
 
 if __name__ == "__main__":

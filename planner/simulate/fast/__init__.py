@@ -94,51 +94,65 @@ def simulate(trace: RequestTrace, autoscaler: Autoscaler, fleet_spec: FleetSpec 
 def simulate_many(trace: RequestTrace, configurations: Sequence[Configuration], *,
                   duration_s: float | None = None,
                   on_tick: Callable[[int, int], None] | None = None,
-                  timeseries: bool = True) -> list[Outcome]:
+                  timeseries: bool = True, per_request: bool = True) -> list[Outcome]:
     """Replay ``trace`` once for each configuration.
 
     Parameters
     ----------
     trace : RequestTrace
     configurations : sequence of Configuration
-        All must share ``tick_s``.
+        All must share ``tick_s``. Those that share a fleet (the same fleet
+        parameters and initial replicas; the autoscalers may differ) are
+        simulated together: the fleet once for as long as their controllers
+        agree (:mod:`planner.simulate.fast.compiled`).
     duration_s : float, optional
         Simulated time for every configuration. [s]
     on_tick : callable, optional
         Progress: called as ``on_tick(done, total)``, in ticks, as configurations finish.
     timeseries : bool
         ``False`` leaves each Outcome's time series empty (a sweep needs only the scalars).
+    per_request : bool
+        ``False`` leaves each Outcome's per-request arrays (``arrival_s``,
+        ``ttft_s``, ``latency_s``, ``slo_met``) empty, for the same reason.
 
     Returns
     -------
     list of Outcome
         One per configuration, in order.
     """
-    from planner.simulate.fast.compiled import NotCompilable, prepare, simulate_prepared
+    from planner.simulate.fast.compiled import NotCompilable, fleet_key, prepare, simulate_group
 
     window = lockstep.replay_window(trace, configurations, duration_s)
     if window is None:
         return []
     duration_s, n_ticks = window.duration_s, window.n_ticks
+    total_ticks = len(configurations) * n_ticks
     outcomes: list[Outcome | None] = [None] * len(configurations)
-    fallback = []
+    groups: dict[tuple, list[tuple[int, object]]] = {}
     for index, config in enumerate(configurations):
         try:
             prepared = prepare(config.autoscaler, config.fleet)
         except NotCompilable:
-            fallback.append(index)
             continue
-        try:
-            outcomes[index] = simulate_prepared(prepared, *window.arrays, duration_s, timeseries=timeseries)
-        except NotCompilable:
-            fallback.append(index)
-            continue
+        groups.setdefault(fleet_key(prepared), []).append((index, prepared))
+    done = 0
+
+    def count_done(configs: int) -> None:
+        nonlocal done
+        done += configs
         if on_tick is not None:
-            on_tick((index + 1) * n_ticks, len(configurations) * n_ticks)
+            on_tick(done * n_ticks, total_ticks)
+
+    for members in groups.values():
+        results = simulate_group([prepared for _, prepared in members], *window.arrays, duration_s,
+                                 timeseries=timeseries, per_request=per_request, on_done=count_done)
+        for (index, _), outcome in zip(members, results, strict=True):
+            outcomes[index] = outcome
+    fallback = [index for index, outcome in enumerate(outcomes) if outcome is None]
     if fallback:
         slow = lockstep.simulate_many(trace, [configurations[i] for i in fallback], duration_s=duration_s)
         for index, outcome in zip(fallback, slow, strict=True):
             outcomes[index] = outcome
     if on_tick is not None:
-        on_tick(len(configurations) * n_ticks, len(configurations) * n_ticks)
+        on_tick(total_ticks, total_ticks)
     return outcomes

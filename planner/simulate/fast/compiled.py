@@ -1,37 +1,58 @@
-"""The compiled engine's Python side: turn a configuration into arrays, run the loop, build the Outcome.
+"""The compiled engine's Python side: configurations into arrays, the group driver, the Outcomes.
 
 :func:`prepare` compiles what the kernels need from an autoscaler and a
-fleet (the decision tables, the queries as code, the cadences as per-tick
-flags) or raises :class:`NotCompilable`, and :func:`simulate_prepared` runs one
-configuration through :func:`planner.simulate.fast.engine.run`, growing the
-pod and sample arrays and re-running when they were too small. The Outcome is
-built with the same functions as the reference engine's.
+fleet (the decision tables, the queries as code) or raises
+:class:`NotCompilable`. :func:`simulate_group` runs configurations that share
+a fleet (:func:`fleet_key`) through :func:`planner.simulate.fast.engine.run`
+together:
+
+* the group starts as one; the kernel simulates its fleet once and asks every
+  member's controller on each control tick;
+* when the members' decisions differ, the kernel returns, the members are split
+  by what they decided, and every part but the first is kept on a stack with a
+  snapshot of the fleet at that point, to be resumed once the first part has run
+  to the end (last in, first out);
+* a snapshot copies little: requests that finished before the split never change
+  again, requests that had not arrived are set when they arrive, and the pods,
+  the scrapes and the time series up to the split are what every later path
+  starts from, so only the pods, the requests in flight and a few counters are
+  copied. The scrapes, the time series and the events are shared arrays whose
+  prefix up to the split no path after it overwrites.
+
+A configuration simulated in a group gets exactly the result it gets alone
+(``tests/test_simulate_fast.py`` holds the engine to the reference either way);
+the work saved is the fleet simulated once for all configurations that agree.
+The Outcome is built with the same functions as the reference engine's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 
-from planner.simulate import metrics as py_metrics
 from planner.simulate.control import Control
 from planner.simulate.fast import decision, engine, fleet, metrics
 from planner.simulate.fleet import ROUND_ROBIN, FleetSpec
 from planner.simulate.outcome import Outcome, count_flaps, request_latencies, slo_met
 from planner.simulate.reference import _check_cadence
-from planner.simulate.replica import CUT, DONE, RequestState
+from planner.simulate.replica import CUT, DONE
 from planner.step_time import output_throughput_tps
 
-__all__ = ["NotCompilable", "Prepared", "prepare", "simulate_prepared"]
+__all__ = ["NotCompilable", "Prepared", "fleet_key", "prepare", "simulate_group", "simulate_prepared"]
 
 TIMESERIES_COLUMNS = ["t_s", "demand_tps", "ready_capacity_tps", "running", "waiting", "replicas_requested",
                       "replicas_ready", "replicas_live", "signal"]
 _WARMUP_KINDS = {"fixed": fleet.WARMUP_FIXED, "uniform": fleet.WARMUP_UNIFORM,
                  "lognormal": fleet.WARMUP_LOGNORMAL}
+# The request fields a run changes (the rest is the trace).
+_REQUEST_STATE = ("status", "replica", "admit_s", "first_token_s", "done_s", "generated", "prefill_left_s",
+                  "preemptions", "next_req")
 
 
 class NotCompilable(Exception):
@@ -40,18 +61,17 @@ class NotCompilable(Exception):
 
 @dataclass(frozen=True)
 class Prepared:
-    """One configuration, compiled: everything :func:`planner.simulate.fast.engine.run` takes but the state."""
+    """One configuration, compiled: its controller as tables, its queries as code, its cadence."""
 
     spec: FleetSpec
     control: Control
-    compiled_control: object
-    queries: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-    n_queries: int
-    signal_query: int
-    signal_kind: int
-    signal_has_range: bool
+    compiled_control: decision.CompiledControl
+    queries: tuple[metrics.CompiledQuery, ...]
+    signal_query: int  # which of queries the signal column shows, -1 for none
+    signal_kind: int  # 0 KEDA, 1 an HPA Pods metric (averaged over pods), 2 an HPA Object/External metric
     initial_replicas: int
     max_replicas: int
+    pods_per_tick: int  # the most pods one scale-up can add: the largest count the controller can write
 
 
 def prepare(autoscaler, spec: FleetSpec) -> Prepared:
@@ -78,17 +98,43 @@ def prepare(autoscaler, spec: FleetSpec) -> Prepared:
             parsed = [query for _, query in control.metric_queries]
             signal_query = 0 if parsed else -1
             signal_kind = 1 if control.metric_queries and control.metric_queries[0][0] == "Pods" else 2
-        compiled = [metrics.compile_query(query) for query in parsed]
+        compiled = tuple(metrics.compile_query(query) for query in parsed)
     except (decision.NotCompilable, metrics.NotCompilable) as error:
         raise NotCompilable(str(error)) from None
-    queries = _concatenate(compiled)
     initial = spec.initial_replicas if spec.initial_replicas is not None else control.min_replicas
-    has_range = bool(signal_query >= 0 and compiled[signal_query].has_range)
-    return Prepared(spec, control, compiled_control, queries, len(compiled), signal_query, signal_kind, has_range,
-                    int(initial), int(control.max_replicas))
+    c = compiled_control
+    pods_per_tick = max(c.max_replicas, c.min_replicas, c.keda_min_replicas, c.idle_replicas, c.fallback_replicas,
+                        int(initial), 1)
+    return Prepared(spec, control, compiled_control, compiled, signal_query, signal_kind, int(initial),
+                    int(control.max_replicas), int(pods_per_tick))
 
 
-def _concatenate(compiled) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def fleet_key(prepared: Prepared) -> tuple:
+    """What must be equal for configurations to share a fleet: every fleet parameter and the initial count.
+
+    The HPA sync period and the signal map belong to the controller, so they may differ.
+    """
+    spec = prepared.spec
+    return (dataclasses.replace(spec, hpa_sync_period_s=spec.tick_s, signals=()), prepared.initial_replicas)
+
+
+def initial_capacity(prepared: Prepared) -> tuple[int, int]:
+    """Room made at first: pods over the whole run, and scraped pods per scrape.
+
+    A run that needs more is paused at a tick start, its arrays grown four
+    times, and resumed, so these only set how often that happens.
+    """
+    return (max(64, 4 * (prepared.max_replicas + prepared.initial_replicas)), prepared.max_replicas + 4)
+
+
+@lru_cache(maxsize=64)
+def _every(period_s: float, tick_s: float) -> int:
+    # Control.is_due: due on tick k when round(k * tick / tick) % max(round(period / tick), 1) == 0.
+    return max(round(period_s / tick_s), 1)
+
+
+def _concatenate(compiled: Sequence[metrics.CompiledQuery]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                                   np.ndarray]:
     # One code array and one constants array with offsets, so the loop takes any number of queries.
     codes = [c.code for c in compiled]
     consts = [c.consts for c in compiled]
@@ -97,101 +143,307 @@ def _concatenate(compiled) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
     for m, (code, const) in enumerate(zip(codes, consts, strict=True)):
         code_off[m + 1] = code_off[m] + len(code)
         consts_off[m + 1] = consts_off[m] + len(const)
-    width = codes[0].shape[1] if codes else 4
+    width = codes[0].shape[1] if codes else 3
     code = np.concatenate(codes) if codes else np.zeros((0, width), dtype=np.int64)
     const = np.concatenate(consts) if consts else np.zeros(0)
-    return np.ascontiguousarray(code), code_off, np.ascontiguousarray(const, dtype=float), consts_off
+    return np.ascontiguousarray(code, dtype=np.int64), code_off, np.ascontiguousarray(const, dtype=float), consts_off
 
 
-@lru_cache(maxsize=256)
-def _cadence(tick_s: float, n_ticks: int, period_s: float) -> np.ndarray:
-    # Control.is_due on every tick start: round(now / tick) % max(round(period / tick), 1) == 0.
-    now_s = np.arange(n_ticks) * tick_s
-    ticks = np.round(now_s / tick_s).astype(np.int64)
-    every = max(round(period_s / tick_s), 1)
-    flags = ticks % every == 0
-    flags.setflags(write=False)
-    return flags
+def pack_members(group: Sequence[Prepared]) -> tuple[engine.Members, tuple, np.ndarray]:
+    """The group's controls as :data:`planner.simulate.fast.engine.Members`, and its distinct queries.
 
-
-def _due(prepared: Prepared, n_ticks: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    spec, control = prepared.spec, prepared.control
-    reconcile = _cadence(spec.tick_s, n_ticks, control.sync_period_s)
-    if control.keda is not None:
-        poll = _cadence(spec.tick_s, n_ticks, control.polling_interval_s)
-    else:
-        poll = np.zeros(n_ticks, dtype=bool)
-    scrape_every = round(spec.scrape_interval_s / spec.tick_s)
-    scrape = (np.arange(n_ticks) + 1) % scrape_every == 0
-    return poll, reconcile, scrape
-
-
-def initial_capacity(prepared: Prepared) -> tuple[int, int]:
-    """Room made at first: pods over the whole run, and scraped pods per scrape.
-
-    A run that needs more stops early and is repeated with four times the room
-    (the same seed gives the same run), so these only set how often that happens.
+    Returns
+    -------
+    members : Members
+    queries : tuple of four arrays
+        The distinct queries of all members, as code (see :func:`_concatenate`).
+    query_has_range : numpy.ndarray of bool
     """
-    return (max(64, 4 * (prepared.max_replicas + prepared.initial_replicas)), prepared.max_replicas + 4)
-
-
-def simulate_prepared(prepared: Prepared, arrival_s: np.ndarray, input_tokens: np.ndarray,
-                      output_tokens: np.ndarray, duration_s: float, *, timeseries: bool = True) -> Outcome:
-    """Run one compiled configuration over requests that arrive before ``duration_s``.
-
-    ``timeseries=False`` leaves the Outcome's time series empty (a sweep keeps
-    only the scalar results); every other field is computed as with it.
-    """
-    spec = prepared.spec
-    dt = spec.tick_s
-    n_ticks = math.ceil(duration_s / dt - 1e-9)
-    poll, reconcile, scrape = _due(prepared, n_ticks)
-    n_scrapes = int(np.count_nonzero(scrape))
-    n_decisions = int(np.count_nonzero(poll | reconcile))
-    pod_capacity, rows_per_scrape = initial_capacity(prepared)
-    replica = spec.replica
-    step_table_s = np.asarray(replica._step_table_s, dtype=float)
-    capacity_tps = float(output_throughput_tps(replica.max_num_seqs, replica.fixed_ms, replica.per_sequence_ms))
-    while True:
-        req = fleet.new_requests(arrival_s, input_tokens, output_tokens)
-        pods = fleet.new_pods(pod_capacity, replica.max_num_seqs)
-        store = metrics_store(n_scrapes, n_scrapes * rows_per_scrape)
-        rec_f = np.empty((n_ticks, 4))
-        rec_i = np.empty((n_ticks, 5), dtype=np.int64)
-        events = np.empty((n_decisions + 1, 3))
-        totals = np.zeros(2, dtype=np.int64)
+    distinct: dict[tuple, int] = {}
+    unique: list[metrics.CompiledQuery] = []
+    query_ids = []
+    for prepared in group:
+        ids = []
+        for query in prepared.queries:
+            key = (query.code.tobytes(), query.consts.tobytes())
+            if key not in distinct:
+                distinct[key] = len(unique)
+                unique.append(query)
+            ids.append(distinct[key])
+        query_ids.append(ids)
+    n = len(group)
+    most = max((len(ids) for ids in query_ids), default=0)
+    query_of = np.full((n, max(most, 1)), -1, dtype=np.int64)
+    config_i = np.zeros((n, len(engine.CONFIG_INT)), dtype=np.int64)
+    config_f = np.zeros((n, len(engine.CONFIG_FLOAT)))
+    table_off = np.zeros((n, 8), dtype=np.int64)
+    state_off = np.zeros((n, 5), dtype=np.int64)
+    table_i, table_f, state_i, state_f = [], [], [], []
+    at = {"table_i": 0, "table_f": 0, "state_i": 0, "state_f": 0}
+    for m, (prepared, ids) in enumerate(zip(group, query_ids, strict=True)):
+        query_of[m, :len(ids)] = ids
+        tables = decision.tables(prepared.compiled_control)
+        config = tables.config._asdict()
+        config_i[m] = [int(config[name]) for name in engine.CONFIG_INT]
+        config_f[m] = [float(config[name]) for name in engine.CONFIG_FLOAT]
+        metric, policy, trigger = tables.metric, tables.policy, tables.trigger
+        table_off[m] = [at["table_i"], at["table_i"] + metric.size, at["table_i"] + metric.size + policy.size,
+                        at["table_f"], len(tables.trig_activation), len(metric), len(policy), len(trigger)]
+        for part in (metric, policy, trigger):
+            table_i.append(part.ravel())
+            at["table_i"] += part.size
+        table_f.append(tables.trig_activation)
+        at["table_f"] += len(tables.trig_activation)
         state = decision.new_state(prepared.compiled_control)
-        code = engine.run(
-            req, pods, store, np.random.default_rng(spec.seed), dt, n_ticks, poll, reconcile, scrape,
-            prepared.initial_replicas, _WARMUP_KINDS[spec.warmup_distribution], float(spec.warmup_s),
-            float(spec.warmup_spread_s), float(spec.pre_stop_s), float(spec.termination_grace_period_s),
-            float(spec.shutdown_timeout_s), fleet.ROUND_ROBIN if spec.router == ROUND_ROBIN else fleet.LEAST_LOADED,
-            step_table_s, int(replica.max_num_seqs), int(replica.kv_tokens), int(replica.block_size_tokens),
-            float(replica.prefill_ms_per_token), capacity_tps,
-            decision.tables(prepared.compiled_control), state, prepared.queries, prepared.n_queries,
-            prepared.signal_query, prepared.signal_kind, prepared.signal_has_range,
-            rec_f, rec_i, events, totals)
-        if code == engine.OUT_OF_PODS:
-            pod_capacity *= 4
-            continue
-        if code == engine.OUT_OF_SAMPLES:
-            rows_per_scrape *= 4
-            pod_capacity = max(pod_capacity, rows_per_scrape)
-            continue
-        if code < 0:
-            raise NotCompilable(f"the decision kernel returned {code}")
-        break
-    return _outcome(req, pods, spec, events[: totals[0]], int(totals[1]), rec_f, rec_i, n_ticks * dt, timeseries)
+        n_rec, n_events, n_keda = len(state.rec_replicas), state.events.shape[1], len(state.keda)
+        state_off[m] = [at["state_i"], at["state_f"], n_rec, n_events, n_keda]
+        for part in (state.count, state.rec_replicas, state.events.ravel(), state.keda.ravel()):
+            state_i.append(part)
+            at["state_i"] += part.size
+        for part in (state.rec_t, state.event_t.ravel(), state.last_active_s):
+            state_f.append(part)
+            at["state_f"] += part.size
+    tick_s = group[0].spec.tick_s
+    poll_every = np.array([_every(p.control.polling_interval_s, tick_s) if p.control.keda is not None else 0
+                           for p in group], dtype=np.int64)
+    reconcile_every = np.array([_every(p.control.sync_period_s, tick_s) for p in group], dtype=np.int64)
+    identity = np.array([ids == list(range(len(ids))) for ids in query_ids], dtype=np.bool_)
+    signal_query = np.array([ids[p.signal_query] if p.signal_query >= 0 else -1
+                             for p, ids in zip(group, query_ids, strict=True)], dtype=np.int64)
+    signal_kind = np.array([p.signal_kind for p in group], dtype=np.int64)
+
+    def joined(parts, dtype):
+        return np.ascontiguousarray(np.concatenate(parts) if parts else np.zeros(0), dtype=dtype)
+
+    members = engine.Members(
+        config_i=config_i, config_f=config_f, table_i=joined(table_i, np.int64), table_f=joined(table_f, float),
+        table_off=table_off, state_i=joined(state_i, np.int64), state_f=joined(state_f, float),
+        state_off=state_off, poll_every=poll_every, reconcile_every=reconcile_every, query_of=query_of,
+        n_query=np.array([len(ids) for ids in query_ids], dtype=np.int64), identity=identity,
+        signal_query=signal_query, signal_kind=signal_kind)
+    has_range = np.array([q.has_range for q in unique], dtype=np.bool_)
+    return members, _concatenate(unique), has_range
 
 
 def metrics_store(n_scrapes: int, n_rows: int):
     """Empty store arrays for ``n_scrapes`` scrapes of ``n_rows`` pod samples in all."""
     return engine.Store(
         scr_t=np.zeros(n_scrapes + 2), scr_off=np.zeros(n_scrapes + 3, dtype=np.int64),
-        smp_pod=np.zeros(n_rows, dtype=np.int64), smp_val=np.zeros((n_rows, len(py_metrics.COLUMNS))),
+        smp_pod=np.zeros(n_rows, dtype=np.int64), smp_val=np.zeros((n_rows, 8)),
         ex_off=np.zeros(n_scrapes + 3, dtype=np.int64), ex_pod=np.zeros(n_rows, dtype=np.int64),
         count=np.zeros(3, dtype=np.int64),
     )
+
+
+def _grown_store(store, n_rows: int):
+    # Room for n_rows samples, the scrapes so far copied over.
+    grown = metrics_store(len(store.scr_t) - 2, n_rows)
+    rows, exist = int(store.count[engine.N_ROWS]), int(store.count[engine.N_EXIST])
+    grown.scr_t[:] = store.scr_t
+    grown.scr_off[:] = store.scr_off
+    grown.ex_off[:] = store.ex_off
+    grown.smp_pod[:rows] = store.smp_pod[:rows]
+    grown.smp_val[:rows] = store.smp_val[:rows]
+    grown.ex_pod[:exist] = store.ex_pod[:exist]
+    grown.count[:] = store.count
+    return grown
+
+
+def _copy_pods(source, target) -> None:
+    # Every field of source into the first entries of target (target's others are as new_pods made them).
+    for name, value in zip(fleet.Pods._fields, source, strict=True):
+        getattr(target, name)[:len(value)] = value
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """The fleet where a group split, for the parts resumed later (see the module docstring)."""
+
+    carry: np.ndarray
+    first_open: int  # requests before it had finished
+    requests: tuple[np.ndarray, ...]  # _REQUEST_STATE of requests first_open .. next arrival
+    pods: tuple[np.ndarray, ...]
+    store_count: np.ndarray
+    rng_state: dict
+
+
+def _take_snapshot(carry, first_open, req, pods, store, rng) -> _Snapshot:
+    stop = int(carry[engine.C_NEXT_ARRIVAL])
+    return _Snapshot(carry.copy(), first_open,
+                     tuple(getattr(req, name)[first_open:stop].copy() for name in _REQUEST_STATE),
+                     tuple(np.copy(value) for value in pods), store.count.copy(), rng.bit_generator.state)
+
+
+def _first_open(req, start: int, stop: int) -> int:
+    # The first request in start .. stop - 1 not yet done or cut (stop if none): earlier ones never change again.
+    open_ = np.flatnonzero(req.status[start:stop] < DONE)
+    return start + int(open_[0]) if open_.size else stop
+
+
+def simulate_group(group: Sequence[Prepared], arrival_s: np.ndarray, input_tokens: np.ndarray,
+                   output_tokens: np.ndarray, duration_s: float, *, timeseries: bool = True,
+                   per_request: bool = True, on_done: Callable[[int], None] | None = None) -> list[Outcome | None]:
+    """Run configurations that share a fleet over requests that arrive before ``duration_s``.
+
+    Parameters
+    ----------
+    group : sequence of Prepared
+        All with the same :func:`fleet_key`.
+    arrival_s, input_tokens, output_tokens : numpy.ndarray
+        The requests. [s], [tokens], [tokens]
+    duration_s : float
+        Simulated time. [s]
+    timeseries : bool
+        ``False`` leaves each Outcome's time series empty (a sweep keeps only
+        the scalar results); every other field is computed as with it.
+    per_request : bool
+        ``False`` leaves each Outcome's per-request arrays empty (a day of a
+        busy trace holds millions of entries per configuration).
+    on_done : callable, optional
+        Called with the number of configurations each time some finish.
+
+    Returns
+    -------
+    list of Outcome or None
+        One per configuration, in order; ``None`` where the decision kernel
+        met a branch it does not cover (run that configuration in Python).
+    """
+    if not group:
+        return []
+    keys = {fleet_key(p) for p in group}
+    if len(keys) != 1:
+        raise ValueError("simulate_group: the configurations do not share a fleet")
+    first = group[0]
+    spec = first.spec
+    dt = spec.tick_s
+    n_ticks = math.ceil(duration_s / dt - 1e-9)
+    scrape_every = round(spec.scrape_interval_s / dt)
+    n_scrapes = n_ticks // scrape_every
+    members, queries, has_range = pack_members(group)
+    control_due = np.zeros(n_ticks, dtype=np.bool_)
+    for every in set(members.poll_every.tolist()) | set(members.reconcile_every.tolist()):
+        if every > 0:
+            control_due[::every] = True
+    pod_capacity = max(initial_capacity(p)[0] for p in group)
+    rows_per_scrape = max(initial_capacity(p)[1] for p in group)
+    pods_per_tick = max(p.pods_per_tick for p in group)
+    replica = spec.replica
+    step_table_s = np.asarray(replica._step_table_s, dtype=float)
+    capacity_tps = float(output_throughput_tps(replica.max_num_seqs, replica.fixed_ms, replica.per_sequence_ms))
+    req = fleet.new_requests(arrival_s, input_tokens, output_tokens)
+    pods = fleet.new_pods(pod_capacity, replica.max_num_seqs)
+    store = metrics_store(n_scrapes, n_scrapes * rows_per_scrape)
+    rec_f = np.empty((n_ticks, 3))
+    rec_i = np.empty((n_ticks, 5), dtype=np.int64)
+    events = np.empty((int(np.count_nonzero(control_due)) + 1, 3))
+    carry = np.zeros(engine.CARRY_SLOTS, dtype=np.int64)
+    wanted_out = np.zeros(len(group), dtype=np.int64)
+    signal_out = np.full((len(group), n_ticks), np.nan) if timeseries else np.zeros((0, 0))
+    rng = np.random.default_rng(spec.seed)
+    router = fleet.ROUND_ROBIN if spec.router == ROUND_ROBIN else fleet.LEAST_LOADED
+    outcomes: list[Outcome | None] = [None] * len(group)
+
+    stack: list[tuple[np.ndarray, int, _Snapshot | None]] = [(np.arange(len(group), dtype=np.int64), 0, None)]
+    while stack:
+        active, wanted, snapshot = stack.pop()
+        first_open = 0
+        if snapshot is not None:
+            carry[:] = snapshot.carry
+            carry[engine.C_WANTED] = wanted
+            first_open = snapshot.first_open
+            stop = int(carry[engine.C_NEXT_ARRIVAL])
+            for name, saved in zip(_REQUEST_STATE, snapshot.requests, strict=True):
+                getattr(req, name)[first_open:stop] = saved
+            if len(snapshot.pods[0]) != len(pods.ready_s):
+                pods = fleet.new_pods(len(pods.ready_s), replica.max_num_seqs)
+            _copy_pods(snapshot.pods, pods)
+            store.count[:] = snapshot.store_count
+            rng.bit_generator.state = snapshot.rng_state
+        while True:
+            code = engine.run(
+                req, pods, store, rng, dt, n_ticks, scrape_every, first.initial_replicas, pods_per_tick,
+                _WARMUP_KINDS[spec.warmup_distribution], float(spec.warmup_s), float(spec.warmup_spread_s),
+                float(spec.pre_stop_s), float(spec.termination_grace_period_s), float(spec.shutdown_timeout_s),
+                router, step_table_s, int(replica.max_num_seqs), int(replica.kv_tokens),
+                int(replica.block_size_tokens), float(replica.prefill_ms_per_token), capacity_tps,
+                members, active, control_due, queries, has_range, rec_f, rec_i, events, carry, wanted_out,
+                signal_out)
+            if code == engine.OUT_OF_PODS:
+                grown = fleet.new_pods(4 * len(pods.ready_s), replica.max_num_seqs)
+                _copy_pods(pods, grown)
+                pods = grown
+                continue
+            if code == engine.OUT_OF_SAMPLES:
+                rows_per_scrape *= 4
+                store = _grown_store(store, n_scrapes * rows_per_scrape)
+                continue
+            if code == engine.DONE:
+                _finish(active, req, pods, first, events, carry, rec_f, rec_i, signal_out, n_ticks * dt,
+                        timeseries, per_request, outcomes)
+                if on_done is not None:
+                    on_done(len(active))
+                break
+            if code != engine.FORK:
+                raise RuntimeError(f"the compiled engine stopped with code {code}")
+            decided = wanted_out[active]
+            failed = active[decided < 0]
+            if failed.size and on_done is not None:
+                on_done(len(failed))  # left as None: the caller runs them in Python
+            active, decided = active[decided >= 0], decided[decided >= 0]
+            if not active.size:
+                break
+            values = list(dict.fromkeys(decided.tolist()))  # in the order the members first want them
+            if len(values) > 1:
+                first_open = _first_open(req, first_open, int(carry[engine.C_NEXT_ARRIVAL]))
+                split = _take_snapshot(carry, first_open, req, pods, store, rng)
+                for value in reversed(values[1:]):
+                    stack.append((active[decided == value], value, split))
+            active = active[decided == values[0]]
+            carry[engine.C_WANTED] = values[0]
+    return outcomes
+
+
+def simulate_prepared(prepared: Prepared, arrival_s: np.ndarray, input_tokens: np.ndarray,
+                      output_tokens: np.ndarray, duration_s: float, *, timeseries: bool = True) -> Outcome:
+    """Run one compiled configuration (a group of one); :class:`NotCompilable` if the kernel cannot."""
+    outcome = simulate_group([prepared], arrival_s, input_tokens, output_tokens, duration_s,
+                             timeseries=timeseries)[0]
+    if outcome is None:
+        raise NotCompilable("the decision kernel met a branch it does not cover")
+    return outcome
+
+
+def _finish(active, req, pods, prepared: Prepared, events, carry, rec_f, rec_i, signal_out, end_s: float,
+            timeseries: bool, per_request: bool, outcomes: list) -> None:
+    # The members that ran to the end together share every result but their signal column.
+    arrived = int(carry[engine.C_NEXT_ARRIVAL])
+    if arrived < len(req.arrival_s):  # requests after the last tick: as they started
+        fresh = fleet.new_requests(req.arrival_s[arrived:], req.input_tokens[arrived:], req.output_tokens[arrived:])
+        for name in _REQUEST_STATE:
+            getattr(req, name)[arrived:] = getattr(fresh, name)
+    outcome = _outcome(req, pods, prepared.spec, events[:carry[engine.C_EVENTS]], int(carry[engine.C_PREEMPTIONS]),
+                       rec_f, rec_i, end_s, timeseries, per_request)
+    for m in active.tolist():
+        if timeseries:
+            series = outcome.timeseries.copy()
+            series["signal"] = signal_out[m]
+            outcomes[m] = dataclasses.replace(outcome, timeseries=series)
+        else:
+            outcomes[m] = outcome
+
+
+@dataclass(frozen=True)
+class _RequestView:
+    """The request arrays the outcome functions read (a RequestState would allocate all of its own)."""
+
+    arrival_s: np.ndarray
+    output_tokens: np.ndarray
+    status: np.ndarray
+    first_token_s: np.ndarray
+    done_s: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.arrival_s)
 
 
 def _gpu_hours(pods, spec: FleetSpec, end_s: float) -> float:
@@ -205,15 +457,12 @@ def _gpu_hours(pods, spec: FleetSpec, end_s: float) -> float:
 
 
 def _outcome(req, pods, spec: FleetSpec, events: np.ndarray, preemptions: int, rec_f: np.ndarray,
-             rec_i: np.ndarray, end_s: float, timeseries: bool) -> Outcome:
-    # The reference's _outcome, from the kernel's arrays.
-    state = RequestState(req.arrival_s, req.input_tokens, req.output_tokens)
-    for name in ("status", "replica", "admit_s", "first_token_s", "done_s", "generated", "prefill_left_s",
-                 "preemptions"):
-        setattr(state, name, getattr(req, name))
+             rec_i: np.ndarray, end_s: float, timeseries: bool, per_request: bool = True) -> Outcome:
+    # The reference's _outcome, from the kernel's arrays (the signal column is the caller's).
+    state = _RequestView(req.arrival_s, req.output_tokens, req.status, req.first_token_s, req.done_s)
     event_list = tuple((float(t), int(a), int(b)) for t, a, b in events.tolist())
     ttft_s, itl_ms = request_latencies(state)
-    met = slo_met(state, spec.ttft_slo_s, spec.itl_slo_ms)
+    met = slo_met(state, spec.ttft_slo_s, spec.itl_slo_ms, latencies=(ttft_s, itl_ms))
     gpu_hours = _gpu_hours(pods, spec, end_s)
     changes, flaps = count_flaps(event_list)
     finite_ttft = ttft_s[np.isfinite(ttft_s)]
@@ -224,18 +473,26 @@ def _outcome(req, pods, spec: FleetSpec, events: np.ndarray, preemptions: int, r
             "ready_capacity_tps": rec_f[:, engine.F_CAPACITY], "running": rec_i[:, engine.I_RUNNING],
             "waiting": rec_i[:, engine.I_WAITING], "replicas_requested": rec_i[:, engine.I_REQUESTED],
             "replicas_ready": rec_i[:, engine.I_READY], "replicas_live": rec_i[:, engine.I_LIVE],
-            "signal": rec_f[:, engine.F_SIGNAL],
+            "signal": np.full(len(rec_f), np.nan),
         }, columns=TIMESERIES_COLUMNS)
     else:
         series = pd.DataFrame(columns=TIMESERIES_COLUMNS)
     n_rows = len(rec_i)
+    ttft_p50_s, ttft_p99_s = (float(v) for v in np.percentile(finite_ttft, [50, 99])) if finite_ttft.size else (
+        math.nan, math.nan)
+    latency_s = state.done_s - state.arrival_s
+    arrival_s = state.arrival_s.copy()
+    if not per_request:
+        arrival_s, ttft_s, latency_s, met_each = np.empty(0), np.empty(0), np.empty(0), np.empty(0, dtype=bool)
+    else:
+        met_each = met
     return Outcome(
         engine="fast",
         requests=len(state),
         completed=int(np.count_nonzero(state.status == DONE)),
         slo_attainment_frac=float(met.mean()) if len(met) else math.nan,
-        ttft_p50_s=float(np.percentile(finite_ttft, 50)) if finite_ttft.size else math.nan,
-        ttft_p99_s=float(np.percentile(finite_ttft, 99)) if finite_ttft.size else math.nan,
+        ttft_p50_s=ttft_p50_s,
+        ttft_p99_s=ttft_p99_s,
         itl_mean_ms=float(finite_itl.mean()) if finite_itl.size else math.nan,
         gpu_hours=gpu_hours,
         cost_usd=gpu_hours * spec.usd_per_gpu_hour,
@@ -248,8 +505,8 @@ def _outcome(req, pods, spec: FleetSpec, events: np.ndarray, preemptions: int, r
         preemptions=preemptions,
         events=event_list,
         timeseries=series,
-        arrival_s=state.arrival_s.copy(),
+        arrival_s=arrival_s,
         ttft_s=ttft_s,
-        latency_s=state.done_s - state.arrival_s,
-        slo_met=met,
+        latency_s=latency_s,
+        slo_met=met_each,
     )
