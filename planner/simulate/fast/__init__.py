@@ -9,6 +9,12 @@ its autoscaler; any other runs through :mod:`planner.simulate.fast.lockstep`,
 the reference's own code with its pod sets indexed, so the contract holds for
 every manifest the simulator accepts. ``Outcome.engine`` is ``"fast"`` either
 way; :func:`covers` says which path a configuration takes.
+
+Configurations that differ only in their autoscaler are simulated as one
+group (:mod:`planner.simulate.fast.compiled`): the fleet once, for as long as
+their controllers write the same replica counts, then split where they part.
+A sweep over thresholds and windows thus simulates far fewer fleet-days than
+it has configurations, with each configuration's result what it gets alone.
 """
 
 from __future__ import annotations

@@ -93,7 +93,7 @@ class ReplicaScratch(NamedTuple):
     batch_values : numpy.ndarray of float64, (max_num_seqs,)
         One value per running sequence, gathered in batch order for a pairwise sum.
     free_at_s : numpy.ndarray of float64, (max_num_seqs,)
-        Min-heap of the times the batch slots are free. [s]
+        Min-heap of the times batch slots free inside the tick. [s]
     freed_at_s, freed_tokens : numpy.ndarray of float64 and int64, (requests_capacity,)
         KV released inside the tick, sorted as ``(time, tokens)`` pairs. [s], [tokens]
     busy_from_s, busy_to_s : numpy.ndarray of float64, (requests_capacity + 1,)
@@ -460,9 +460,10 @@ def advance_replica(t0_s, dt_s, stop_s, p, run, run_n, wq_head, wq_tail, wq_n, n
     n_busy = 0
     n_freed = 0
     n_still = 0  # still-running requests, compacted into run[p] in order
-    n_free = max_num_seqs - n_run
-    for k in range(n_free):
-        free_at_s[k] = t0_s  # equal values: already a heap
+    # Free batch slots: n_idle of them free since t0_s (the earliest a slot can free), and a min-heap of
+    # the times slots free inside the tick (all at or after t0_s; equal times are interchangeable).
+    n_idle = max_num_seqs - n_run
+    n_heap = 0
     kv_used = 0
     generated_before = 0.0
     if n_run > 0:
@@ -497,7 +498,7 @@ def advance_replica(t0_s, dt_s, stop_s, p, run, run_n, wq_head, wq_tail, wq_n, n
                 status[i] = DONE
                 completed_out[n_completed] = i
                 n_completed += 1
-                n_free = _heap_push(free_at_s, n_free, finish_s)
+                n_heap = _heap_push(free_at_s, n_heap, finish_s)
                 n_freed = _freed_insert(freed_at_s, freed_tokens, n_freed, finish_s, held)
                 tail_s = finish_s
             else:
@@ -512,9 +513,9 @@ def advance_replica(t0_s, dt_s, stop_s, p, run, run_n, wq_head, wq_tail, wq_n, n
         n_busy = 1
     freed_index = 0
     prompt_tokens = 0
-    while wq_n[p] > 0 and n_free > 0:
+    while wq_n[p] > 0 and n_idle + n_heap > 0:
         i = wq_head[p]
-        at = free_at_s[0]
+        at = t0_s if n_idle > 0 else free_at_s[0]
         if arrival_s[i] > at:
             at = arrival_s[i]
         if t0_s > at:
@@ -543,7 +544,10 @@ def advance_replica(t0_s, dt_s, stop_s, p, run, run_n, wq_head, wq_tail, wq_n, n
                 at = when
             kv_used -= released
             freed_index = j + 1
-        n_free = _heap_pop(free_at_s, n_free)
+        if n_idle > 0:
+            n_idle -= 1
+        else:
+            n_heap = _heap_pop(free_at_s, n_heap)
         # waiting.popleft()
         wq_n[p] -= 1
         if wq_n[p] == 0:
@@ -570,7 +574,7 @@ def advance_replica(t0_s, dt_s, stop_s, p, run, run_n, wq_head, wq_tail, wq_n, n
             busy_to_s[n_busy] = finish_s
             completed_out[n_completed] = i
             n_completed += 1
-            n_free = _heap_push(free_at_s, n_free, finish_s)
+            n_heap = _heap_push(free_at_s, n_heap, finish_s)
             n_freed = _freed_insert(freed_at_s, freed_tokens, n_freed, finish_s, need)
         n_busy += 1
     run_n[p] = n_still
