@@ -10,7 +10,7 @@ __all__ = ["pairwise_sum"]
 _BLOCK = 128  # numpy's PW_BLOCKSIZE
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _block_sum(values, start, n):
     # One leaf of numpy's pairwise sum: left to right below 8 elements, else eight partial sums.
     if n < 8:
@@ -45,7 +45,7 @@ def _block_sum(values, start, n):
     return total
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def pairwise_sum(values, start, n):
     """``values[start:start + n].sum()`` as numpy computes it for float64 (pairwise, 8-way unrolled).
 
@@ -55,11 +55,19 @@ def pairwise_sum(values, start, n):
     sums. A kernel that must reproduce ``arr.sum()`` exactly calls this; one
     that mirrors Python's built-in ``sum`` adds left to right.
 
-    The halving is walked with an explicit stack, not by recursion: numba's
-    cache cannot reload a recursive function that other cached kernels call.
+    Inlined into the caller: the common case (at most 128 values) is a plain
+    loop there, with no call and no reference counting of ``values``.
     """
     if n <= _BLOCK:
         return _block_sum(values, start, n)
+    return _halving_sum(values, start, n)
+
+
+@njit(cache=True, nogil=True, _nrt=True)
+def _halving_sum(values, start, n):
+    # pairwise_sum above one block. The halving is walked with an explicit stack, not by recursion:
+    # numba's cache cannot reload a recursive function that other cached kernels call. It allocates
+    # that stack, so it asks for NRT itself (a caller compiled without it would otherwise pass that on).
     frame_start = np.empty(64, dtype=np.int64)
     frame_n = np.empty(64, dtype=np.int64)
     frame_right = np.zeros(64, dtype=np.bool_)  # the left half is summed, its value in frame_left

@@ -146,7 +146,9 @@ def _warmup_s(rng, kind, warmup_s, spread_s):
     return warmup_s
 
 
-@njit(cache=True, nogil=True)
+# _nrt=True on the functions below that allocate (here: numba's random draws, the victims list): numba
+# compiles a callee with its caller's NRT setting unless told, and the engine's loop runs without NRT.
+@njit(cache=True, nogil=True, _nrt=True)
 def add_pod(pods, now_s, warm, rng, warmup_kind, warmup_s, spread_s):
     """Create one pod at ``now_s`` (Ready at once if ``warm``); its number, or -1 when out of capacity."""
     count = pods.count
@@ -193,7 +195,7 @@ def _delete_pod(pods, p, now_s, pre_stop_s, grace_s, shutdown_timeout_s):
     _insert(pods.term, N_TERM, pods.count, p)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def scale_to(pods, replicas, now_s, rng, warmup_kind, warmup_s, spread_s, pre_stop_s, grace_s,
              shutdown_timeout_s, keys):
     """Create or delete pods so that ``replicas`` are live (Fleet.scale_to); -1 when out of capacity.
