@@ -38,10 +38,11 @@ import pandas as pd
 
 from planner.simulate.control import Control
 from planner.simulate.fast import decision, engine, fleet, metrics
+from planner.simulate.fast.outcome import request_summary
 from planner.simulate.fleet import ROUND_ROBIN, FleetSpec
-from planner.simulate.outcome import Outcome, count_flaps, request_latencies, slo_met
+from planner.simulate.outcome import Outcome, count_flaps
 from planner.simulate.reference import _check_cadence
-from planner.simulate.replica import CUT, DONE
+from planner.simulate.replica import DONE
 from planner.step_time import output_throughput_tps
 
 __all__ = ["NotCompilable", "Prepared", "fleet_key", "prepare", "simulate_group", "simulate_prepared"]
@@ -432,20 +433,6 @@ def _finish(active, req, pods, prepared: Prepared, events, carry, rec_f, rec_i, 
             outcomes[m] = outcome
 
 
-@dataclass(frozen=True)
-class _RequestView:
-    """The request arrays the outcome functions read (a RequestState would allocate all of its own)."""
-
-    arrival_s: np.ndarray
-    output_tokens: np.ndarray
-    status: np.ndarray
-    first_token_s: np.ndarray
-    done_s: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.arrival_s)
-
-
 def _gpu_hours(pods, spec: FleetSpec, end_s: float) -> float:
     # Fleet.gpu_hours, pod by pod in creation order.
     total_s = 0.0
@@ -458,15 +445,23 @@ def _gpu_hours(pods, spec: FleetSpec, end_s: float) -> float:
 
 def _outcome(req, pods, spec: FleetSpec, events: np.ndarray, preemptions: int, rec_f: np.ndarray,
              rec_i: np.ndarray, end_s: float, timeseries: bool, per_request: bool = True) -> Outcome:
-    # The reference's _outcome, from the kernel's arrays (the signal column is the caller's).
-    state = _RequestView(req.arrival_s, req.output_tokens, req.status, req.first_token_s, req.done_s)
+    # The reference's _outcome, from the kernel's arrays (the signal column is the caller's); the
+    # per-request latencies and their counts come from one compiled pass (fast.outcome).
+    n = len(req.arrival_s)
+    ttft_s, met = np.empty(n), np.empty(n, dtype=np.bool_)
+    finite_ttft_s, finite_itl_ms = np.empty(n), np.empty(n)
+    itl_limit_ms = spec.itl_slo_ms + 1e-9 if spec.itl_slo_ms is not None else math.nan
+    n_met, n_done, n_cut, n_ttft, itl_mean_ms = request_summary(
+        req.arrival_s, req.output_tokens, req.status, req.first_token_s, req.done_s, spec.ttft_slo_s + 1e-9,
+        itl_limit_ms, ttft_s, met, finite_ttft_s, finite_itl_ms)
+    ttft_p50_s = ttft_p99_s = math.nan
+    if n_ttft:
+        # The buffer is ours: numpy may partition it in place instead of copying it first (same values).
+        ttft_p50_s, ttft_p99_s = (float(v) for v in np.percentile(finite_ttft_s[:n_ttft], [50, 99],
+                                                                  overwrite_input=True))
     event_list = tuple((float(t), int(a), int(b)) for t, a, b in events.tolist())
-    ttft_s, itl_ms = request_latencies(state)
-    met = slo_met(state, spec.ttft_slo_s, spec.itl_slo_ms, latencies=(ttft_s, itl_ms))
     gpu_hours = _gpu_hours(pods, spec, end_s)
     changes, flaps = count_flaps(event_list)
-    finite_ttft = ttft_s[np.isfinite(ttft_s)]
-    finite_itl = itl_ms[np.isfinite(itl_ms)]
     if timeseries:
         series = pd.DataFrame({
             "t_s": rec_f[:, engine.F_T], "demand_tps": rec_f[:, engine.F_DEMAND],
@@ -478,22 +473,18 @@ def _outcome(req, pods, spec: FleetSpec, events: np.ndarray, preemptions: int, r
     else:
         series = pd.DataFrame(columns=TIMESERIES_COLUMNS)
     n_rows = len(rec_i)
-    ttft_p50_s, ttft_p99_s = (float(v) for v in np.percentile(finite_ttft, [50, 99])) if finite_ttft.size else (
-        math.nan, math.nan)
-    latency_s = state.done_s - state.arrival_s
-    arrival_s = state.arrival_s.copy()
-    if not per_request:
-        arrival_s, ttft_s, latency_s, met_each = np.empty(0), np.empty(0), np.empty(0), np.empty(0, dtype=bool)
+    if per_request:
+        arrival_s, latency_s = req.arrival_s.copy(), req.done_s - req.arrival_s
     else:
-        met_each = met
+        arrival_s, ttft_s, latency_s, met = np.empty(0), np.empty(0), np.empty(0), np.empty(0, dtype=bool)
     return Outcome(
         engine="fast",
-        requests=len(state),
-        completed=int(np.count_nonzero(state.status == DONE)),
-        slo_attainment_frac=float(met.mean()) if len(met) else math.nan,
+        requests=n,
+        completed=int(n_done),
+        slo_attainment_frac=n_met / n if n else math.nan,
         ttft_p50_s=ttft_p50_s,
         ttft_p99_s=ttft_p99_s,
-        itl_mean_ms=float(finite_itl.mean()) if finite_itl.size else math.nan,
+        itl_mean_ms=math.nan if math.isnan(itl_mean_ms) else float(itl_mean_ms),  # NaN as the reference's object
         gpu_hours=gpu_hours,
         cost_usd=gpu_hours * spec.usd_per_gpu_hour,
         scale_events=len(event_list),
@@ -501,12 +492,12 @@ def _outcome(req, pods, spec: FleetSpec, events: np.ndarray, preemptions: int, r
         flap_cycles=flaps,
         peak_replicas=int(max(rec_i[:, engine.I_LIVE].max(), 0)) if n_rows else 0,
         peak_waiting=int(rec_i[:, engine.I_WAITING].max()) if n_rows else 0,
-        cut_generations=int(np.count_nonzero(state.status == CUT)),
+        cut_generations=int(n_cut),
         preemptions=preemptions,
         events=event_list,
         timeseries=series,
         arrival_s=arrival_s,
         ttft_s=ttft_s,
         latency_s=latency_s,
-        slo_met=met_each,
+        slo_met=met,
     )
