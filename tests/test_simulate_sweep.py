@@ -114,6 +114,22 @@ def test_chunks_cover_every_point_once():
         chunk_points(points, 0)
 
 
+def test_chunks_keep_points_that_can_share_a_fleet_together():
+    # warmup_s (last key, fastest) changes the fleet: its values alternate in grid order, so a plain
+    # cut would mix them; every chunk must hold one warmup and one minimum only.
+    points = expand_grid({"target": [5, 10, 20, 40], "min_replicas": [1, 2], "warmup_s": [30, 120]})
+    for chunks in (chunk_points(points, 3), chunk_points(points, n_chunks=4), chunk_points(points, n_chunks=16)):
+        assert sorted(p.index for c in chunks for p in c) == list(range(len(points)))
+        for chunk in chunks:
+            assert len({(p.as_dict()["warmup_s"], p.as_dict()["min_replicas"]) for p in chunk}) == 1
+            assert [p.index for p in chunk] == sorted(p.index for p in chunk)
+    assert [len(c) for c in chunk_points(points, n_chunks=4)] == [4, 4, 4, 4]  # one per fleet
+    assert len(chunk_points(points, n_chunks=16)) == 16  # each fleet's points cut for 16 workers
+    assert len(chunk_points(points, n_chunks=1)) == 4  # never fewer than one per fleet
+    with pytest.raises(PlannerInputError):
+        chunk_points(points, n_chunks=0)
+
+
 def test_a_chunk_reproduces_the_reference_engine_per_point(tmp_path):
     trace = poisson_trace(lambda t: 3.0 if t < 90 else 15.0, 200.0, 200, 240, seed=3)
     manifest = write_manifest(tmp_path, scaled_object("chat", IN_FLIGHT, 10, max_replicas=6))
