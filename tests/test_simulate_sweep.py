@@ -152,3 +152,14 @@ def test_grid_keys_are_documented():
 
     for key in GRID_KEYS:
         assert f"``{key}``" in sweep.__doc__
+
+
+def test_a_chunk_reports_its_configurations_as_they_finish(tmp_path):
+    # Targets that part at different times finish as separate paths: several reports, each counted once.
+    trace = poisson_trace(lambda t: 2.0 if t < 60 else 20.0, 240.0, 200, 240, seed=6)
+    manifest = write_manifest(tmp_path, scaled_object("chat", IN_FLIGHT, 10, max_replicas=8))
+    points = expand_grid({"target": [4, 8, 16, 64], "scale_down_window_s": [0, 60]})
+    reports: list[int] = []
+    results = run_chunk(trace, manifest, FleetSpec(warmup_s=20.0), points, on_done=reports.append)
+    assert len(results) == len(points)
+    assert sum(reports) == len(points) and len(reports) >= 2 and all(n > 0 for n in reports)

@@ -27,9 +27,11 @@ once, so a worker lost mid-sweep costs only the recomputation of its chunks.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import os
 import sys
+import threading
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -195,13 +197,24 @@ def run_sweep(trace: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec, poi
               desc="sweep") as bar:
         if client is None:
             # The compiled kernels release the GIL, so chunks run side by side on this machine's cores.
+            # A chunk reports its configurations as they finish; the bar counts each once.
+            lock = threading.Lock()
+            shown = [0] * len(chunks)
+
+            def advance(number: int, configurations: int) -> None:
+                with lock:
+                    configurations = min(configurations, len(chunks[number]) - shown[number])
+                    shown[number] += configurations
+                    bar.update(configurations)
+
             with ThreadPoolExecutor(max_workers=max(1, min(workers or os.cpu_count() or 1, len(chunks)))) as pool:
-                futures = {pool.submit(run_chunk, trace, autoscaler, fleet, chunk, duration_s): number
+                futures = {pool.submit(run_chunk, trace, autoscaler, fleet, chunk, duration_s,
+                                       functools.partial(advance, number)): number
                            for number, chunk in enumerate(chunks)}
                 for future in as_completed_locally(futures):
                     number = futures[future]
                     results[number] = future.result()
-                    bar.update(len(chunks[number]))
+                    advance(number, len(chunks[number]))
                     if on_chunk is not None:
                         on_chunk(number)
         else:

@@ -36,7 +36,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from planner.behavior import HorizontalPodAutoscalerBehavior, HPAScalingPolicy, HPAScalingRules
@@ -308,14 +308,27 @@ def chunk_points(points: Sequence[SweepPoint], chunk_size: int | None = None,
 
 
 def run_chunk(trace: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec, points: Sequence[SweepPoint],
-              duration_s: float | None = None) -> list[SweepResult]:
+              duration_s: float | None = None,
+              on_done: Callable[[int], None] | None = None) -> list[SweepResult]:
     """Simulate one chunk of grid points together (the unit of work sent to a Dask worker).
 
     Pure and deterministic: the same inputs give the same results bit for bit,
-    wherever it runs.
+    wherever it runs. ``on_done``, if given, is called with the number of
+    configurations each time some finish (a chunk of configurations sharing a
+    fleet finishes them a few at a time).
     """
     configs = [apply_point(autoscaler, fleet, point) for point in points]
-    outcomes = simulate_many(trace, configs, duration_s=duration_s, timeseries=False, per_request=False)
+    reported = 0
+
+    def progress(done_ticks: int, total_ticks: int) -> None:
+        nonlocal reported
+        finished = len(configs) * done_ticks // max(total_ticks, 1)
+        if on_done is not None and finished > reported:
+            on_done(finished - reported)
+            reported = finished
+
+    outcomes = simulate_many(trace, configs, duration_s=duration_s, timeseries=False, per_request=False,
+                             on_tick=progress)
     return [
         SweepResult(point.index, point.values, *(getattr(outcome, name) for name in RESULT_FIELDS))
         for point, outcome in zip(points, outcomes, strict=True)
