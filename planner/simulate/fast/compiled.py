@@ -427,7 +427,7 @@ def _finish(active, req, pods, prepared: Prepared, events, carry, rec_f, rec_i, 
     for m in active.tolist():
         if timeseries:
             series = outcome.timeseries.copy()
-            series["signal"] = signal_out[m]
+            series["signal"] = signal_out[m].copy()  # not a view that would keep every member's row alive
             outcomes[m] = dataclasses.replace(outcome, timeseries=series)
         else:
             outcomes[m] = outcome
