@@ -207,7 +207,7 @@ def run_sweep(trace: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec, poi
                     shown[number] += configurations
                     bar.update(configurations)
 
-            with ThreadPoolExecutor(max_workers=max(1, min(workers or os.cpu_count() or 1, len(chunks)))) as pool:
+            with ThreadPoolExecutor(max_workers=max(1, min(threads, len(chunks)))) as pool:
                 futures = {pool.submit(run_chunk, trace, autoscaler, fleet, chunk, duration_s,
                                        functools.partial(advance, number)): number
                            for number, chunk in enumerate(chunks)}

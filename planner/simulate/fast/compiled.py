@@ -325,8 +325,8 @@ def simulate_group(group: Sequence[Prepared], arrival_s: np.ndarray, input_token
     for every in set(members.poll_every.tolist()) | set(members.reconcile_every.tolist()):
         if every > 0:
             control_due[::every] = True
-    pod_capacity = max(initial_capacity(p)[0] for p in group)
-    rows_per_scrape = max(initial_capacity(p)[1] for p in group)
+    rooms = [initial_capacity(p) for p in group]
+    pod_capacity, rows_per_scrape = max(r[0] for r in rooms), max(r[1] for r in rooms)
     pods_per_tick = max(p.pods_per_tick for p in group)
     replica = spec.replica
     step_table_s = np.asarray(replica._step_table_s, dtype=float)

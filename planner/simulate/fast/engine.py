@@ -172,6 +172,29 @@ def _route_least_loaded(i, endpoints, n_endpoints, run_n, wq_head, wq_tail, wq_n
     wq_n[p] += 1
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _pause(carry, k, phase, spec_replicas, n_events, preemptions, next_arrival):
+    # Where the group stands, for the next call of run to resume from.
+    carry[C_TICK] = k
+    carry[C_PHASE] = phase
+    carry[C_SPEC] = spec_replicas
+    carry[C_EVENTS] = n_events
+    carry[C_PREEMPTIONS] = preemptions
+    carry[C_NEXT_ARRIVAL] = next_arrival
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _evaluate_into(q, queries, store, now_s, work, out_kind, out_n, out_keys, out_vals):
+    # Query q of the group at now_s, into row q of the result arrays.
+    code, code_off, consts, consts_off = queries
+    kind, n = metrics.evaluate(
+        code[code_off[q]:code_off[q + 1]], consts[consts_off[q]:consts_off[q + 1]], store.scr_t,
+        store.count[N_SCR], store.scr_off, store.smp_pod, store.smp_val, store.ex_off, store.ex_pod, now_s, work,
+        out_keys[q], out_vals[q])
+    out_kind[q] = kind
+    out_n[q] = n
+
+
 @njit(cache=True, nogil=True)
 def _signal(signal_kind, m, res_kind, res_n, res_vals):
     # Control.signal from an evaluated query: KEDA reads it as its scaler does; an HPA metric is
@@ -289,8 +312,7 @@ def _loop(req, pods, store, rng, tick_s, n_ticks, scrape_every, pods_per_tick, w
      own_keys, own_vals, sig_k, sig_stale, sig_kind, sig_n, sig_keys, sig_vals, pod_ids, pod_ready, pod_start_s,
      pod_transition_s) = scratch
     n_requests = req.arrival_s.shape[0]
-    code, code_off, consts, consts_off = queries
-    n_queries = code_off.shape[0] - 1
+    n_queries = queries[1].shape[0] - 1
     record_signal = signal_out.shape[0] > 0
     n_active = active.shape[0]
     capacity = pods.ready_s.shape[0]
@@ -324,17 +346,13 @@ def _loop(req, pods, store, rng, tick_s, n_ticks, scrape_every, pods_per_tick, w
         else:
             # Room for this tick, checked before any of it is done (the caller grows the arrays and resumes).
             if count[N_PODS] + pods_per_tick > capacity:
-                carry[C_TICK], carry[C_PHASE] = k, PHASE_TICK_START
-                carry[C_SPEC], carry[C_EVENTS], carry[C_PREEMPTIONS] = spec_replicas, n_events, preemptions
-                carry[C_NEXT_ARRIVAL] = next_arrival
+                _pause(carry, k, PHASE_TICK_START, spec_replicas, n_events, preemptions, next_arrival)
                 return OUT_OF_PODS
             if scrape_due:
                 need = count[N_UP] + pods_per_tick
                 if (store_count[N_SCR] + 1 >= scr_t.shape[0] or store_count[N_ROWS] + need > smp_pod.shape[0]
                         or store_count[N_EXIST] + need > ex_pod.shape[0]):
-                    carry[C_TICK], carry[C_PHASE] = k, PHASE_TICK_START
-                    carry[C_SPEC], carry[C_EVENTS], carry[C_PREEMPTIONS] = spec_replicas, n_events, preemptions
-                    carry[C_NEXT_ARRIVAL] = next_arrival
+                    _pause(carry, k, PHASE_TICK_START, spec_replicas, n_events, preemptions, next_arrival)
                     return OUT_OF_SAMPLES
 
             # 1. control: every active member's controller decides on the same fleet
@@ -353,12 +371,7 @@ def _loop(req, pods, store, rng, tick_s, n_ticks, scrape_every, pods_per_tick, w
                     if is_ready:
                         ready += 1
                 for q in range(n_queries):
-                    kind, n = metrics.evaluate(
-                        code[code_off[q]:code_off[q + 1]], consts[consts_off[q]:consts_off[q + 1]],
-                        scr_t, store_count[N_SCR], scr_off, smp_pod, smp_val, ex_off, ex_pod, t0_s, work,
-                        res_keys[q], res_vals[q])
-                    res_kind[q] = kind
-                    res_n[q] = n
+                    _evaluate_into(q, queries, store, t0_s, work, res_kind, res_n, res_keys, res_vals)
                 last = metrics.last_index(scr_t, store_count[N_SCR], t0_s)
                 stamp_s = scr_t[last] if last >= 0 else math.nan
                 differ = False
@@ -368,32 +381,28 @@ def _loop(req, pods, store, rng, tick_s, n_ticks, scrape_every, pods_per_tick, w
                     reconcile = k % reconcile_every[m] == 0
                     if not (poll or reconcile):
                         decided = spec_replicas
-                    elif identity[m]:
-                        decided = decision.decide(_tables(members, m), _state(members, m), t0_s, poll, reconcile,
-                                                  spec_replicas, ready, pod_ids, pod_ready, pod_start_s,
-                                                  pod_transition_s, n_pods, res_kind, res_n, res_keys, res_vals,
-                                                  stamp_s)
                     else:
-                        for slot in range(n_query[m]):
-                            q = query_of[m, slot]
-                            own_kind[slot] = res_kind[q]
-                            own_n[slot] = res_n[q]
-                            for j in range(max(res_n[q], 1)):
-                                own_keys[slot, j] = res_keys[q, j]
-                                own_vals[slot, j] = res_vals[q, j]
+                        # The member's queries in its own order: the group's rows when they are that already.
+                        m_kind, m_n, m_keys, m_vals = res_kind, res_n, res_keys, res_vals
+                        if not identity[m]:
+                            for slot in range(n_query[m]):
+                                q = query_of[m, slot]
+                                own_kind[slot] = res_kind[q]
+                                own_n[slot] = res_n[q]
+                                for j in range(max(res_n[q], 1)):
+                                    own_keys[slot, j] = res_keys[q, j]
+                                    own_vals[slot, j] = res_vals[q, j]
+                            m_kind, m_n, m_keys, m_vals = own_kind, own_n, own_keys, own_vals
                         decided = decision.decide(_tables(members, m), _state(members, m), t0_s, poll, reconcile,
                                                   spec_replicas, ready, pod_ids, pod_ready, pod_start_s,
-                                                  pod_transition_s, n_pods, own_kind, own_n, own_keys, own_vals,
-                                                  stamp_s)
+                                                  pod_transition_s, n_pods, m_kind, m_n, m_keys, m_vals, stamp_s)
                     wanted_out[m] = decided
                     if a == 0:
                         wanted = decided
                     elif decided != wanted:
                         differ = True
                 if differ or wanted < 0:
-                    carry[C_TICK], carry[C_PHASE] = k, PHASE_AFTER_CONTROL
-                    carry[C_SPEC], carry[C_EVENTS], carry[C_PREEMPTIONS] = spec_replicas, n_events, preemptions
-                    carry[C_NEXT_ARRIVAL] = next_arrival
+                    _pause(carry, k, PHASE_AFTER_CONTROL, spec_replicas, n_events, preemptions, next_arrival)
                     return FORK
 
         if wanted != spec_replicas:
@@ -507,12 +516,7 @@ def _loop(req, pods, store, rng, tick_s, n_ticks, scrape_every, pods_per_tick, w
                 if query_has_range[q] or last != sig_k[q] or stale != sig_stale[q]:
                     sig_k[q] = last
                     sig_stale[q] = stale
-                    kind, n = metrics.evaluate(
-                        code[code_off[q]:code_off[q + 1]], consts[consts_off[q]:consts_off[q + 1]],
-                        scr_t, store_count[N_SCR], scr_off, smp_pod, smp_val, ex_off, ex_pod, t1_s, work,
-                        sig_keys[q], sig_vals[q])
-                    sig_kind[q] = kind
-                    sig_n[q] = n
+                    _evaluate_into(q, queries, store, t1_s, work, sig_kind, sig_n, sig_keys, sig_vals)
             for a in range(n_active):
                 m = active[a]
                 q = members.signal_query[m]
@@ -529,7 +533,5 @@ def _loop(req, pods, store, rng, tick_s, n_ticks, scrape_every, pods_per_tick, w
 
     if pods.count[N_TERM] > 0:
         fleet.finish_terminations(pods, req, n_ticks * tick_s)
-    carry[C_TICK], carry[C_PHASE] = n_ticks, PHASE_TICK_START
-    carry[C_SPEC], carry[C_EVENTS], carry[C_PREEMPTIONS] = spec_replicas, n_events, preemptions
-    carry[C_NEXT_ARRIVAL] = next_arrival
+    _pause(carry, n_ticks, PHASE_TICK_START, spec_replicas, n_events, preemptions, next_arrival)
     return DONE
