@@ -20,10 +20,12 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
 
+import psutil
 import yaml
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -33,6 +35,9 @@ CHROMIUM_ARGS = [
     "--disable-component-update", "--disable-sync",
 ]
 RUN_TIMEOUT_S = 240.0
+# A chapter's whole budget: open, run, move a slider. Past it the watchdog closes the browser,
+# which fails the call Playwright is blocked in (page.evaluate has no timeout of its own).
+CHAPTER_BUDGET_S = RUN_TIMEOUT_S + 180.0
 
 
 def chapters() -> list[str]:
@@ -84,6 +89,52 @@ _CELLS_JS = """() => {
 }"""
 
 
+# JupyterLab commands return a promise that settles when the command is done: run-all-cells
+# only when every cell has run, which never happens if the kernel was not ready to take the
+# cells. Start the command and return at once; the caller polls the notebook's state.
+_FIRE_JS = """(command) => {
+  window.jupyterapp.commands.execute(command).catch(() => {});
+  return true;
+}"""
+
+
+def _fire(page, command: str) -> None:
+    page.evaluate(_FIRE_JS, command)
+
+
+class Watchdog:
+    """Kills this process's Chromium processes if a chapter overruns its budget.
+
+    Playwright's page.evaluate waits as long as the page's promise does; killing the
+    browser makes that call raise, so a hung page costs one chapter, not the whole run.
+    """
+
+    def __init__(self, budget_s: float) -> None:
+        self.budget_s = budget_s
+        self.fired = False
+        self._timer: threading.Timer | None = None
+
+    def _kill_browser(self) -> None:
+        self.fired = True
+        for child in psutil.Process().children(recursive=True):
+            try:
+                if "chrom" in child.name().lower():
+                    child.kill()
+            except psutil.Error:
+                pass
+
+    def __enter__(self) -> Watchdog:
+        self.fired = False
+        self._timer = threading.Timer(self.budget_s, self._kill_browser)
+        self._timer.daemon = True
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        assert self._timer is not None
+        self._timer.cancel()
+
+
 def check_chapter(page, base_url: str, chapter: str) -> list[str]:
     """Open one chapter, run it, move a slider; return what went wrong."""
     problems: list[str] = []
@@ -94,8 +145,7 @@ def check_chapter(page, base_url: str, chapter: str) -> list[str]:
                            " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
                            " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
                            timeout=120_000)
-    run_all = "() => window.jupyterapp.commands.execute('notebook:run-all-cells')"
-    page.evaluate(run_all)
+    _fire(page, "notebook:run-all-cells")
     issued = time.monotonic()
     deadline = issued + RUN_TIMEOUT_S
     state = None
@@ -108,7 +158,7 @@ def check_chapter(page, base_url: str, chapter: str) -> list[str]:
         if all(c["count"] is not None for c in code) or any(c["errors"] for c in code):
             break  # done, or stopped at an error (the cells after it never run)
         if all(c["count"] is None for c in code) and time.monotonic() - issued > 15.0:
-            page.evaluate(run_all)  # asked before the notebook was ready to run: ask again
+            _fire(page, "notebook:run-all-cells")  # asked before the notebook was ready to run: ask again
             issued = time.monotonic()
     else:
         return [f"{chapter}: cells still running after {RUN_TIMEOUT_S:.0f} s"]
@@ -138,6 +188,68 @@ def check_chapter(page, base_url: str, chapter: str) -> list[str]:
             continue
     problems.append(f"{chapter}: moving the explorer's first slider to either end did not change its output")
     return problems
+
+
+def _kernels_api(base_url: str, token: str, path: str = "", method: str = "GET"):
+    request = urllib.request.Request(f"{base_url}/api/kernels{path}", method=method,
+                                     headers={"Authorization": f"token {token}"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        body = response.read()
+    return json.loads(body) if body else None
+
+
+def _shutdown_kernels(base_url: str, token: str, grace_s: float = 0.0) -> None:
+    """Stop every kernel the server runs, so the next chapter has both cores.
+
+    Waits up to ``grace_s`` for the page's own shutdown before deleting what is left.
+    """
+    deadline = time.monotonic() + grace_s
+    while _kernels_api(base_url, token) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    for kernel in _kernels_api(base_url, token):
+        try:
+            _kernels_api(base_url, token, f"/{kernel['id']}", method="DELETE")
+        except OSError:
+            pass  # already gone
+
+
+class BrowserSession:
+    """One Chromium logged in to JupyterLab; replaced when the watchdog kills it."""
+
+    def __init__(self, playwright, chromium: str, base_url: str, token: str) -> None:
+        self.playwright, self.chromium, self.base_url, self.token = playwright, chromium, base_url, token
+        self.browser = None
+        self.page = None
+
+    def _open(self) -> None:
+        self.browser = self.playwright.chromium.launch(executable_path=self.chromium, args=CHROMIUM_ARGS)
+        self.page = self.browser.new_page(viewport={"width": 1400, "height": 1000})
+        # Logs in once per browser; the token stays in this process and the cookie jar.
+        self.page.goto(f"{self.base_url}/lab?token={self.token}")
+
+    def check(self, chapter: str) -> list[str] | None:
+        """The chapter's problems, or None if the watchdog had to kill the browser."""
+        with Watchdog(CHAPTER_BUDGET_S) as watchdog:
+            try:
+                if self.page is None:
+                    self._open()
+                found = check_chapter(self.page, self.base_url, chapter)
+                # The notebook's own menu command, so the page shows no dead-kernel dialog.
+                _fire(self.page, "kernelmenu:shutdown")
+                return found
+            except Exception:
+                if not watchdog.fired:
+                    raise
+        self.close()
+        return None
+
+    def close(self) -> None:
+        if self.browser is not None:
+            try:
+                self.browser.close()
+            except Exception:
+                pass  # killed by the watchdog
+        self.browser = self.page = None
 
 
 def main() -> int:
@@ -174,17 +286,23 @@ def main() -> int:
         started = time.monotonic()
         try:
             _wait_for_server(port, token, server)
+            base_url = f"http://127.0.0.1:{port}"
             with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                # Logs in once; the token stays in this process and the cookie jar.
-                page.goto(f"http://127.0.0.1:{port}/lab?token={token}")
+                session = BrowserSession(playwright, chromium, base_url, token)
                 for name in names:
-                    found = check_chapter(page, f"http://127.0.0.1:{port}", name)
+                    found = session.check(name)
+                    if found is None:
+                        # The watchdog closed a hung page: a fresh browser, one more try.
+                        print(f"lab check: {name}: no answer within {CHAPTER_BUDGET_S:.0f} s; retrying once")
+                        _shutdown_kernels(base_url, token)
+                        found = session.check(name)
+                    # A killed page shuts nothing down; a live one was asked to.
+                    _shutdown_kernels(base_url, token, grace_s=0.0 if found is None else 30.0)
+                    if found is None:
+                        found = [f"{name}: the page did not answer within {CHAPTER_BUDGET_S:.0f} s, twice"]
                     print(f"lab check: {name}: {'ok' if not found else f'{len(found)} problem(s)'}")
                     problems += found
-                    page.evaluate("() => window.jupyterapp.commands.execute('kernelmenu:shutdown')")
-                browser.close()
+                session.close()
         finally:
             os.killpg(server.pid, signal.SIGTERM)
             try:
