@@ -18,15 +18,27 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from dataclasses import dataclass
 
 import numpy as np
 import simpy
 
 from planner.errors import PlannerInputError
-from planner.simulate.fleet import ROUND_ROBIN, FleetSpec
+from planner.simulate.fleet import LEAST_LOADED, ROUND_ROBIN, FleetSpec
+from planner.simulate.replica import ReplicaSpec
+from planner.simulate.scenario import Scenario, scenario_trace
 from planner.simulate.traffic import RequestTrace
 
-__all__ = ["DiscreteEventResult", "simulate_fixed_fleet"]
+__all__ = [
+    "AGREEMENT_CASES",
+    "AGREEMENT_REPLICA",
+    "AgreementCase",
+    "DiscreteEventResult",
+    "EngineAgreement",
+    "agreement_table",
+    "compare_engines",
+    "simulate_fixed_fleet",
+]
 
 
 class DiscreteEventResult:
@@ -153,3 +165,155 @@ def simulate_fixed_fleet(trace: RequestTrace, fleet_spec: FleetSpec, replicas: i
     env.process(arrivals())
     env.run()
     return DiscreteEventResult(np.asarray(trace.arrival_s, dtype=float), state["first_token_s"], state["done_s"])
+
+
+# A replica whose KV cache never binds (this engine's scope), with a prefill cost so TTFT has two parts.
+AGREEMENT_REPLICA = ReplicaSpec(fixed_ms=6.0, per_sequence_ms=0.25, max_num_seqs=32, kv_tokens=10**7,
+                                prefill_ms_per_token=0.05)
+# Seconds after the last arrival that both engines keep running, so every request finishes.
+_DRAIN_S = 300.0
+
+
+@dataclass(frozen=True)
+class AgreementCase:
+    """A fixed fleet on seeded traffic, on which the tick and discrete-event engines are compared.
+
+    Attributes
+    ----------
+    scenario : Scenario
+        The traffic (replayed with ``seed``).
+    replicas : int
+        Ready replicas for the whole run.
+    ttft_slo_s : float
+        TTFT objective of the attainment compared. [s]
+    router : str
+        ``least-loaded`` or ``round-robin``.
+    seed : int
+        Seed of :func:`planner.simulate.scenario.scenario_trace`.
+    """
+
+    scenario: Scenario
+    replicas: int
+    ttft_slo_s: float
+    router: str = LEAST_LOADED
+    seed: int = 0
+
+
+def _case(name: str, ttft_slo_s: float, seed: int, router: str = LEAST_LOADED, **traffic) -> AgreementCase:
+    scenario = Scenario(**{"kind": "constant", "duration_s": 180.0, "mean_input_tokens": 500.0,
+                           "mean_output_tokens": 200.0, "name": name, **traffic})
+    return AgreementCase(scenario, 2, ttft_slo_s, router, seed)
+
+
+# Two replicas, three minutes: one light case, and four where requests queue and the engines could part.
+AGREEMENT_CASES = (
+    _case("light", 0.2, 1, rate_rps=8.0),
+    _case("near capacity", 1.0, 2, rate_rps=21.0),
+    _case("burst", 2.0, 3, kind="launch_spike", rate_rps=10.0, spike_at_s=60.0, spike_factor=4.0, rise_s=0.0,
+          hold_s=60.0),
+    _case("round robin", 0.5, 4, ROUND_ROBIN, rate_rps=20.0),
+    _case("long answers", 1.0, 5, rate_rps=5.5, mean_input_tokens=200.0, mean_output_tokens=800.0),
+)
+
+
+@dataclass(frozen=True)
+class EngineAgreement:
+    """The tick engine against the discrete-event one on one :class:`AgreementCase`.
+
+    Attributes
+    ----------
+    name : str
+        The case's scenario name.
+    requests : int
+        Requests replayed (every one finishes in both engines).
+    tick_attainment_frac, event_attainment_frac : float
+        Fraction of requests meeting the TTFT objective, per engine. [fraction]
+    tick_mean_ttft_s, event_mean_ttft_s : float
+        Mean TTFT, per engine. [s]
+    """
+
+    name: str
+    requests: int
+    tick_attainment_frac: float
+    event_attainment_frac: float
+    tick_mean_ttft_s: float
+    event_mean_ttft_s: float
+
+    @property
+    def attainment_gap_pct_points(self) -> float:
+        """How far apart the two attainments are. [percentage points]"""
+        return 100.0 * abs(self.tick_attainment_frac - self.event_attainment_frac)
+
+    @property
+    def mean_ttft_gap_frac(self) -> float:
+        """The tick engine's mean TTFT off the discrete-event one, relative to it. [fraction]"""
+        return abs(self.tick_mean_ttft_s / self.event_mean_ttft_s - 1.0)
+
+
+def compare_engines(case: AgreementCase, replica: ReplicaSpec = AGREEMENT_REPLICA, *,
+                    tick_s: float = 1.0) -> EngineAgreement:
+    """Replay one case through the tick engine (``reference``) and this one; their SLO figures side by side.
+
+    The tick engine runs the case's fleet as a ScaledObject pinned at
+    ``replicas`` (minimum = maximum), so its controller never moves it.
+
+    Parameters
+    ----------
+    case : AgreementCase
+    replica : ReplicaSpec
+        The replica model both engines run.
+    tick_s : float
+        The tick engine's tick. [s]
+
+    Returns
+    -------
+    EngineAgreement
+    """
+    from planner.keda import ScaledObjectSpec, Trigger, hpa_for_scaled_object
+    from planner.readers.manifest import Autoscaler
+    from planner.simulate.reference import simulate
+
+    trace = scenario_trace(case.scenario, case.seed)
+    fleet = FleetSpec(replica=replica, ttft_slo_s=case.ttft_slo_s, router=case.router, tick_s=tick_s)
+    pinned = ScaledObjectSpec("pinned", (Trigger(0, "prometheus", 10.0, query="sum(vllm:num_requests_running)"),),
+                              min_replica_count=case.replicas, max_replica_count=case.replicas)
+    autoscaler = Autoscaler("ScaledObject", "pinned", "pinned", hpa_for_scaled_object(pinned), pinned)
+    ticked = simulate(trace, autoscaler, fleet, duration_s=trace.duration_s + _DRAIN_S)
+    events = simulate_fixed_fleet(trace, fleet, case.replicas)
+    if ticked.completed != len(trace) or not np.isfinite(events.done_s).all():
+        raise PlannerInputError(f"case {case.scenario.label!r}: some requests did not finish within "
+                                f"{_DRAIN_S:.0f} s of the last arrival; the engines are compared on finished runs")
+    return EngineAgreement(
+        name=case.scenario.label,
+        requests=len(trace),
+        tick_attainment_frac=ticked.slo_attainment_frac,
+        event_attainment_frac=events.slo_attainment_frac(case.ttft_slo_s),
+        tick_mean_ttft_s=float(np.mean(ticked.ttft_s)),
+        event_mean_ttft_s=float(np.mean(events.first_token_s - events.arrival_s)),
+    )
+
+
+def agreement_table(agreements: dict[float, list[EngineAgreement]]):
+    """One row per case and tick: both engines' attainment and mean TTFT, and their gaps.
+
+    Parameters
+    ----------
+    agreements : dict of float to list of EngineAgreement
+        :func:`compare_engines` results keyed by the tick they ran at. [s]
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``case``, ``tick_s``, ``requests``, ``tick_attainment_frac``,
+        ``event_attainment_frac``, ``attainment_gap_pct_points``,
+        ``tick_mean_ttft_s``, ``event_mean_ttft_s``, ``mean_ttft_gap_frac``.
+    """
+    import pandas as pd
+
+    return pd.DataFrame([
+        {"case": a.name, "tick_s": tick_s, "requests": a.requests,
+         "tick_attainment_frac": a.tick_attainment_frac, "event_attainment_frac": a.event_attainment_frac,
+         "attainment_gap_pct_points": a.attainment_gap_pct_points, "tick_mean_ttft_s": a.tick_mean_ttft_s,
+         "event_mean_ttft_s": a.event_mean_ttft_s, "mean_ttft_gap_frac": a.mean_ttft_gap_frac}
+        for tick_s, rows in agreements.items() for a in rows
+    ])
