@@ -239,7 +239,9 @@ def reaction_time_s(metric_window_s, eval_interval_s, cold_start_s):
     metric_window_s : float
         Averaging window of the scaling metric (e.g. a ``rate(...[30s])``). [s]
     eval_interval_s : float
-        Controller period: 15 s for the HPA, KEDA's ``pollingInterval``. [s]
+        Controller period: the HPA sync period (15 s), KEDA's HPA included (its metrics
+        server queries the scaler on every HPA request); KEDA's ``pollingInterval`` for a
+        scale from zero or a trigger with ``useCachedMetrics``. [s]
     cold_start_s : float
         Pod scheduled to Ready: image pull, weight load, CUDA graphs. [s]
 

@@ -33,8 +33,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
+from planner.cluster_versions import HPA_SCALE_TO_ZERO, ClusterVersions
 from planner.grace import DEFAULT_TERMINATION_GRACE_PERIOD_S, drain_time_s, plan_grace
 from planner.hpa_spec import AVERAGE_VALUE, CONTAINER_RESOURCE, EXTERNAL, OBJECT, PODS, RESOURCE
 from planner.promql import LEGACY_ONLY, SIGNALS
@@ -94,6 +95,8 @@ RULES: dict[str, Rule] = {rule.id: rule for rule in (
     Rule("multi-trigger-or", "warning", "several KEDA triggers without scalingModifiers combine as OR"),
     Rule("short-scale-down-window", "warning", "scale-down stabilization shorter than the warmup, or 0"),
     Rule("min-zero-pod-metric", "error", "scale to zero on a signal only the pods serve"),
+    Rule("hpa-min-zero-version", "warning", "an HPA minReplicas of 0 the cluster's Kubernetes refuses or holds at 0"),
+    Rule("tolerance-dropped", "info", "a behavior tolerance the cluster's Kubernetes or KEDA drops"),
     Rule("short-grace", "error", "grace period unset or shorter than the longest generation"),
     Rule("shutdown-timeout-vs-grace", "warning", "vLLM --shutdown-timeout missing, 0, or not below the grace"),
     Rule("threshold-at-batch-limit", "error", "a per-replica in-flight threshold at or above --max-num-seqs"),
@@ -170,6 +173,7 @@ class LintSettings:
     itl_ms: float | None = None
     max_num_seqs: int | None = None
     exported_metrics: frozenset[str] | None = None
+    versions: ClusterVersions = field(default_factory=ClusterVersions)
 
 
 _KIND_PATTERNS = (
@@ -213,7 +217,8 @@ class Signal:
     source : str
         ``prometheus``, ``cpu``, ... for KEDA; the HPA metric type otherwise.
     per_replica : bool
-        The threshold is compared with the value divided by the ready pods (AverageValue).
+        An ``AverageValue`` target: a per-replica threshold (for an External metric the HPA
+        proposes ``ceil(value / threshold)`` whatever the pod count).
     threshold : float
         In the metric's own units.
     """
@@ -323,7 +328,8 @@ def _avg_with_average_value(ctx, autoscaler, signals, settings, target):
         if _AVG_TOP.match(query) or _SUM_OVER_COUNT.match(query):
             yield ctx.finding(
                 "avg-with-averagevalue", (*signal.path, "metadata", "query"),
-                "The query already divides by the pods and AverageValue divides by the ready pods again, so "
+                "The query already divides by the pods and AverageValue reads the value as a fleet total "
+                "(ceil(value / threshold) replicas), so "
                 "the autoscaler sees 1/N of the load and under-scales (W10).",
                 "Use the fleet total, sum(...), under AverageValue, or keep avg(...) and set metricType: Value.",
             )
@@ -415,6 +421,50 @@ def _min_zero_pod_metric(ctx, autoscaler, signals, settings, target):
             "the query is empty, the trigger never activates, and the fleet never comes back.",
             "Set the minimum to 1, or activate on a signal that exists without pods (a gateway or queue metric).",
         )
+
+
+def _hpa_min_zero_version(ctx, autoscaler, signals, settings, target):
+    # A plain HPA at minReplicas 0 (KEDA scales 0 <-> 1 itself, on any Kubernetes).
+    minimum, path, _ = _min_replicas(autoscaler)
+    if autoscaler.scaled_object is not None or minimum != 0:
+        return
+    versions = settings.versions
+    k8s = versions.kubernetes
+    if not versions.hpa_scale_to_zero_by_default:
+        where = "kube-apiserver and kube-controller-manager" if versions.scaled_to_zero_condition else "kube-apiserver"
+        yield ctx.finding(
+            "hpa-min-zero-version", path,
+            f"On Kubernetes {k8s} HPAScaleToZero is alpha and off by default (beta and on from "
+            f"{HPA_SCALE_TO_ZERO.on_by_default}), so the API server refuses minReplicas: 0.",
+            f"Enable the HPAScaleToZero feature gate on {where}, or set minReplicas to 1.",
+        )
+    elif versions.scaled_to_zero_condition:
+        yield ctx.finding(
+            "hpa-min-zero-version", path,
+            f"On Kubernetes {k8s} the HPA scales up from 0 only a workload it scaled to 0 itself (its "
+            "ScaledToZero condition is True); a workload created or scaled by hand to 0 replicas stays at 0.",
+            "Start the workload at 1 or more replicas and let the HPA take it to 0.",
+            severity="info",
+        )
+
+
+def _tolerance_dropped(ctx, autoscaler, signals, settings, target):
+    behavior = autoscaler.hpa.behavior
+    if behavior is None:
+        return
+    kind = "ScaledObject" if autoscaler.scaled_object is not None else "HorizontalPodAutoscaler"
+    dropped = settings.versions.tolerance_dropped(kind)
+    if dropped is None:
+        return
+    for direction, rules in (("scaleUp", behavior.scale_up), ("scaleDown", behavior.scale_down)):
+        if rules is not None and rules.tolerance is not None:
+            yield ctx.finding(
+                "tolerance-dropped", (*_behavior_path(autoscaler), direction, "tolerance"),
+                f"The {direction} tolerance of {rules.tolerance:g} has no effect here: {dropped}; "
+                "the cluster's 10 % applies.",
+                "Upgrade, enable the gate, or drop the field and size the target for a 10 % band "
+                "(pass --kubernetes-version / --keda-version if these are not your cluster's).",
+            )
 
 
 def _threshold_at_batch_limit(ctx, autoscaler, signals, settings, target):
@@ -547,7 +597,8 @@ def _metric_not_exported(ctx, autoscaler, signals, settings, target):
 
 _AUTOSCALER_RULES = (
     _gpu_util_trigger, _waiting_only, _avg_with_average_value, _ignore_null_values, _deprecated_metric,
-    _multi_trigger_or, _short_scale_down_window, _min_zero_pod_metric, _threshold_at_batch_limit, _no_max,
+    _multi_trigger_or, _short_scale_down_window, _min_zero_pod_metric, _hpa_min_zero_version, _tolerance_dropped,
+    _threshold_at_batch_limit, _no_max,
     _cpu_trigger, _kv_threshold, _unaggregated_query, _misplaced_metric_type, _metric_not_exported,
 )
 

@@ -7,12 +7,15 @@ longest generation (:mod:`planner.grace`) it builds, as plain data:
   signals: the fleet's in-flight requests ``sum(running) + sum(waiting)``,
   the fleet's KV usage ``sum(vllm:kv_cache_usage_perc)`` and, when a
   queue threshold is given, the fleet's waiting requests. Every trigger is an
-  ``AverageValue`` over a ``sum(...)`` (the HPA divides by Ready pods once),
-  with ``ignoreNullValues: "false"`` so a renamed metric fails loudly.
+  ``AverageValue`` over a ``sum(...)``: for an External metric the HPA
+  proposes ``ceil(sum / threshold)`` whatever the pod count. Triggers carry
+  ``ignoreNullValues: "false"`` so a renamed metric fails loudly.
   Several signals are combined in ``advanced.scalingModifiers`` as
   ``max(signal_i / target_i)`` in replica units against a target of 1: the
   replica count the most demanding signal needs, written out instead of
-  left to KEDA's implicit OR;
+  left to KEDA's implicit OR. With ``scalingModifiers`` the HPA reads only
+  the composite metric, typed by ``scalingModifiers.metricType``; the
+  triggers' own ``metricType`` is not used;
 * the equivalent ``autoscaling/v2`` HorizontalPodAutoscaler for clusters
   without KEDA. Its metrics are External metrics served by
   prometheus-adapter (rules included): External ``AverageValue`` is exactly
@@ -21,8 +24,10 @@ longest generation (:mod:`planner.grace`) it builds, as plain data:
   proposal across metrics, which is the same ``max``;
 * the ``behavior`` both share: the Kubernetes scale-up defaults written
   out, a scale-up tolerance (0 by default, so scaling starts at the target
-  rather than 10 % above it), a scale-down stabilization window of at least
-  the warmup, and at most one replica removed per warmup;
+  rather than 10 % above it) where the cluster's versions keep the field
+  (:mod:`planner.cluster_versions`; elsewhere a comment says why it is left
+  out), a scale-down stabilization window of at least the warmup, and at
+  most one replica removed per warmup;
 * a Deployment (or StatefulSet) patch: ``terminationGracePeriodSeconds``
   and vLLM's ``--shutdown-timeout`` from :func:`planner.grace.plan_grace`,
   and a preStop ``sleep`` that keeps the pod serving while its endpoint is
@@ -42,6 +47,7 @@ import math
 from dataclasses import dataclass, field
 from decimal import ROUND_FLOOR, Decimal
 
+from planner.cluster_versions import ClusterVersions
 from planner.errors import (
     PlannerInputError,
     require_fraction,
@@ -65,7 +71,13 @@ __all__ = [
 DEFAULT_PRE_STOP_S = 10.0
 """preStop sleep: time for the endpoint to leave the Service and load balancers. [s]"""
 DEFAULT_POLLING_INTERVAL_S = 15
-"""KEDA polling interval: one fresh value per HPA sync (15 s). [s]"""
+"""KEDA ``pollingInterval``: how often KEDA's operator checks activation (0 <-> 1) and refreshes its
+metrics cache. The HPA's own 15 s syncs query the scaler afresh through KEDA's metrics server
+unless a trigger sets ``useCachedMetrics``. [s]"""
+METRIC_TYPE_AVERAGE_VALUE = ("External AverageValue: the HPA proposes ceil(fleet sum / threshold), "
+                             "whatever the pod count")
+METRIC_TYPE_WITH_MODIFIERS = ("not used: with scalingModifiers the HPA reads only the composite metric, "
+                              "typed by scalingModifiers.metricType")
 MIN_SCALE_DOWN_WINDOW_S = 300  # the HPA's default; shorter would be more eager than stock Kubernetes
 MAX_STABILIZATION_WINDOW_S = 3600  # API limit on stabilizationWindowSeconds
 MAX_POLICY_PERIOD_S = 1800  # API limit on periodSeconds
@@ -246,8 +258,12 @@ def format_threshold(value: float) -> str:
     return text
 
 
-def generate_manifests(plan: ScalingPlan) -> ManifestSet:
+def generate_manifests(plan: ScalingPlan, versions: ClusterVersions | None = None) -> ManifestSet:
     """Build the ScaledObject, the HPA, the workload patch and the adapter rules for ``plan``.
+
+    ``versions`` are the Kubernetes and KEDA releases the files are for (default
+    :class:`~planner.cluster_versions.ClusterVersions`: 1.37 and 2.20): where they
+    would drop ``behavior.scaleUp.tolerance``, it is left out with a comment and a note.
 
     Raises
     ------
@@ -263,16 +279,20 @@ def generate_manifests(plan: ScalingPlan) -> ManifestSet:
     formula = ""
     if len(signals) > 1:
         formula = "max(" + ", ".join(f"{s.name} / {s.target}" for s in signals) + ")"
-    behavior, behavior_comments = _behavior(plan, window_s, period_s)
+    versions = ClusterVersions() if versions is None else versions
+    hpa_dropped = versions.tolerance_dropped("HorizontalPodAutoscaler")
+    so_dropped = versions.tolerance_dropped("ScaledObject")
+    behavior, behavior_comments = _behavior(plan, window_s, period_s, hpa_dropped)
+    so_behavior, so_behavior_comments = _behavior(plan, window_s, period_s, so_dropped)
     shutdown_flag = f"--shutdown-timeout={grace.shutdown_timeout_s}"
     notes = []
     if plan.scale_up_tolerance_frac is not None:
-        notes.append("behavior.scaleUp.tolerance needs the HPAConfigurableTolerance feature gate "
-                     "(beta; where it is off, the cluster's 10 % applies) and, for the ScaledObject, a "
-                     "KEDA whose CRD lists the field (older CRDs refuse it under strict validation); "
-                     "--scale-up-tolerance cluster leaves it out")
+        for name, dropped in (("hpa.yaml", hpa_dropped), ("scaledobject.yaml", so_dropped)):
+            if dropped is not None:
+                notes.append(f"{name} leaves behavior.scaleUp.tolerance out: {dropped} (Kubernetes "
+                             f"{versions.kubernetes}, KEDA {versions.keda}); the cluster's 10 % applies")
     return ManifestSet(
-        scaled_object=_scaled_object(plan, signals, formula, behavior, behavior_comments),
+        scaled_object=_scaled_object(plan, signals, formula, so_behavior, so_behavior_comments),
         hpa=_hpa(plan, signals, behavior, behavior_comments),
         workload_patch=_workload_patch(plan, grace),
         adapter_rules=_adapter_rules(plan, signals),
@@ -380,7 +400,8 @@ def _signals(plan: ScalingPlan) -> list[_Signal]:
     return signals
 
 
-def _behavior(plan: ScalingPlan, window_s: int, period_s: int) -> tuple[dict, list]:
+def _behavior(plan: ScalingPlan, window_s: int, period_s: int, dropped: str | None = None) -> tuple[dict, list]:
+    # ``dropped``: why these versions would drop scaleUp.tolerance (None: they keep it).
     scale_up = {
         "stabilizationWindowSeconds": 0,
         "selectPolicy": "Max",
@@ -395,11 +416,15 @@ def _behavior(plan: ScalingPlan, window_s: int, period_s: int) -> tuple[dict, li
         (("scaleUp", "policies"), "Kubernetes' defaults, written out: +100 % or +4 pods per 15 s, "
          "whichever is more"),
     ]
-    if plan.scale_up_tolerance_frac is not None:
+    if plan.scale_up_tolerance_frac is not None and dropped is None:
         scale_up["tolerance"] = format_tolerance(plan.scale_up_tolerance_frac)
         comments.append((("scaleUp", "tolerance"),
                          "scale up as soon as a target is passed, not 10 % later: T already holds "
-                         "the warmup headroom (HPAConfigurableTolerance, beta)"))
+                         "the warmup headroom (HPAConfigurableTolerance)"))
+    elif plan.scale_up_tolerance_frac is not None:
+        comments.append((("scaleUp", "selectPolicy"),
+                         f"no tolerance written: {dropped}; the cluster's 10 % applies, so scaling starts "
+                         "10 % above each target"))
     scale_down = {
         "stabilizationWindowSeconds": window_s,
         "selectPolicy": "Max",
@@ -440,7 +465,9 @@ def _scaled_object(plan, signals, formula, behavior, behavior_comments) -> Gener
         (("spec", "minReplicaCount"), "at least 1: the vLLM metrics vanish at 0 replicas, so "
          "nothing could scale the fleet back up"),
         (("spec", "maxReplicaCount"), "the ceiling: GPU quota / GPUs per replica"),
-        (("spec", "pollingInterval"), f"{plan.polling_interval_s} s: a fresh value for each 15 s HPA sync"),
+        (("spec", "pollingInterval"), f"{plan.polling_interval_s} s: how often KEDA checks activation "
+         "(0 <-> 1) and refreshes its metrics cache; without useCachedMetrics every 15 s HPA sync "
+         "queries Prometheus afresh through KEDA's metrics server"),
     ]
     for index, signal in enumerate(signals):
         triggers.append({
@@ -457,7 +484,7 @@ def _scaled_object(plan, signals, formula, behavior, behavior_comments) -> Gener
         base = ("spec", "triggers", index)
         comments += [
             ((*base, "name"), signal.meaning),
-            ((*base, "metricType"), "the HPA divides the fleet sum by Ready pods, once"),
+            ((*base, "metricType"), METRIC_TYPE_WITH_MODIFIERS if formula else METRIC_TYPE_AVERAGE_VALUE),
             ((*base, "metadata", "threshold"), signal.reason),
             ((*base, "metadata", "ignoreNullValues"), "a renamed or missing metric is an error, "
              "not a silent 0"),
@@ -473,6 +500,8 @@ def _scaled_object(plan, signals, formula, behavior, behavior_comments) -> Gener
              "per-replica targets are divided out here"),
             (("spec", "advanced", "scalingModifiers", "target"),
              "the formula is already in replicas: desired = ceil(its value) once outside the tolerance"),
+            (("spec", "advanced", "scalingModifiers", "metricType"),
+             "the composite metric's type: the only metricType the HPA sees here"),
         ]
     spec = {
         "scaleTargetRef": {"apiVersion": "apps/v1", "kind": plan.target_kind, "name": plan.target_name},
@@ -492,7 +521,8 @@ def _scaled_object(plan, signals, formula, behavior, behavior_comments) -> Gener
 def _hpa(plan, signals, behavior, behavior_comments) -> GeneratedManifest:
     metrics = []
     comments = [
-        (("spec", "minReplicas"), "at least 1: the vLLM metrics vanish at 0 replicas"),
+        (("spec", "minReplicas"), "at least 1: the vLLM metrics vanish at 0 replicas, so even the "
+         "HPA's own scale to zero (beta from Kubernetes 1.37) would have no External value to come back on"),
         (("spec", "maxReplicas"), "the ceiling: GPU quota / GPUs per replica"),
         (("spec", "metrics"), "External AverageValue metrics from prometheus-adapter (adapter-rules.yaml), "
          "the type KEDA itself hands the HPA, so both files decide alike; the HPA scales to the largest "

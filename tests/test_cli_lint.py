@@ -156,3 +156,19 @@ def test_generated_manifests_lint_clean(capsys, tmp_path, signals):
         assert len(report["files"]) == 5  # ScaledObject, HPA, patch, patched copy, adapter rules (skipped)
     # the user's own file, unpatched, is what the review chapter flags
     assert {f["rule"] for f in lint_json(capsys, user)[1]["findings"]} == {"short-grace", "shutdown-timeout-vs-grace"}
+
+
+TOLERANCE = CLEAN.replace("  triggers:\n", "  advanced:\n    horizontalPodAutoscalerConfig:\n      behavior:\n"
+                          "        scaleUp:\n          tolerance: \"0\"\n  triggers:\n")
+
+
+@pytest.mark.parametrize(("flags", "dropped"), [((), False), (("--keda-version", "2.17"), True),
+                                                (("--kubernetes-version", "1.34"), True),
+                                                (("--kubernetes-version", "1.35", "--keda-version", "2.18"), False)])
+def test_version_flags_give_an_info_finding_where_tolerance_is_dropped(capsys, tmp_path, flags, dropped):
+    path = tmp_path / "so.yaml"
+    path.write_text(TOLERANCE)
+    status, out = lint_json(capsys, path, *flags)
+    hits = [f for f in out["findings"] if f["rule"] == "tolerance-dropped"]
+    assert bool(hits) is dropped and status == 0
+    assert all(f["severity"] == "info" and f["path"].endswith("scaleUp.tolerance") for f in hits)

@@ -244,3 +244,27 @@ def test_a_load_test_without_a_target_says_why(tmp_path, capsys, shared_dir):
     assert main([*args, "--knee-json", str(knee_json)]) == 2
     assert "a knee needs at least 3" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_version_flags_decide_whether_tolerance_is_written(tmp_path, capsys):
+    # Defaults (Kubernetes 1.37, KEDA 2.20) keep it; KEDA 2.17 drops it from the ScaledObject only;
+    # Kubernetes 1.34 (gate off by default) from both, with a comment instead.
+    def run(*flags):
+        out = tmp_path / "-".join(flags or ("default",))
+        assert main([*BASE, "--target", "llama-vllm", "--concurrency-target", str(T), *flags, "--out", str(out)]) == 0
+        so = yaml.safe_load((out / "scaledobject.yaml").read_text())["spec"]["advanced"]
+        hpa = yaml.safe_load((out / "hpa.yaml").read_text())["spec"]
+        return (hpa["behavior"]["scaleUp"].get("tolerance"),
+                so["horizontalPodAutoscalerConfig"]["behavior"]["scaleUp"].get("tolerance"),
+                (out / "hpa.yaml").read_text(), capsys.readouterr().out)
+
+    assert run()[:2] == ("0", "0")
+    hpa_t, so_t, _, printed = run("--keda-version", "2.17")
+    assert (hpa_t, so_t) == ("0", None) and "note: scaledobject.yaml leaves behavior.scaleUp.tolerance out" in printed
+    hpa_t, so_t, hpa_text, _ = run("--kubernetes-version", "v1.34.3")
+    assert (hpa_t, so_t) == (None, None) and "# no tolerance written: on Kubernetes 1.34" in hpa_text
+
+
+def test_a_bad_version_is_a_one_line_error(tmp_path, capsys):
+    status = main([*BASE, "--target", "x", "--concurrency-target", "40", "--kubernetes-version", "one.37"])
+    assert status == 2 and "--kubernetes-version: expected MAJOR.MINOR" in capsys.readouterr().err

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from planner.cluster_versions import ClusterVersions, Version
 from planner.lint import RULES, LintSettings, exit_status, lint, signal_kinds
 from planner.readers.workload import read_manifest_set
 from tests.conftest import TEST_DATA_DIR
@@ -95,6 +96,21 @@ def deployment(args: list[str], *, grace: str = "terminationGracePeriodSeconds: 
 
 GOOD_ARGS = ["meta-llama/Llama-3.1-8B-Instruct", "--max-num-seqs", "64", "--max-model-len", "4096",
              "--shutdown-timeout", "226"]
+HPA_MIN_ZERO = """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {{name: llama}}
+spec:
+  scaleTargetRef: {{apiVersion: apps/v1, kind: Deployment, name: llama}}
+  minReplicas: {minimum}
+  maxReplicas: 4
+  metrics:
+    - type: External
+      external:
+        metric: {{name: queue_depth}}
+        target: {{type: AverageValue, averageValue: "5"}}
+"""
+
 GOOD_BEHAVIOR = """\
 scaleDown:
   stabilizationWindowSeconds: 600
@@ -192,6 +208,12 @@ CASES = [
     ("scale-target-not-found",
      scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR, target="llama-v2") + "---\n" + deployment(GOOD_ARGS),
      scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR) + "---\n" + deployment(GOOD_ARGS), {}),
+    ("hpa-min-zero-version",
+     HPA_MIN_ZERO.format(minimum=0), HPA_MIN_ZERO.format(minimum=1),
+     {"versions": ClusterVersions(Version(1, 35), Version(2, 20))}),
+    ("tolerance-dropped",
+     scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR + "scaleUp:\n  tolerance: \"0\"\n"),
+     scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR), {"versions": ClusterVersions(Version(1, 37), Version(2, 17))}),
 ]
 
 

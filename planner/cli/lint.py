@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from planner.cli.manifests import add_version_arguments
 from planner.cli.output import print_json
+from planner.cluster_versions import ClusterVersions
 from planner.errors import PlannerInputError
 from planner.lint import DEFAULT_ITL_MS, DEFAULT_WARMUP_S, LintSettings, exit_status, lint
 from planner.readers.metrics import read_metrics_scrape
@@ -37,6 +39,7 @@ def register(subparsers) -> None:
                         help=f"time from a new pod to Ready [s] (default {DEFAULT_WARMUP_S:g})")
     parser.add_argument("--scrape", default=None, metavar="SCRAPE_FILE",
                         help="a saved vLLM /metrics scrape: flag queries on metrics the server does not export")
+    add_version_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -53,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
         itl_ms=_positive("--itl-ms", args.itl_ms),
         max_num_seqs=_positive("--max-num-seqs", args.max_num_seqs, integer=True),
         exported_metrics=read_metrics_scrape(args.scrape).exported if args.scrape else None,
+        versions=ClusterVersions.parse(args.kubernetes_version, args.keda_version),
     )
     manifests = read_manifest_set(args.paths)
     findings = lint(manifests, settings)

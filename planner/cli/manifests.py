@@ -8,6 +8,12 @@ import math
 from pathlib import Path
 
 from planner.cli.output import print_json, print_table, write_text_atomically
+from planner.cluster_versions import (
+    DEFAULT_KEDA_VERSION,
+    DEFAULT_KUBERNETES_VERSION,
+    KEDA_TOLERANCE_SINCE,
+    ClusterVersions,
+)
 from planner.errors import PlannerInputError
 from planner.manifests import (
     DEFAULT_PRE_STOP_S,
@@ -76,12 +82,23 @@ def register(subparsers) -> None:
                         help=f"preStop sleep before SIGTERM (default {DEFAULT_PRE_STOP_S:g}) [s]")
     parser.add_argument("--scale-up-tolerance", default="0", metavar="FRAC|cluster",
                         help="behavior.scaleUp.tolerance (default 0); 'cluster' leaves the cluster's 10 %%")
+    add_version_arguments(parser)
     parser.add_argument("--patch", metavar="FILE",
                         help="your Deployment/StatefulSet YAML: a patched copy is written to --out "
                              "(the file itself is never changed)")
     parser.add_argument("--out", metavar="DIR", help="directory to write the files to (default: stdout)")
     parser.add_argument("--json", action="store_true", help="print a JSON summary")
     parser.set_defaults(func=run)
+
+
+def add_version_arguments(parser) -> None:
+    """``--kubernetes-version`` and ``--keda-version``, shared with ``planner lint``."""
+    parser.add_argument("--kubernetes-version", metavar="MAJOR.MINOR", default=None,
+                        help=f"the cluster's Kubernetes (default {DEFAULT_KUBERNETES_VERSION}): decides whether "
+                             "behavior.scaleUp.tolerance is kept and whether an HPA may scale to zero")
+    parser.add_argument("--keda-version", metavar="MAJOR.MINOR", default=None,
+                        help=f"the cluster's KEDA (default {DEFAULT_KEDA_VERSION}, the newest minor series): "
+                             f"KEDA {KEDA_TOLERANCE_SINCE} and later pass tolerance to their HPA")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -133,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         scale_up_tolerance_frac=_tolerance(args.scale_up_tolerance),
         max_num_seqs=max_num_seqs,
     )
-    result = generate_manifests(plan)
+    result = generate_manifests(plan, ClusterVersions.parse(args.kubernetes_version, args.keda_version))
     files: dict[str, str] = {}
     for manifest in result.all:
         if manifest.is_kubernetes_object:
@@ -300,6 +317,7 @@ def _summary(result, plan, written, patch_summary) -> dict:
         "scale_down_window_s": result.scale_down_window_s,
         "scale_down_period_s": result.scale_down_period_s,
         "scale_up_tolerance": plan.scale_up_tolerance_frac,
+        "scale_up_tolerance_written": "tolerance" in result.hpa.document["spec"]["behavior"]["scaleUp"],
         "drain_time_s": result.grace.drain_time_s,
         "shutdown_timeout_s": result.grace.shutdown_timeout_s,
         "pre_stop_s": result.grace.pre_stop_s,
