@@ -150,6 +150,18 @@ class ClusterVersions:
         return HPA_SCALE_TO_ZERO.enabled_by_default(self.kubernetes)
 
     @property
+    def hpa_scale_to_zero_mode(self) -> str:
+        """The HPA controller's scale-to-zero logic with the gate at its default.
+
+        ``"condition"`` (1.37 on: the ``ScaledToZero`` condition), ``"disabled"``
+        (1.36: the condition-based controller with the gate off) or ``"legacy"``
+        (before 1.36). The names are :data:`planner.hpa_controller.SCALE_TO_ZERO_MODES`.
+        """
+        if not self.scaled_to_zero_condition:
+            return "legacy"
+        return "condition" if self.hpa_scale_to_zero_by_default else "disabled"
+
+    @property
     def scaled_to_zero_condition(self) -> bool:
         """The HPA controller runs the condition-based scale to zero (``ScaledToZero``) when the gate is on."""
         return self.kubernetes >= SCALED_TO_ZERO_CONDITION_SINCE

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from planner import behavior, hpa, hpa_ramp, hpa_spec, keda
+from planner import behavior, cluster_versions, hpa, hpa_controller, hpa_ramp, hpa_spec, keda
 from planner._markdown import link, markdown_table
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "defaults_table_markdown",
     "multi_trigger_example",
     "planner_names_markdown",
+    "version_changes_markdown",
 ]
 
 _HPA_DOC = "https://kubernetes.io/docs/concepts/workloads/autoscaling/horizontal-pod-autoscale/"
@@ -41,6 +42,10 @@ _PROM_SRC = ("prometheus_scaler.go", _KEDA + "pkg/scalers/prometheus_scaler.go")
 _EXECUTOR = ("scale_scaledobjects.go", _KEDA + "pkg/scaling/executor/scale_scaledobjects.go")
 _FALLBACK = ("fallback.go", _KEDA + "pkg/fallback/fallback.go")
 _KEDA_HPA = ("hpa.go", _KEDA + "controllers/keda/hpa.go")
+_SCALE_HANDLER = ("scale_handler.go", _KEDA + "pkg/scaling/scale_handler.go")
+_CACHE_DOC = "https://keda.sh/docs/latest/concepts/scaling-deployments/#caching-metrics"
+_ZERO_DOC = _HPA_DOC + "#scaling-to-and-from-zero"
+_TOLERANCE_DOC = _HPA_DOC
 
 
 @dataclass(frozen=True)
@@ -199,6 +204,23 @@ def controller_defaults() -> tuple[DefaultRow, ...]:
             _HORIZONTAL,
         ),
         DefaultRow(
+            "HPA", "minReplicas: 0",
+            f"allowed with an Object or External metric, by default from Kubernetes "
+            f"{cluster_versions.HPA_SCALE_TO_ZERO.on_by_default} (HPAScaleToZero beta); the HPA scales up "
+            "from 0 only a target it took to 0 itself (condition ScaledToZero)",
+            "planner.hpa_controller.SCALE_TO_ZERO_CONDITION",
+            ("scaling to and from zero", _ZERO_DOC), _HORIZONTAL,
+        ),
+        DefaultRow(
+            "HPA", "behavior tolerance",
+            f"unset: the flag's {hpa.DEFAULT_TOLERANCE:g}; per HPA by default from Kubernetes "
+            f"{cluster_versions.HPA_CONFIGURABLE_TOLERANCE.on_by_default} (GA in "
+            f"{cluster_versions.HPA_CONFIGURABLE_TOLERANCE.ga}); a ScaledObject passes it from KEDA "
+            f"{cluster_versions.KEDA_TOLERANCE_SINCE}",
+            "planner.cluster_versions.HPA_CONFIGURABLE_TOLERANCE",
+            ("tolerance", _TOLERANCE_DOC), _HORIZONTAL,
+        ),
+        DefaultRow(
             "HPA", "several metrics",
             "the largest proposal wins (proposals {} -> {} replicas)".format(
                 " and ".join(str(p) for p in example.proposals), example.desired_replicas),
@@ -237,6 +259,12 @@ def controller_defaults() -> tuple[DefaultRow, ...]:
         DefaultRow(
             "KEDA", "metricType", _field_default(trigger, "metric_type") + ": the HPA asks for ceil(query result / threshold) "
             "replicas once the ratio leaves the tolerance", "planner.keda.Trigger.metric_type", ("triggers", _SO_DOC + "#triggers"), _KEDA_HPA,
+        ),
+        DefaultRow(
+            "KEDA", "useCachedMetrics",
+            f"{str(_field_default(trigger, 'use_cached_metrics')).lower()}: every HPA sync queries the scaler "
+            "afresh; true serves the value of the last pollingInterval poll",
+            "planner.keda.Trigger.use_cached_metrics", ("caching metrics", _CACHE_DOC), _SCALE_HANDLER,
         ),
         DefaultRow(
             "KEDA", "ignoreNullValues",
@@ -286,3 +314,30 @@ def planner_names_markdown(rows: tuple[DefaultRow, ...] | None = None) -> str:
     """A Markdown list: each setting and the planner name its default is read from."""
     rows = controller_defaults() if rows is None else rows
     return "\n".join(f"- {row.controller} {_setting(row)}: `{row.planner_name}`" for row in rows)
+
+
+def version_changes_markdown() -> str:
+    """What recent Kubernetes and KEDA releases changed in the rows above, as a Markdown table.
+
+    Read from :mod:`planner.cluster_versions` and the HPA port's scale-to-zero modes.
+    """
+    zero = cluster_versions.HPA_SCALE_TO_ZERO
+    tolerance = cluster_versions.HPA_CONFIGURABLE_TOLERANCE
+    rows = [
+        (f"Kubernetes {zero.on_by_default}", "HPA scale to zero",
+         f"`HPAScaleToZero` beta and on by default (alpha since {zero.alpha}): `minReplicas: 0` with an Object or "
+         "External metric. The controller scales a target up from 0 only when its `ScaledToZero` condition is "
+         "True, i.e. when it took the target to 0 itself; a target scaled to 0 by hand stays there "
+         f"(`{hpa_controller.SCALE_TO_ZERO_CONDITION}` mode of the port)"),
+        (f"Kubernetes {cluster_versions.SCALED_TO_ZERO_CONDITION_SINCE}", "HPA scale to zero",
+         "the condition-based controller (`ScaledToZero`) replaced the alpha rule that computed metrics at 0 "
+         "replicas whenever `minReplicas` was 0; the gate now matters on kube-controller-manager too "
+         f"(`{hpa_controller.SCALE_TO_ZERO_DISABLED}` mode while off, `{hpa_controller.SCALE_TO_ZERO_LEGACY}` "
+         "before)"),
+        (f"Kubernetes {tolerance.ga}", "per-HPA tolerance",
+         f"`behavior.scaleUp.tolerance` / `scaleDown.tolerance` GA (beta and on from {tolerance.on_by_default}, "
+         f"alpha from {tolerance.alpha}); where the gate is off the API server drops the field"),
+        (f"KEDA {cluster_versions.KEDA_TOLERANCE_SINCE}", "per-HPA tolerance",
+         "the ScaledObject's `advanced.horizontalPodAutoscalerConfig.behavior` tolerance reaches the HPA"),
+    ]
+    return markdown_table(("since", "what", "change"), rows)

@@ -475,7 +475,10 @@ def _trigger_lines(so, hpa, evaluation: TriggersEvaluation, result, floats) -> l
 
 
 def _reconcile(hpa, current, ready, readings, pods, tolerance_frac) -> tuple[ReconcileResult, int | None]:
-    controller = HorizontalController(hpa, tolerance=tolerance_frac)
+    # A plain HPA at 0 replicas with minReplicas 0 is taken to have scaled the target there itself
+    # (its ScaledToZero condition True), so Kubernetes 1.37 computes its metrics.
+    controller = HorizontalController(hpa, tolerance=tolerance_frac,
+                                      scaled_to_zero=current == 0 and hpa.effective_min_replicas == 0)
     result = controller.reconcile_autoscaler(0.0, current, readings, pods=pods)
     after = None
     held = result.stabilization is not None and result.stabilization.reason in (
@@ -487,6 +490,7 @@ def _reconcile(hpa, current, ready, readings, pods, tolerance_frac) -> tuple[Rec
         later = HorizontalController(
             hpa, tolerance=tolerance_frac, recommendations=controller.recommendations,
             scale_up_events=controller.scale_up_events, scale_down_events=controller.scale_down_events,
+            scaled_to_zero=controller.scaled_to_zero,
         )
         after = later.reconcile_autoscaler(window + 1.0, current, readings, pods=pods).desired_replicas
     return result, after

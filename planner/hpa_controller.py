@@ -8,6 +8,23 @@ the per-HPA history the Go controller keeps in maps (recommendations and
 scale events) and takes the time as ``now_s`` on every call, so a simulator
 can drive it tick by tick and get the same decisions on every run.
 
+Scale to zero follows Kubernetes 1.37 (``HPAScaleToZero`` beta, on by default),
+whose controller is condition-based (kubernetes PR 135118, in 1.36; PR 139648
+turned the gate on): ``hasObjectOrExternalMetrics``,
+``getScaledToZeroConditionStatus`` and ``shouldComputeMetricsForZeroReplicas``
+decide whether a target at 0 replicas is scaled up, and after a successful
+rescale the ``ScaledToZero`` condition records whether the controller itself
+took the target to 0. At 0 replicas the controller computes metrics only when
+that condition is True and the HPA has an Object or External metric (or, with
+the condition True, when ``minReplicas`` has since been raised above 0); a
+target scaled to 0 by hand stays at 0 (``ScalingDisabled``). The
+:data:`SCALE_TO_ZERO_LEGACY` mode keeps the controller before 1.36, which
+computed metrics at 0 replicas whenever ``minReplicas`` was 0;
+:data:`SCALE_TO_ZERO_DISABLED` is 1.36 or later with the gate off. The
+controller logic and the condition's reasons were read from the merged pull
+requests' diffs and from published readings of the 1.36/1.37
+``horizontal.go``.
+
 The inputs of one reconcile are what the Go controller would fetch: the
 scale subresource (``spec.replicas`` and ``status.replicas``), the pods its
 selector matches, and one reading per metric (per-pod samples for Resource
@@ -66,6 +83,10 @@ from planner.hpa_spec import (
 )
 
 __all__ = [
+    "SCALE_TO_ZERO_CONDITION",
+    "SCALE_TO_ZERO_DISABLED",
+    "SCALE_TO_ZERO_LEGACY",
+    "SCALE_TO_ZERO_MODES",
     "Condition",
     "ExternalReading",
     "FailedReading",
@@ -78,8 +99,18 @@ __all__ = [
     "compute_replicas_for_metric",
     "compute_replicas_for_metrics",
     "describe_conditions",
+    "has_object_or_external_metrics",
+    "should_compute_metrics_for_zero_replicas",
     "tolerances_for",
 ]
+
+SCALE_TO_ZERO_CONDITION = "condition"
+"""1.36+ with ``HPAScaleToZero`` on (the 1.37 default): scale from zero needs the ``ScaledToZero`` condition."""
+SCALE_TO_ZERO_DISABLED = "disabled"
+"""1.36+ with ``HPAScaleToZero`` off: a target at 0 replicas is never scaled up."""
+SCALE_TO_ZERO_LEGACY = "legacy"
+"""Before 1.36: metrics are computed at 0 replicas whenever ``minReplicas`` is 0."""
+SCALE_TO_ZERO_MODES = (SCALE_TO_ZERO_CONDITION, SCALE_TO_ZERO_DISABLED, SCALE_TO_ZERO_LEGACY)
 
 
 @dataclass(frozen=True)
@@ -418,6 +449,9 @@ class ReconcileResult:
         The event text ("pods metric qps above target", ...).
     error : str or None
         The error the controller would return (invalid metrics).
+    scaled_to_zero : Condition or None
+        The ``ScaledToZero`` condition this reconcile set (only after a rescale,
+        with ``HPAScaleToZero`` on in the condition-based controller).
     """
 
     now_s: float
@@ -433,11 +467,13 @@ class ReconcileResult:
     rescale_reason: str
     error: str | None
     stabilization: Condition | None = None
+    scaled_to_zero: Condition | None = None
 
     @property
     def conditions(self) -> tuple[Condition, ...]:
         """The conditions this reconcile set, in the order ``kubectl describe hpa`` lists them."""
-        return tuple(c for c in (self.able_to_scale, self.scaling_active, self.scaling_limited) if c is not None)
+        return tuple(c for c in (self.able_to_scale, self.scaling_active, self.scaling_limited, self.scaled_to_zero)
+                     if c is not None)
 
 
 class HorizontalController:
@@ -461,6 +497,13 @@ class HorizontalController:
     scale_up_events, scale_down_events : tuple of TimestampedScaleEvent, optional
         Past scale events the rate policies count (``scaleUpEvents`` and
         ``scaleDownEvents``), for example to resume a controller mid-run.
+    scale_to_zero : str, optional
+        One of :data:`SCALE_TO_ZERO_MODES` (default: Kubernetes 1.37's,
+        :data:`SCALE_TO_ZERO_CONDITION`); see
+        :attr:`planner.cluster_versions.ClusterVersions.hpa_scale_to_zero_mode`.
+    scaled_to_zero : bool, optional
+        The HPA's ``ScaledToZero`` condition status to start from (True: the
+        controller itself took the target to 0 replicas).
 
     Notes
     -----
@@ -483,7 +526,14 @@ class HorizontalController:
         recommendations: Sequence[TimestampedRecommendation] | None = None,
         scale_up_events: Sequence[TimestampedScaleEvent] = (),
         scale_down_events: Sequence[TimestampedScaleEvent] = (),
+        scale_to_zero: str = SCALE_TO_ZERO_CONDITION,
+        scaled_to_zero: bool = False,
     ) -> None:
+        if scale_to_zero not in SCALE_TO_ZERO_MODES:
+            raise PlannerInputError(f"scale_to_zero: expected one of {', '.join(SCALE_TO_ZERO_MODES)}, "
+                                    f"got {scale_to_zero!r}")
+        self.scale_to_zero = scale_to_zero
+        self.scaled_to_zero = bool(scaled_to_zero)
         self.spec = spec
         self.behavior = set_defaults_horizontal_pod_autoscaler_behavior(spec.behavior)
         self.tolerances = tolerances_for(self.behavior, tolerance)
@@ -547,21 +597,35 @@ class HorizontalController:
         rescale_reason = ""
         desired_replicas = 0
         rescale = True
-        if current_replicas == 0 and min_replicas != 0:
-            # Autoscaling is disabled for this resource
-            desired_replicas = 0
-            rescale = False
-            scaling_active = Condition(
-                "ScalingActive", False, "ScalingDisabled",
-                "scaling is disabled since the replica count of the target is zero",
-            )
+        legacy = self.scale_to_zero == SCALE_TO_ZERO_LEGACY
+        scale_to_zero_feature_enabled = self.scale_to_zero == SCALE_TO_ZERO_CONDITION
+        has_object_or_ext_metrics = has_object_or_external_metrics(self.spec)
+        scaled_to_zero_condition = scale_to_zero_feature_enabled and self.scaled_to_zero
+        can_scale_from_zero = scaled_to_zero_condition and has_object_or_ext_metrics
+        needs_metric_computation = True
+        if current_replicas == 0 and (not legacy or min_replicas != 0):
+            if legacy:
+                needs_metric_computation, should_disable = False, True
+            else:
+                needs_metric_computation, should_disable = should_compute_metrics_for_zero_replicas(
+                    min_replicas, scaled_to_zero_condition, can_scale_from_zero)
+            if should_disable:
+                # Autoscaling is disabled for this resource
+                desired_replicas = 0
+                rescale = False
+                scaling_active = Condition(
+                    "ScalingActive", False, "ScalingDisabled",
+                    "scaling is disabled since the replica count of the target is zero",
+                )
         elif current_replicas > max_replicas:
             rescale_reason = "Current number of replicas above Spec.MaxReplicas"
             desired_replicas = max_replicas
+            needs_metric_computation = False
         elif current_replicas < min_replicas:
             rescale_reason = "Current number of replicas below Spec.MinReplicas"
             desired_replicas = min_replicas
-        else:
+            needs_metric_computation = False
+        if needs_metric_computation:
             metrics_outcome = compute_replicas_for_metrics(
                 self.spec.metrics, readings, spec_replicas, status_replicas, pods, self.tolerances, now_s,
                 cpu_initialization_period_s=self.cpu_initialization_period_s,
@@ -594,8 +658,14 @@ class HorizontalController:
                     )
                 )
             able_to_scale = stabilization
+            if (current_replicas == 0 and min_replicas != 0 and scaled_to_zero_condition
+                    and desired_replicas < min_replicas):
+                desired_replicas = min_replicas
+                if rescale_reason == "":
+                    rescale_reason = "Current number of replicas below Spec.MinReplicas"
             rescale = desired_replicas != current_replicas
 
+        scaled_to_zero = None
         if rescale:
             able_to_scale = Condition(
                 "AbleToScale", True, "SucceededRescale",
@@ -605,11 +675,20 @@ class HorizontalController:
                 self.behavior, self.scale_up_events, self.scale_down_events,
                 current_replicas, desired_replicas, now_s,
             )
+            # Handle ScaledToZero condition based on scale direction
+            if scale_to_zero_feature_enabled:
+                if current_replicas > 0 and desired_replicas == 0 and min_replicas == 0 and has_object_or_ext_metrics:
+                    scaled_to_zero = Condition("ScaledToZero", True, "ScaledToZero",
+                                               "the HPA controller scaled the workload to zero")
+                else:
+                    scaled_to_zero = Condition("ScaledToZero", False, "NotScaledToZero",
+                                               "the HPA controller did not scale the workload to zero")
+                self.scaled_to_zero = scaled_to_zero.status
         else:
             desired_replicas = current_replicas
         return ReconcileResult(
             now_s, current_replicas, desired_replicas, rescale, metrics_outcome, metric_desired, stabilized,
-            able_to_scale, scaling_active, scaling_limited, rescale_reason, error, stabilization,
+            able_to_scale, scaling_active, scaling_limited, rescale_reason, error, stabilization, scaled_to_zero,
         )
 
     def _normalize_desired_replicas(
@@ -668,6 +747,24 @@ class HorizontalController:
             "ScalingLimited", limited.replicas != stabilized.replicas, limited.reason, limited.message
         )
         return limited.replicas, stabilized.replicas, able_to_scale, scaling_limited
+
+
+def has_object_or_external_metrics(spec: HorizontalPodAutoscalerSpec) -> bool:
+    """The HPA has at least one Object or External metric (Go ``hasObjectOrExternalMetrics``)."""
+    return any(metric.type in (OBJECT, EXTERNAL) for metric in spec.metrics)
+
+
+def should_compute_metrics_for_zero_replicas(min_replicas: int, scaled_to_zero_condition: bool,
+                                             can_scale_from_zero: bool) -> tuple[bool, bool]:
+    """At 0 replicas: ``(needsMetricComputation, shouldDisable)`` (Go ``shouldComputeMetricsForZeroReplicas``).
+
+    Metrics are computed when the HPA scaled the target to zero itself and can
+    scale it back (an Object or External metric), or when it scaled it to zero
+    and ``minReplicas`` has since been raised; otherwise scaling is disabled.
+    """
+    if (min_replicas != 0 and scaled_to_zero_condition) or can_scale_from_zero:
+        return True, False
+    return False, True
 
 
 def _valid(index, spec, replica_count, usage, usage_ratio, new_usage_ratio, tolerances, *, from_zero=False):

@@ -21,6 +21,14 @@ Ported from ``kedacore/keda`` (v2.x, by function name):
   Failures are counted where KEDA counts them: once per metric each time the
   HPA fetches it through the metrics adapter (``GetScaledObjectMetrics``),
   never in the polling loop (``getScaledObjectState``).
+* The metrics cache (``pkg/scaling/scale_handler.go``): every HPA fetch
+  queries the scaler afresh (``GetScaledObjectMetrics`` calls
+  ``GetMetricsAndActivityForScaler``), except for a trigger with
+  ``useCachedMetrics: true``, whose value (or error) the polling loop stored
+  at the last ``pollingInterval`` poll (``getScalerState`` fills the records,
+  ``checkScalers`` stores them) and the fetch reads back (``ReadRecord``);
+  before the first poll the fetch queries afresh. Fallback then applies to
+  the cached value as to a fresh one.
 * ``HandleScalingModifiers`` (``pkg/scaling/modifiers``) with the formula
   evaluated by :mod:`planner.formula`, never ``eval``.
 * ``RequestScale`` (``pkg/scaling/executor/scale_scaledobjects.go``):
@@ -123,6 +131,8 @@ class Trigger:
         ``metadata.activationThreshold``; active when the value is strictly greater. [metric units]
     ignore_null_values : bool
         ``metadata.ignoreNullValues``: an empty query result counts as 0 instead of an error.
+    use_cached_metrics : bool
+        ``useCachedMetrics``: the HPA reads the value of the last poll instead of a fresh query.
     query : str
         ``metadata.query``, shown in explanations.
     """
@@ -135,6 +145,7 @@ class Trigger:
     activation_threshold: float = 0.0
     ignore_null_values: bool = True
     query: str = ""
+    use_cached_metrics: bool = False
 
     @property
     def is_resource(self) -> bool:
@@ -255,6 +266,10 @@ def validate_scaled_object(so: ScaledObjectSpec) -> Formula | None:
         )
     if not so.triggers:
         raise PlannerInputError("spec.triggers: at least one trigger is required")
+    for trigger in so.triggers:
+        if trigger.use_cached_metrics and trigger.type in ("cpu", "memory", "cron"):
+            raise PlannerInputError(
+                f"spec.triggers[{trigger.index}].useCachedMetrics: not supported for the {trigger.type} scaler")
     if so.fallback is not None:
         if so.fallback.failure_threshold < 0 or so.fallback.replicas < 0:
             raise PlannerInputError("spec.fallback: failureThreshold and replicas must be >= 0")
@@ -626,13 +641,17 @@ def request_scale(
 class KedaController:
     """A ScaledObject's KEDA operator state plus the HPA it owns, stepped with injected time.
 
-    KEDA polls every ``pollingInterval`` for activation and the way to and
-    from zero; the HPA reconciles every sync period (15 s) on the values the
-    metrics adapter serves. Call :meth:`poll` and :meth:`reconcile` on those
+    KEDA polls every ``pollingInterval`` for activation, the way to and
+    from zero and the metrics cache; the HPA reconciles every sync period
+    (15 s) on the values KEDA's metrics server serves: a fresh query, or the
+    last poll's value for a ``useCachedMetrics`` trigger. Call :meth:`poll` and :meth:`reconcile` on those
     cadences, or :meth:`step` for both at once.
 
     :attr:`failures` holds the consecutive failed fetches per trigger index
     (``status.health[...].numberOfFailures``); only :meth:`reconcile` moves it.
+    :attr:`metrics_cache` holds, per trigger with ``useCachedMetrics``, the
+    ``(value, error)`` of the last poll; :meth:`reconcile` serves it instead
+    of the values it is given.
     """
 
     so: ScaledObjectSpec
@@ -645,6 +664,7 @@ class KedaController:
         self.controller = HorizontalController(self.hpa, **self.hpa_options)
         self.last_active_s: float | None = None
         self.failures: dict[int, int] = {}
+        self.metrics_cache: dict[int, tuple[float | None, str | None]] = {}
 
     def _failed(self, trigger: Trigger, values, errors) -> bool:
         raw = values.get(trigger.index)
@@ -673,7 +693,30 @@ class KedaController:
             last_active_s=self.last_active_s, created_s=self.created_s,
         )
         self.last_active_s = decision.last_active_s
+        for trigger in self.so.triggers:  # getScalerState's records, stored by checkScalers
+            if trigger.use_cached_metrics and not trigger.is_resource:
+                self.metrics_cache[trigger.index] = (values.get(trigger.index), (errors or {}).get(trigger.index))
         return decision
+
+    def served_values(self, values: Mapping[int, float | None], errors: Mapping[int, str] | None = None
+                      ) -> tuple[dict[int, float | None], dict[int, str]]:
+        """What the metrics server hands the HPA now (``GetScaledObjectMetrics``): ``(values, errors)``.
+
+        A fresh query (``values``, ``errors``) for every trigger, except those
+        with ``useCachedMetrics`` that the polling loop has cached: their value
+        or error is the last poll's.
+        """
+        served, failed = dict(values), dict(errors or {})
+        for trigger in self.so.triggers:
+            record = self.metrics_cache.get(trigger.index) if trigger.use_cached_metrics else None
+            if record is None:
+                continue
+            value, error = record
+            served[trigger.index] = value
+            failed.pop(trigger.index, None)
+            if error is not None:
+                failed[trigger.index] = error
+        return served, failed
 
     def reconcile(self, now_s: float, current_replicas: int, values: Mapping[int, float | None], *,
                   ready_replicas: int | None = None, pods: Sequence[Pod] | None = None,
@@ -683,7 +726,10 @@ class KedaController:
         Serving each metric goes through ``GetMetricsWithFallback``, which is
         where KEDA counts failures: once per trigger per HPA fetch, reset to 0
         by a success. So :attr:`failures` moves here, once per call.
+        ``values`` and ``errors`` are a fresh query at ``now_s``; triggers with
+        ``useCachedMetrics`` read the last poll's instead (:meth:`served_values`).
         """
+        values, errors = self.served_values(values, errors)
         ready = current_replicas if ready_replicas is None else ready_replicas
         if pods is None:
             pods = ready_pods(ready, max(current_replicas - ready, 0), now_s=now_s)

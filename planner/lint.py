@@ -415,10 +415,12 @@ def _min_zero_pod_metric(ctx, autoscaler, signals, settings, target):
     if all(signal.source in (PODS, RESOURCE, CONTAINER_RESOURCE, "cpu", "memory")
            or _POD_SERVED.search(signal.text) for signal in signals):
         default = "" if written else " (unset: KEDA's default is 0)"
+        back = ("the trigger never activates" if autoscaler.scaled_object is not None else
+                "the HPA, even with Kubernetes 1.37's scale to zero, has no value to scale up on")
         yield ctx.finding(
             "min-zero-pod-metric", path,
             f"The minimum is 0{default} but every signal is scraped from the serving pods, so at zero replicas "
-            "the query is empty, the trigger never activates, and the fleet never comes back.",
+            f"the query is empty, {back}, and the fleet never comes back.",
             "Set the minimum to 1, or activate on a signal that exists without pods (a gateway or queue metric).",
         )
 

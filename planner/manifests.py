@@ -336,7 +336,8 @@ def _check(plan: ScalingPlan) -> None:
     if plan.min_replicas < 1:
         raise PlannerInputError(
             f"min_replicas must be at least 1, got {plan.min_replicas}: every signal here is served by "
-            "the vLLM pods, so at 0 replicas there is nothing to scale back up on")
+            "the vLLM pods, so at 0 replicas there is nothing to scale back up on (KEDA's activation and "
+            "the HPA's own scale to zero, beta from Kubernetes 1.37, both need a value that exists without pods)")
     if plan.max_replicas < plan.min_replicas:
         raise PlannerInputError(f"max_replicas {plan.max_replicas} is below min_replicas {plan.min_replicas}")
     if plan.scale_up_tolerance_frac is not None:

@@ -30,8 +30,9 @@ def poisson_trace(rate_rps, duration_s: float, input_tokens: int, output_tokens:
 
 
 def scaled_object(name: str, query: str, threshold: float, *, min_replicas: int = 1, max_replicas: int = 16,
-                  polling_s: int = 15, down_window_s: int | None = None, down_policy: str = "") -> str:
-    """A KEDA ScaledObject with one Prometheus trigger, as YAML text."""
+                  polling_s: int = 15, down_window_s: int | None = None, down_policy: str = "",
+                  cached: bool = False) -> str:
+    """A KEDA ScaledObject with one Prometheus trigger (``useCachedMetrics`` when ``cached``), as YAML text."""
     behavior = ""
     if down_window_s is not None or down_policy:
         behavior = ("  advanced:\n    horizontalPodAutoscalerConfig:\n      behavior:\n        scaleDown:\n"
@@ -42,7 +43,8 @@ def scaled_object(name: str, query: str, threshold: float, *, min_replicas: int 
         f"metadata:\n  name: {name}\nspec:\n  scaleTargetRef:\n    name: {name}\n"
         f"  minReplicaCount: {min_replicas}\n  maxReplicaCount: {max_replicas}\n  pollingInterval: {polling_s}\n"
         + behavior
-        + "  triggers:\n  - type: prometheus\n    metadata:\n      serverAddress: http://prometheus:9090\n"
+        + "  triggers:\n  - type: prometheus\n" + ("    useCachedMetrics: true\n" if cached else "")
+        + "    metadata:\n      serverAddress: http://prometheus:9090\n"
         f"      query: '{query}'\n      threshold: '{threshold}'\n"
     )
 
@@ -54,6 +56,19 @@ def pods_hpa(name: str, metric: str, average_value: float, *, min_replicas: int 
         f"metadata:\n  name: {name}\nspec:\n  scaleTargetRef:\n    apiVersion: apps/v1\n    kind: Deployment\n"
         f"    name: {name}\n  minReplicas: {min_replicas}\n  maxReplicas: {max_replicas}\n  metrics:\n"
         f"  - type: Pods\n    pods:\n      metric:\n        name: {metric}\n      target:\n"
+        f"        type: AverageValue\n        averageValue: {average_value}\n"
+    )
+
+
+def external_hpa(name: str, metric: str, average_value: float, *, min_replicas: int = 0, max_replicas: int = 16,
+                 down_window_s: int = 0) -> str:
+    """An autoscaling/v2 HPA on one External metric (a fleet total), as YAML text; it may scale to zero."""
+    return (
+        "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\n"
+        f"metadata:\n  name: {name}\nspec:\n  scaleTargetRef:\n    apiVersion: apps/v1\n    kind: Deployment\n"
+        f"    name: {name}\n  minReplicas: {min_replicas}\n  maxReplicas: {max_replicas}\n"
+        f"  behavior:\n    scaleDown:\n      stabilizationWindowSeconds: {down_window_s}\n  metrics:\n"
+        f"  - type: External\n    external:\n      metric:\n        name: {metric}\n      target:\n"
         f"        type: AverageValue\n        averageValue: {average_value}\n"
     )
 

@@ -79,3 +79,21 @@ def test_tables_split_by_controller():
     assert "`pollingInterval`" in keda_table and "`pollingInterval`" not in hpa_table
     assert len(hpa_table.splitlines()) + len(keda_table.splitlines()) - 4 == len(controller_defaults())
     assert "`planner.keda.DEFAULT_POLLING_INTERVAL_S`" in planner_names_markdown()
+
+
+def test_scale_to_zero_tolerance_and_cached_metrics_rows():
+    assert _row("minReplicas: 0").value.startswith("allowed with an Object or External metric, by default from "
+                                                   "Kubernetes 1.37") and "ScaledToZero" in _row("minReplicas: 0").value
+    assert "per HPA by default from Kubernetes 1.35 (GA in 1.37)" in _row("behavior tolerance").value
+    assert "from KEDA 2.18" in _row("behavior tolerance").value
+    assert _row("useCachedMetrics").value.startswith("false: every HPA sync queries the scaler afresh")
+    assert _row("useCachedMetrics").planner_name == "planner.keda.Trigger.use_cached_metrics"
+
+
+def test_version_changes_table_says_what_1_37_changed():
+    from planner.controller_defaults import version_changes_markdown
+
+    table = version_changes_markdown()
+    assert "| Kubernetes 1.37 | HPA scale to zero |" in table and "`ScaledToZero`" in table
+    assert "| Kubernetes 1.37 | per-HPA tolerance |" in table and "| KEDA 2.18 |" in table
+    assert "| Kubernetes 1.36 |" in table

@@ -248,7 +248,7 @@ def test_explorer_opening_at_zero_replicas(shared_dir):
         assert _desired(hpa_decisions_explorer(**opening.kwargs()).children[-1]) == desired
     plain = load_autoscaler(folder / "11-llmd-hpa-wva-desired-replicas.yaml")
     opening = explorer_opening(plain, evaluate_decision(plain, 0, {"0": 2.0}))
-    assert not opening.exact and "A plain HPA does nothing at 0 replicas" in opening.note
+    assert not opening.exact and "A plain HPA at 0 replicas acts only if it took the target there itself" in opening.note
 
 
 def test_explorer_opens_at_small_targets_and_wide_tolerances():

@@ -17,6 +17,7 @@ from planner.behavior import (
 )
 from planner.hpa import Pod, PodMetric, ready_pods
 from planner.hpa_controller import (
+    SCALE_TO_ZERO_LEGACY,
     ExternalReading,
     FailedReading,
     HorizontalController,
@@ -272,12 +273,14 @@ def test_zero_replicas_disables_scaling_unless_min_is_zero():
     controller = HorizontalController(hpa(external("Value", 1000)))
     result = controller.reconcile_autoscaler(0.0, 0, [ExternalReading((5000,))])
     assert result.desired_replicas == 0 and result.scaling_active.reason == "ScalingDisabled"
-    # minReplicas 0 (HPAScaleToZero): an Object/External Value metric scales from zero to ceil(ratio)
-    controller = HorizontalController(hpa(external("Value", 1000), min_replicas=0))
-    assert controller.reconcile_autoscaler(0.0, 0, [ExternalReading((2500,))]).desired_replicas == 3
-    controller = HorizontalController(hpa(MetricSpec("Object", "q", MetricTarget("Value", value_milli=1000),
-                                                     described_object_kind="Service"), min_replicas=0))
-    assert controller.reconcile_autoscaler(0.0, 0, [ObjectReading(1000)]).desired_replicas == 1
+    # minReplicas 0 (HPAScaleToZero): an Object/External Value metric scales from zero to ceil(ratio), in
+    # Kubernetes 1.37 once the HPA scaled the target to zero itself (ScaledToZero True), before 1.36 always.
+    for mode in ({"scaled_to_zero": True}, {"scale_to_zero": SCALE_TO_ZERO_LEGACY}):
+        controller = HorizontalController(hpa(external("Value", 1000), min_replicas=0), **mode)
+        assert controller.reconcile_autoscaler(0.0, 0, [ExternalReading((2500,))]).desired_replicas == 3
+        controller = HorizontalController(hpa(MetricSpec("Object", "q", MetricTarget("Value", value_milli=1000),
+                                                         described_object_kind="Service"), min_replicas=0), **mode)
+        assert controller.reconcile_autoscaler(0.0, 0, [ObjectReading(1000)]).desired_replicas == 1
 
 
 def test_external_value_counts_only_ready_pods():
@@ -400,6 +403,8 @@ def test_conditions_after_a_rescale_are_kubernetes_status_ok():
         "ScalingActive True ValidMetricFound the HPA was able to successfully calculate a replica count "
         "from cpu resource utilization (percentage of request)",
         "ScalingLimited False DesiredWithinRange the desired count is within the acceptable range",
+        # Kubernetes 1.37 (HPAScaleToZero on by default) records after every rescale whether it went to zero.
+        "ScaledToZero False NotScaledToZero the HPA controller did not scale the workload to zero",
     ]
     # the stabilization verdict the rescale overwrote is still there for explanations
     assert result.stabilization.reason == "ReadyForNewScale"
@@ -433,7 +438,8 @@ def test_conditions_when_the_count_is_above_max():
     )
     assert result.desired_replicas == 4
     assert [str(c) for c in result.conditions] == [
-        "AbleToScale True SucceededRescale the HPA controller was able to update the target scale to 4"
+        "AbleToScale True SucceededRescale the HPA controller was able to update the target scale to 4",
+        "ScaledToZero False NotScaledToZero the HPA controller did not scale the workload to zero",
     ]
 
 
@@ -449,6 +455,7 @@ def test_describe_conditions_is_the_kubectl_table():
         "ScalingActive   True    ValidMetricFound  the HPA was able to successfully calculate a replica count "
         "from cpu resource utilization (percentage of request)",
         "ScalingLimited  True    TooManyReplicas   the desired replica count is more than the maximum replica count",
+        "ScaledToZero    False   NotScaledToZero   the HPA controller did not scale the workload to zero",
     ]
 
 

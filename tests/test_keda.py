@@ -263,3 +263,55 @@ def test_a_failing_trigger_with_fallback_is_not_scaled_to_zero():
     for tick in range(12):
         replicas = keda.step(15.0 * tick, replicas, {0: None}, errors={0: "timeout"})
     assert replicas == 4 and keda.failures[0] == 12
+
+
+# --- useCachedMetrics (GetScaledObjectMetrics reads the polling loop's records) ---------------------------
+
+def test_without_the_cache_every_sync_reads_a_fresh_value():
+    keda = KedaController(ScaledObjectSpec("chat", (prometheus(0, 5.0),), min_replica_count=1))
+    keda.poll(0.0, 2, {0: 10.0})
+    assert keda.metrics_cache == {}
+    assert keda.reconcile(15.0, 2, {0: 40.0}).desired_replicas == 4  # ceil(40 / 5) = 8, held to 2 x 2
+
+
+def test_with_the_cache_the_hpa_sees_the_value_of_the_last_poll():
+    keda = KedaController(ScaledObjectSpec("chat", (prometheus(0, 5.0, use_cached_metrics=True),),
+                                           min_replica_count=1))
+    # Before the first poll the metrics server queries afresh.
+    assert keda.served_values({0: 7.0}) == ({0: 7.0}, {})
+    keda.poll(0.0, 2, {0: 10.0})
+    assert keda.metrics_cache == {0: (10.0, None)}
+    assert keda.served_values({0: 40.0}) == ({0: 10.0}, {})
+    assert keda.reconcile(15.0, 2, {0: 40.0}).desired_replicas == 2  # 10 / (5 x 2) = 1: nothing changes
+    # An error at the poll is served as the error; a fresh success in between does not hide it.
+    keda.poll(30.0, 2, {}, errors={0: "prometheus unreachable"})
+    assert keda.served_values({0: 40.0}) == ({0: None}, {0: "prometheus unreachable"})
+    keda.reconcile(45.0, 2, {0: 40.0})
+    assert keda.failures == {0: 1}
+
+
+def test_only_cached_triggers_read_the_cache():
+    so = ScaledObjectSpec("chat", (prometheus(0, 5.0, use_cached_metrics=True), prometheus(1, 5.0)),
+                          min_replica_count=1)
+    keda = KedaController(so)
+    keda.poll(0.0, 2, {0: 10.0, 1: 10.0})
+    assert keda.served_values({0: 40.0, 1: 40.0}) == ({0: 10.0, 1: 40.0}, {})
+
+
+@pytest.mark.parametrize("kind", ["cpu", "memory", "cron"])
+def test_the_cache_is_refused_for_cpu_memory_and_cron(kind):
+    trigger = Trigger(index=0, type=kind, threshold=50.0, use_cached_metrics=True)
+    with pytest.raises(PlannerInputError, match=f"useCachedMetrics: not supported for the {kind} scaler"):
+        KedaController(ScaledObjectSpec("chat", (trigger,)))
+
+
+def test_the_reader_takes_use_cached_metrics(tmp_path):
+    from planner.readers.manifest import load_autoscaler
+
+    path = tmp_path / "so.yaml"
+    path.write_text("apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: chat}\nspec:\n"
+                    "  scaleTargetRef: {name: chat}\n  triggers:\n  - type: prometheus\n    useCachedMetrics: true\n"
+                    "    metadata: {query: 'sum(x)', threshold: '5'}\n  - type: prometheus\n"
+                    "    metadata: {query: 'sum(y)', threshold: '5'}\n")
+    so = load_autoscaler(path).scaled_object
+    assert [t.use_cached_metrics for t in so.triggers] == [True, False]

@@ -187,3 +187,9 @@ def test_tolerance_is_written_only_where_the_cluster_keeps_it():
     assert "no tolerance written" in comment and "HPAConfigurableTolerance" in comment and "10 %" in comment
     # --scale-up-tolerance cluster: nothing to drop, nothing said.
     assert generate_manifests(_replace(PLAN, scale_up_tolerance_frac=None), ClusterVersions(Version(1, 34))).notes == ()
+
+
+def test_min_zero_refusal_and_comment_name_the_1_37_hpa_scale_to_zero():
+    with pytest.raises(PlannerInputError, match=r"beta from Kubernetes 1\.37"):
+        generate_manifests(_replace(PLAN, min_replicas=0))
+    assert "Kubernetes 1.37" in _comments(generate_manifests(PLAN).hpa)["spec.minReplicas"]

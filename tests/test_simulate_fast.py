@@ -20,7 +20,13 @@ from planner.simulate import fast, reference
 from planner.simulate.control import Control
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.replica import ReplicaSpec
-from tests.simulate_helpers import pods_hpa, poisson_trace, scaled_object, write_manifest
+from tests.simulate_helpers import (
+    external_hpa,
+    pods_hpa,
+    poisson_trace,
+    scaled_object,
+    write_manifest,
+)
 
 REPLICA_COLUMNS = ["replicas_requested", "replicas_ready", "replicas_live"]
 QUERIES = (
@@ -58,15 +64,21 @@ def down_policy(kind: str, value: int, period_s: int) -> str:
 
 @st.composite
 def scenarios(draw):
-    keda = draw(st.booleans())
-    min_replicas = draw(st.integers(0 if keda else 1, 3))
+    kind = draw(st.sampled_from(["keda", "pods", "external"]))
+    keda = kind == "keda"
+    min_replicas = draw(st.integers(0 if kind != "pods" else 1, 3))
     max_replicas = draw(st.integers(max(min_replicas, 1), 8))
-    if keda:
+    if kind == "external":  # an HPA that may scale to zero and back (the ScaledToZero condition)
+        text = external_hpa("chat", draw(st.sampled_from(POD_METRICS)), draw(st.sampled_from([1, 4, 10, 50])),
+                            min_replicas=min_replicas, max_replicas=max_replicas,
+                            down_window_s=draw(st.sampled_from([0, 30, 120])))
+    elif keda:
         policy = draw(st.sampled_from(["", down_policy("Pods", 1, 30), down_policy("Percent", 50, 60)]))
         text = scaled_object("chat", draw(st.sampled_from(QUERIES)),
                              draw(st.sampled_from([0.5, 2, 5, 10, 20, 40])), min_replicas=min_replicas,
                              max_replicas=max_replicas, polling_s=draw(st.sampled_from([5, 15, 30])),
-                             down_window_s=draw(st.sampled_from([None, 0, 30, 120])), down_policy=policy)
+                             down_window_s=draw(st.sampled_from([None, 0, 30, 120])), down_policy=policy,
+                             cached=draw(st.booleans()))
     else:
         text = pods_hpa("chat", draw(st.sampled_from(POD_METRICS)), draw(st.sampled_from([1, 4, 10, 50])),
                         min_replicas=min_replicas, max_replicas=max_replicas)
@@ -243,3 +255,42 @@ def test_the_kernel_cache_key_covers_every_module_the_kernels_import():
                 if not module.exists():
                     module = module.with_suffix("") / "__init__.py"
                 assert module.resolve() in keyed, f"{kernel.name} imports {node.module}, which the cache key misses"
+
+
+def test_an_hpa_goes_to_zero_in_a_lull_and_comes_back_in_both_engines(tmp_path):
+    # Kubernetes 1.37: the HPA takes the fleet to 0 in the lull (ScaledToZero True) and back when load returns.
+    trace = poisson_trace(lambda t: 0.0 if 90 <= t < 260 else 6.0, 400.0, 200, 40, seed=3)
+    manifest = write_manifest(tmp_path, external_hpa("chat", "vllm:num_requests_running", 4, max_replicas=6))
+    fleet = FleetSpec(warmup_s=20.0, seed=1)
+    ref = reference.simulate(trace, manifest, fleet)
+    assert fast.covers(manifest, fleet)
+    assert_same(ref, fast.simulate(trace, manifest, fleet))
+    requested = ref.timeseries["replicas_requested"].tolist()
+    first_zero = requested.index(0, 100)
+    assert 100 <= first_zero < 260 and max(requested[first_zero:]) > 0  # down to 0, then back up
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_cached_metrics_run_alike_in_both_engines_and_lag_by_up_to_a_poll(tmp_path, cached):
+    trace = poisson_trace(lambda t: 3.0 if t < 80 else 18.0, 300.0, 200, 240, seed=11)
+    manifest = write_manifest(tmp_path, scaled_object("chat", QUERIES[0], 10, max_replicas=8, polling_s=60,
+                                                      cached=cached), f"cached{cached}.yaml")
+    fleet = FleetSpec(warmup_s=30.0, seed=2)
+    ref = reference.simulate(trace, manifest, fleet)
+    assert fast.covers(manifest, fleet)
+    assert_same(ref, fast.simulate(trace, manifest, fleet))
+    assert ref.events  # the fleet scales
+
+
+def test_the_cache_delays_the_first_scale_up_to_a_poll(tmp_path):
+    trace = poisson_trace(lambda t: 3.0 if t < 80 else 18.0, 300.0, 200, 240, seed=11)
+    fleet = FleetSpec(warmup_s=30.0, seed=2)
+    first_up = []
+    for cached in (False, True):
+        manifest = write_manifest(tmp_path, scaled_object("chat", QUERIES[0], 10, max_replicas=8, polling_s=60,
+                                                          cached=cached), f"delay{cached}.yaml")
+        events = reference.simulate(trace, manifest, fleet).events
+        first_up.append(next(t for t, before, after in events if after > before))
+    fresh, cached_s = first_up
+    # A fresh query can act at any 15 s sync; a cached value changes only at the 60 s polls.
+    assert cached_s >= fresh and cached_s % 60 == 0

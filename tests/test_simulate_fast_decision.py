@@ -19,14 +19,17 @@ from planner.readers.manifest import load_autoscaler
 from planner.simulate.control import Control
 from planner.simulate.fast import decision
 from planner.simulate.fast.decision import (
+    CACHE_EMPTY,
     DOWN,
     DOWN_N,
     HISTORY_FULL,
+    K_CACHE,
     K_FAILURES,
     NO_SCRAPE,
     QUANTITY_LIMIT,
     QUANTITY_OUT_OF_RANGE,
     REC_N,
+    SCALED_TO_ZERO,
     UP,
     UP_N,
     NotCompilable,
@@ -156,6 +159,8 @@ def scaled_objects(draw):
             metadata.append(f"ignoreNullValues: '{null}'")
         metric_type = draw(st.sampled_from([None, "AverageValue", "Value"]))
         trigger = "  - type: prometheus\n"
+        if draw(st.booleans()):
+            trigger += f"    useCachedMetrics: {draw(st.sampled_from(['true', 'false']))}\n"
         if draw(st.booleans()):
             trigger += f"    name: t{i}\n"
         if metric_type is not None:
@@ -338,9 +343,10 @@ def _history(control: Control):
     recs = controller.recommendations
     keda = None
     if control.keda is not None:
-        keda = (control.keda.last_active_s, [control.keda.failures.get(t.index, 0) for t in control.keda.so.triggers])
+        keda = (control.keda.last_active_s, [control.keda.failures.get(t.index, 0) for t in control.keda.so.triggers],
+                sorted(control.keda.metrics_cache))
     return (None if recs is None else list(recs), list(controller.scale_up_events),
-            list(controller.scale_down_events), keda)
+            list(controller.scale_down_events), keda, controller.scaled_to_zero)
 
 
 def _kernel_history(control: Control, state):
@@ -355,9 +361,10 @@ def _kernel_history(control: Control, state):
     keda = None
     if control.keda is not None:
         last = float(state.last_active_s[0])
-        keda = (None if math.isnan(last) else last,
-                [int(f) for f in state.keda[:len(control.keda.so.triggers), K_FAILURES]])
-    return recs, events[0], events[1], keda
+        n = len(control.keda.so.triggers)
+        keda = (None if math.isnan(last) else last, [int(f) for f in state.keda[:n, K_FAILURES]],
+                [i for i in range(n) if state.keda[i, K_CACHE] != CACHE_EMPTY])
+    return recs, events[0], events[1], keda, bool(state.count[SCALED_TO_ZERO])
 
 
 def _run_side_by_side(control: Control, seed: int, tick_s: float, n_ticks: int) -> dict:
@@ -642,3 +649,63 @@ def test_scaled_objects_and_hpas_share_one_compiled_decide(tmp_path):
     hpa = _Pair(Control(_load(tmp_path, _hpa(PODS_AVERAGE + OBJECT_VALUE, behavior=behavior))))
     assert hpa.step(0.0, 2, 2, [{(0,): 1.0, (1,): 9.0}, 5.0]) == 3  # +50 % of 2, rounded up
     assert set(decision.decide.signatures) == signatures
+
+
+# ---- useCachedMetrics and HPA scale to zero (issue 20) --------------------------------------------
+
+SO_CACHED = """apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: chat}
+spec:
+  scaleTargetRef: {name: chat}
+  minReplicaCount: 1
+  maxReplicaCount: 10
+  pollingInterval: 30
+  triggers:
+  - type: prometheus
+    useCachedMetrics: true
+    metadata: {query: 'sum(vllm:num_requests_waiting)', threshold: '5', ignoreNullValues: 'false'}
+"""
+
+
+@pytest.mark.parametrize("cached", [True, False])
+def test_cached_metrics_serve_the_last_poll_to_the_hpa(tmp_path, cached):
+    text = SO_CACHED if cached else SO_CACHED.replace("    useCachedMetrics: true\n", "")
+    pair = _Pair(Control(_load(tmp_path, text)))
+    assert pair.step(0.0, 1, 1, {(): 10.0}) == 2  # poll and sync: both read 10, ceil(10 / 5) = 2
+    # A sync between polls: with the cache the HPA still sees the poll's 10 (2 replicas hold); without it,
+    # a fresh 40 asks for 8, held to max(2 x 2, 4) = 4 by the scale-up limit.
+    assert pair.step(15.0, 2, 2, {(): 40.0}) == (2 if cached else 4)
+    # A failing query between polls is no failure while the cache serves the poll's value.
+    assert pair.step(30.0, 2, 2, {(): 40.0}) == 4  # the poll refreshes the cache
+    assert pair.step(45.0, 4, 4, {}) == (8 if cached else 4)
+    assert list(pair.s.keda[:1, K_FAILURES]) == [0 if cached else 1]
+
+
+HPA_TO_ZERO = """apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: chat}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: chat}
+  minReplicas: 0
+  maxReplicas: 10
+  behavior:
+    scaleDown: {stabilizationWindowSeconds: 0}
+  metrics:
+  - type: External
+    external:
+      metric: {name: vllm:num_requests_waiting}
+      target: {type: AverageValue, averageValue: '5'}
+"""
+
+
+def test_an_hpa_scales_to_zero_and_back_with_its_condition(tmp_path):
+    pair = _Pair(Control(_load(tmp_path, HPA_TO_ZERO)))
+    assert pair.control.hpa.scaled_to_zero and pair.s.count[SCALED_TO_ZERO] == 1  # a run may start at 0
+    assert pair.step(0.0, 0, 0, {(): 12.0}) == 3  # from zero: ceil(12 / 5)
+    assert pair.s.count[SCALED_TO_ZERO] == 0
+    assert pair.step(15.0, 3, 3, {(): 0.0}) == 0
+    assert pair.s.count[SCALED_TO_ZERO] == 1  # ScaledToZero True: the HPA took it to zero
+    assert pair.step(30.0, 0, 0, {(): 20.0}) == 4
+    # Scaled to zero by someone else, the HPA holds it there (ScalingDisabled) in both engines.
+    assert pair.step(45.0, 0, 0, {(): 20.0}) == 0

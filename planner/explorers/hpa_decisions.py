@@ -209,7 +209,8 @@ def explorer_opening(autoscaler: Autoscaler, decision: Decision) -> ExplorerOpen
         activation = so.triggers[line.index].activation_threshold
     if decision.current_replicas == 0 and so is None:
         exact = False
-        notes.append("A plain HPA does nothing at 0 replicas; the explorer models KEDA, which can scale from 0.")
+        notes.append("A plain HPA at 0 replicas acts only if it took the target there itself (Kubernetes 1.37's "
+                     "ScaledToZero condition); the explorer models KEDA, which can scale from 0.")
     elif decision.current_replicas == 0 and len(so.triggers) > 1 and not so.is_using_modifiers:
         exact = False
         notes.append("At 0 replicas KEDA activates on any trigger; the explorer has only this one.")

@@ -452,6 +452,7 @@ def _read_scaled_object(source: str, document) -> Autoscaler:
             metric_type=metric_type,
             activation_threshold=metadata.number("activationThreshold", default=0.0),
             ignore_null_values=metadata.boolean("ignoreNullValues", True),
+            use_cached_metrics=item.boolean("useCachedMetrics", False),
             query=" ".join((metadata.string("query", default="") or "").split()),
         ))
     if not triggers:

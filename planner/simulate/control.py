@@ -2,9 +2,14 @@
 
 A ScaledObject is run by :class:`planner.keda.KedaController`: KEDA's
 operator polls every ``pollingInterval`` (activation, scale to and from
-zero) and the HPA it owns reconciles every sync period (15 s) on the values
-KEDA's metrics adapter returns, which it queries live. A plain HPA is run by
-:class:`planner.hpa_controller.HorizontalController` every sync period.
+zero, and the metrics cache) and the HPA it owns reconciles every sync period
+(15 s) on the values KEDA's metrics server returns: a fresh query at that
+instant, or, for a trigger with ``useCachedMetrics``, the value cached at the
+last poll (:meth:`planner.keda.KedaController.served_values`). A plain HPA is
+run by :class:`planner.hpa_controller.HorizontalController` every sync
+period, scaling to and from zero as Kubernetes 1.37 does (the ``ScaledToZero``
+condition); an HPA with ``minReplicas: 0`` starts as if it had taken the
+target to zero itself, so a run that starts at 0 replicas can come back.
 Nothing here decides a replica count; it only reads the simulated Prometheus
 and hands the controller what the Go controller would fetch:
 
@@ -95,7 +100,7 @@ class Control:
                     raise _unsupported(f"{metric.type} metric {metric.name}",
                                        "not a metric the simulated vLLM pods export", metric.name)
                 self.metric_queries.append((metric.type, query))
-            self.hpa = HorizontalController(spec)
+            self.hpa = HorizontalController(spec, scaled_to_zero=spec.effective_min_replicas == 0)
             self.min_replicas = spec.effective_min_replicas
             self.max_replicas = spec.max_replicas
             self.polling_interval_s = self.sync_period_s

@@ -40,7 +40,7 @@ def kernel_sources() -> list[Path]:
     here = Path(__file__).parent
     package = here.parent.parent
     return [*sorted(here.glob("*.py")), here.parent / "replica.py", here.parent / "metrics.py",
-            package / "behavior.py", package / "hpa_spec.py"]
+            package / "behavior.py", package / "hpa_spec.py", package / "hpa_controller.py"]
 
 
 def _use_kernel_cache_keyed_on_sources() -> None:

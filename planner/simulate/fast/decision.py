@@ -4,11 +4,11 @@ The numba twin of what ``Control.decide`` runs on a tick where something is
 due, number for number and with the same controller history:
 
 * a ScaledObject: KEDA's poll (:meth:`planner.keda.KedaController.poll`:
-  ``evaluate_triggers`` without fallback, ``request_scale``), then, when
-  replicas are left, the reconcile of the HPA KEDA owns
-  (:meth:`planner.keda.KedaController.reconcile`: failure counts,
-  ``_fallback`` / ``_fallback_replicas`` / ``_fallback_value_milli``, one
-  External reading per trigger);
+  ``evaluate_triggers`` without fallback, ``request_scale``, the metrics cache
+  of ``useCachedMetrics`` triggers), then, when replicas are left, the
+  reconcile of the HPA KEDA owns (:meth:`planner.keda.KedaController.reconcile`:
+  ``served_values``, failure counts, ``_fallback`` / ``_fallback_replicas`` /
+  ``_fallback_value_milli``, one External reading per trigger);
 * a plain HPA: ``HorizontalController.reconcile_autoscaler`` on Pods, Object
   and External readings built as ``Control._reading`` builds them.
 
@@ -63,6 +63,12 @@ from planner.behavior import (
     PERCENT_SCALING_POLICY,
     PODS_SCALING_POLICY,
     get_longest_policy_period,
+)
+from planner.hpa_controller import (
+    SCALE_TO_ZERO_CONDITION,
+    SCALE_TO_ZERO_DISABLED,
+    SCALE_TO_ZERO_LEGACY,
+    has_object_or_external_metrics,
 )
 from planner.hpa_spec import AVERAGE_VALUE, EXTERNAL, OBJECT, PODS, VALUE
 from planner.simulate.fast.metrics import python_sum
@@ -129,13 +135,20 @@ M_SOURCE, M_TARGET_TYPE, M_HAS_VALUE, M_VALUE_MILLI, M_HAS_AVERAGE, M_AVERAGE_MI
 # Columns of Tables.policy (the scaleUp policies first, then the scaleDown ones).
 P_TYPE, P_VALUE, P_PERIOD = range(3)
 # Columns of Tables.trigger (one row per trigger, in spec.triggers order).
-T_IGNORE_NULL, T_METRIC = range(2)
-# State.count slots; the scale-event directions (State.events rows, count[1 + direction]).
-REC_N, UP_N, DOWN_N = 0, 1, 2
+T_IGNORE_NULL, T_METRIC, T_CACHED = range(3)
+# State.count slots (SCALED_TO_ZERO: the HPA's ScaledToZero condition); the scale-event directions
+# (State.events rows, count[1 + direction]).
+REC_N, UP_N, DOWN_N, SCALED_TO_ZERO = 0, 1, 2, 3
 UP, DOWN = 0, 1
-# Columns of State.events and State.keda.
+# Columns of State.events and State.keda (K_CACHE: the last poll's record of a useCachedMetrics trigger,
+# CACHE_*; K_CACHE_MILLI its value).
 E_CHANGE, E_OUTDATED = 0, 1
-K_FAILURES, K_READING_OK, K_READING_MILLI = range(3)
+K_FAILURES, K_READING_OK, K_READING_MILLI, K_CACHE, K_CACHE_MILLI = range(5)
+CACHE_EMPTY, CACHE_VALUE, CACHE_FAILED, CACHE_OUT_OF_RANGE = 0, 1, 2, 3
+# Config.scale_to_zero: planner.hpa_controller's SCALE_TO_ZERO_* modes.
+STZ_CONDITION, STZ_DISABLED, STZ_LEGACY = 0, 1, 2
+_STZ_CODES = {SCALE_TO_ZERO_CONDITION: STZ_CONDITION, SCALE_TO_ZERO_DISABLED: STZ_DISABLED,
+              SCALE_TO_ZERO_LEGACY: STZ_LEGACY}
 
 
 class NotCompilable(Exception):
@@ -160,6 +173,9 @@ Config = namedtuple("Config", [
     "has_idle", "idle_replicas",  # bool, int: idleReplicaCount
     "cooldown_s", "initial_cooldown_s", "created_s",  # float [s]
     "has_fallback", "fallback_threshold", "fallback_replicas", "fallback_behavior",  # bool, int, int, int
+    # --- scale to zero (the HPA)
+    "scale_to_zero",  # int: STZ_*
+    "has_object_or_external",  # bool: hasObjectOrExternalMetrics
 ])
 """The scalars of the spec (a tuple of scalars costs nothing to hand to a helper)."""
 
@@ -168,16 +184,18 @@ Tables = namedtuple("Tables", [
     "metric",  # int64 (metrics, 7): columns M_*; targets in milli-units
     "policy",  # int64 (policies, 3): columns P_* (type, value [pods or %], periodSeconds [s])
     "trig_activation",  # float64 (triggers,): activationThreshold [metric units]
-    "trigger",  # int64 (triggers, 2): columns T_* (ignoreNullValues, the HPA metric it becomes)
+    "trigger",  # int64 (triggers, 3): columns T_* (ignoreNullValues, the HPA metric it becomes, useCachedMetrics)
 ])
 """What :func:`decide` reads, from :func:`tables`. Few arrays: each costs reference counting per call."""
 
 State = namedtuple("State", [
-    "count",  # int64 (3,): recommendations, scale-up and scale-down events held (REC_N, UP_N, DOWN_N)
+    "count",  # int64 (4,): recommendations, scale-up and scale-down events held (REC_N, UP_N, DOWN_N),
+    #           and the ScaledToZero condition (SCALED_TO_ZERO, 0 or 1)
     "rec_replicas", "rec_t",  # int64, float64 (slots,): TimestampedRecommendation [replicas, s]
     "events",  # int64 (2, slots, 2): TimestampedScaleEvent per direction (UP, DOWN): change, outdated
     "event_t",  # float64 (2, slots): their timestamps [s]
-    "keda",  # int64 (triggers, 3): columns K_*: consecutive failures; scratch: each trigger's reading
+    "keda",  # int64 (triggers, 5): columns K_*: consecutive failures; scratch: each trigger's reading;
+    #          the metrics cache
     "last_active_s",  # float64 (1,): KEDA's status.lastActiveTime, NaN while never active [s]
 ])
 """The controller history :func:`decide` mutates, from :func:`new_state`.
@@ -239,6 +257,10 @@ class CompiledControl:
     trig_activation: np.ndarray
     trig_ignore_null: np.ndarray
     trig_metric: np.ndarray
+    trig_cached: np.ndarray
+    scale_to_zero: int
+    has_object_or_external: bool
+    scaled_to_zero: bool
 
 
 # ---- Python side --------------------------------------------------------------------------------
@@ -310,7 +332,7 @@ def compile_control(control) -> CompiledControl:
         so = keda.so
         if so.is_using_modifiers:
             raise NotCompilable("spec.advanced.scalingModifiers (a formula) is not compiled")
-        if keda.last_active_s is not None or keda.failures:
+        if keda.last_active_s is not None or keda.failures or keda.metrics_cache:
             raise NotCompilable("the KEDA controller has already run")
         controller = keda.controller
         triggers = so.triggers
@@ -340,6 +362,7 @@ def compile_control(control) -> CompiledControl:
             trig_activation=np.asarray([float(t.activation_threshold) for t in triggers], dtype=float),
             trig_ignore_null=np.asarray([bool(t.ignore_null_values) for t in triggers], dtype=np.bool_),
             trig_metric=_ints(trig_metric),
+            trig_cached=np.asarray([bool(t.use_cached_metrics) for t in triggers], dtype=np.bool_),
         )
         n_queries = len(triggers)
     else:
@@ -349,7 +372,7 @@ def compile_control(control) -> CompiledControl:
             keda_min_replicas=0, has_idle=False, idle_replicas=0, cooldown_s=0.0, initial_cooldown_s=0.0,
             created_s=0.0, has_fallback=False, fallback_threshold=0, fallback_replicas=0,
             fallback_behavior=FALLBACK_STATIC, trig_activation=np.zeros(0), trig_ignore_null=np.zeros(0, np.bool_),
-            trig_metric=_ints([]),
+            trig_metric=_ints([]), trig_cached=np.zeros(0, np.bool_),
         )
         n_queries = len(control.metric_queries)
     if controller.recommendations is not None or controller.scale_up_events or controller.scale_down_events:
@@ -404,6 +427,9 @@ def compile_control(control) -> CompiledControl:
         metric_average_milli=_ints(_target_milli(m.target.average_value_milli, f"{m.name} target.averageValue")
                                    for m in metrics),
         metric_trigger=_ints(metric_trigger),
+        scale_to_zero=_STZ_CODES[controller.scale_to_zero],
+        has_object_or_external=has_object_or_external_metrics(spec),
+        scaled_to_zero=bool(controller.scaled_to_zero),
         **behavior_part,
         **keda_part,
     )
@@ -423,13 +449,14 @@ def tables(compiled: CompiledControl) -> Tables:
         cooldown_s=float(c.cooldown_s), initial_cooldown_s=float(c.initial_cooldown_s), created_s=float(c.created_s),
         has_fallback=bool(c.has_fallback), fallback_threshold=int(c.fallback_threshold),
         fallback_replicas=int(c.fallback_replicas), fallback_behavior=int(c.fallback_behavior),
+        scale_to_zero=int(c.scale_to_zero), has_object_or_external=bool(c.has_object_or_external),
     )
     metric = np.stack([c.metric_source, c.metric_target_type, c.metric_has_value, c.metric_value_milli,
                        c.metric_has_average, c.metric_average_milli, c.metric_trigger], axis=1).astype(np.int64)
     policy = np.stack([np.concatenate([c.up_pol_type, c.down_pol_type]),
                        np.concatenate([c.up_pol_value, c.down_pol_value]),
                        np.concatenate([c.up_pol_period, c.down_pol_period])], axis=1).astype(np.int64)
-    trigger = np.stack([c.trig_ignore_null, c.trig_metric], axis=1).astype(np.int64).reshape(-1, 2)
+    trigger = np.stack([c.trig_ignore_null, c.trig_metric, c.trig_cached], axis=1).astype(np.int64).reshape(-1, 3)
     return Tables(config, np.ascontiguousarray(metric.reshape(-1, 7)), np.ascontiguousarray(policy.reshape(-1, 3)),
                   np.ascontiguousarray(c.trig_activation, dtype=float), np.ascontiguousarray(trigger))
 
@@ -456,11 +483,13 @@ def new_state(compiled: CompiledControl) -> State:
     n_rec = _capacity(window_s, compiled.sync_period_s)
     n_events = max(_capacity(float(compiled.up_longest_s), compiled.sync_period_s),
                    _capacity(float(compiled.down_longest_s), compiled.sync_period_s))
+    count = np.zeros(4, dtype=np.int64)
+    count[SCALED_TO_ZERO] = int(compiled.scaled_to_zero)
     return State(
-        count=np.zeros(3, dtype=np.int64),
+        count=count,
         rec_replicas=np.zeros(n_rec, dtype=np.int64), rec_t=np.zeros(n_rec),
         events=np.zeros((2, n_events, 2), dtype=np.int64), event_t=np.zeros((2, n_events)),
-        keda=np.zeros((max(len(compiled.trig_metric), 1), 3), dtype=np.int64),
+        keda=np.zeros((max(len(compiled.trig_metric), 1), 5), dtype=np.int64),
         last_active_s=np.full(1, np.nan),
     )
 
@@ -1105,15 +1134,27 @@ def reconcile_autoscaler(c, metric, policy, keda, count, rec_replicas, rec_t, ev
     max_replicas = c.max_replicas
     desired_replicas = 0
     rescale = True
-    if current_replicas == 0 and min_replicas != 0:
-        # Autoscaling is disabled for this resource
-        desired_replicas = 0
-        rescale = False
+    legacy = c.scale_to_zero == STZ_LEGACY
+    scale_to_zero_feature_enabled = c.scale_to_zero == STZ_CONDITION
+    scaled_to_zero_condition = scale_to_zero_feature_enabled and count[SCALED_TO_ZERO] != 0
+    can_scale_from_zero = scaled_to_zero_condition and c.has_object_or_external
+    needs_metric_computation = True
+    if current_replicas == 0 and (not legacy or min_replicas != 0):
+        # shouldComputeMetricsForZeroReplicas (legacy: disabled whenever minReplicas is not 0)
+        if not legacy and ((min_replicas != 0 and scaled_to_zero_condition) or can_scale_from_zero):
+            needs_metric_computation = True
+        else:
+            needs_metric_computation = False
+            # Autoscaling is disabled for this resource
+            desired_replicas = 0
+            rescale = False
     elif current_replicas > max_replicas:
         desired_replicas = max_replicas
+        needs_metric_computation = False
     elif current_replicas < min_replicas:
         desired_replicas = min_replicas
-    else:
+        needs_metric_computation = False
+    if needs_metric_computation:
         status, metric_desired, blocked = compute_replicas_for_metrics(
             c, metric, keda, spec_replicas, status_replicas, pod_ids, pod_ready, n_pods, res_kind, res_n, res_keys,
             res_vals)
@@ -1143,11 +1184,17 @@ def reconcile_autoscaler(c, metric, policy, keda, count, rec_replicas, rec_t, ev
                 c, policy, count, events, event_t, current_replicas, stabilized, min_replicas, max_replicas, now_s)
             if desired_replicas < 0:
                 return desired_replicas
+        if current_replicas == 0 and min_replicas != 0 and scaled_to_zero_condition and desired_replicas < min_replicas:
+            desired_replicas = min_replicas
         rescale = desired_replicas != current_replicas
     if rescale:
         code = store_scale_event(c, count, events, event_t, current_replicas, desired_replicas, now_s)
         if code < 0:
             return code
+        if scale_to_zero_feature_enabled:  # the ScaledToZero condition
+            to_zero = (current_replicas > 0 and desired_replicas == 0 and min_replicas == 0
+                       and c.has_object_or_external)
+            count[SCALED_TO_ZERO] = 1 if to_zero else 0
     else:
         desired_replicas = current_replicas
     return desired_replicas
@@ -1208,16 +1255,24 @@ def _fallback_value_milli(replicas, target, value_target, ready_replicas):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def keda_poll(c, trig_activation, trigger, last_active, now_s, current_replicas, res_kind, res_n, res_vals):
+def keda_poll(c, trig_activation, trigger, keda, last_active, now_s, current_replicas, res_kind, res_n, res_vals):
     """``KedaController.poll``: the count KEDA writes, or -1 to leave it to the HPA; updates ``last_active``.
 
     The poll applies no fallback (failures count as 0), so a failing trigger
-    makes it an error poll; the values' milli-units are not needed here.
+    makes it an error poll; the values' milli-units are needed only for the
+    metrics cache of ``useCachedMetrics`` triggers, which it refreshes in ``keda``.
     """
     is_active = False
     is_error = False
     for i in range(trig_activation.shape[0]):
         failed, value = _trigger_value(trigger[i, T_IGNORE_NULL] != 0, i, res_kind, res_n, res_vals)
+        if trigger[i, T_CACHED] != 0:
+            if failed:
+                keda[i, K_CACHE] = CACHE_FAILED
+            else:
+                milli = keda_quantity_milli(value)
+                keda[i, K_CACHE] = CACHE_OUT_OF_RANGE if milli == _BAD else CACHE_VALUE
+                keda[i, K_CACHE_MILLI] = milli
         if failed:
             is_error = True  # 0 failures never exceed failureThreshold: no fallback
         elif value > trig_activation[i]:
@@ -1257,11 +1312,15 @@ def keda_readings(c, metric, trigger, keda, current_replicas, ready_replicas, re
     Returns 0, or an error code.
     """
     for i in range(trigger.shape[0]):
-        failed, value = _trigger_value(trigger[i, T_IGNORE_NULL] != 0, i, res_kind, res_n, res_vals)
+        cache = keda[i, K_CACHE] if trigger[i, T_CACHED] != 0 else CACHE_EMPTY
+        if cache == CACHE_EMPTY:  # served_values: a fresh query
+            failed, value = _trigger_value(trigger[i, T_IGNORE_NULL] != 0, i, res_kind, res_n, res_vals)
+        else:  # the last poll's record
+            failed, value = cache == CACHE_FAILED, 0.0
         keda[i, K_FAILURES] = keda[i, K_FAILURES] + 1 if failed else 0
         if not failed:
-            milli = keda_quantity_milli(value)
-            if milli == _BAD:
+            milli = keda_quantity_milli(value) if cache == CACHE_EMPTY else keda[i, K_CACHE_MILLI]
+            if cache == CACHE_OUT_OF_RANGE or milli == _BAD:
                 return QUANTITY_OUT_OF_RANGE
             keda[i, K_READING_OK] = 1
             keda[i, K_READING_MILLI] = milli
@@ -1330,8 +1389,8 @@ def decide(t, s, now_s, poll, reconcile, spec_replicas, ready_replicas, pod_ids,
         trigger = t.trigger
         keda = s.keda
         if poll:
-            wanted = keda_poll(c, t.trig_activation, trigger, s.last_active_s, now_s, replicas, res_kind, res_n,
-                               res_vals)
+            wanted = keda_poll(c, t.trig_activation, trigger, keda, s.last_active_s, now_s, replicas, res_kind,
+                               res_n, res_vals)
             if wanted != _LEAVE:
                 replicas = wanted
         if reconcile and replicas > 0:

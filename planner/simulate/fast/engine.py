@@ -70,13 +70,13 @@ PHASE_TICK_START, PHASE_AFTER_CONTROL = 0, 1
 
 Members = namedtuple("Members", [
     # The controls, packed (one row or slice per member; see compiled.pack_members).
-    "config_i",  # int64 (members, 16): Config's integer and boolean fields, in CONFIG_INT order
+    "config_i",  # int64 (members, 18): Config's integer and boolean fields, in CONFIG_INT order
     "config_f",  # float64 (members, 11): Config's float fields, in CONFIG_FLOAT order
-    "table_i",  # int64: each member's metric (n, 7), policy (n, 3) and trigger (n, 2) tables, flattened
+    "table_i",  # int64: each member's metric (n, 7), policy (n, 3) and trigger (n, 3) tables, flattened
     "table_f",  # float64: each member's trig_activation
     "table_off",  # int64 (members, 8): offsets of metric, policy, trigger in table_i and of trig_activation
     #               in table_f; then the rows of trig_activation, metric, policy, trigger
-    "state_i",  # int64: each member's count (3), rec_replicas, events (2, slots, 2), keda (rows, 3)
+    "state_i",  # int64: each member's count (4), rec_replicas, events (2, slots, 2), keda (rows, 5)
     "state_f",  # float64: each member's rec_t, event_t (2, slots), last_active_s (1)
     "state_off",  # int64 (members, 5): offsets in state_i and state_f, recommendation slots, event slots,
     #               keda rows
@@ -91,7 +91,8 @@ Members = namedtuple("Members", [
 
 CONFIG_INT = ("is_keda", "min_replicas", "max_replicas", "has_behavior", "up_select", "down_select",
               "n_up_policies", "up_longest_s", "down_longest_s", "keda_min_replicas", "has_idle", "idle_replicas",
-              "has_fallback", "fallback_threshold", "fallback_replicas", "fallback_behavior")
+              "has_fallback", "fallback_threshold", "fallback_replicas", "fallback_behavior", "scale_to_zero",
+              "has_object_or_external")
 CONFIG_FLOAT = ("tol_down", "tol_up", "legacy_window_s", "scale_up_limit_factor", "scale_up_limit_minimum",
                 "up_window_s", "down_window_s", "cooldown_s", "initial_cooldown_s", "created_s")
 
@@ -108,13 +109,14 @@ def _tables(members, m):
         up_longest_s=ci[7], down_longest_s=ci[8], keda_min_replicas=ci[9], has_idle=ci[10] != 0,
         idle_replicas=ci[11], cooldown_s=cf[7], initial_cooldown_s=cf[8], created_s=cf[9],
         has_fallback=ci[12] != 0, fallback_threshold=ci[13], fallback_replicas=ci[14], fallback_behavior=ci[15],
+        scale_to_zero=ci[16], has_object_or_external=ci[17] != 0,
     )
     off = members.table_off[m]
     n_metric, n_policy, n_trigger = off[5], off[6], off[7]
     table_i = members.table_i
     metric = table_i[off[0]:off[0] + 7 * n_metric].reshape((n_metric, 7))
     policy = table_i[off[1]:off[1] + 3 * n_policy].reshape((n_policy, 3))
-    trigger = table_i[off[2]:off[2] + 2 * n_trigger].reshape((n_trigger, 2))
+    trigger = table_i[off[2]:off[2] + 3 * n_trigger].reshape((n_trigger, 3))
     activation = members.table_f[off[3]:off[3] + off[4]]
     return decision.Tables(config, metric, policy, activation, trigger)
 
@@ -126,12 +128,12 @@ def _state(members, m):
     i0, f0, n_rec, n_events, n_keda = off[0], off[1], off[2], off[3], off[4]
     state_i = members.state_i
     state_f = members.state_f
-    count = state_i[i0:i0 + 3]
-    rec_replicas = state_i[i0 + 3:i0 + 3 + n_rec]
-    e0 = i0 + 3 + n_rec
+    count = state_i[i0:i0 + 4]
+    rec_replicas = state_i[i0 + 4:i0 + 4 + n_rec]
+    e0 = i0 + 4 + n_rec
     events = state_i[e0:e0 + 4 * n_events].reshape((2, n_events, 2))
     k0 = e0 + 4 * n_events
-    keda = state_i[k0:k0 + 3 * n_keda].reshape((n_keda, 3))
+    keda = state_i[k0:k0 + 5 * n_keda].reshape((n_keda, 5))
     rec_t = state_f[f0:f0 + n_rec]
     event_t = state_f[f0 + n_rec:f0 + n_rec + 2 * n_events].reshape((2, n_events))
     last_active_s = state_f[f0 + n_rec + 2 * n_events:f0 + n_rec + 2 * n_events + 1]
