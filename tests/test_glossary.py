@@ -123,3 +123,12 @@ def test_the_glossary_is_titled_so_and_comes_last_in_the_book():
     assert files[-1] == "book/nomenclature"
     assert toc["parts"][-1]["caption"] in ("Reference", "Appendix")
     assert files.index("book/references") < files.index("book/nomenclature")
+
+
+def test_polling_entries_state_what_keda_polls_for():
+    # Issue 20: pollingInterval drives activation and the metrics cache; each HPA sync queries afresh otherwise.
+    terms = glossary_terms()
+    for term in ("polling_interval_s", "polling_s"):
+        assert "useCachedMetrics" in terms[term] and "0 <-> 1" in terms[term]
+    assert "useCachedMetrics" in terms["eval_interval_s"] and "afresh" in terms["eval_interval_s"]
+    assert "reads its triggers. [s]" not in GLOSSARY.read_text(encoding="utf-8")
