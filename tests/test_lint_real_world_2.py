@@ -167,7 +167,7 @@ def test_the_review_covers_the_23_files(shared_dir):
 
 
 def test_linter_agrees_with_the_expert_on_manifests_2(shared_dir):
-    findings = lint(read_manifest_set([shared_dir.joinpath(*MANIFESTS_2)]))
+    findings = lint(read_manifest_set([shared_dir.joinpath(*MANIFESTS_2)], strict=False))
     assert not [f for f in findings if f.rule == "unreadable-document"], "a valid manifest was refused"
     found = _found_pairs(findings)
     precision, recall = precision_recall(found, {name: set(rules) for name, rules in EXPECTED.items()})
