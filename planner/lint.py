@@ -609,7 +609,7 @@ def _gpu_memory_trigger(ctx, autoscaler, signals, settings, target):
 
 
 _QUANTILE = re.compile(r"histogram_quantile\s*\(|\bquantile(_over_time)?\s*\(|quantile\s*=~?\s*\"?0?\.\d+"
-                       r"|_p(50|75|90|95|99|999)\b|latency_p\d+", re.I)
+                       r"|_p(50|75|90|95|99|999)(?![0-9])|latency_p\d+", re.I)
 
 
 def _latency_quantile_average_value(ctx, autoscaler, signals, settings, target):
