@@ -346,3 +346,67 @@ def test_unscoped_query_with_the_target_known(selector, others, flagged):
 def test_unscoped_query_with_the_target_unknown():
     assert "unscoped-query" in rules(lint_texts(so=in_flight("")))
     assert "unscoped-query" not in rules(lint_texts(so=in_flight('{namespace="llm"}')))
+
+
+# --- 8. a KServe InferenceService scaled by KEDA is reviewed through the ScaledObject KServe writes ----
+
+
+KSERVE = """\
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata:
+  name: qwen
+  namespace: inference
+  annotations: {serving.kserve.io/autoscalerClass: keda}
+spec:
+  predictor:
+    minReplicas: 1
+    maxReplicas: 4
+    autoScaling:
+      metrics:
+        - type: External
+          external:
+            metric: {backend: prometheus, serverAddress: "http://prom:9090",
+                     query: 'sum(vllm:num_requests_waiting{namespace="inference"})'}
+            target: {type: Value, value: "4"}
+    terminationGracePeriodSeconds: 600
+    model:
+      modelFormat: {name: huggingface}
+      args: ["--model_name=qwen", "--max-model-len=4096", "--shutdown-timeout=226"]
+"""
+
+
+def test_kserve_autoscaling_metrics_are_reviewed():
+    found = lint_texts(isvc=KSERVE)
+    waiting = [f for f in found if f.rule == "waiting-only-trigger"]
+    assert waiting and waiting[0].line == 13  # the metric in predictor.autoScaling
+    assert "missing-readiness-probe" not in rules(found)  # KServe adds a TCP readiness probe
+    cpu = KSERVE.replace("""        - type: External
+          external:
+            metric: {backend: prometheus, serverAddress: "http://prom:9090",
+                     query: 'sum(vllm:num_requests_waiting{namespace="inference"})'}
+            target: {type: Value, value: "4"}""", """        - type: Resource
+          resource: {name: cpu, target: {type: Utilization, averageUtilization: 80}}""")
+    assert "cpu-trigger" in rules(lint_texts(isvc=cpu))
+    assert rules(lint_texts(isvc=KSERVE.replace("keda}", "hpa}"))) == set()
+
+
+def test_llm_inference_service_inherits_grace_and_probes_and_owns_its_deployment():
+    llmisvc = """\
+        apiVersion: serving.kserve.io/v1alpha2
+        kind: LLMInferenceService
+        metadata: {name: mixtral, namespace: default}
+        spec:
+          model: {uri: "hf://mistralai/Mixtral-8x7B-Instruct-v0.1", name: mistralai/Mixtral-8x7B-Instruct-v0.1}
+          template:
+            containers:
+              - name: main
+                image: vllm/vllm-openai:v0.19.1
+                args: ["--tensor-parallel-size", "2"]
+        """
+    so = scaled_object("""\
+        - type: prometheus
+          metadata: {query: 'sum(vllm:num_requests_running{model_name="mistralai/Mixtral-8x7B-Instruct-v0.1"})',
+                     threshold: "8", ignoreNullValues: "false"}
+        """, target="mixtral-kserve").replace("namespace: llm", "namespace: default")
+    assert lint_texts(llm=llmisvc, so=so) == ()

@@ -856,7 +856,8 @@ def _kserve_scaled_object(document: YamlDocument) -> YamlDocument | None:
     ``predictor.autoScaling`` metrics, as a document whose fields point at the InferenceService's lines.
 
     Each External metric with ``backend: prometheus`` becomes a prometheus trigger (query, threshold
-    from the target, metricType from the target type) on the Deployment ``NAME-predictor``.
+    from the target, metricType from the target type) on the Deployment ``NAME-predictor``; a
+    Resource metric on cpu or memory becomes a cpu or memory trigger.
     """
     data = document.data
     if document.kind != "InferenceService" or not isinstance(data.get("metadata"), Mapping):
@@ -873,6 +874,17 @@ def _kserve_scaled_object(document: YamlDocument) -> YamlDocument | None:
     lines = {("spec",): document.line(base)}
     triggers = []
     for index, metric in enumerate(metrics):
+        resource = metric.get("resource") if isinstance(metric, Mapping) else None
+        if isinstance(resource, Mapping) and resource.get("name") in ("cpu", "memory") \
+                and isinstance(resource.get("target"), Mapping):
+            goal = resource["target"]
+            utilization = goal.get("averageUtilization")
+            value = utilization if utilization is not None else goal.get("averageValue")
+            where = (*base, "metrics", index)
+            lines[("spec", "triggers", len(triggers))] = document.line(where)
+            triggers.append({"type": resource["name"], "metadata": {"value": value},
+                             "metricType": "Utilization" if utilization is not None else "AverageValue"})
+            continue
         external = metric.get("external") if isinstance(metric, Mapping) else None
         source = external.get("metric") if isinstance(external, Mapping) else None
         target = external.get("target") if isinstance(external, Mapping) else None
