@@ -525,6 +525,8 @@ def _misplaced_metric_type(ctx, autoscaler, signals, settings, target):
 
 def _scale_target_not_found(ctx, autoscaler, signals, settings, target, workloads=(), documents=()):
     # A target that is in the files but runs no vLLM (a gateway, Ollama) is found, just not reviewed.
+    if _is_placeholder_value(ctx.document, ("spec", "scaleTargetRef", "name")):
+        return  # unsubstituted-placeholder says it
     if target is None and workloads and not target_in_documents(autoscaler, ctx.document, documents):
         kind, name = autoscaler.hpa.scale_target_kind, autoscaler.hpa.scale_target_name
         yield ctx.finding(
