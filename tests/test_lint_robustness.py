@@ -413,5 +413,5 @@ def test_llm_inference_service_inherits_grace_and_probes_and_owns_its_deployment
 
 
 def test_a_placeholder_target_is_reported_once():
-    found = rules(lint_texts(so=scaled_object(VALID_TRIGGERS["redis"], target="${TARGET_DEPLOYMENT}"), d=DEPLOYMENT))
+    found = rules(lint_texts(so=scaled_object(VALID_TRIGGERS["redis"], target="\"${TARGET_DEPLOYMENT}\""), d=DEPLOYMENT))
     assert "unsubstituted-placeholder" in found and "scale-target-not-found" not in found
