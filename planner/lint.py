@@ -41,11 +41,14 @@ from planner.hpa_spec import AVERAGE_VALUE, CONTAINER_RESOURCE, EXTERNAL, OBJECT
 from planner.promql import LEGACY_ONLY, SIGNALS
 from planner.readers.manifest import Autoscaler
 from planner.readers.workload import (
+    WHOLE_PLACEHOLDER,
     ManifestSet,
+    ReadProblem,
     Workload,
     YamlDocument,
     find_scale_target,
     format_path,
+    target_in_documents,
 )
 
 __all__ = [
@@ -110,6 +113,12 @@ RULES: dict[str, Rule] = {rule.id: rule for rule in (
     Rule("scale-target-not-found", "info", "scaleTargetRef names no workload in the files given"),
     Rule("metric-not-exported", "error", "a query names a vLLM metric the server's scrape does not export"),
     Rule("schema-violation", "error", "a field the Kubernetes or KEDA schema rejects"),
+    Rule("unreadable-document", "error", "a file or document that cannot be read; the rest is still reviewed"),
+    Rule("underscore-metric-name", "error", "a query on vllm_... where vLLM exports vllm:..."),
+    Rule("gpu-memory-trigger", "warning", "the fleet scales on GPU memory used, which vLLM pre-allocates"),
+    Rule("hpa-and-scaledobject", "error", "an HPA and a ScaledObject scale the same workload"),
+    Rule("latency-quantile-averagevalue", "error", "a latency quantile under an AverageValue target"),
+    Rule("unscoped-query", "warning", "a query whose selector does not single out the target's pods or model"),
 )}
 
 
@@ -221,6 +230,8 @@ class Signal:
         proposes ``ceil(value / threshold)`` whatever the pod count).
     threshold : float
         In the metric's own units.
+    is_query : bool
+        ``text`` is a query (a KEDA prometheus query, an external scaler's ``metricQuery``), not a name.
     """
 
     text: str
@@ -228,6 +239,7 @@ class Signal:
     source: str
     per_replica: bool
     threshold: float
+    is_query: bool = False
 
     @property
     def kinds(self) -> frozenset[str]:
@@ -240,10 +252,11 @@ def signals_of(autoscaler: Autoscaler) -> tuple[Signal, ...]:
     if so is not None:
         signals = []
         for trigger in so.triggers:
-            text = trigger.query if trigger.type == "prometheus" else trigger.type
+            is_query = bool(trigger.query) and trigger.type in ("prometheus", "external", "external-push")
+            text = trigger.query if trigger.type == "prometheus" or is_query else trigger.type
             per_replica = trigger.metric_type == AVERAGE_VALUE and not so.is_using_modifiers
             signals.append(Signal(text, ("spec", "triggers", trigger.index), trigger.type, per_replica,
-                                  trigger.threshold))
+                                  trigger.threshold, is_query or trigger.type == "prometheus"))
         return tuple(signals)
     signals = []
     for index, metric in enumerate(autoscaler.hpa.metrics):
@@ -379,11 +392,15 @@ def _multi_trigger_or(ctx, autoscaler, signals, settings, target):
     # KEDA only: a plain HPA has no other way to combine metrics, and pairing KV usage with an
     # unbounded signal there is the recommended design (the max makes KV a floor).
     so = autoscaler.scaled_object
-    if so is not None and len(signals) > 1 and not so.is_using_modifiers:
+    # A cron trigger is a schedule floor (OR is its point); with at most one replica the HPA has nothing to
+    # choose and KEDA activates on any trigger by design.
+    metric_signals = [signal for signal in signals if signal.source != "cron"]
+    if so is not None and len(metric_signals) > 1 and not so.is_using_modifiers \
+            and not (so.max_replica_count is not None and so.max_replica_count <= 1):
         path = ("spec", "triggers")
         yield ctx.finding(
             "multi-trigger-or", path,
-            f"The {len(signals)} signals combine as OR: the HPA takes the largest proposal, so any one of them "
+            f"The {len(metric_signals)} signals combine as OR: the HPA takes the largest proposal, so any one of them "
             "scales up and all must fall before it scales down.",
             "Keep the one leading signal, or combine the triggers explicitly with "
             "advanced.scalingModifiers.formula (name each trigger).",
@@ -410,8 +427,8 @@ def _short_scale_down_window(ctx, autoscaler, signals, settings, target):
 
 def _min_zero_pod_metric(ctx, autoscaler, signals, settings, target):
     minimum, path, written = _min_replicas(autoscaler)
-    if minimum != 0 or not signals:
-        return
+    if minimum != 0 or not signals or isinstance(_get(ctx.document.data, path), str):
+        return  # a placeholder minimum is unknown, reported by unsubstituted-placeholder
     if all(signal.source in (PODS, RESOURCE, CONTAINER_RESOURCE, "cpu", "memory")
            or _POD_SERVED.search(signal.text) for signal in signals):
         default = "" if written else " (unset: KEDA's default is 0)"
@@ -532,7 +549,9 @@ def _kv_threshold(ctx, autoscaler, signals, settings, target):
 
 def _unaggregated_query(ctx, autoscaler, signals, settings, target):
     for signal in signals:
-        if signal.source == "prometheus" and _BARE_SELECTOR.match(signal.text.strip()):
+        # One series per pod only for what the pods serve; a controller's or gateway's gauge is one series.
+        if signal.source == "prometheus" and _BARE_SELECTOR.match(signal.text.strip()) \
+                and _POD_SERVED.search(signal.text):
             yield ctx.finding(
                 "unaggregated-query", (*signal.path, "metadata", "query"),
                 "The query is a bare selector that returns one series per pod, and KEDA's Prometheus scaler "
@@ -556,13 +575,16 @@ def _misplaced_metric_type(ctx, autoscaler, signals, settings, target):
             )
 
 
-def _scale_target_not_found(ctx, autoscaler, signals, settings, target, workloads=()):
-    if target is None and workloads:
+def _scale_target_not_found(ctx, autoscaler, signals, settings, target, workloads=(), documents=()):
+    # A target that is in the files but runs no vLLM (a gateway, Ollama) is found, just not reviewed.
+    if _is_placeholder_value(ctx.document, ("spec", "scaleTargetRef", "name")):
+        return  # unsubstituted-placeholder says it
+    if target is None and workloads and not target_in_documents(autoscaler, ctx.document, documents):
         kind, name = autoscaler.hpa.scale_target_kind, autoscaler.hpa.scale_target_name
         yield ctx.finding(
             "scale-target-not-found", ("spec", "scaleTargetRef"),
-            f"scaleTargetRef names {kind} {name!r}, which is not among the model-server workloads in the files "
-            "given, so its grace period and --max-num-seqs are not checked against this autoscaler.",
+            f"scaleTargetRef names {kind} {name!r}, which is in none of the files given, so its grace period "
+            "and --max-num-seqs are not checked against this autoscaler.",
             "Lint the autoscaler together with the workload it scales, or fix the kind and name.",
         )
 
@@ -597,11 +619,218 @@ def _metric_not_exported(ctx, autoscaler, signals, settings, target):
             )
 
 
+# Metric names as Prometheus stores them: vLLM and SGLang export with a colon (vllm:num_requests_running);
+# an underscore spelling exists only where something renamed it (an OTel pipeline, an adapter's `as`).
+_UNDERSCORE_NAME = re.compile(r"(?<![\w:])(vllm|sglang)_([a-z][a-z0-9_]*)")
+_LABEL_BLOCK = re.compile(r"\{[^{}]*\}|\"[^\"]*\"|'[^']*'")
+
+
+def _metric_names_outside_labels(query: str) -> str:
+    return _LABEL_BLOCK.sub(" ", query)
+
+
+def _underscore_metric_name(ctx, autoscaler, signals, settings, target):
+    for signal in signals:
+        if not signal.is_query:
+            continue
+        names = sorted({match.group(0) for match in _UNDERSCORE_NAME.finditer(_metric_names_outside_labels(signal.text))})
+        if names:
+            fixed = ", ".join(name.replace("_", ":", 1) for name in names)
+            minimum, _, _ = _min_replicas(autoscaler)
+            zero = (" With a minimum of 0 the fleet, once at zero, never comes back." if minimum == 0 else "")
+            yield ctx.finding(
+                "underscore-metric-name", (*signal.path, "metadata", "query"),
+                f"The query reads {', '.join(names)}, but the server exports {fixed}; a standard Prometheus "
+                "scrape stores the colon name, so the query returns nothing and the trigger reads 0." + zero,
+                f"Query {fixed} (check with `planner metrics` on a scrape); keep the underscore only if your "
+                "pipeline renames metrics, and then say so beside the trigger.",
+            )
+
+
+_GPU_MEMORY = re.compile(r"dcgm_fi_dev_fb_(used|free)|(gpu|nvidia|nvml)\w*_mem(ory)?_?\w*(used|usage|util|free)", re.I)
+
+
+def _gpu_memory_trigger(ctx, autoscaler, signals, settings, target):
+    for signal in signals:
+        if _GPU_MEMORY.search(signal.text):
+            yield ctx.finding(
+                "gpu-memory-trigger", (*signal.path, "metadata", "query") if signal.is_query else signal.path,
+                "vLLM allocates --gpu-memory-utilization (0.9 by default) of the GPU's memory for weights and KV "
+                "cache at start, so memory used reads about 90 % on an idle replica and the fleet runs to its maximum.",
+                "Scale on requests in flight per replica (vllm:num_requests_running + vllm:num_requests_waiting), "
+                "or on KV-cache usage (vllm:kv_cache_usage_perc), which does follow load.",
+            )
+
+
+_QUANTILE = re.compile(r"histogram_quantile\s*\(|\bquantile(_over_time)?\s*\(|quantile\s*=~?\s*\"?0?\.\d+"
+                       r"|_p(50|75|90|95|99|999)(?![0-9])|latency_p\d+", re.I)
+
+
+def _latency_quantile_average_value(ctx, autoscaler, signals, settings, target):
+    for signal in signals:
+        if not signal.per_replica or signal.source == PODS or not _QUANTILE.search(signal.text):
+            continue
+        path = (*signal.path, "metadata", "query") if signal.is_query else signal.path
+        yield ctx.finding(
+            "latency-quantile-averagevalue", path,
+            f"A latency quantile is not a total to share out: under AverageValue the HPA wants "
+            f"ceil(p95 / {signal.threshold:g}) replicas whatever the current count, so a slow p95 asks for "
+            "more replicas than help and a fast one removes replicas the load needs.",
+            "Use metricType: Value for a latency target, or better scale on requests in flight per replica "
+            "(AverageValue on the fleet sum) and keep latency as the SLO you check.",
+        )
+
+
+# --- query selectors ---------------------------------------------------------------------------------
+
+# Metrics a model server's pods export, one series per pod (or per GPU): a query on them must say whose.
+_SERVER_METRIC = re.compile(r"^(vllm[:_]|sglang[:_]|tgi_|dcgm_fi_)", re.I)
+_SELECTOR = re.compile(r"(?<![\w:.\\\"'])([A-Za-z_:][\w:]*)\s*(\{[^{}]*\})?")
+_MATCHER = re.compile(r"([A-Za-z_][\w]*)\s*(=~|!~|!=|=)\s*(\"(?:[^\"\\]|\\.)*\"|'[^']*'|[^,}\s]+)")
+_NOT_IDENTIFYING = frozenset({"le", "quantile", "engine", "finished_reason", "__name__", "status", "code",
+                              "method", "handler", "gpu", "device", "uuid", "modelname", "hostname"})
+_NAMESPACE_LABELS = frozenset({"namespace", "k8s_namespace", "k8s_namespace_name", "kubernetes_namespace",
+                               "exported_namespace"})
+_MODEL_LABELS = frozenset({"model_name", "model", "served_model_name", "model_id"})
+_MATCH_ALL = frozenset({".*", ".+", ""})
+
+
+def _matchers(block: str | None) -> list[tuple[str, str, str]]:
+    if not block:
+        return []
+    return [(label, op, value.strip("\"'")) for label, op, value in _MATCHER.findall(block)]
+
+
+def _server_selectors(query: str) -> list[tuple[str, list[tuple[str, str, str]]]]:
+    """(metric, matchers) of every selector in a query on a model server's metric."""
+    found = []
+    for match in _SELECTOR.finditer(query):
+        name, block = match.group(1), match.group(2)
+        if _SERVER_METRIC.match(name):
+            found.append((name, _matchers(block)))
+    for block in re.findall(r"(?<![\w:])\{[^{}]*__name__\s*=~?\s*\"(?:vllm|sglang)[^{}]*\}", query):
+        found.append(("{__name__}", _matchers(block)))
+    return found
+
+
+def _served_names(workload: Workload) -> set[str]:
+    """Model names the target is known to serve: its ``--served-model-name`` (vLLM's ``model_name`` label),
+    or KServe's model name. Empty when only ``--model`` is given: a relabelling pipeline often names the
+    model there, so a model matcher is then taken as the team's own scope."""
+    names = set()
+    for server in workload.servers:
+        for flag in ("--served-model-name", "--model-name"):
+            value = server.flags.get(flag)
+            if value:
+                names.update(value.split())
+    if workload.kind in ("InferenceService", "LLMInferenceService"):
+        names.add(workload.name)
+        model = _get(workload.document.data, ("spec", "model", "name"))
+        if isinstance(model, str):
+            names.add(model)
+    return {name for name in names if name and not re.search(r"\$|\{\{|__[A-Z]", name)}
+
+
+def _value_matches(op: str, value: str, candidates: set[str]) -> bool:
+    if op == "=":
+        return value in candidates
+    try:
+        return any(re.fullmatch(value, candidate) for candidate in candidates)
+    except re.error:
+        return True
+
+
+def _selector_problem(matchers, target: Workload | None, workloads) -> str:
+    """Why a selector does not single out the target ('' when it does)."""
+    identifying = [(label, op, value) for label, op, value in matchers
+                   if op in ("=", "=~") and label not in _NOT_IDENTIFYING and value not in _MATCH_ALL]
+    if not identifying:
+        return "has no label matcher, so it reads every server in the cluster" if not matchers else \
+            "matches no label that picks a workload or model, so it reads every server in the cluster"
+    if target is None:
+        return ""
+    served = _served_names(target)
+    others = [w for w in workloads if w is not target]
+    for label, op, value in identifying:
+        if label in _MODEL_LABELS:
+            if served and not _value_matches(op, value, served):
+                return (f"matches {label}{op}\"{value}\" but the target {target.kind} {target.name} serves "
+                        f"{', '.join(sorted(served))}")
+            return ""
+        if label not in _NAMESPACE_LABELS:
+            return ""  # a pod, deployment, job or app label: the team's own choice of scope
+    namespaces = {value for label, op, value in identifying if label in _NAMESPACE_LABELS}
+    # A workload written without a namespace goes wherever it is applied: it is not counted as sharing one.
+    sharing = sorted({f"{w.kind} {w.name}" for w in others
+                      if w.namespace and any(_value_matches("=", ns, {w.namespace}) for ns in namespaces)})
+    if sharing:
+        return (f"only matches the namespace, which also runs {', '.join(sharing)}, so their load is counted "
+                f"as {target.name}'s")
+    return ""
+
+
+def _unscoped_query(ctx, autoscaler, signals, target, workloads):
+    for signal in signals:
+        if not signal.is_query:
+            continue
+        for metric, matchers in _server_selectors(signal.text):
+            problem = _selector_problem(matchers, target, workloads)
+            if problem:
+                scope = (f'model_name="{sorted(_served_names(target))[0]}"' if target is not None
+                         and _served_names(target) else 'model_name="<served model>", namespace="<namespace>"')
+                yield ctx.finding(
+                    "unscoped-query", (*signal.path, "metadata", "query"),
+                    f"The selector of {metric} {problem}: the autoscaler then scales on other teams' traffic.",
+                    f"Add the target's own matchers, e.g. {metric}{{{scope}}}.",
+                )
+                break
+
+
+def _hpa_and_scaled_object(manifests: ManifestSet) -> Iterable[Finding]:
+    """An HPA and a ScaledObject on one workload fight over its replicas (KEDA's own keda-hpa-* are not read)."""
+    def key(document, autoscaler):
+        return autoscaler.hpa.scale_target_kind, autoscaler.hpa.scale_target_name, document.namespace
+
+    def same(a, b):
+        return a[:2] == b[:2] and (not a[2] or not b[2] or a[2] == b[2])
+
+    pairs = manifests.autoscalers
+    for document, autoscaler in pairs:
+        for other_document, other in pairs:
+            if other is autoscaler or {autoscaler.kind, other.kind} != {"HorizontalPodAutoscaler", "ScaledObject"}:
+                continue
+            # Alternatives in separate files (`planner manifests` writes hpa.yaml beside scaledobject.yaml,
+            # example repositories offer both) are applied one or the other; one file is applied whole.
+            if other_document.source != document.source:
+                continue
+            if not same(key(document, autoscaler), key(other_document, other)):
+                continue
+            kind, name = autoscaler.hpa.scale_target_kind, autoscaler.hpa.scale_target_name
+            yield _Context(document).finding(
+                "hpa-and-scaledobject", ("spec", "scaleTargetRef"),
+                f"{other.kind} {other.name} (document {other_document.number}) also scales {kind} {name}: the two "
+                "controllers "
+                "set its replicas in turn, and KEDA's webhook refuses the ScaledObject when the HPA exists first.",
+                "Keep one autoscaler per workload: move the HPA's metrics into the ScaledObject's triggers "
+                "(cpu/memory triggers exist) and delete the HPA.",
+            )
+
+
+def _unreadable(problem: ReadProblem) -> Finding:
+    return Finding(
+        rule="unreadable-document", severity=RULES["unreadable-document"].severity, file=problem.source,
+        document=problem.document, path="", line=problem.line, why=problem.message,
+        fix="Correct the document as the message says; the other documents were reviewed without it.",
+    )
+
+
+
 _AUTOSCALER_RULES = (
     _gpu_util_trigger, _waiting_only, _avg_with_average_value, _ignore_null_values, _deprecated_metric,
     _multi_trigger_or, _short_scale_down_window, _min_zero_pod_metric, _hpa_min_zero_version, _tolerance_dropped,
     _threshold_at_batch_limit, _no_max,
     _cpu_trigger, _kv_threshold, _unaggregated_query, _misplaced_metric_type, _metric_not_exported,
+    _underscore_metric_name, _gpu_memory_trigger, _latency_quantile_average_value,
 )
 
 
@@ -623,7 +852,14 @@ def _workload_rules(workload: Workload, settings: LintSettings) -> Iterable[Find
     grace = workload.termination_grace_period_s
     grace_path = (*workload.pod_path, "terminationGracePeriodSeconds")
     effective_grace = DEFAULT_TERMINATION_GRACE_PERIOD_S if grace is None else grace
+    # An LLMInferenceService's template is merged over KServe's well-known config, which sets the grace
+    # period, probes, preStop and --shutdown-timeout: what this document leaves unset is inherited.
+    inherits = workload.kind == "LLMInferenceService"
     for server in workload.servers:
+        if "--headless" in server.flags:
+            continue  # a multi-node group's worker: it serves no requests of its own
+        if inherits and grace is None:
+            continue
         pre_stop_s = server.pre_stop.sleep_s if server.pre_stop and server.pre_stop.sleep_s else 0.0
         drain, basis = _drain_s(server, settings)
         plan = plan_grace(drain, pre_stop_s=pre_stop_s) if drain else None
@@ -650,7 +886,7 @@ def _workload_rules(workload: Workload, settings: LintSettings) -> Iterable[Find
         flag = server.flags.get("--shutdown-timeout", "missing")
         timeout = server.shutdown_timeout_s
         args_path = server.path + (("args",) if "args" in (_get(ctx.document.data, server.path) or {}) else ())
-        if flag == "missing" or timeout == 0:
+        if (flag == "missing" and not inherits) or timeout == 0:
             what = "has no --shutdown-timeout" if flag == "missing" else "sets --shutdown-timeout 0"
             yield ctx.finding(
                 "shutdown-timeout-vs-grace", args_path,
@@ -668,7 +904,8 @@ def _workload_rules(workload: Workload, settings: LintSettings) -> Iterable[Find
                 f"Set terminationGracePeriodSeconds to at least {math.ceil(pre_stop_s + timeout + 5)} s, or lower "
                 "the timeout.", severity="error",
             )
-        if server.readiness_probe is None:
+        # KServe's reconciler gives an InferenceService container without one a TCP readiness probe.
+        if server.readiness_probe is None and workload.kind not in ("InferenceService", "LLMInferenceService"):
             yield ctx.finding(
                 "missing-readiness-probe", server.path,
                 "Without a readiness probe the pod is Ready before the model is loaded, so it gets traffic it "
@@ -680,31 +917,54 @@ def _workload_rules(workload: Workload, settings: LintSettings) -> Iterable[Find
 # --- document rules ---------------------------------------------------------------------------------
 
 
-def _strings(node, path: tuple = ()):
+# Keys whose strings a shell or the program reads: ${VAR} there is the shell's, not a template's.
+_SHELL_KEYS = frozenset({"command", "args", "script"})
+_SHELL_VAR = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Za-z_][A-Za-z0-9_]*")
+# Tokens a template tool was meant to replace, anywhere in a string.
+_TOKEN_PLACEHOLDER = re.compile(r"(?<![A-Za-z0-9])(__[A-Z][A-Z0-9_]*__|REPLACE_[A-Z0-9_]+|REPLACE-ME)")
+_IMAGE_PLACEHOLDER = re.compile(r"^[^/:@]*[A-Z][^/:@]*(?=[:@/]|$)")  # an upper-case registry/repository part
+
+
+def _strings(node, path: tuple = (), shell: bool = False, config_data: bool = False):
+    """(path, text, read by a shell, config data) for every string in a document."""
     if isinstance(node, Mapping):
         for key, value in node.items():
-            if key in ("containers", "initContainers"):
-                continue  # shell variables in scripts are not placeholders
-            yield from _strings(value, (*path, key))
+            yield from _strings(value, (*path, key), shell or key in _SHELL_KEYS, config_data)
     elif isinstance(node, list):
         for index, item in enumerate(node):
-            yield from _strings(item, (*path, index))
+            yield from _strings(item, (*path, index), shell, config_data)
     elif isinstance(node, str):
-        yield path, node
+        yield path, node, shell, config_data
 
 
 _NAME_PATHS = (("metadata", "name"), ("metadata", "namespace"), ("spec", "scaleTargetRef", "name"))
+
+
+def _placeholders_in(path: tuple, text: str, shell: bool, config_data: bool) -> list[str]:
+    found = _TOKEN_PLACEHOLDER.findall(text)
+    whole = WHOLE_PLACEHOLDER.match(text)
+    if whole and not shell:
+        found.append(whole.group(1))
+    if not shell and not config_data:
+        found += _PLACEHOLDER.findall(text)
+        # Kubernetes expands only $(VAR) in an env value; $VAR and ${VAR} reach the program as written.
+        if len(path) >= 3 and path[-1] == "value" and isinstance(path[-2], int) and path[-3] == "env":
+            found += [v for v in _SHELL_VAR.findall(text) if v not in found]
+    if path in _NAME_PATHS:
+        found += _NAME_PLACEHOLDER.findall(_PLACEHOLDER.sub("", text))
+    if path and path[-1] == "image" and _IMAGE_PLACEHOLDER.match(text):
+        found.append(_IMAGE_PLACEHOLDER.match(text).group(0))
+    return found
 
 
 def _placeholders(document: YamlDocument) -> Iterable[Finding]:
     ctx = _Context(document)
     names: list[str] = []
     first = None
-    for path, text in _strings(document.data):
-        found = _PLACEHOLDER.findall(text)
-        if path in _NAME_PATHS:
-            found += _NAME_PLACEHOLDER.findall(_PLACEHOLDER.sub("", text))
-        for name in found:
+    config = document.kind in ("ConfigMap", "Secret")
+    for path, text, shell, _ in _strings(document.data):
+        data = config and path[:1] in (("data",), ("stringData",))  # files, scripts: not the manifest's own
+        for name in _placeholders_in(path, text, shell, data):
             if name not in names:
                 names.append(name)
                 first = first or path
@@ -715,6 +975,12 @@ def _placeholders(document: YamlDocument) -> Iterable[Finding]:
             "invalid or point at nothing.",
             "Render it first (envsubst, sed or your template tool) and lint the rendered output.",
         )
+
+
+def _is_placeholder_value(document: YamlDocument, path: tuple) -> bool:
+    value = _get(document.data, path)
+    return isinstance(value, str) and bool(WHOLE_PLACEHOLDER.match(value) or _TOKEN_PLACEHOLDER.search(value)
+                                           or _PLACEHOLDER.search(value))
 
 
 _PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
@@ -728,6 +994,8 @@ def _path_tuple(path: str) -> tuple:
 def _schema_violations(document: YamlDocument, problems) -> Iterable[Finding]:
     ctx = _Context(document)
     for problem in problems:
+        if _is_placeholder_value(document, _path_tuple(problem.path)):
+            continue  # the placeholder's own finding says it; the rendered value decides
         yield ctx.finding(
             "schema-violation", _path_tuple(problem.path),
             f"The API server (or KEDA's admission webhook) rejects this: {problem.message}.",
@@ -780,7 +1048,11 @@ def lint(manifests: ManifestSet, settings: LintSettings | None = None, *,
         target = find_scale_target(autoscaler, document, manifests.workloads)
         for rule in _AUTOSCALER_RULES:
             findings.extend(rule(ctx, autoscaler, signals, settings, target))
-        findings.extend(_scale_target_not_found(ctx, autoscaler, signals, settings, target, manifests.workloads))
+        findings.extend(_scale_target_not_found(ctx, autoscaler, signals, settings, target, manifests.workloads,
+                                                manifests.documents))
+        findings.extend(_unscoped_query(ctx, autoscaler, signals, target, manifests.workloads))
+    findings.extend(_hpa_and_scaled_object(manifests))
+    findings.extend(_unreadable(problem) for problem in manifests.problems)
     for workload in manifests.workloads:
         findings.extend(_workload_rules(workload, settings))
     order = {name: index for index, name in enumerate(manifests.files)}

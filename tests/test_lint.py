@@ -21,10 +21,14 @@ ISSUE_RULES = (
 )
 
 
+ISSUE_20_RULES = ("unreadable-document", "underscore-metric-name", "gpu-memory-trigger", "hpa-and-scaledobject",
+                  "latency-quantile-averagevalue", "unscoped-query")
+
+
 def run_lint(tmp_path: Path, text: str, name: str = "manifest.yaml", **settings):
     path = tmp_path / name
     path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return lint(read_manifest_set([path]), LintSettings(**settings))
+    return lint(read_manifest_set([path], strict=False), LintSettings(**settings))
 
 
 def rules_of(findings) -> set[str]:
@@ -118,6 +122,18 @@ scaleDown:
     - type: Pods
       value: 1
       periodSeconds: 120
+"""
+
+HPA_CPU_LLAMA = """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: llama-cpu, namespace: llm}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: llama}
+  maxReplicas: 4
+  metrics:
+    - type: Resource
+      resource: {name: cpu, target: {type: Utilization, averageUtilization: 70}}
 """
 
 # (rule, a manifest that triggers it, a realistic manifest that does not, settings)
@@ -214,13 +230,35 @@ CASES = [
     ("tolerance-dropped",
      scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR + "scaleUp:\n  tolerance: \"0\"\n"),
      scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR), {"versions": ClusterVersions(Version(1, 37), Version(2, 17))}),
+    ("underscore-metric-name",
+     scaled_object(prom('sum(vllm_num_requests_waiting{model_name="llama"})', "5"), minimum="minReplicaCount: 0",
+                   behavior=GOOD_BEHAVIOR),
+     scaled_object(prom('sum(vllm:num_requests_waiting{model_name="llama"})', "5"), behavior=GOOD_BEHAVIOR), {}),
+    ("gpu-memory-trigger",
+     scaled_object(prom('avg(DCGM_FI_DEV_FB_USED{pod=~"llama-.*"})', "60000", metric_type="Value"),
+                   behavior=GOOD_BEHAVIOR),
+     scaled_object(prom('sum(vllm:kv_cache_usage_perc{model_name="llama"})', "0.8"), behavior=GOOD_BEHAVIOR), {}),
+    ("hpa-and-scaledobject",
+     scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR) + "---\n" + HPA_CPU_LLAMA,
+     scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR) + "---\n" + HPA_CPU_LLAMA.replace("name: llama}", "name: other}"),
+     {}),
+    ("latency-quantile-averagevalue",
+     scaled_object(prom('histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket'
+                        '{model_name="llama"}[2m])))', "2"), behavior=GOOD_BEHAVIOR),
+     scaled_object(prom('histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket'
+                        '{model_name="llama"}[2m])))', "2", metric_type="Value"), behavior=GOOD_BEHAVIOR), {}),
+    ("unscoped-query",
+     scaled_object(prom("sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting)"), behavior=GOOD_BEHAVIOR),
+     scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR), {}),
 ]
 
 
 def test_every_rule_has_a_case_and_the_issue_ids_are_rules():
     # metric-not-exported needs a scrape: test_metric_not_exported_checks_queries_against_a_scrape;
     # schema-violation: test_schema_violation_is_a_finding_with_its_line.
-    assert {case[0] for case in CASES} | {"metric-not-exported", "schema-violation"} == set(RULES)
+    # unreadable-document: tests/test_lint_robustness.py.
+    assert {case[0] for case in CASES} | {"metric-not-exported", "schema-violation", "unreadable-document"} \
+        == set(RULES)
     assert set(ISSUE_RULES) <= set(RULES)
 
 
@@ -351,7 +389,8 @@ NEVER_SEEN = {
     # A careful setup: in-flight trigger, KV as a floor through scalingModifiers, long window,
     # grace sized from max tokens. Nothing to report.
     "careful.yaml": (scaled_object(
-        IN_FLIGHT.replace("in-flight", "inflight") + prom("sum(vllm:kv_cache_usage_perc)", "0.8", name="kv"),
+        IN_FLIGHT.replace("in-flight", "inflight") + prom('sum(vllm:kv_cache_usage_perc{model_name="llama"})', "0.8",
+                                                          name="kv"),
         behavior=GOOD_BEHAVIOR, modifiers='formula: "max(inflight / 40, kv / 0.8)"\ntarget: "1"\n')
         + "---\n" + deployment(GOOD_ARGS), set()),
     # An HPA on a LeaderWorkerSet scaled by running requests per pod at the batch limit, scale-down
@@ -450,7 +489,9 @@ def test_linter_agrees_with_the_expert_on_the_corpus(shared_dir):
         name = Path(finding.file).name
         if finding.rule in ISSUE_RULES:
             issue[name].add(finding.rule)
-        elif finding.rule != "scale-target-not-found":  # depends on which files are linted together
+        elif finding.rule != "scale-target-not-found" and finding.rule not in ISSUE_20_RULES:
+            # scale-target-not-found depends on which files are linted together; the review predates the
+            # issue-20 rules, which tests/test_lint_real_world_2.py scores on manifests written for them.
             extra[name].add(finding.rule)
     precision, recall = precision_recall(issue, {name: rules for name, (rules, _) in expected.items()})
     assert precision >= 0.9 and recall >= 0.9, (precision, recall)

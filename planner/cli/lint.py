@@ -22,7 +22,9 @@ def register(subparsers) -> None:
         description=(
             "Read YAML files or folders (multi-document and Helm-rendered output work) and report each "
             "finding with its rule id, severity, file, document, YAML path, line, why and fix. "
-            "Exit status: 1 when a finding is an error, 2 when an input cannot be read, 0 otherwise."
+            "A file or document that cannot be read is reported as an unreadable-document finding and the "
+            "rest is reviewed. Exit status: 1 when a finding is an error, 2 for a usage error (a path that "
+            "does not exist, a bad option value), 0 otherwise."
         ),
     )
     parser.add_argument("paths", nargs="+", metavar="FILE|DIR", help="manifests to review")
@@ -50,6 +52,16 @@ def _positive(name: str, value, integer: bool = False):
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.format != "json":
+        return _run(args)
+    try:
+        return _run(args)
+    except PlannerInputError as error:  # a usage error: JSON readers still get one object
+        print_json({"error": str(error), "files": [], "findings": [], "counts": {}, "exit_status": 2})
+        raise
+
+
+def _run(args: argparse.Namespace) -> int:
     settings = LintSettings(
         warmup_s=_positive("--warmup-s", args.warmup_s),
         max_tokens=_positive("--max-tokens", args.max_tokens),
@@ -58,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         exported_metrics=read_metrics_scrape(args.scrape).exported if args.scrape else None,
         versions=ClusterVersions.parse(args.kubernetes_version, args.keda_version),
     )
-    manifests = read_manifest_set(args.paths)
+    manifests = read_manifest_set(args.paths, strict=False)
     findings = lint(manifests, settings)
     status = exit_status(findings)
     if args.format == "json":

@@ -440,10 +440,9 @@ def _read_scaled_object(source: str, document) -> Autoscaler:
         resource = trigger_type in ("cpu", "memory")
         allowed = (UTILIZATION, AVERAGE_VALUE) if resource else (VALUE, AVERAGE_VALUE)
         metric_type = item.choice("metricType", allowed, default=UTILIZATION if resource else AVERAGE_VALUE)
-        threshold_key = "value" if resource else "threshold"
-        threshold = metadata.number(threshold_key, required=True)
-        if threshold <= 0:
-            raise metadata.fail(threshold_key, "a number above 0", metadata.data.get(threshold_key))
+        threshold, note = _trigger_target(trigger_type, metadata)
+        if note:
+            notes.append(f"{item.where('metadata')}: {note}")
         triggers.append(Trigger(
             index=index,
             type=trigger_type,
@@ -453,7 +452,7 @@ def _read_scaled_object(source: str, document) -> Autoscaler:
             activation_threshold=metadata.number("activationThreshold", default=0.0),
             ignore_null_values=metadata.boolean("ignoreNullValues", True),
             use_cached_metrics=item.boolean("useCachedMetrics", False),
-            query=" ".join((metadata.string("query", default="") or "").split()),
+            query=" ".join((_query_text(metadata) or "").split()),
         ))
     if not triggers:
         raise PlannerInputError(f"{source}: spec.triggers: at least one trigger is required")
@@ -500,6 +499,59 @@ def _read_scaled_object(source: str, document) -> Autoscaler:
     except PlannerInputError as error:
         raise type(error)(f"{source}: {error}") from None
     return Autoscaler("ScaledObject", name, source, hpa, so, tuple(notes))
+
+
+# Each KEDA scaler reads its target from its own metadata field (pkg/scalers/*_scaler.go, the
+# `keda:"name=..."` tags): (field, KEDA's default, or None where KEDA requires the field). Only
+# prometheus and cpu/memory are read strictly; for the others a missing or unreadable target is
+# the scaler's business (an external scaler returns its own target), so it is read as unknown.
+_STRICT_TARGETS = {"prometheus": "threshold", "cpu": "value", "memory": "value"}
+_SCALER_TARGETS: dict[str, tuple[str, float | None]] = {
+    "redis": ("listLength", 5.0), "redis-cluster": ("listLength", 5.0), "redis-sentinel": ("listLength", 5.0),
+    "redis-streams": ("pendingEntriesCount", 5.0), "redis-cluster-streams": ("pendingEntriesCount", 5.0),
+    "aws-sqs-queue": ("queueLength", 5.0), "azure-queue": ("queueLength", 5.0),
+    "azure-servicebus": ("messageCount", 5.0), "rabbitmq": ("value", 20.0),
+    "kafka": ("lagThreshold", 10.0), "apache-kafka": ("lagThreshold", 10.0), "nats-jetstream": ("lagThreshold", 10.0),
+    "gcp-pubsub": ("value", 10.0), "gcp-stackdriver": ("targetValue", 5.0), "aws-kinesis-stream": ("shardCount", 2.0),
+    "aws-cloudwatch": ("targetMetricValue", None), "aws-dynamodb": ("targetValue", None),
+    "metrics-api": ("targetValue", None), "datadog": ("queryValue", None), "new-relic": ("threshold", None),
+    "postgresql": ("targetQueryValue", None), "mysql": ("queryValue", None), "mongodb": ("queryValue", None),
+    "kubernetes-workload": ("value", None), "loki": ("threshold", None), "dynatrace": ("threshold", None),
+    "elasticsearch": ("targetValue", None), "influxdb": ("thresholdValue", None), "graphite": ("threshold", None),
+    "cron": ("desiredReplicas", None),
+}
+UNKNOWN_TARGET = 1.0
+"""The stand-in target of a trigger whose target KEDA gets from elsewhere (an external scaler's own)."""
+
+
+def _trigger_target(trigger_type: str, metadata: _Fields) -> tuple[float, str]:
+    """(target, note) of one trigger, read by the scaler's own field; a note says when it is unknown."""
+    strict = _STRICT_TARGETS.get(trigger_type)
+    if strict is not None:
+        threshold = metadata.number(strict, required=True)
+        if threshold <= 0:
+            raise metadata.fail(strict, "a number above 0", metadata.data.get(strict))
+        return threshold, ""
+    if trigger_type == "cron":
+        return 1.0, ""  # KEDA's cron scaler targets 1 and reports desiredReplicas while active
+    field, default = _SCALER_TARGETS.get(trigger_type, ("threshold", None))
+    try:
+        value = metadata.number(field)
+    except PlannerInputError:
+        value = None
+    if value is not None and value > 0:
+        return value, ""
+    if default is not None:
+        return default, ""
+    return UNKNOWN_TARGET, f"the {trigger_type} scaler's target is not in the manifest; read as unknown"
+
+
+def _query_text(metadata: _Fields) -> str:
+    """``metadata.query`` (prometheus), else an external scaler's ``metricQuery`` when it is text."""
+    query = metadata.string("query", default="") or ""
+    if not query and isinstance(metadata.data.get("metricQuery"), str):
+        query = metadata.data["metricQuery"]
+    return query
 
 
 def _float_or_none(value: int | None) -> float | None:

@@ -39,10 +39,12 @@ from planner.readers.manifest import Autoscaler, autoscaler_from_document
 __all__ = [
     "AUTOSCALER_KINDS",
     "GPU_RESOURCES",
+    "WHOLE_PLACEHOLDER",
     "ManifestSet",
     "ModelServer",
     "PreStopHook",
     "Probe",
+    "ReadProblem",
     "Workload",
     "YamlDocument",
     "documents_from_text",
@@ -53,6 +55,8 @@ __all__ = [
     "manifest_set_from_texts",
     "parse_server_args",
     "read_manifest_set",
+    "target_in_documents",
+    "without_placeholders",
     "workload_from_document",
 ]
 
@@ -129,6 +133,27 @@ def format_path(path: tuple) -> str:
     for part in path:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
     return text
+
+
+@dataclass(frozen=True)
+class ReadProblem:
+    """A file or document that could not be read, kept so the rest of the run goes on.
+
+    Attributes
+    ----------
+    source : str
+    document : int
+        1-based document number (0 when the whole file is unreadable).
+    line : int
+        1-based line the problem is at, or the document's first line.
+    message : str
+        One line: what is wrong and what was expected.
+    """
+
+    source: str
+    document: int
+    line: int
+    message: str
 
 
 def load_documents(path: str | Path) -> tuple[YamlDocument, ...]:
@@ -470,21 +495,74 @@ def _string_list(value) -> list[str]:
     return [str(part) for part in value if part is not None]
 
 
+_SHELL_C = re.compile(r"^-[a-z]*c[a-z]*$")  # -c, -lc, -ec, -xc: the next word is the script
+# Flags only vLLM's server takes (SGLang says --mem-fraction-static and --context-length, TGI
+# --max-total-tokens): two of them on a command line mark a vLLM server whatever the image is called.
+_VLLM_ONLY_FLAGS = ("--gpu-memory-utilization", "--max-num-seqs", "--max-num-batched-tokens", "--max-model-len",
+                    "--enable-prefix-caching", "--enforce-eager", "--swap-space")
+_OTHER_SERVERS = re.compile(r"sglang|text-generation-inference|\btgi\b|ollama|llama[.-]?cpp|triton|tensorrt", re.I)
+# vLLM's own runtime settings (vllm/envs.py): only a vLLM process reads them.
+_VLLM_RUNTIME_ENV = frozenset({
+    "VLLM_ATTENTION_BACKEND", "VLLM_USE_V1", "VLLM_WORKER_MULTIPROC_METHOD", "VLLM_LOGGING_LEVEL",
+    "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "VLLM_USE_MODELSCOPE", "VLLM_ENGINE_ITERATION_TIMEOUT_S",
+    "VLLM_USE_TRITON_FLASH_ATTN", "VLLM_FLASH_ATTN_VERSION", "VLLM_CONFIGURE_LOGGING", "VLLM_NO_USAGE_STATS",
+    "VLLM_DO_NOT_TRACK", "VLLM_CACHE_ROOT", "VLLM_ENABLE_V1_MULTIPROCESSING", "VLLM_TARGET_DEVICE",
+})
+
+
+def _env_flags(container: Mapping) -> tuple[dict[str, str | None], bool]:
+    """vLLM flags an entrypoint script takes from ``VLLM_*`` env vars (``VLLM_MAX_NUM_SEQS`` -> ``--max-num-seqs``).
+
+    The second value says whether the env marks a vLLM server: a ``VLLM_<server flag>`` setting or one
+    of vLLM's own runtime variables. A client's ``VLLM_BASE_URL`` or ``VLLM_ENDPOINT`` does not.
+    """
+    flags: dict[str, str | None] = {}
+    marks = False
+    for item in container.get("env") or []:
+        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
+            continue
+        name = item["name"]
+        if not name.startswith("VLLM_"):
+            continue
+        value = item.get("value")
+        if name in _VLLM_RUNTIME_ENV:
+            marks = True
+            continue
+        flag = "--" + name[len("VLLM_"):].lower().replace("_", "-")
+        if flag in SERVER_FLAGS and not (isinstance(value, str) and "://" in value):
+            flags[flag] = None if value is None else str(value)
+            marks = True
+    return flags, marks
+
+
 def _server_flags(container: Mapping) -> tuple[dict[str, str | None], bool]:
     """(flags, runs vLLM) for one container."""
     command, args = _string_list(container.get("command")), _string_list(container.get("args"))
     tokens = command + args
     image = str(container.get("image") or "")
     text = " ".join(tokens)
-    shell = bool(tokens) and bool(_SHELLS.search(tokens[0])) and "-c" in tokens[1:3]
-    if shell:
-        script = "\n".join(tokens[tokens.index("-c") + 1:])
+    env_flags, env_marks = _env_flags(container)
+    shell_at = next((i for i in (1, 2) if i < len(tokens) and _SHELL_C.match(tokens[i])), None)
+    if tokens and _SHELLS.search(tokens[0]) and shell_at is not None:
+        script = "\n".join(tokens[shell_at + 1:])
         runs = bool(re.search(r"\bvllm\s+serve\b|vllm\.entrypoints", script))
-        return (_script_flags(script) if runs else {}), runs
-    runs = bool(re.search(r"\bvllm\b", text)) or ("vllm" in image.lower() and not command)
-    if not runs and len(args) == 1 and re.search(r"\bvllm\s+serve\b|vllm\.entrypoints", args[0]):
-        return _script_flags(args[0]), True
-    return (parse_server_args(tokens) if runs else {}), runs
+        flags = _script_flags(script) if runs else {}
+    else:
+        runs = bool(re.search(r"\bvllm\b", text)) or ("vllm" in image.lower() and not command)
+        if not runs and len(args) == 1 and re.search(r"\bvllm\s+serve\b|vllm\.entrypoints", args[0]):
+            flags, runs = _script_flags(args[0]), True
+        else:
+            flags = parse_server_args(tokens) if tokens else {}
+            if not runs and not _OTHER_SERVERS.search(image + " " + text):
+                runs = sum(flag in flags for flag in _VLLM_ONLY_FLAGS) >= 2
+            if not runs:
+                flags = {}
+    if not runs and env_marks and not _OTHER_SERVERS.search(image + " " + text):
+        runs = True  # an entrypoint script configured through VLLM_* env vars
+    if runs:
+        for flag, value in env_flags.items():
+            flags.setdefault(flag, value)
+    return flags, runs
 
 
 # KServe's InferenceService puts the server in predictor.model; its Hugging Face runtime serves with vLLM.
@@ -560,21 +638,45 @@ class ManifestSet:
     documents : tuple of YamlDocument
     autoscalers : tuple of (YamlDocument, Autoscaler)
     workloads : tuple of Workload
+    problems : tuple of ReadProblem
+        What could not be read, when read with ``strict=False`` (``planner lint``).
     """
 
     files: tuple[str, ...]
     documents: tuple[YamlDocument, ...]
     autoscalers: tuple[tuple[YamlDocument, Autoscaler], ...]
     workloads: tuple[Workload, ...]
+    problems: tuple[ReadProblem, ...] = ()
+
+
+def _generated_deployments(kind: str, name: str) -> tuple[str, ...]:
+    """Deployments a controller makes for an object: KServe runs an InferenceService X in RawDeployment
+    (Standard) mode as X-predictor, and an LLMInferenceService X as X-kserve (and X-kserve-prefill)."""
+    if kind == "InferenceService":
+        return (f"{name}-predictor",)
+    if kind == "LLMInferenceService":
+        return (f"{name}-kserve", f"{name}-kserve-prefill")
+    return ()
+
+
+def target_in_documents(autoscaler: Autoscaler, document: YamlDocument, documents) -> bool:
+    """Whether any of ``documents`` is the object the autoscaler's ``scaleTargetRef`` names (any kind)."""
+    kind, name = autoscaler.hpa.scale_target_kind, autoscaler.hpa.scale_target_name
+    for other in documents:
+        if other.kind != kind or other.name != name:
+            if not (kind == "Deployment" and name in _generated_deployments(other.kind, other.name)):
+                continue
+        if document.namespace and other.namespace and document.namespace != other.namespace:
+            continue
+        return True
+    return False
 
 
 def find_scale_target(autoscaler: Autoscaler, document: YamlDocument, workloads) -> Workload | None:
     """The workload an autoscaler's ``scaleTargetRef`` names (kind and name; namespace when both give one)."""
     kind, name = autoscaler.hpa.scale_target_kind, autoscaler.hpa.scale_target_name
     for workload in workloads:
-        # KServe in RawDeployment mode runs an InferenceService X as the Deployment X-predictor.
-        owned = (workload.kind == "InferenceService" and kind == "Deployment"
-                 and name == f"{workload.name}-predictor")
+        owned = kind == "Deployment" and name in _generated_deployments(workload.kind, workload.name)
         if not owned and (workload.kind != kind or workload.name != name):
             continue
         if document.namespace and workload.namespace and document.namespace != workload.namespace:
@@ -603,42 +705,273 @@ def _is_adapter_config(data) -> bool:
         and all(isinstance(value, list | Mapping) for value in data.values())
 
 
-def read_manifest_set(paths) -> ManifestSet:
+def read_manifest_set(paths, *, strict: bool = True) -> ManifestSet:
     """Read files and folders (``*.yaml``, ``*.yml``, recursively) for review.
+
+    Parameters
+    ----------
+    paths : iterable of str or Path
+    strict : bool
+        ``True``: refuse the first unreadable file or document. ``False`` (``planner lint``): keep
+        each one as a :class:`ReadProblem` and read everything else; a missing path is still refused.
 
     Raises
     ------
     PlannerInputError
-        One line naming the file and document: not YAML, not a Kubernetes
-        object, or an autoscaler the controllers reject.
+        A path that does not exist or a folder without YAML; with ``strict``, one line naming the
+        file and document: not YAML, not a Kubernetes object, or an autoscaler the controllers reject.
     """
     files: list[Path] = []
     for path in paths:
         files.extend(_yaml_files(Path(path)))
-    return manifest_set_from_documents([str(p) for p in files], [load_documents(p) for p in files])
+    if strict:
+        return manifest_set_from_documents([str(p) for p in files], [load_documents(p) for p in files])
+    per_file, problems = [], []
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            problems.append(ReadProblem(str(path), 0, 1, f"{path}: not a text file (expected YAML)"))
+            per_file.append(())
+            continue
+        documents, file_problems = _documents_lenient(text, str(path))
+        per_file.append(documents)
+        problems.extend(file_problems)
+    result = manifest_set_from_documents([str(p) for p in files], per_file, strict=False)
+    return ManifestSet(result.files, result.documents, result.autoscalers, result.workloads,
+                       tuple(problems) + result.problems)
 
 
-def manifest_set_from_texts(texts) -> ManifestSet:
+def manifest_set_from_texts(texts, *, strict: bool = True) -> ManifestSet:
     """The same as :func:`read_manifest_set` for YAML already in memory: a mapping of name -> text."""
     names = list(texts)
-    return manifest_set_from_documents(names, [documents_from_text(texts[name], name) for name in names])
+    if strict:
+        return manifest_set_from_documents(names, [documents_from_text(texts[name], name) for name in names])
+    per_file, problems = [], []
+    for name in names:
+        documents, file_problems = _documents_lenient(texts[name], name)
+        per_file.append(documents)
+        problems.extend(file_problems)
+    result = manifest_set_from_documents(names, per_file, strict=False)
+    return ManifestSet(result.files, result.documents, result.autoscalers, result.workloads,
+                       tuple(problems) + result.problems)
 
 
-def manifest_set_from_documents(files, documents_per_file) -> ManifestSet:
-    """Sort parsed documents into autoscalers and vLLM workloads, refusing what is not a Kubernetes object."""
-    documents, autoscalers, workloads = [], [], []
+_DOCUMENT_START = re.compile(r"^---(\s|$)")
+
+
+def _documents_lenient(text: str, source: str) -> tuple[tuple[YamlDocument, ...], list[ReadProblem]]:
+    """Every readable document of ``text``; a document YAML cannot parse becomes a problem, the rest are read."""
+    try:
+        return documents_from_text(text, source), []
+    except PlannerInputError as error:
+        whole_error = str(error)
+    # Parse document by document (split at "---" lines) so one broken document does not hide the others.
+    lines = text.splitlines(keepends=True)
+    chunks, start = [], 0
+    for index, line in enumerate(lines):
+        if _DOCUMENT_START.match(line) and index > start:
+            chunks.append((start, "".join(lines[start:index])))
+            start = index
+    chunks.append((start, "".join(lines[start:])))
+    documents, problems = [], []
+    number = 0
+    for position, (offset, chunk) in enumerate(chunks):
+        content = any(ln.strip() and not ln.lstrip().startswith("#") and not _DOCUMENT_START.match(ln)
+                      for ln in chunk.splitlines())
+        if position == 0 and not content:
+            continue  # comments before the first "---"
+        number += 1
+        if not content:
+            continue
+        padded = "\n" * offset + chunk  # keep the file's line numbers
+        try:
+            datas = list(yaml.load_all(padded, Loader=_SAFE_LOADER))
+            nodes = list(yaml.compose_all(padded, Loader=_SAFE_LOADER))
+        except yaml.YAMLError as error:
+            mark = getattr(error, "problem_mark", None)
+            line = mark.line + 1 if mark is not None else offset + 1
+            problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+            problems.append(ReadProblem(source, number, line,
+                                        f"{source}: not valid YAML in document {number} at line {line}: {problem}"))
+            continue
+        text_lines = padded.splitlines()
+        for data, node in zip(datas, nodes, strict=True):
+            if data is None:
+                continue
+            marks: dict[tuple, int] = {}
+            _walk_marks(node, (), marks)
+            first = node.start_mark.line + 1
+            documents.append(YamlDocument(source, number, data, marks, first, _helm_source(text_lines, first)))
+    if not documents and not problems and any(
+            ln.strip() and not ln.lstrip().startswith("#") and not _DOCUMENT_START.match(ln) for ln in text.splitlines()):
+        problems.append(ReadProblem(source, 0, 1, whole_error))  # an empty file is skipped, not an error
+    return tuple(documents), problems
+
+
+_PATH_IN_MESSAGE = re.compile(r": ((?:spec|metadata)(?:\.[A-Za-z0-9_-]+|\[\d+\])*):")
+_PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def _problem_line(document: YamlDocument, message: str) -> int:
+    """The line of the YAML path a reader's message names (``spec.triggers[0].metadata``), else the document's."""
+    match = _PATH_IN_MESSAGE.search(message)
+    if match is None:
+        return document.start_line
+    path = tuple(int(index) if index else key for key, index in _PATH_PART.findall(match.group(1)))
+    return document.line(path)
+
+
+# A whole value left for a template tool: ${VAR}, __VAR__, REPLACE_..., <your-value>.
+WHOLE_PLACEHOLDER = re.compile(
+    r"^\s*(\$\{[A-Za-z_][A-Za-z0-9_]*\}|__[A-Z][A-Z0-9_]*__|REPLACE[_-][A-Za-z0-9_;-]*|<[^<>\n]+>)\s*$")
+
+
+def without_placeholders(node):
+    """A copy of a parsed document without the fields whose whole value is a placeholder (read as unset)."""
+    if isinstance(node, Mapping):
+        return {key: without_placeholders(value) for key, value in node.items()
+                if not (isinstance(value, str) and WHOLE_PLACEHOLDER.match(value))}
+    if isinstance(node, list):
+        return [without_placeholders(item) for item in node]
+    return node
+
+
+def _list_items(document: YamlDocument) -> tuple[YamlDocument, ...]:
+    """The objects of a ``kind: List`` (``kubectl get -o yaml``), each as a document with its own lines."""
+    items = document.data.get("items")
+    if not isinstance(items, list):
+        return ()
+    found = []
+    for index, item in enumerate(items):
+        prefix = ("items", index)
+        lines = {path[2:]: line for path, line in document.lines.items() if path[:2] == prefix and len(path) > 2}
+        found.append(YamlDocument(document.source, document.number, item, lines,
+                                  document.lines.get(prefix, document.start_line), document.template))
+    return tuple(found)
+
+
+def _kserve_scaled_object(document: YamlDocument) -> YamlDocument | None:
+    """The ScaledObject KServe writes for an InferenceService with ``autoscalerClass: keda`` and
+    ``predictor.autoScaling`` metrics, as a document whose fields point at the InferenceService's lines.
+
+    Each External metric with ``backend: prometheus`` becomes a prometheus trigger (query, threshold
+    from the target, metricType from the target type) on the Deployment ``NAME-predictor``; a
+    Resource metric on cpu or memory becomes a cpu or memory trigger.
+    """
+    data = document.data
+    if document.kind != "InferenceService" or not isinstance(data.get("metadata"), Mapping):
+        return None
+    annotations = data["metadata"].get("annotations")
+    if not isinstance(annotations, Mapping) or annotations.get("serving.kserve.io/autoscalerClass") != "keda":
+        return None
+    predictor = data.get("spec", {}).get("predictor") if isinstance(data.get("spec"), Mapping) else None
+    auto = predictor.get("autoScaling") if isinstance(predictor, Mapping) else None
+    metrics = auto.get("metrics") if isinstance(auto, Mapping) else None
+    if not isinstance(metrics, list):
+        return None
+    base = ("spec", "predictor", "autoScaling")
+    lines = {("spec",): document.line(base)}
+    triggers = []
+    for index, metric in enumerate(metrics):
+        resource = metric.get("resource") if isinstance(metric, Mapping) else None
+        if isinstance(resource, Mapping) and resource.get("name") in ("cpu", "memory") \
+                and isinstance(resource.get("target"), Mapping):
+            goal = resource["target"]
+            utilization = goal.get("averageUtilization")
+            value = utilization if utilization is not None else goal.get("averageValue")
+            where = (*base, "metrics", index)
+            lines[("spec", "triggers", len(triggers))] = document.line(where)
+            triggers.append({"type": resource["name"], "metadata": {"value": value},
+                             "metricType": "Utilization" if utilization is not None else "AverageValue"})
+            continue
+        external = metric.get("external") if isinstance(metric, Mapping) else None
+        source = external.get("metric") if isinstance(external, Mapping) else None
+        target = external.get("target") if isinstance(external, Mapping) else None
+        if not isinstance(source, Mapping) or source.get("backend") != "prometheus" or not isinstance(target, Mapping):
+            continue
+        value = target.get("value", target.get("averageValue"))
+        position = len(triggers)
+        triggers.append({"type": "prometheus", "metricType": target.get("type") or "AverageValue",
+                         # KServe writes the trigger: its ignoreNullValues is not the team's to set here.
+                         "metadata": {"query": source.get("query"), "threshold": value, "ignoreNullValues": "false"}})
+        where = (*base, "metrics", index)
+        lines[("spec", "triggers", position)] = document.line(where)
+        lines[("spec", "triggers", position, "metadata", "query")] = document.line((*where, "external", "metric",
+                                                                                     "query"))
+        lines[("spec", "triggers", position, "metadata", "threshold")] = document.line((*where, "external", "target"))
+    if not triggers:
+        return None
+    spec = {"scaleTargetRef": {"name": f"{document.name}-predictor"}, "triggers": triggers,
+            "minReplicaCount": predictor.get("minReplicas", 1)}
+    if predictor.get("maxReplicas") is not None:
+        spec["maxReplicaCount"] = predictor["maxReplicas"]
+    metadata = {"name": document.name, **({"namespace": document.namespace} if document.namespace else {})}
+    so = {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "metadata": metadata, "spec": spec}
+    return YamlDocument(document.source, document.number, so, lines, document.line(base), document.template)
+
+
+def _is_keda_owned(data: Mapping) -> bool:
+    """An HPA KEDA made for a ScaledObject (its owner), as a `kubectl get` dump shows it."""
+    metadata = data.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return False
+    owners = metadata.get("ownerReferences")
+    if isinstance(owners, list) and any(isinstance(o, Mapping) and o.get("kind") == "ScaledObject" for o in owners):
+        return True
+    labels = metadata.get("labels")
+    return isinstance(labels, Mapping) and "scaledobject.keda.sh/name" in labels
+
+
+def manifest_set_from_documents(files, documents_per_file, *, strict: bool = True) -> ManifestSet:
+    """Sort parsed documents into autoscalers and vLLM workloads.
+
+    With ``strict`` a document that is not a Kubernetes object, or an autoscaler the controllers
+    reject, is refused; without, it becomes a :class:`ReadProblem` and the rest is read. Items of a
+    ``kind: List`` are read as documents; HPAs KEDA owns (``keda-hpa-*``) are kept as documents but
+    not reviewed as autoscalers of their own.
+    """
+    documents, autoscalers, workloads, problems = [], [], [], []
     for file_documents in documents_per_file:
-        for document in file_documents:
+        queue = list(file_documents)
+        while queue:
+            document = queue.pop(0)
             label = f"{document.source} (document {document.number})"
             data = document.data
             if _is_adapter_config(data):
                 continue  # prometheus-adapter's own config, not an object the cluster stores
             if not isinstance(data, Mapping) or not data.get("apiVersion") or not data.get("kind"):
                 shown = type(data).__name__ if not isinstance(data, Mapping) else "a mapping without apiVersion/kind"
-                raise PlannerInputError(f"{label}: not a Kubernetes object (got {shown}; expected apiVersion and kind)")
+                message = f"{label}: not a Kubernetes object (got {shown}; expected apiVersion and kind)"
+                if strict:
+                    raise PlannerInputError(message)
+                problems.append(ReadProblem(document.source, document.number, document.start_line, message))
+                continue
+            if data.get("kind") == "List" and isinstance(data.get("items"), list):
+                queue[:0] = _list_items(document)
+                continue
             documents.append(document)
-            autoscaler = autoscaler_from_document(label, data)
-            if autoscaler is not None:
+            try:
+                autoscaler = autoscaler_from_document(label, data)
+            except PlannerInputError as error:
+                if strict:
+                    raise
+                try:  # a placeholder where a number belongs: read the rest, the field as unset
+                    autoscaler = autoscaler_from_document(label, without_placeholders(data))
+                except PlannerInputError:
+                    problems.append(ReadProblem(document.source, document.number,
+                                                _problem_line(document, str(error)), str(error)))
+                    autoscaler = None
+            if autoscaler is not None and not (autoscaler.kind == "HorizontalPodAutoscaler" and _is_keda_owned(data)):
                 autoscalers.append((document, autoscaler))
+            kserve = _kserve_scaled_object(document)
+            if kserve is not None:
+                try:
+                    autoscalers.append((kserve, autoscaler_from_document(
+                        f"{label}: spec.predictor.autoScaling", without_placeholders(kserve.data))))
+                except PlannerInputError as error:
+                    if strict:
+                        raise
+                    problems.append(ReadProblem(document.source, document.number, kserve.start_line, str(error)))
             workloads.extend(workload_from_document(document))
-    return ManifestSet(tuple(files), tuple(documents), tuple(autoscalers), tuple(workloads))
+    return ManifestSet(tuple(files), tuple(documents), tuple(autoscalers), tuple(workloads), tuple(problems))
