@@ -36,22 +36,7 @@ def register(subparsers) -> None:
             "schemas before it is written. Comments in the YAML give the reason for each number."
         ),
     )
-    source = parser.add_argument_group("thresholds (one source; the flags override)")
-    source.add_argument("--knee-json", metavar="FILE", help="a file holding `planner knee --json` output")
-    source.add_argument("--loadtest", nargs="+", metavar="FILE",
-                        help="load-test files or directories (one sweep), read as `planner knee` does")
-    source.add_argument("--ttft-p99-ms", type=float, help="TTFT p99 objective, with --loadtest [ms]")
-    source.add_argument("--itl-p99-ms", type=float, help="ITL p99 objective, with --loadtest [ms]")
-    source.add_argument("--growth-frac", type=float, default=0.2,
-                        help="load growth during one warmup, with --loadtest (default 0.2)")
-    source.add_argument("--wait-budget-s", type=float,
-                        help="longest acceptable queue wait, with --loadtest, for the queue threshold [s]")
-    source.add_argument("--concurrency-target", type=float, metavar="T",
-                        help="per-replica in-flight target [requests]")
-    source.add_argument("--kv-target", type=float, metavar="FRAC",
-                        help="per-replica KV usage target, 0-1 [fraction]")
-    source.add_argument("--queue-threshold", type=float, metavar="N",
-                        help="per-replica waiting-request threshold [requests]")
+    add_threshold_arguments(parser)
     parser.add_argument("--warmup-s", type=float, help="decision to Ready for a new replica [s]")
     parser.add_argument("--max-tokens", type=float, required=True,
                         help="largest max_tokens the service accepts [tokens]")
@@ -82,6 +67,26 @@ def register(subparsers) -> None:
     parser.add_argument("--out", metavar="DIR", help="directory to write the files to (default: stdout)")
     parser.add_argument("--json", action="store_true", help="print a JSON summary")
     parser.set_defaults(func=run)
+
+
+def add_threshold_arguments(parser: argparse.ArgumentParser) -> None:
+    """The thresholds' sources: a knee file, a load test, or the flags (``planner plan`` takes them too)."""
+    source = parser.add_argument_group("thresholds (one source; the flags override)")
+    source.add_argument("--knee-json", metavar="FILE", help="a file holding `planner knee --json` output")
+    source.add_argument("--loadtest", nargs="+", metavar="FILE",
+                        help="load-test files or directories (one sweep), read as `planner knee` does")
+    source.add_argument("--ttft-p99-ms", type=float, help="TTFT p99 objective, with --loadtest [ms]")
+    source.add_argument("--itl-p99-ms", type=float, help="ITL p99 objective, with --loadtest [ms]")
+    source.add_argument("--growth-frac", type=float, default=0.2,
+                        help="load growth during one warmup, with --loadtest (default 0.2)")
+    source.add_argument("--wait-budget-s", type=float,
+                        help="longest acceptable queue wait, with --loadtest, for the queue threshold [s]")
+    source.add_argument("--concurrency-target", type=float, metavar="T",
+                        help="per-replica in-flight target [requests]")
+    source.add_argument("--kv-target", type=float, metavar="FRAC",
+                        help="per-replica KV usage target, 0-1 [fraction]")
+    source.add_argument("--queue-threshold", type=float, metavar="N",
+                        help="per-replica waiting-request threshold [requests]")
 
 
 def run(args: argparse.Namespace) -> int:
