@@ -748,3 +748,27 @@ def current_setup(manifests: ManifestSet, name: str = "") -> CurrentSetup:
     autoscaler = current_autoscaler(manifests, name)
     document = next(doc for doc, found in manifests.autoscalers if found is autoscaler)
     return CurrentSetup(document, autoscaler, find_scale_target(autoscaler, document, manifests.workloads))
+
+
+def target_matchers(manifests: ManifestSet, target_name: str) -> tuple[str, ...]:
+    """Label matchers for queries that scale the workload ``target_name`` of ``manifests``.
+
+    The matchers of the autoscaler that already scales it (the team's own
+    selector) and the workload's scope, as :attr:`CurrentSetup.matchers` gives
+    them; without such an autoscaler, the workload's scope alone.
+    """
+    from planner.manifests import pod_matcher, workload_matchers
+    from planner.readers.workload import find_scale_target
+
+    for document, autoscaler in manifests.autoscalers:
+        if autoscaler.hpa.scale_target_name == target_name:
+            workload = find_scale_target(autoscaler, document, manifests.workloads)
+            return CurrentSetup(document, autoscaler, workload).matchers
+    workload = next((w for w in manifests.workloads if w.name == target_name), None)
+    if workload is None:
+        return ()
+    server = workload.servers[0] if workload.servers else None
+    found = workload_matchers(workload.namespace, server.flags if server is not None else {})
+    if not any(_label_name(m) in ("model_name", "pod") for m in found):
+        found += (pod_matcher(workload.kind, workload.name),)
+    return found

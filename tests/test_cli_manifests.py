@@ -244,3 +244,15 @@ def test_a_load_test_without_a_target_says_why(tmp_path, capsys, shared_dir):
     assert main([*args, "--knee-json", str(knee_json)]) == 2
     assert "a knee needs at least 3" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_the_teams_matcher_and_the_patched_workloads_namespace_scope_the_queries(tmp_path, capsys):
+    # Issue 20: the review chapter's chat model keeps {model_name="chat"}; the Deployment adds namespace="llm".
+    deployment = DATA_DIR / "manifests" / "review" / "chat-deployment.yaml"
+    assert main([*BASE, "--target", "chat", "--concurrency-target", "24", "--match", 'model_name="chat"',
+                 "--patch", str(deployment), "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    so = yaml.safe_load((tmp_path / "scaledobject.yaml").read_text(encoding="utf-8"))
+    query = so["spec"]["triggers"][0]["metadata"]["query"]
+    assert query == ('sum(vllm:num_requests_running{model_name="chat",namespace="llm"}) + '
+                     'sum(vllm:num_requests_waiting{model_name="chat",namespace="llm"})')
