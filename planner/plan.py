@@ -700,12 +700,17 @@ class CurrentSetup:
 
     @property
     def matchers(self) -> tuple[str, ...]:
+        """:meth:`scope` for the workload the current autoscaler scales."""
+        return self.scope()
+
+    def scope(self, target_name: str = "", target_kind: str = "") -> tuple[str, ...]:
         """Label matchers for the generated queries.
 
         The team's own matchers as written, then the workload's namespace and
         served model name for labels they leave out (the autoscaler's namespace
         when the workload is not in the files), and, when still nothing names
-        the model or the pods, a ``pod`` matcher for the target's pods.
+        the model or the pods, a ``pod`` matcher for the pods of ``target_name``
+        (default: the one the current autoscaler scales).
         """
         from planner.manifests import pod_matcher, query_matchers, workload_matchers
 
@@ -719,7 +724,8 @@ class CurrentSetup:
         found = list(team) + [m for m in scope if _label_name(m) not in {_label_name(t) for t in team}]
         if not {"model_name", "pod"} & {_label_name(m) for m in found}:
             hpa = self.autoscaler.hpa
-            found.append(pod_matcher(hpa.scale_target_kind, hpa.scale_target_name or self.autoscaler.name))
+            found.append(pod_matcher(target_kind or hpa.scale_target_kind,
+                                     target_name or hpa.scale_target_name or self.autoscaler.name))
         return tuple(found)
 
     def max_tokens(self, given: float = 0.0) -> float:

@@ -73,6 +73,10 @@ def register(subparsers) -> None:
     parser.add_argument("--itl-ms", type=float, default=50.0, help="inter-token latency while draining (default 50) [ms]")
     parser.add_argument("--max-replicas", type=int,
                         help="upper bound of the generated setting (default: the current autoscaler's)")
+    parser.add_argument("--target", metavar="NAME",
+                        help="the Deployment the emitted manifests scale (default: the one the current autoscaler scales)")
+    parser.add_argument("--max-num-seqs", type=int, metavar="N",
+                        help="vLLM --max-num-seqs (default: the workload's flag, else the fleet's max_num_seqs)")
     parser.add_argument("--prometheus", default="http://prometheus-operated.monitoring.svc:9090", metavar="URL",
                         help="Prometheus address KEDA queries")
     parser.add_argument("--out", metavar="DIR", help="write scaledobject.yaml (or the kept autoscaler), the patch "
@@ -97,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         period_s = float(SECONDS_PER_DAY)
     grid = _read_grid(args.grid) if args.grid else default_grid(thresholds["concurrency_target"])
     current = setup.autoscaler
-    target = current.hpa.scale_target_name or current.name
+    target = args.target or current.hpa.scale_target_name or current.name
     kind = current.hpa.scale_target_kind if current.hpa.scale_target_kind in ("Deployment", "StatefulSet") \
         else "Deployment"
     server = setup.workload.servers[0] if setup.workload is not None and setup.workload.servers else None
@@ -113,9 +117,9 @@ def run(args: argparse.Namespace) -> int:
         kv_usage_at_knee_frac=thresholds.get("kv_usage_at_knee_frac"),
         prometheus_address=args.prometheus,
         container_name=server.container if server is not None else "vllm",
-        max_num_seqs=(server.max_num_seqs if server is not None and server.max_num_seqs
-                      else fleet.replica.max_num_seqs),
-        label_matchers=setup.matchers,
+        max_num_seqs=args.max_num_seqs or (server.max_num_seqs if server is not None and server.max_num_seqs
+                                            else fleet.replica.max_num_seqs),
+        label_matchers=setup.scope(target, kind),
     )
     source = Path(setup.workload.document.source).name if setup.workload is not None else "deployment.yaml"
     plan = make_plan(trace, current, fleet, base, grid, goal, args.max_flap_cycles, period_s=period_s,
