@@ -197,3 +197,16 @@ def test_the_hpa_chapter_runs_with_a_json_dict_on_the_command_line(tmp_path_fact
     executed = nbformat.read(out / "hpa_decisions.ipynb", as_version=4)
     injected = next(c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", []))
     assert 'metric_values = {"0": 20}' in injected.source
+
+
+def test_the_readmes_dict_examples_are_accepted():
+    import re
+
+    from planner.report import chapter_parameters, resolve_parameters
+
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    examples = re.findall(r"--param '?(metric_values=[^'`]+)'?`", readme)
+    assert len(examples) >= 3, examples
+    parameters = chapter_parameters(REPO_ROOT / "book" / "hpa_decisions.ipynb")
+    for pair in examples:
+        assert isinstance(resolve_parameters(parameters, [pair])["metric_values"], dict), pair
