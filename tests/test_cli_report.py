@@ -156,6 +156,7 @@ def test_list_shows_the_parameters(capsys):
 @pytest.mark.parametrize("text, expected", [
     ('{"0": 20}', {"0": 20}),            # JSON
     ("{0: 20}", {0: 20}),                # YAML flow
+    ("{'0': 20}", {"0": 20}),            # the form planner.decision's own message shows
     ("{waiting: 20, 1: 0.9}", {"waiting": 20, 1: 0.9}),
     ("0=6,1=9", {"0": 6, "1": 9}),       # as `planner hpa --metric` takes them
 ])
