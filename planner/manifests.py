@@ -44,6 +44,7 @@ composite as a whole rather than to each signal.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from decimal import ROUND_FLOOR, Decimal
 
@@ -66,6 +67,9 @@ __all__ = [
     "format_threshold",
     "generate_manifests",
     "manifest_thresholds",
+    "pod_matcher",
+    "query_matchers",
+    "workload_matchers",
 ]
 
 DEFAULT_PRE_STOP_S = 10.0
@@ -135,6 +139,13 @@ class ScalingPlan:
         KEDA ``pollingInterval``. [s]
     max_num_seqs : int or None
         vLLM's ``--max-num-seqs``, if known: the target must stay below it. [sequences]
+    scale_down_window_s : int or None
+        ``behavior.scaleDown.stabilizationWindowSeconds`` as chosen (e.g. by ``planner plan``'s
+        sweep); None takes the warmup, at least the HPA's default 300 s. [s]
+    label_matchers : tuple of str
+        PromQL label matchers to keep in every query, as written (``model_name="chat"``), e.g.
+        the team's own from :func:`query_matchers`; ``namespace`` and ``model_name`` are added
+        for labels these do not already name.
     """
 
     target_name: str
@@ -159,6 +170,8 @@ class ScalingPlan:
     scale_up_tolerance_frac: float | None = 0.0
     polling_interval_s: int = DEFAULT_POLLING_INTERVAL_S
     max_num_seqs: int | None = None
+    scale_down_window_s: int | None = None
+    label_matchers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -273,7 +286,8 @@ def generate_manifests(plan: ScalingPlan, versions: ClusterVersions | None = Non
     _check(plan)
     grace = plan_grace(drain_time_s(plan.max_output_tokens, plan.itl_ms, plan.ttft_ms),
                        pre_stop_s=plan.pre_stop_s)
-    window_s = max(math.ceil(plan.warmup_s), MIN_SCALE_DOWN_WINDOW_S)
+    window_s = (plan.scale_down_window_s if plan.scale_down_window_s is not None
+                else max(math.ceil(plan.warmup_s), MIN_SCALE_DOWN_WINDOW_S))
     period_s = min(max(math.ceil(plan.warmup_s), HPA_SYNC_PERIOD_S), MAX_POLICY_PERIOD_S)
     signals = _signals(plan)
     formula = ""
@@ -342,6 +356,14 @@ def _check(plan: ScalingPlan) -> None:
         raise PlannerInputError(f"max_replicas {plan.max_replicas} is below min_replicas {plan.min_replicas}")
     if plan.scale_up_tolerance_frac is not None:
         require_non_negative("scale_up_tolerance_frac", plan.scale_up_tolerance_frac)
+    if plan.scale_down_window_s is not None and (
+            isinstance(plan.scale_down_window_s, bool) or not isinstance(plan.scale_down_window_s, int)
+            or not 0 <= plan.scale_down_window_s <= MAX_STABILIZATION_WINDOW_S):
+        raise PlannerInputError(f"scale_down_window_s must be a whole number 0-{MAX_STABILIZATION_WINDOW_S}, "
+                                f"got {plan.scale_down_window_s!r}")
+    for matcher in plan.label_matchers:
+        if not isinstance(matcher, str) or not _MATCHER.fullmatch(matcher.strip()):
+            raise PlannerInputError(f"label matcher {matcher!r}: expected NAME=\"VALUE\" (or !=, =~, !~)")
     if isinstance(plan.polling_interval_s, bool) or not isinstance(plan.polling_interval_s, int) \
             or plan.polling_interval_s < 1:
         raise PlannerInputError(f"polling_interval_s must be a whole number >= 1, got {plan.polling_interval_s!r}")
@@ -350,6 +372,10 @@ def _check(plan: ScalingPlan) -> None:
                                 f"{plan.prometheus_address!r}")
     if not plan.container_name:
         raise PlannerInputError("container name must not be empty")
+
+
+_MATCHER = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"')
+_METRIC_SELECTOR = re.compile(r'(?<![A-Za-z0-9_:])(vllm[:_][A-Za-z0-9_:]*)\s*\{([^{}]*)\}')
 
 
 def _labels(plan: ScalingPlan) -> dict[str, str]:
@@ -365,8 +391,75 @@ def _labels(plan: ScalingPlan) -> dict[str, str]:
     return labels
 
 
+def _match(plan: ScalingPlan) -> str:
+    """The selector every generated query carries: the given matchers, then namespace and model name."""
+    matchers = [m.strip() for m in plan.label_matchers]
+    named = {_MATCHER.fullmatch(m).group(1) for m in matchers}
+    labels = {name: value for name, value in _labels(plan).items() if name not in named}
+    extra = selector(labels)[1:-1] if labels else ""
+    parts = matchers + ([extra] if extra else [])
+    return "{" + ",".join(parts) + "}" if parts else ""
+
+
+def query_matchers(query: str) -> tuple[str, ...]:
+    """The label matchers a query puts on its vLLM metrics, as written, first spelling of each label kept.
+
+    The team's own selector (``{model_name="chat"}``) is what singles out its
+    model in a shared Prometheus, so generated queries keep it.
+
+    Examples
+    --------
+    >>> query_matchers('sum(vllm:num_requests_waiting{model_name="chat", namespace="llm"})')
+    ('model_name="chat"', 'namespace="llm"')
+    >>> query_matchers("sum(vllm:num_requests_running)")
+    ()
+    """
+    found: dict[str, str] = {}
+    for selector_match in _METRIC_SELECTOR.finditer(query or ""):
+        for matcher in _MATCHER.finditer(selector_match.group(2)):
+            found.setdefault(matcher.group(1), f'{matcher.group(1)}{matcher.group(2)}"{matcher.group(3)}"')
+    return tuple(found.values())
+
+
+def workload_matchers(namespace: str, flags) -> tuple[str, ...]:
+    """Matchers that scope a query to one vLLM workload: its namespace and the model name it serves.
+
+    vLLM labels its metrics ``model_name`` with the first ``--served-model-name``,
+    else ``--model``. ``flags`` are the server's flags as
+    :class:`planner.readers.workload.ModelServer` reads them.
+    """
+    labels = {}
+    if namespace:
+        labels["namespace"] = namespace
+    served = (flags or {}).get("--served-model-name") or (flags or {}).get("--model")
+    if served and isinstance(served, str) and "{" not in served and "$" not in served:
+        labels["model_name"] = served.split()[0]
+    try:
+        selector(labels)
+    except ValueError:
+        return ()
+    return tuple(f'{name}="{value}"' for name, value in labels.items())
+
+
+def pod_matcher(kind: str, name: str) -> str:
+    """A ``pod`` matcher for the pods of one Deployment (``NAME-HASH-ID``) or StatefulSet (``NAME-N``).
+
+    The last resort to scope a query when neither a model name nor the team's
+    own selector is known: ``sum(...)`` with no selector adds up every vLLM
+    the Prometheus scrapes, other teams' included.
+
+    Examples
+    --------
+    >>> pod_matcher("Deployment", "chat")
+    'pod=~"chat-[a-z0-9]+-[a-z0-9]+"'
+    """
+    escaped = re.sub(r"([.+*?()\[\]{}|^$])", r"\\\\\1", name)
+    tail = "[0-9]+" if kind == "StatefulSet" else "[a-z0-9]+-[a-z0-9]+"
+    return f'pod=~"{escaped}-{tail}"'
+
+
 def _signals(plan: ScalingPlan) -> list[_Signal]:
-    match = selector(_labels(plan))
+    match = _match(plan)
     t = format_threshold(plan.concurrency_target)
     if plan.knee_concurrency is not None and plan.growth_frac is not None:
         why = (f"{t} = knee {plan.knee_concurrency:g} / (1 + {plan.growth_frac:g} growth during one "
@@ -431,7 +524,11 @@ def _behavior(plan: ScalingPlan, window_s: int, period_s: int, dropped: str | No
         "selectPolicy": "Max",
         "policies": [{"type": "Pods", "value": 1, "periodSeconds": period_s}],
     }
-    if window_s > math.ceil(plan.warmup_s):
+    if plan.scale_down_window_s is not None:
+        why = (f"{window_s} s, as chosen for this traffic (planner plan); the warmup is {plan.warmup_s:g} s"
+               + ("" if window_s >= plan.warmup_s else ", so a dip shorter than a warmup may remove a "
+                  "replica that is needed back"))
+    elif window_s > math.ceil(plan.warmup_s):
         why = (f"{window_s} s: the HPA default, already longer than the {plan.warmup_s:g} s warmup, "
                "so a dip shorter than a warmup never removes a replica")
     else:

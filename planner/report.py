@@ -329,8 +329,50 @@ def _read_params_file(path: Path) -> dict:
     return {str(k): v for k, v in data.items()}
 
 
+_EXAMPLES = {"dict": ('{"0": 20}', "{0: 20, kv: 0.9}", "0=20,kv=0.9"), "list": ("[20, 0.9]", "20,0.9")}
+
+
+def _convert_collection(parameter: ChapterParameter, value, where: str):
+    """A dict or list parameter from JSON, YAML flow syntax, or ``NAME=VALUE,...`` / ``A,B`` items."""
+    import yaml
+
+    kind = parameter.type_name
+    expected = dict if kind == "dict" else list
+    if isinstance(value, expected):
+        return value
+    text = value.strip() if isinstance(value, str) else None
+    if text is not None:
+        try:
+            parsed = yaml.safe_load(text) if text else expected()
+        except yaml.YAMLError:
+            parsed = None
+        if isinstance(parsed, expected):
+            return parsed
+        items = [item.strip() for item in text.split(",") if item.strip()]
+        if kind == "dict" and items and all("=" in item and item.partition("=")[0].strip() for item in items):
+            return {item.partition("=")[0].strip(): _scalar(item.partition("=")[2]) for item in items}
+        if kind == "list" and items and not text.startswith(("{", "[")):
+            return [_scalar(item) for item in items]
+    forms = " or ".join(f"--param '{parameter.name}={example}'" for example in _EXAMPLES[kind])
+    noun = "a mapping" if kind == "dict" else "a list"
+    raise PlannerInputError(f"{where}: expected {noun}, e.g. {forms}; got {value!r}")
+
+
+def _scalar(text: str):
+    import yaml
+
+    text = text.strip()
+    try:
+        parsed = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    return parsed if isinstance(parsed, str | int | float | bool) or parsed is None else text
+
+
 def _convert(parameter: ChapterParameter, value, where: str):
     kind = parameter.type_name
+    if kind in _EXAMPLES:
+        return _convert_collection(parameter, value, where)
     if kind not in _TYPES:
         return value  # an untyped parameter takes the value as given
     text = value.strip() if isinstance(value, str) else None

@@ -78,9 +78,11 @@ def test_second_team_gets_its_own_numbers(second_team, capsys):
 
     assert named(plan["findings"]) == named(lint["findings"]) and plan["findings"]
 
+    matches = [arg for m in plan["label_matchers"] for arg in ("--match", m)]
+    assert plan["label_matchers"] == ['pod=~"qwen-[a-z0-9]+-[a-z0-9]+"']  # no selector in the team's query
     assert main(["manifests", "--loadtest", str(loadtest), "--ttft-p99-ms", "1500", "--itl-p99-ms", "40",
                  "--warmup-s", "90", "--max-tokens", "4096", "--itl-ms", "50", "--max-replicas", "8",
-                 "--target", "qwen", "--max-num-seqs", "128"]) == 0
+                 "--target", "qwen", "--max-num-seqs", "128", *matches]) == 0
     scaled_object = capsys.readouterr().out.split("\n---\n")[0]
     assert plan["scaledobject_yaml"].rstrip("\n") == scaled_object.rstrip("\n")
 
@@ -89,17 +91,29 @@ def test_second_team_gets_its_own_numbers(second_team, capsys):
     (tmp_path / "fleet.yaml").write_text(yaml.safe_dump(plan["fleet"]), encoding="utf-8")
     sweep = _cli_json(capsys, ["sweep", "--trace", str(trace), "--manifest", str(tmp_path / "scaledobject.yaml"),
                                "--grid", str(tmp_path / "grid.yaml"), "--fleet", str(tmp_path / "fleet.yaml"),
-                               "--attainment-goal", "0.95", "--stretch-day", "--seed", str(plan["seed"]),
-                               "--max-flap-cycles", str(plan["max_flap_cycles"]), "--json"])
-    # The sweep ran over the day stretched from the twenty minutes (72 of them, thinned to a daily rhythm).
+                               "--attainment-goal", "0.95", "--stretch-day", "--seed", str(plan["seed"]), "--json"])
+    # The search ran over the day stretched from the twenty minutes (72 of them, thinned to a daily rhythm),
+    # and each of its settings did what planner sweep finds for the same point of the grid.
     assert sweep["configurations"] == 2 * 2 * 3 and plan["day_requests"] > 24 * len(read_trace(trace))
-    assert plan["best"] == sweep["cheapest_meeting_goal"]
-    assert plan["best"] is None or plan["best"]["flap_cycles"] <= plan["max_flap_cycles"]
-    assert plan["front"] == [r["index"] for r in sweep["pareto_front"]]
+    swept = {r["index"]: r for r in sweep["results"]}
+    for row in plan["plan"]["configurations"]:
+        same = swept[row["index"]]
+        assert row["cost_usd_per_week"] == pytest.approx(7 * same["cost_usd"], rel=1e-12)
+        assert (row["slo_attainment_frac"], row["flap_cycles_per_week"]) == (same["slo_attainment_frac"],
+                                                                              7 * same["flap_cycles"])
 
-    # The week is seven simulated days; the current manifest ran on the same day and fleet.
-    assert plan["week"]["cost_usd"] == pytest.approx(7 * plan["week"]["day_cost_usd"], rel=1e-12)
-    assert 0.0 <= plan["week_now"]["slo_attainment_frac"] <= 1.0 and plan["week_now"]["cost_usd"] > 0
+    # planner plan on the same files gives the chapter's answer: one function behind both.
+    cli = _cli_json(capsys, ["plan", "--trace", str(trace), "--manifest", str(manifest), "--fleet",
+                             str(tmp_path / "fleet.yaml"), "--grid", str(tmp_path / "grid.yaml"),
+                             "--loadtest", str(loadtest), "--ttft-p99-ms", "1500", "--itl-p99-ms", "40",
+                             "--warmup-s", "90", "--max-tokens", "4096", "--itl-ms", "50", "--target", "qwen",
+                             "--max-replicas", "8",
+                             "--max-num-seqs", "128", "--attainment-goal", "0.95", "--max-flap-cycles",
+                             str(plan["max_flap_cycles"]), "--stretch-day", "--seed", str(plan["seed"]), "--json"])
+    for key in ("current", "recommended", "front", "case", "reason", "manifests", "deployment_patch"):
+        assert cli[key] == plan["plan"][key], key
+    assert [f for f in cli["findings"] if f["severity"] == "error"] == []
+    assert 'pod=~"qwen-' in cli["manifests"] or cli["case"] == "kept"
 
 
 def test_the_report_opens_offline_with_both_charts_drawn(second_team, tmp_path):
@@ -118,3 +132,19 @@ def test_the_report_opens_offline_with_both_charts_drawn(second_team, tmp_path):
                             allowed_origin=page.as_uri())
     assert result.charts >= 2
     assert [p for p in result.problems if "wider than the content column" not in p] == []
+
+
+def test_every_chapter_the_page_names_is_a_link_that_exists():
+    # Issue 20: the page sent readers to a chapter "Reading a load test" that does not exist.
+    import re
+
+    notebook = nbformat.read(REPO_ROOT / "book" / "your_plan.ipynb", as_version=4)
+    text = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+    assert "Reading a load test" not in text
+    assert not re.search(r'chapter "[^"]+"', text)  # chapters are named by links, not in quotes
+    targets = re.findall(r"\]\(([^)#]+\.(?:ipynb|md))(?:#[^)]*)?\)", text)
+    assert "loadtest_thresholds.ipynb" in targets
+    for target in targets:
+        assert (REPO_ROOT / "book" / target).is_file(), target
+    toc = (REPO_ROOT / "_toc.yml").read_text(encoding="utf-8")
+    assert all(Path(target).stem in toc for target in targets)

@@ -268,3 +268,15 @@ def test_version_flags_decide_whether_tolerance_is_written(tmp_path, capsys):
 def test_a_bad_version_is_a_one_line_error(tmp_path, capsys):
     status = main([*BASE, "--target", "x", "--concurrency-target", "40", "--kubernetes-version", "one.37"])
     assert status == 2 and "--kubernetes-version: expected MAJOR.MINOR" in capsys.readouterr().err
+
+
+def test_the_teams_matcher_and_the_patched_workloads_namespace_scope_the_queries(tmp_path, capsys):
+    # Issue 20: the review chapter's chat model keeps {model_name="chat"}; the Deployment adds namespace="llm".
+    deployment = DATA_DIR / "manifests" / "review" / "chat-deployment.yaml"
+    assert main([*BASE, "--target", "chat", "--concurrency-target", "24", "--match", 'model_name="chat"',
+                 "--patch", str(deployment), "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    so = yaml.safe_load((tmp_path / "scaledobject.yaml").read_text(encoding="utf-8"))
+    query = so["spec"]["triggers"][0]["metadata"]["query"]
+    assert query == ('sum(vllm:num_requests_running{model_name="chat",namespace="llm"}) + '
+                     'sum(vllm:num_requests_waiting{model_name="chat",namespace="llm"})')

@@ -148,3 +148,66 @@ def test_list_shows_the_parameters(capsys):
     expected = chapter_parameters(REPO_ROOT / "book" / "kv_capacity.ipynb").values()
     assert [line.split(" = ")[0] for line in lines] == [f"{p.name}: {p.type_name}" for p in expected]
     assert any(line.startswith("kv_cache_dtype: str = ") for line in lines)
+
+
+# --------------------------------------------------------------------------- dict and list parameters (issue 20)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('{"0": 20}', {"0": 20}),            # JSON
+    ("{0: 20}", {0: 20}),                # YAML flow
+    ("{'0': 20}", {"0": 20}),            # the form planner.decision's own message shows
+    ("{waiting: 20, 1: 0.9}", {"waiting": 20, 1: 0.9}),
+    ("0=6,1=9", {"0": 6, "1": 9}),       # as `planner hpa --metric` takes them
+])
+def test_a_dict_parameter_is_converted_from_json_or_yaml_flow(text, expected):
+    from planner.report import chapter_parameters, resolve_parameters
+
+    parameters = chapter_parameters(REPO_ROOT / "book" / "hpa_decisions.ipynb")
+    assert parameters["metric_values"].type_name == "dict"
+    assert resolve_parameters(parameters, [f"metric_values={text}"]) == {"metric_values": expected}
+
+
+def test_a_refused_dict_names_forms_that_work():
+    import re
+
+    from planner.errors import PlannerInputError
+    from planner.report import chapter_parameters, resolve_parameters
+
+    parameters = chapter_parameters(REPO_ROOT / "book" / "hpa_decisions.ipynb")
+    with pytest.raises(PlannerInputError) as refused:
+        resolve_parameters(parameters, ["metric_values=[20, 0.9]"])
+    message = str(refused.value)
+    suggested = re.findall(r"--param '([^']+)'", message)
+    assert len(suggested) == 3 and "expected a mapping" in message
+    for pair in suggested:  # every form the message shows is accepted
+        assert isinstance(resolve_parameters(parameters, [pair])["metric_values"], dict)
+
+
+def test_a_list_parameter_is_converted_too():
+    from planner.report import ChapterParameter, resolve_parameters
+
+    parameters = {"sizes": ChapterParameter("sizes", "list", [1])}
+    assert resolve_parameters(parameters, ["sizes=[1, 2.5]"]) == {"sizes": [1, 2.5]}
+    assert resolve_parameters(parameters, ["sizes=1,2"]) == {"sizes": [1, 2]}
+
+
+def test_the_hpa_chapter_runs_with_a_json_dict_on_the_command_line(tmp_path_factory):
+    status, out = _report(tmp_path_factory, "hpa_decisions", 'metric_values={"0": 20}')
+    assert status == 0
+    executed = nbformat.read(out / "hpa_decisions.ipynb", as_version=4)
+    injected = next(c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", []))
+    assert 'metric_values = {"0": 20}' in injected.source
+
+
+def test_the_readmes_dict_examples_are_accepted():
+    import re
+
+    from planner.report import chapter_parameters, resolve_parameters
+
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    examples = re.findall(r"--param '?(metric_values=[^'`]+)'?`", readme)
+    assert len(examples) >= 3, examples
+    parameters = chapter_parameters(REPO_ROOT / "book" / "hpa_decisions.ipynb")
+    for pair in examples:
+        assert isinstance(resolve_parameters(parameters, [pair])["metric_values"], dict), pair

@@ -193,3 +193,57 @@ def test_min_zero_refusal_and_comment_name_the_1_37_hpa_scale_to_zero():
     with pytest.raises(PlannerInputError, match=r"beta from Kubernetes 1\.37"):
         generate_manifests(_replace(PLAN, min_replicas=0))
     assert "Kubernetes 1.37" in _comments(generate_manifests(PLAN).hpa)["spec.minReplicas"]
+
+
+# --------------------------------------------------------------------------- selectors (issue 20)
+
+
+def test_the_teams_own_matchers_are_kept_in_every_query():
+    from planner.manifests import query_matchers
+
+    team = query_matchers('sum(vllm:num_requests_waiting{model_name="chat"})')
+    plan = _replace(PLAN, namespace="llm", model_name="", label_matchers=team)
+    result = generate_manifests(plan)
+    queries = [t["metadata"]["query"] for t in result.scaled_object.document["spec"]["triggers"]]
+    assert all('{model_name="chat",namespace="llm"}' in q for q in queries), queries
+    assert [r["metricsQuery"] for r in result.adapter_rules.document["externalRules"]] == queries
+
+
+def test_a_given_matcher_wins_over_the_flag_for_the_same_label():
+    plan = _replace(PLAN, namespace="", model_name="meta-llama/Llama-3.1-8B-Instruct",
+                    label_matchers=('model_name="chat"',))
+    query = generate_manifests(plan).scaled_object.document["spec"]["triggers"][0]["metadata"]["query"]
+    assert 'model_name="chat"' in query and "meta-llama" not in query
+
+
+def test_query_matchers_read_every_operator_and_skip_non_vllm_selectors():
+    from planner.manifests import query_matchers
+
+    query = ('sum(vllm:num_requests_running{namespace="llm", pod=~"chat-.*"}) + '
+             'sum(vllm:num_requests_waiting{model_name!="x"}) + sum(up{job="other"})')
+    assert query_matchers(query) == ('namespace="llm"', 'pod=~"chat-.*"', 'model_name!="x"')
+
+
+def test_workload_matchers_name_the_namespace_and_the_served_model():
+    from planner.manifests import pod_matcher, workload_matchers
+
+    assert workload_matchers("llm", {"--served-model-name": "chat fast", "--model": "m"}) == (
+        'namespace="llm"', 'model_name="chat"')
+    assert workload_matchers("", {"--model": "meta-llama/Llama-3.1-8B-Instruct"}) == (
+        'model_name="meta-llama/Llama-3.1-8B-Instruct"',)
+    assert workload_matchers("", {"--model": "{{ .Values.model }}"}) == ()  # a template is not a name
+    assert pod_matcher("StatefulSet", "chat") == 'pod=~"chat-[0-9]+"'
+
+
+def test_a_bad_matcher_is_refused_with_the_field():
+    with pytest.raises(PlannerInputError, match="label matcher 'model_name=chat'"):
+        generate_manifests(_replace(PLAN, label_matchers=("model_name=chat",)))
+
+
+def test_a_chosen_scale_down_window_is_written_with_its_reason():
+    result = generate_manifests(_replace(PLAN, scale_down_window_s=1800))
+    behavior = result.scaled_object.document["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+    assert behavior["scaleDown"]["stabilizationWindowSeconds"] == 1800 == result.scale_down_window_s
+    assert any("as chosen for this traffic" in text for _, text in result.scaled_object.comments)
+    with pytest.raises(PlannerInputError, match="scale_down_window_s"):
+        generate_manifests(_replace(PLAN, scale_down_window_s=4000))

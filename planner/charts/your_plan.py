@@ -13,7 +13,9 @@ import pandas as pd
 
 from planner.simulate.sweep import SweepResult
 
-__all__ = ["day_chart", "pareto_chart", "sweep_frame"]
+ROLES = ("recommended", "current", "current, recommended", "Pareto front", "dominated")
+
+__all__ = ["ROLES", "day_chart", "pareto_chart", "plan_chart", "plan_frame", "sweep_frame"]
 
 WIDTH_PX = 560
 
@@ -65,3 +67,70 @@ def day_chart(series: Mapping[str, pd.DataFrame]) -> alt.Chart:
         y=alt.Y("ready:Q", title="Ready replicas"),
         color=alt.Color("configuration:N", title=None, legend=alt.Legend(orient="bottom")),
     ).properties(width=WIDTH_PX, height=240)
+
+
+def plan_frame(plan) -> pd.DataFrame:
+    """One row per setting of a :class:`planner.plan.Plan`, the current one first, with its role.
+
+    Columns: ``index``, ``setting``, ``cost_usd_per_week``, ``attainment_pct``,
+    ``flap_cycles_per_week``, ``peak_replicas``, ``role`` (one of :data:`ROLES`:
+    the front is on cost, attainment and flap cycles together).
+    """
+    on_front = {r.index for r in plan.front}
+    recommended = plan.recommended.index
+    rows = []
+    for result in (plan.current, *plan.results):
+        figures = plan.weekly(result)
+        is_current = result is plan.current
+        if is_current:
+            role = "current, recommended" if recommended == result.index else "current"
+        elif result.index == recommended:
+            role = "recommended"
+        else:
+            role = "Pareto front" if result.index in on_front else "dominated"
+        rows.append((result.index, "current setting" if is_current else f"#{result.index} {figures['setting']}",
+                     figures["cost_usd_per_week"], 100.0 * result.slo_attainment_frac,
+                     figures["flap_cycles_per_week"], result.peak_replicas, role))
+    return pd.DataFrame(rows, columns=["index", "setting", "cost_usd_per_week", "attainment_pct",
+                                       "flap_cycles_per_week", "peak_replicas", "role"])
+
+
+def plan_chart(frame: pd.DataFrame, attainment_goal_frac: float, max_flap_cycles_per_week: float | None = None):
+    """Cost against attainment (top) and against flap cycles (bottom), every setting coloured by its flapping.
+
+    The current and the recommended settings are drawn as larger labelled
+    shapes; the goal and the flap limit are dashed rules.
+    """
+    shape = alt.Shape("role:N", title=None, legend=alt.Legend(orient="bottom", columns=3),
+                      scale=alt.Scale(domain=list(ROLES),
+                                      range=["diamond", "square", "diamond", "circle", "triangle-down"]))
+    colour = alt.Color("flap_cycles_per_week:Q", title="flap cycles per week",
+                       scale=alt.Scale(scheme="orangered"), legend=alt.Legend(orient="bottom"))
+    tooltip = ["setting", "role", alt.Tooltip("cost_usd_per_week:Q", format=",.0f"),
+               alt.Tooltip("attainment_pct:Q", format=".2f"), alt.Tooltip("flap_cycles_per_week:Q", format=",.0f"),
+               "peak_replicas"]
+    x = alt.X("cost_usd_per_week:Q", title="cost per week [$]", scale=alt.Scale(zero=False),
+              axis=alt.Axis(tickCount=6, labelOverlap=True))
+    size = alt.condition(alt.FieldOneOfPredicate(field="role", oneOf=["recommended", "current",
+                                                                         "current, recommended"]),
+                         alt.value(260), alt.value(80))
+    stroke = alt.condition(alt.FieldOneOfPredicate(field="role", oneOf=["recommended", "current, recommended"]),
+                           alt.value("#000000"), alt.value("#777777"))
+    marked = alt.datum.role != "Pareto front"
+
+    def panel(y, rule_value, height):
+        base = alt.Chart(frame).encode(x=x, y=y)
+        points = base.mark_point(filled=True, opacity=0.9, strokeWidth=1.5).encode(
+            shape=shape, color=colour, size=size, stroke=stroke, tooltip=tooltip)
+        labels = base.transform_filter(marked & (alt.datum.role != "dominated")).mark_text(
+            align="left", dx=9, dy=-9, fontSize=11).encode(text="role:N")
+        layers = [points, labels]
+        if rule_value is not None:
+            layers.append(alt.Chart(pd.DataFrame({"v": [rule_value]})).mark_rule(
+                color="#555555", strokeDash=[2, 2]).encode(y="v:Q"))
+        return alt.layer(*layers).properties(width=WIDTH_PX, height=height)
+
+    top = panel(alt.Y("attainment_pct:Q", title="SLO attainment [%]", scale=alt.Scale(zero=False)),
+                100.0 * attainment_goal_frac, 240)
+    bottom = panel(alt.Y("flap_cycles_per_week:Q", title="flap cycles per week"), max_flap_cycles_per_week, 150)
+    return alt.vconcat(top, bottom).resolve_scale(color="shared", shape="shared")

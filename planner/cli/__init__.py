@@ -18,7 +18,7 @@ from planner.errors import PlannerInputError
 
 # Subcommand modules, in the order `planner --help` lists them.
 _COMMANDS: tuple[str, ...] = (
-    "replicas", "grace", "kv", "knee", "metrics", "hpa", "simulate", "sweep", "lint", "manifests",
+    "replicas", "grace", "kv", "knee", "metrics", "hpa", "simulate", "sweep", "plan", "lint", "manifests",
     "report",
 )
 

@@ -42,22 +42,7 @@ def register(subparsers) -> None:
             "schemas before it is written. Comments in the YAML give the reason for each number."
         ),
     )
-    source = parser.add_argument_group("thresholds (one source; the flags override)")
-    source.add_argument("--knee-json", metavar="FILE", help="a file holding `planner knee --json` output")
-    source.add_argument("--loadtest", nargs="+", metavar="FILE",
-                        help="load-test files or directories (one sweep), read as `planner knee` does")
-    source.add_argument("--ttft-p99-ms", type=float, help="TTFT p99 objective, with --loadtest [ms]")
-    source.add_argument("--itl-p99-ms", type=float, help="ITL p99 objective, with --loadtest [ms]")
-    source.add_argument("--growth-frac", type=float, default=0.2,
-                        help="load growth during one warmup, with --loadtest (default 0.2)")
-    source.add_argument("--wait-budget-s", type=float,
-                        help="longest acceptable queue wait, with --loadtest, for the queue threshold [s]")
-    source.add_argument("--concurrency-target", type=float, metavar="T",
-                        help="per-replica in-flight target [requests]")
-    source.add_argument("--kv-target", type=float, metavar="FRAC",
-                        help="per-replica KV usage target, 0-1 [fraction]")
-    source.add_argument("--queue-threshold", type=float, metavar="N",
-                        help="per-replica waiting-request threshold [requests]")
+    add_threshold_arguments(parser)
     parser.add_argument("--warmup-s", type=float, help="decision to Ready for a new replica [s]")
     parser.add_argument("--max-tokens", type=float, required=True,
                         help="largest max_tokens the service accepts [tokens]")
@@ -72,6 +57,10 @@ def register(subparsers) -> None:
     parser.add_argument("--target-kind", choices=("Deployment", "StatefulSet"), default="Deployment")
     parser.add_argument("--namespace", default="", help="namespace, also a label matcher in the queries")
     parser.add_argument("--model-name", default="", help="vLLM model_name label for the queries")
+    parser.add_argument("--match", action="append", default=[], metavar='LABEL="VALUE"',
+                        help="a label matcher every query keeps, e.g. your own model_name=\"chat\" (repeatable); "
+                             "with --patch, the workload's namespace and served model name are added for labels "
+                             "not named")
     parser.add_argument("--prometheus", default="http://prometheus-operated.monitoring.svc:9090",
                         metavar="URL", help="Prometheus address KEDA queries")
     parser.add_argument("--container", metavar="NAME",
@@ -101,6 +90,26 @@ def add_version_arguments(parser) -> None:
                              f"KEDA {KEDA_TOLERANCE_SINCE} and later pass tolerance to their HPA")
 
 
+def add_threshold_arguments(parser: argparse.ArgumentParser) -> None:
+    """The thresholds' sources: a knee file, a load test, or the flags (``planner plan`` takes them too)."""
+    source = parser.add_argument_group("thresholds (one source; the flags override)")
+    source.add_argument("--knee-json", metavar="FILE", help="a file holding `planner knee --json` output")
+    source.add_argument("--loadtest", nargs="+", metavar="FILE",
+                        help="load-test files or directories (one sweep), read as `planner knee` does")
+    source.add_argument("--ttft-p99-ms", type=float, help="TTFT p99 objective, with --loadtest [ms]")
+    source.add_argument("--itl-p99-ms", type=float, help="ITL p99 objective, with --loadtest [ms]")
+    source.add_argument("--growth-frac", type=float, default=0.2,
+                        help="load growth during one warmup, with --loadtest (default 0.2)")
+    source.add_argument("--wait-budget-s", type=float,
+                        help="longest acceptable queue wait, with --loadtest, for the queue threshold [s]")
+    source.add_argument("--concurrency-target", type=float, metavar="T",
+                        help="per-replica in-flight target [requests]")
+    source.add_argument("--kv-target", type=float, metavar="FRAC",
+                        help="per-replica KV usage target, 0-1 [fraction]")
+    source.add_argument("--queue-threshold", type=float, metavar="N",
+                        help="per-replica waiting-request threshold [requests]")
+
+
 def run(args: argparse.Namespace) -> int:
     thresholds = _thresholds(args)
     patch_text = None
@@ -127,6 +136,9 @@ def run(args: argparse.Namespace) -> int:
     warmup_s = args.warmup_s if args.warmup_s is not None else thresholds.get("warmup_s")
     if warmup_s is None:
         raise PlannerInputError("--warmup-s is required (the knee file does not record a warmup)")
+    matchers = tuple(args.match)
+    if patch_text is not None:
+        matchers += _workload_scope(patch_text, args.patch, target, matchers, args)
     plan = ScalingPlan(
         target_name=target,
         concurrency_target=thresholds["concurrency_target"],
@@ -149,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
         pre_stop_s=args.pre_stop_s,
         scale_up_tolerance_frac=_tolerance(args.scale_up_tolerance),
         max_num_seqs=max_num_seqs,
+        label_matchers=matchers,
     )
     result = generate_manifests(plan, ClusterVersions.parse(args.kubernetes_version, args.keda_version))
     files: dict[str, str] = {}
@@ -193,6 +206,22 @@ def run(args: argparse.Namespace) -> int:
     for note in result.notes:
         print(f"note: {note}")
     return 0
+
+
+def _workload_scope(text: str, source: str, target: str, given: tuple[str, ...], args) -> tuple[str, ...]:
+    """The patched workload's namespace and served model name, for labels neither --match nor the flags name."""
+    from planner.manifests import workload_matchers
+    from planner.readers.workload import manifest_set_from_texts
+
+    workload = next((w for w in manifest_set_from_texts({Path(source).name: text}).workloads if w.name == target),
+                    None)
+    if workload is None:
+        return ()
+    named = {m.split("=")[0].rstrip("!~").strip() for m in given}
+    named |= {label for label, flag in (("namespace", args.namespace), ("model_name", args.model_name)) if flag}
+    server = workload.servers[0] if workload.servers else None
+    scope = workload_matchers(workload.namespace, server.flags if server is not None else {})
+    return tuple(m for m in scope if m.split("=")[0] not in named)
 
 
 def _tolerance(text: str) -> float | None:

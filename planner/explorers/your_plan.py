@@ -1,4 +1,4 @@
-"""Live explorer for the chapter "Your plan": move the attainment goal, see the cheapest configuration meeting it."""
+"""Live explorer for the chapter "Your plan": move the attainment goal, see what the plan would recommend."""
 
 from __future__ import annotations
 
@@ -16,19 +16,31 @@ def _shown(result: SweepResult) -> str:
 
 
 def goal_explorer(results: Sequence[SweepResult], attainment_goal_frac: float = 0.99,
-                  max_flap_cycles: int | None = None) -> widgets.VBox:
-    """A goal slider over a finished sweep; the summary names the cheapest configuration meeting it.
+                  max_flap_cycles: float | None = None, current: SweepResult | None = None) -> widgets.VBox:
+    """A goal slider over a finished sweep; the summary names the setting the rules pick at that goal.
 
-    Nothing is re-simulated: the sweep's results are searched again with
-    :func:`planner.simulate.sweep.cheapest_meeting`, under the same flap
-    limit as the sweep's choice.
+    Nothing is re-simulated. With ``current`` (the team's setting, as
+    :func:`planner.plan.make_plan` replayed it) the pick is
+    :func:`planner.plan.recommend`'s, with its reason; without it, the cheapest
+    configuration meeting the goal within the flap limit
+    (:func:`planner.simulate.sweep.cheapest_meeting`).
     """
     slider = widgets.FloatSlider(value=100.0 * attainment_goal_frac, min=50.0, max=100.0, step=0.1,
                                  description="goal (%)")
     summary = widgets.HTML()
 
     def update(_change=None) -> None:
-        best = cheapest_meeting(results, slider.value / 100.0, max_flap_cycles)
+        goal = slider.value / 100.0
+        if current is not None:
+            from planner.plan import recommend
+
+            pick = recommend(current, results, goal, max_flap_cycles)
+            chosen = pick.result
+            summary.value = (f"<p>At {slider.value:.1f} %: <b>{'the current setting' if pick.is_current else _shown(chosen)}"
+                             f"</b>, {100 * chosen.slo_attainment_frac:.2f} % for ${chosen.cost_usd:.2f} over the "
+                             f"replayed day, {chosen.flap_cycles} flap cycles. {pick.reason}</p>")
+            return
+        best = cheapest_meeting(results, goal, max_flap_cycles)
         within = "" if max_flap_cycles is None else f" within {max_flap_cycles} flap cycles"
         if best is None:
             summary.value = f"<p>No configuration of the grid reaches {slider.value:.1f} % attainment{within}.</p>"

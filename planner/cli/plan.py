@@ -1,0 +1,193 @@
+"""``planner plan``: what to run instead of the current autoscaler, on the team's own traffic, and the manifests for it.
+
+Usage::
+
+    planner plan --trace TRACE.csv --manifest CURRENT.yaml --fleet FLEET.yaml
+                 (--concurrency-target T | --knee-json FILE | --loadtest DIR --ttft-p99-ms MS --itl-p99-ms MS)
+                 [--grid GRID.yaml] [--attainment-goal F] [--max-flap-cycles N] [--stretch-day] [--seed N]
+                 [--out DIR] [--json]
+
+The grid varies the generated ScaledObject (keys ``target``, ``min_replicas``,
+``max_replicas``, ``polling_interval_s``, ``scale_down_window_s``; default: the
+target and half of it, floors 1 and 2, windows 120/600/1800 s). Every point and
+the current setting replay the same trace on the same fleet; the recommendation
+follows :func:`planner.plan.recommend`. The work is :func:`planner.plan.make_plan`,
+the function the chapter "Your plan" calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+import yaml
+
+from planner.cli.manifests import _thresholds, add_threshold_arguments
+from planner.cli.output import print_json, print_table, write_text_atomically
+from planner.errors import PlannerInputError
+from planner.manifests import ScalingPlan
+from planner.plan import CURRENT_INDEX, current_setup, default_grid, make_plan
+from planner.readers.fleet import read_fleet
+from planner.readers.trace import read_trace
+from planner.readers.workload import read_manifest_set
+from planner.simulate.fleet import FleetSpec
+from planner.simulate.traffic import SECONDS_PER_DAY, stretch_trace
+
+HELP = "recommend an autoscaler setting against the current one on your traffic, and write its manifests"
+DEFAULT_ATTAINMENT_GOAL = 0.99
+
+
+def register(subparsers) -> None:
+    """Add the ``plan`` subcommand."""
+    parser = subparsers.add_parser(
+        "plan",
+        help=HELP,
+        description=(
+            "Replay a request trace through the team's current HPA or ScaledObject and through a grid of "
+            "settings around the ScaledObject planner manifests writes, on one simulated fleet; recommend "
+            "one (the current setting stays when it meets the goals and nothing meeting them is strictly "
+            "cheaper without flapping more; the recommendation is never dominated on cost, attainment and "
+            "flap cycles); print current against recommended per week, the Pareto front and the reason; "
+            "write the manifests carrying exactly the recommended values, and lint them with the patched "
+            "workload."),
+    )
+    parser.add_argument("--trace", required=True, metavar="TRACE.csv",
+                        help="request trace (CSV arrival_s,input_tokens,output_tokens; Azure; rate trace; scenario)")
+    parser.add_argument("--manifest", required=True, metavar="FILE.yaml",
+                        help="the current manifests: a file or folder with the HPA or ScaledObject (and its workload)")
+    parser.add_argument("--name", default="", metavar="NAME", help="which autoscaler, when there are several")
+    parser.add_argument("--fleet", metavar="FLEET.yaml", help="replica and fleet parameters (defaults otherwise)")
+    parser.add_argument("--grid", metavar="GRID.yaml", help="grid keys -> lists of values (default: around the target)")
+    parser.add_argument("--attainment-goal", type=float, default=DEFAULT_ATTAINMENT_GOAL, metavar="F",
+                        help=f"SLO attainment to meet, a fraction (default {DEFAULT_ATTAINMENT_GOAL})")
+    parser.add_argument("--max-flap-cycles", type=float, metavar="N",
+                        help="flap cycles allowed over the replayed trace (a day with --stretch-day); default: no limit")
+    parser.add_argument("--stretch-day", action="store_true",
+                        help="replay one day stretched from the trace under a diurnal envelope (seeded by --seed)")
+    parser.add_argument("--seed", type=int, default=0, metavar="N", help="seed for the trace and --stretch-day")
+    add_threshold_arguments(parser)
+    parser.add_argument("--warmup-s", type=float, help="pod request to Ready (default: the fleet's warmup_s) [s]")
+    parser.add_argument("--max-tokens", type=float, default=0.0,
+                        help="longest generation to drain (default: the workload's --max-model-len, else 4096) [tokens]")
+    parser.add_argument("--itl-ms", type=float, default=50.0, help="inter-token latency while draining (default 50) [ms]")
+    parser.add_argument("--max-replicas", type=int,
+                        help="upper bound of the generated setting (default: the current autoscaler's)")
+    parser.add_argument("--target", metavar="NAME",
+                        help="the Deployment the emitted manifests scale (default: the one the current autoscaler scales)")
+    parser.add_argument("--max-num-seqs", type=int, metavar="N",
+                        help="vLLM --max-num-seqs (default: the workload's flag, else the fleet's max_num_seqs)")
+    parser.add_argument("--prometheus", default="http://prometheus-operated.monitoring.svc:9090", metavar="URL",
+                        help="Prometheus address KEDA queries")
+    parser.add_argument("--out", metavar="DIR", help="write scaledobject.yaml (or the kept autoscaler), the patch "
+                                                      "and the patched workload here")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    goal = args.attainment_goal
+    if not (math.isfinite(goal) and 0.0 <= goal <= 1.0):
+        raise PlannerInputError(f"--attainment-goal: expected a fraction between 0 and 1, got {goal}")
+    if args.max_flap_cycles is not None and not (math.isfinite(args.max_flap_cycles) and args.max_flap_cycles >= 0):
+        raise PlannerInputError(f"--max-flap-cycles: expected a number >= 0, got {args.max_flap_cycles}")
+    thresholds = _thresholds(args)
+    setup = current_setup(read_manifest_set([args.manifest]), args.name)
+    fleet = read_fleet(args.fleet) if args.fleet else FleetSpec()
+    trace = read_trace(args.trace, seed=args.seed)
+    period_s = None
+    if args.stretch_day:
+        trace = stretch_trace(trace, args.seed, duration_s=SECONDS_PER_DAY)
+        period_s = float(SECONDS_PER_DAY)
+    grid = _read_grid(args.grid) if args.grid else default_grid(thresholds["concurrency_target"])
+    current = setup.autoscaler
+    target = args.target or current.hpa.scale_target_name or current.name
+    kind = current.hpa.scale_target_kind if current.hpa.scale_target_kind in ("Deployment", "StatefulSet") \
+        else "Deployment"
+    server = setup.workload.servers[0] if setup.workload is not None and setup.workload.servers else None
+    base = ScalingPlan(
+        target_name=target, target_kind=kind,
+        concurrency_target=thresholds["concurrency_target"],
+        warmup_s=args.warmup_s if args.warmup_s is not None else thresholds.get("warmup_s", fleet.warmup_s),
+        max_output_tokens=setup.max_tokens(args.max_tokens), itl_ms=args.itl_ms,
+        max_replicas=args.max_replicas if args.max_replicas is not None else current.hpa.max_replicas,
+        kv_usage_target_frac=thresholds.get("kv_usage_target"),
+        queue_threshold_requests=thresholds.get("queue_threshold_requests"),
+        knee_concurrency=thresholds.get("knee_concurrency"), growth_frac=thresholds.get("growth_frac"),
+        kv_usage_at_knee_frac=thresholds.get("kv_usage_at_knee_frac"),
+        prometheus_address=args.prometheus,
+        container_name=server.container if server is not None else "vllm",
+        max_num_seqs=args.max_num_seqs or (server.max_num_seqs if server is not None and server.max_num_seqs
+                                            else fleet.replica.max_num_seqs),
+        label_matchers=setup.scope(target, kind),
+    )
+    source = Path(setup.workload.document.source).name if setup.workload is not None else "deployment.yaml"
+    plan = make_plan(trace, current, fleet, base, grid, goal, args.max_flap_cycles, period_s=period_s,
+                     current_document=setup.document.data, workload_text=setup.workload_yaml,
+                     workload_source=source)
+    written = _write(plan, args.out, source, [args.trace, args.manifest, args.fleet, args.grid]) if args.out else []
+    if args.json:
+        print_json({"trace": str(args.trace), "manifest": str(args.manifest), **plan.as_dict(), "files": written})
+        return 0
+    _print(plan, written)
+    return 0
+
+
+def _read_grid(path: str) -> dict:
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        raise PlannerInputError(f"{path}: not valid YAML ({error.__class__.__name__})") from None
+    if not isinstance(data, dict) or not data:
+        raise PlannerInputError(f"{path}: expected a mapping of grid keys to lists of values")
+    return data
+
+
+def _write(plan, out_dir: str, source: str, inputs) -> list[str]:
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise PlannerInputError(f"--out {out_dir}: exists and is not a directory")
+    kept = plan.recommendation.is_current
+    files = {("current-autoscaler.yaml" if kept else "scaledobject.yaml"): plan.manifests_text,
+             "deployment-patch.yaml": plan.deployment_patch_text}
+    if plan.patched_workload_text:
+        files[f"patched-{source}"] = plan.patched_workload_text
+    given = {Path(p).resolve() for p in inputs if p}
+    for name in files:
+        if (out / name).resolve() in given:
+            raise PlannerInputError(f"--out {out_dir}: would overwrite the input {name}; choose another directory")
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in files.items():
+        write_text_atomically(out / name, text)
+        written.append(str(out / name))
+    return written
+
+
+def _row(figures: dict) -> str:
+    return (f"${figures['cost_usd_per_week']:,.0f}/week, {100 * figures['slo_attainment_frac']:.2f} % attained, "
+            f"{figures['flap_cycles_per_week']:,.0f} flap cycles/week, {figures['scale_events_per_week']:,.0f} "
+            f"scale events/week, peak {figures['peak_replicas']} replicas")
+
+
+def _print(plan, written: list[str]) -> None:
+    summary = plan.as_dict()
+    print_table([("current", _row(summary["current"])),
+                 ("recommended" + (" (current)" if plan.recommendation.is_current else ""),
+                  _row(summary["recommended"]))],
+                title="Current against recommended")
+    print(f"Recommended: {summary['recommended']['setting']}.")
+    print(summary["reason"])
+    print_table([(("current" if r["index"] == CURRENT_INDEX else f"#{r['index']} {r['setting']}"), _row(r))
+                 for r in summary["front"]],
+                title=f"Pareto front on cost, attainment and flap cycles ({len(summary['front'])} of "
+                      f"{len(summary['configurations']) + 1})")
+    errors = plan.errors
+    print(f"lint of the manifests with the patched workload: {len(plan.findings)} finding(s), "
+          f"{len(errors)} error(s)")
+    for finding in errors:
+        print(f"  error: {finding.rule}: {finding.why}")
+    if written:
+        print("Wrote: " + ", ".join(written))
+    else:
+        print("---\n" + plan.manifests_text.rstrip("\n") + "\n---\n" + plan.deployment_patch_text.rstrip("\n"))
