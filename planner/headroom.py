@@ -239,7 +239,10 @@ def reaction_time_s(metric_window_s, eval_interval_s, cold_start_s):
     metric_window_s : float
         Averaging window of the scaling metric (e.g. a ``rate(...[30s])``). [s]
     eval_interval_s : float
-        Controller period: 15 s for the HPA, KEDA's ``pollingInterval``. [s]
+        Controller period: the HPA's sync period, 15 s by default, under KEDA
+        too (KEDA's metrics server queries the scaler at every HPA sync; its
+        ``pollingInterval`` matters only with ``useCachedMetrics``, or for
+        activation from zero). [s]
     cold_start_s : float
         Pod scheduled to Ready: image pull, weight load, CUDA graphs. [s]
 

@@ -1,0 +1,22 @@
+"""The backlog chapter: where the queue waits behind each router, and what sets KEDA's delay."""
+
+import json
+
+from tests.conftest import REPO_ROOT
+from tests.notebooks import glued, run_chapter
+
+
+def test_default_run_glues_the_per_replica_drain(tmp_path):
+    values = glued(run_chapter("backlog", tmp_path))
+    assert values["backlog"] == "4,095" and values["clear_s"] == "241 s"  # one shared queue
+    # 9 old replicas keep the backlog; round robin drains each at 4 - 75 / 23 requests/s.
+    assert values["backlog_per_replica"] == "455"
+    assert values["round_robin_clear_s"] == "606 s" and values["round_robin_ratio"] == "2.5"
+    assert values["least_loaded_clear_s"] == "219 s"
+
+
+def test_keda_polling_interval_is_not_called_the_controller_period():
+    cells = json.loads((REPO_ROOT / "book" / "backlog.ipynb").read_text())["cells"]
+    text = "".join("".join(cell["source"]) for cell in cells)
+    assert "or KEDA pollingInterval" not in text and "fresh value" not in text
+    assert "useCachedMetrics" in text  # the one case where pollingInterval sets the delay
