@@ -113,7 +113,7 @@ def backlog_chart(grid: pd.DataFrame, initial_cold_start_s: float) -> alt.LayerC
                 scale=alt.Scale(domain=[0, float(grid["queue_requests"].max()) * 1.05])),
         color=alt.Color("model:N", title=None, sort=models,
                         scale=alt.Scale(domain=models, range=["#e45756", "#4c78a8", "#f58518"][: len(models)]),
-                        legend=alt.Legend(orient="top", direction="vertical")),
+                        legend=alt.Legend(orient="top", direction="vertical", labelLimit=400)),
         strokeDash=alt.StrokeDash("model:N", sort=models, legend=None,
                                   scale=alt.Scale(domain=models, range=[[1, 0], [6, 3], [2, 2]][: len(models)])),
         tooltip=[alt.Tooltip("model:N", title="model"), alt.Tooltip("t_s:Q", title="t (s)", format=".0f"),
