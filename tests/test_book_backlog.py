@@ -20,3 +20,13 @@ def test_keda_polling_interval_is_not_called_the_controller_period():
     text = "".join("".join(cell["source"]) for cell in cells)
     assert "or KEDA pollingInterval" not in text and "fresh value" not in text
     assert "useCachedMetrics" in text  # the one case where pollingInterval sets the delay
+
+
+def test_the_hpa_tolerance_band_and_the_sync_period_are_counted(tmp_path):
+    values = glued(run_chapter("backlog", tmp_path))
+    # From the target a 12 % ramp needs T <= 43.0; from the top of the 10 % band, 39.1: 40 falls short.
+    assert values["ramp_target_from_target"] == "43.0" and values["ramp_target"] == "39.1"
+    assert values["verdict_ramp"] == "does not cover"
+    assert values["step_target"] == "19.2" and values["step_target_in_band"] == "17.5"
+    # A scheduled minimum acts at the next sync: one cold start plus one sync period ahead.
+    assert values["lead_s"] == "75"

@@ -22,6 +22,8 @@ def test_the_page_says_what_the_rig_assumes_and_replays_the_real_cache(tmp_path)
     values = glued(run_chapter("flapping", tmp_path))
     # 32 requests of 550 tokens: 88 % of the rig's 20,000 tokens, 6.8 % of the logged 257,584.
     assert values["rig_full"] == "88%" and values["real_full"] == "6.8%" and values["real_ceiling"] == "0.062"
+    # The rig is on the edge too: 0.88 / 1.1 = 0.80, and one replica reads 0.89, just past 1.1 x 0.8.
+    assert values["rig_ceiling"] == "0.80" and values["rig_one_replica_reading"] == "0.89"
     # The seed's 0.8 on the real cache: it never moves, and users pay for it.
     assert values["real_seed_peak"] == 1
     assert int(values["real_seed_attainment"].rstrip("%")) < 50
