@@ -49,6 +49,8 @@ __all__ = [
     "ROUND_ROBIN",
     "ROUTERS",
     "StepDrain",
+    "backlog_per_replica_requests",
+    "least_loaded_clear_s",
     "per_replica_waiting_requests",
     "round_robin_clear_s",
     "step_drain",
@@ -183,6 +185,106 @@ def round_robin_clear_s(backlog_per_replica, per_replica_capacity_rps, arrival_r
     if spare <= 0:
         return math.inf if backlog > 0 else 0.0
     return float(backlog / spare)
+
+
+def backlog_per_replica_requests(arrival_rate_rps, step_arrival_rate_rps, replicas, per_replica_capacity_rps,
+                                 slots, reaction_time_s):
+    """Requests waiting in each old replica's own queue when new replicas are Ready after a step. [requests]
+
+    Each of ``replicas`` pods gets ``step / replicas`` requests per second and
+    completes at most mu; the excess first fills the slots the pod had free
+    before the step (it held ``arrival x W / replicas`` of its ``slots``,
+    W = slots / mu) and then waits. The closed form takes the free slots as
+    filled at once; :func:`step_drain` integrates the fill.
+
+    Parameters
+    ----------
+    arrival_rate_rps, step_arrival_rate_rps : float
+        Arrivals before and after the step. [requests/s]
+    replicas : int
+        Ready replicas before the new ones. [replicas]
+    per_replica_capacity_rps : float
+        mu = K / W. [requests/s]
+    slots : float
+        The knee K. [requests]
+    reaction_time_s : float
+        Step to new replicas Ready. [s]
+
+    Examples
+    --------
+    >>> round(backlog_per_replica_requests(30.0, 75.0, 9, 4.0, 48.0, 105.0), 6)  # 455 less 8 free slots
+    447.0
+    """
+    arrival = require_non_negative("arrival_rate_rps", arrival_rate_rps)
+    step = require_non_negative("step_arrival_rate_rps", step_arrival_rate_rps)
+    replicas = require_positive("replicas", replicas)
+    mu = require_positive("per_replica_capacity_rps", per_replica_capacity_rps)
+    slots = require_positive("slots", slots)
+    reaction = require_non_negative("reaction_time_s", reaction_time_s)
+    free_slots = max(0.0, slots - arrival * (slots / mu) / replicas)
+    return float(max(0.0, (step / replicas - mu) * reaction - free_slots))
+
+
+def least_loaded_clear_s(backlog_per_replica, per_replica_capacity_rps, slots, arrival_rate_rps, replicas_before,
+                         replicas_after):
+    """Time for the old replicas' queues to drain behind a least-loaded router, from new replicas Ready. [s]
+
+    The closed form of the fluid model of :func:`per_replica_waiting_requests`
+    for ``replicas_after - replicas_before`` new, empty replicas:
+
+    * if the new replicas can complete every arrival (``new x mu >=
+      arrivals``), the router sends them everything while the old queues
+      are longer, and each old queue drains at the full mu: ``backlog / mu``;
+    * otherwise the new replicas fill their slots (in
+      ``-W ln(1 - new x mu / arrivals)``, W = slots / mu), then queue too, until
+      their load meets the old replicas' falling one; from there the fleet
+      drains as one shared queue at ``replicas_after x mu - arrivals``
+      (never, if that is not positive).
+
+    Parameters
+    ----------
+    backlog_per_replica : float
+        Requests waiting in one old replica's queue when the new replicas are Ready. [requests]
+    per_replica_capacity_rps : float
+        mu = K / W. [requests/s]
+    slots : float
+        The knee K: requests a replica runs at once. [requests]
+    arrival_rate_rps : float
+        Arrivals to the whole fleet. [requests/s]
+    replicas_before, replicas_after : int
+        Ready replicas before and after the new ones. [replicas]
+
+    Examples
+    --------
+    >>> least_loaded_clear_s(455.0, 4.0, 48.0, 75.0, 9, 29)  # 20 new replicas take all 75 requests/s
+    113.75
+    """
+    backlog = require_non_negative("backlog_per_replica", backlog_per_replica)
+    mu = require_positive("per_replica_capacity_rps", per_replica_capacity_rps)
+    slots = require_positive("slots", slots)
+    arrival = require_non_negative("arrival_rate_rps", arrival_rate_rps)
+    old, after = int(replicas_before), int(replicas_after)
+    if not 1 <= old <= after:
+        raise PlannerInputError(f"replicas {replicas_before} -> {replicas_after}: expected 1 <= before <= after")
+    new = after - old
+    if backlog == 0:
+        return 0.0
+    if new == 0:
+        spare = after * mu - arrival
+        return float(backlog / (spare / after)) if spare > 0 else math.inf
+    share_rps = arrival / new
+    if share_rps <= mu:
+        return float(backlog / mu)
+    fill_s = -(slots / mu) * math.log(1.0 - mu / share_rps)
+    if backlog <= mu * fill_s:
+        return float(backlog / mu)
+    # Old queues fall at mu, new ones rise at share - mu: they meet at t.
+    meet_s = (backlog + (share_rps - mu) * fill_s) / share_rps
+    level = backlog - mu * meet_s
+    spare = after * mu - arrival
+    if spare <= 0:
+        return math.inf
+    return float(meet_s + level * after / spare)
 
 
 @dataclass(frozen=True)

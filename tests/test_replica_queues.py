@@ -9,6 +9,8 @@ from planner.readers.manifest import load_autoscaler
 from planner.replica_queues import (
     LEAST_LOADED,
     ROUND_ROBIN,
+    backlog_per_replica_requests,
+    least_loaded_clear_s,
     per_replica_waiting_requests,
     round_robin_clear_s,
     step_drain,
@@ -127,3 +129,32 @@ def test_bad_input_is_named(kwargs, message):
             "slots": 4.0, "router": ROUND_ROBIN} | kwargs
     with pytest.raises(PlannerInputError, match=message):
         per_replica_waiting_requests(**args)
+
+
+@pytest.mark.parametrize(("before_rps", "after_rps", "replicas_before", "replicas_after", "mu", "slots",
+                          "reaction_s"), [
+    (30.0, 75.0, 9, 23, 4.0, 48.0, 105.0),  # the backlog chapter: 14 new replicas cannot take 75 req/s
+    (30.0, 75.0, 9, 29, 4.0, 48.0, 105.0),  # 20 new replicas can
+    (10.0, 16.0, 3, 5, 4.0, 48.0, 240.0),  # the Little's law chapter
+    (30.0, 75.0, 9, 23, 4.0, 48.0, 645.0),  # a 600 s cold start
+])
+def test_closed_forms_agree_with_the_integrated_model(before_rps, after_rps, replicas_before, replicas_after, mu,
+                                                      slots, reaction_s):
+    time_s = np.arange(0.0, 6000.0)
+    backlog = backlog_per_replica_requests(before_rps, after_rps, replicas_before, mu, slots, reaction_s)
+    for router, closed in ((ROUND_ROBIN, round_robin_clear_s(backlog, mu, after_rps, replicas_after)),
+                           (LEAST_LOADED, least_loaded_clear_s(backlog, mu, slots, after_rps, replicas_before,
+                                                               replicas_after))):
+        drain = step_drain(time_s, before_rps, after_rps, replicas_before, replicas_after, mu, slots, reaction_s,
+                           router)
+        at_ready = drain.old_waiting_requests[int(reaction_s)] / replicas_before
+        assert backlog == pytest.approx(at_ready, rel=0.01)
+        assert closed == pytest.approx(drain.clear_s, abs=2.0)
+
+
+def test_least_loaded_closed_form_edges():
+    assert least_loaded_clear_s(0.0, 4.0, 48.0, 75.0, 9, 23) == 0.0
+    assert least_loaded_clear_s(100.0, 4.0, 48.0, 75.0, 9, 9) == math.inf  # no new replicas, no spare
+    assert least_loaded_clear_s(100.0, 4.0, 48.0, 10.0, 5, 10) == 25.0  # new ones take everything: 100 / mu
+    with pytest.raises(PlannerInputError, match="before <= after"):
+        least_loaded_clear_s(1.0, 4.0, 48.0, 1.0, 3, 2)
