@@ -30,3 +30,8 @@ def test_the_hpa_tolerance_band_and_the_sync_period_are_counted(tmp_path):
     assert values["step_target"] == "19.2" and values["step_target_in_band"] == "17.5"
     # A scheduled minimum acts at the next sync: one cold start plus one sync period ahead.
     assert values["lead_s"] == "75"
+
+
+def test_the_first_scale_up_is_capped_by_the_default_policies(tmp_path):
+    values = glued(run_chapter("backlog", tmp_path))
+    assert values["replicas_after"] == "23" and values["first_wave"] == "18"  # 9 doubled, then 23 a sync later
