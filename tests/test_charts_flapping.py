@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from planner.charts.flapping import fixed_point_chart
+from planner.charts.flapping import fixed_point_chart, recommendation_table
 
 FRAME = pd.DataFrame({
     "signal": ["waiting"] * 3 + ["kv sum"] * 3 + ["kv avg"] * 3,
@@ -37,3 +37,11 @@ def test_only_the_fixed_point_is_ringed():
     assert fixed[["signal", "replicas"]].values.tolist() == [["kv sum", 2]]
     assert any("datum.fixed" in t.get("filter", "") for layer in spec["spec"]["layer"]
                for t in layer.get("transform", []))
+
+
+def test_the_recommendation_table_reads_in_words():
+    curves = {signal: FRAME[FRAME["signal"] == signal].drop(columns="signal") for signal in FRAME["signal"].unique()}
+    table = recommendation_table(curves)
+    assert table.index.names == ["design", "replicas running"]
+    assert list(table.columns) == ["query value", "replicas asked for"]
+    assert table.loc[("kv sum", 2), "replicas asked for"] == 2

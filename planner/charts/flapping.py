@@ -9,7 +9,7 @@ import pandas as pd
 
 from planner.charts.lab import configuration_timeline_chart
 
-__all__ = ["fixed_point_chart", "flapping_timeline_chart", "recommendation_frame"]
+__all__ = ["fixed_point_chart", "flapping_timeline_chart", "recommendation_frame", "recommendation_table"]
 
 _WIDTH = 90  # three panels and the axis fit a 390 px phone screen
 
@@ -25,6 +25,14 @@ def flapping_timeline_chart(long: pd.DataFrame, initial: str | None = None) -> a
 def recommendation_frame(curves: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """Stack :func:`planner.flapping.recommendation_curve` results under a ``signal`` column."""
     return pd.concat([curve.assign(signal=label) for label, curve in curves.items()], ignore_index=True)
+
+
+def recommendation_table(curves: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """:func:`recommendation_frame` for reading: one row per design and fleet size, headers in words."""
+    return recommendation_frame(curves).rename(columns={
+        "signal": "design", "replicas": "replicas running", "query_value": "query value",
+        "desired_replicas": "replicas asked for"})[["design", "replicas running", "query value", "replicas asked for"]
+    ].set_index(["design", "replicas running"])
 
 
 def fixed_point_chart(frame: pd.DataFrame) -> alt.FacetChart:
