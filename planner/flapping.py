@@ -210,7 +210,7 @@ def full_batch_kv_usage_frac(max_num_seqs, tokens_held, kv_tokens):
     return float(usage) if np.ndim(usage) == 0 else usage
 
 
-def highest_scaling_kv_threshold_frac(full_batch_usage_frac, tolerance_frac=DEFAULT_TOLERANCE):
+def highest_scaling_kv_threshold_frac(kv_usage_frac, tolerance_frac=DEFAULT_TOLERANCE):
     """The highest per-replica KV threshold at which a saturated replica still asks for more.
 
     A summed KV trigger with an ``AverageValue`` target proposes a change only
@@ -221,8 +221,8 @@ def highest_scaling_kv_threshold_frac(full_batch_usage_frac, tolerance_frac=DEFA
 
     Parameters
     ----------
-    full_batch_usage_frac : float or array_like
-        KV usage of one replica with a full batch. [fraction of 1]
+    kv_usage_frac : float or array_like
+        KV usage of one replica with a full batch (:func:`full_batch_kv_usage_frac`). [fraction of 1]
     tolerance_frac : float
         The HPA's scale-up tolerance (``--horizontal-pod-autoscaler-tolerance``). [fraction]
 
@@ -236,22 +236,22 @@ def highest_scaling_kv_threshold_frac(full_batch_usage_frac, tolerance_frac=DEFA
     >>> round(highest_scaling_kv_threshold_frac(0.88), 4)
     0.8
     """
-    full_batch_usage_frac = require_non_negative("full_batch_usage_frac", full_batch_usage_frac)
+    kv_usage_frac = require_non_negative("kv_usage_frac", kv_usage_frac)
     tolerance_frac = require_non_negative("tolerance_frac", tolerance_frac)
-    return full_batch_usage_frac / (1.0 + tolerance_frac)
+    return kv_usage_frac / (1.0 + tolerance_frac)
 
 
-def same_tokens_kv_threshold_frac(threshold_frac, kv_tokens, other_kv_tokens):
+def same_tokens_kv_threshold_frac(kv_target_frac, kv_tokens, other_kv_tokens):
     """The KV threshold on a cache of ``other_kv_tokens`` that stands for the same tokens per pod.
 
     ``vllm:kv_cache_usage_perc`` is a fraction of each pod's own cache, so a
-    threshold means ``threshold x kv_tokens`` tokens; on another cache size
-    the same trigger is ``threshold x kv_tokens / other_kv_tokens``.
+    threshold means ``kv_target_frac x kv_tokens`` tokens; on another cache
+    size the same trigger is ``kv_target_frac x kv_tokens / other_kv_tokens``.
 
     Parameters
     ----------
-    threshold_frac : float or array_like
-        Threshold on the first cache. [fraction of 1]
+    kv_target_frac : float or array_like
+        Per-replica KV threshold on the first cache. [fraction of 1]
     kv_tokens, other_kv_tokens : int or array_like
         The two caches. [tokens]
 
@@ -265,7 +265,7 @@ def same_tokens_kv_threshold_frac(threshold_frac, kv_tokens, other_kv_tokens):
     >>> round(same_tokens_kv_threshold_frac(0.8, 20_000, 257_584), 4)
     0.0621
     """
-    threshold_frac = require_non_negative("threshold_frac", threshold_frac)
+    kv_target_frac = require_non_negative("kv_target_frac", kv_target_frac)
     kv_tokens = require_positive("kv_tokens", kv_tokens)
     other_kv_tokens = require_positive("other_kv_tokens", other_kv_tokens)
-    return threshold_frac * kv_tokens / other_kv_tokens
+    return kv_target_frac * kv_tokens / other_kv_tokens
