@@ -19,6 +19,15 @@ the fleet pinned at each ``n``, the trigger's query read over a window, the
 controller's formula applied. Stabilization windows and rate policies
 only delay a recommendation, so they do not move a fixed point; they are
 left out of the curve (they are in the full runs the chapter compares).
+
+A KV-cache trigger also needs a threshold the signal can reach. A replica's
+batch limit (``--max-num-seqs``) caps how much of its cache it can fill
+(:func:`full_batch_kv_usage_frac`); a saturated replica asks for more only
+when that usage is more than the HPA's tolerance above the per-replica
+threshold (:func:`highest_scaling_kv_threshold_frac`). Above that ceiling the
+trigger never scales up, whatever the queue: a fleet that "holds steady"
+because it never moves. A threshold carried from one cache size to another
+keeps its meaning in tokens per pod (:func:`same_tokens_kv_threshold_frac`).
 """
 
 from __future__ import annotations
@@ -28,14 +37,25 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from planner.errors import PlannerInputError
-from planner.hpa import Tolerances, get_external_per_pod_metric_replicas
+from planner.errors import PlannerInputError, require_non_negative, require_positive
+from planner.hpa import DEFAULT_TOLERANCE, Tolerances, get_external_per_pod_metric_replicas
 from planner.readers.manifest import Autoscaler
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.reference import simulate
+from planner.simulate.sweep import SweepPoint, apply_point
 from planner.simulate.traffic import RequestTrace
 
-__all__ = ["fixed_points", "pinned", "recommendation_curve"]
+__all__ = [
+    "fixed_points",
+    "full_batch_kv_usage_frac",
+    "highest_scaling_kv_threshold_frac",
+    "mean_tokens_held",
+    "pinned",
+    "recommendation_curve",
+    "same_tokens_kv_threshold_frac",
+    "trigger_threshold",
+    "with_threshold",
+]
 
 
 def pinned(autoscaler: Autoscaler, replicas: int) -> Autoscaler:
@@ -55,6 +75,30 @@ def _per_replica_target_milli(autoscaler: Autoscaler) -> int:
             f"{autoscaler.source}: the fixed-point curve needs an External metric with an AverageValue "
             f"target (a KEDA trigger's default); got a {metric.type} metric with a {target.type} target")
     return target.average_value_milli
+
+
+def trigger_threshold(autoscaler: Autoscaler) -> float:
+    """The per-replica threshold of the autoscaler's first trigger (its ``AverageValue`` target). [metric units]"""
+    return _per_replica_target_milli(autoscaler) / 1000.0
+
+
+def with_threshold(autoscaler: Autoscaler, fleet: FleetSpec, threshold: float) -> Autoscaler:
+    """The same autoscaler with its first trigger's threshold replaced.
+
+    The HPA holds the target in thousandths (a Kubernetes quantity's milli
+    value), so ``threshold`` is kept to three decimals, as the cluster would.
+
+    Parameters
+    ----------
+    autoscaler : Autoscaler
+        A ScaledObject (or HPA) whose first metric has an ``AverageValue`` target.
+    fleet : FleetSpec
+        The fleet it will run on (its signal map must read the trigger's query).
+    threshold : float
+        New per-replica threshold. [metric units]
+    """
+    _per_replica_target_milli(autoscaler)
+    return apply_point(autoscaler, fleet, SweepPoint(0, (("target", float(threshold)),))).autoscaler
 
 
 def recommendation_curve(trace: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec, replica_counts, *,
@@ -107,3 +151,121 @@ def recommendation_curve(trace: RequestTrace, autoscaler: Autoscaler, fleet: Fle
 def fixed_points(curve: pd.DataFrame) -> list[int]:
     """Replica counts at which the autoscaler asks for exactly the replicas it has."""
     return [int(n) for n, d in zip(curve["replicas"], curve["desired_replicas"], strict=True) if n == d]
+
+
+def mean_tokens_held(input_tokens, output_tokens):
+    """KV tokens a running request holds on average over its life: its prompt and half its output.
+
+    The prompt's blocks are allocated at admission and each decode step adds
+    one token, so over the decode the held count rises linearly from the
+    prompt to prompt + output.
+
+    Parameters
+    ----------
+    input_tokens, output_tokens : float or array_like
+        Mean prompt and output lengths. [tokens]
+
+    Returns
+    -------
+    float or numpy.ndarray
+        [tokens]
+
+    Examples
+    --------
+    >>> mean_tokens_held(100, 900)
+    550.0
+    """
+    input_tokens = require_non_negative("input_tokens", input_tokens)
+    output_tokens = require_non_negative("output_tokens", output_tokens)
+    return input_tokens + output_tokens / 2.0
+
+
+def full_batch_kv_usage_frac(max_num_seqs, tokens_held, kv_tokens):
+    """KV-cache usage of one replica running a full batch: the most a KV trigger reads from it.
+
+    Parameters
+    ----------
+    max_num_seqs : int or array_like
+        vLLM ``--max-num-seqs``. [sequences]
+    tokens_held : float or array_like
+        Mean KV tokens per running request (:func:`mean_tokens_held`). [tokens]
+    kv_tokens : int or array_like
+        The replica's KV cache (vLLM's "GPU KV cache size" log line). [tokens]
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``min(1, max_num_seqs x tokens_held / kv_tokens)``; at 1 the cache,
+        not the batch limit, is what binds. [fraction of 1]
+
+    Examples
+    --------
+    >>> round(full_batch_kv_usage_frac(32, 550, 257_584), 4)
+    0.0683
+    """
+    max_num_seqs = require_positive("max_num_seqs", max_num_seqs)
+    tokens_held = require_non_negative("tokens_held", tokens_held)
+    kv_tokens = require_positive("kv_tokens", kv_tokens)
+    usage = np.minimum(1.0, max_num_seqs * tokens_held / kv_tokens)
+    return float(usage) if np.ndim(usage) == 0 else usage
+
+
+def highest_scaling_kv_threshold_frac(kv_usage_frac, tolerance_frac=DEFAULT_TOLERANCE):
+    """The highest per-replica KV threshold at which a saturated replica still asks for more.
+
+    A summed KV trigger with an ``AverageValue`` target proposes a change only
+    when the usage ratio ``usage / (threshold x replicas)`` is more than the
+    tolerance away from 1. A saturated replica reads at most
+    :func:`full_batch_kv_usage_frac`, so any threshold above
+    ``usage / (1 + tolerance)`` leaves it alone however long its queue grows.
+
+    Parameters
+    ----------
+    kv_usage_frac : float or array_like
+        KV usage of one replica with a full batch (:func:`full_batch_kv_usage_frac`). [fraction of 1]
+    tolerance_frac : float
+        The HPA's scale-up tolerance (``--horizontal-pod-autoscaler-tolerance``). [fraction]
+
+    Returns
+    -------
+    float or numpy.ndarray
+        [fraction of 1]
+
+    Examples
+    --------
+    >>> round(highest_scaling_kv_threshold_frac(0.88), 4)
+    0.8
+    """
+    kv_usage_frac = require_non_negative("kv_usage_frac", kv_usage_frac)
+    tolerance_frac = require_non_negative("tolerance_frac", tolerance_frac)
+    return kv_usage_frac / (1.0 + tolerance_frac)
+
+
+def same_tokens_kv_threshold_frac(kv_target_frac, kv_tokens, other_kv_tokens):
+    """The KV threshold on a cache of ``other_kv_tokens`` that stands for the same tokens per pod.
+
+    ``vllm:kv_cache_usage_perc`` is a fraction of each pod's own cache, so a
+    threshold means ``kv_target_frac x kv_tokens`` tokens; on another cache
+    size the same trigger is ``kv_target_frac x kv_tokens / other_kv_tokens``.
+
+    Parameters
+    ----------
+    kv_target_frac : float or array_like
+        Per-replica KV threshold on the first cache. [fraction of 1]
+    kv_tokens, other_kv_tokens : int or array_like
+        The two caches. [tokens]
+
+    Returns
+    -------
+    float or numpy.ndarray
+        [fraction of 1]
+
+    Examples
+    --------
+    >>> round(same_tokens_kv_threshold_frac(0.8, 20_000, 257_584), 4)
+    0.0621
+    """
+    kv_target_frac = require_non_negative("kv_target_frac", kv_target_frac)
+    kv_tokens = require_positive("kv_tokens", kv_tokens)
+    other_kv_tokens = require_positive("other_kv_tokens", other_kv_tokens)
+    return kv_target_frac * kv_tokens / other_kv_tokens

@@ -151,8 +151,15 @@ def step_frac(arrival_rate_rps, step_arrival_rate_rps):
     return np.maximum(0.0, step_arrival_rate_rps / arrival_rate_rps - 1.0)
 
 
-def step_headroom_frac(knee_concurrency, target_concurrency):
-    """The step in load a target absorbs with no queueing: K / T - 1.
+def step_headroom_frac(knee_concurrency, target_concurrency, tolerance_frac=0.0):
+    """The step in load a target absorbs with no queueing: K / (T x (1 + tolerance)) - 1.
+
+    With ``tolerance_frac`` 0 this is the headroom just after a scale-up,
+    when every replica sits at the target. The HPA adds a replica only once
+    the per-replica average is more than its tolerance above the target
+    (10 % by default), so between scale-ups the average can sit at up to
+    ``T x (1 + tolerance)``; pass the tolerance for the headroom the fleet
+    can count on at any moment.
 
     Parameters
     ----------
@@ -160,6 +167,8 @@ def step_headroom_frac(knee_concurrency, target_concurrency):
         Highest per-replica concurrency that meets the SLOs. [requests]
     target_concurrency : float or array_like
         The autoscaler's per-replica target. [requests]
+    tolerance_frac : float, optional
+        The HPA's scale-up tolerance (:data:`planner.hpa.DEFAULT_TOLERANCE` is 0.1). [fraction]
 
     Returns
     -------
@@ -170,14 +179,17 @@ def step_headroom_frac(knee_concurrency, target_concurrency):
     --------
     >>> round(step_headroom_frac(48, 40), 6)
     0.2
+    >>> round(step_headroom_frac(48, 40, tolerance_frac=0.1), 4)
+    0.0909
     """
     knee_concurrency = require_positive("knee_concurrency", knee_concurrency)
     target_concurrency = require_positive("target_concurrency", target_concurrency)
-    return knee_concurrency / target_concurrency - 1.0
+    tolerance_frac = require_non_negative("tolerance_frac", tolerance_frac)
+    return knee_concurrency / (target_concurrency * (1.0 + tolerance_frac)) - 1.0
 
 
-def target_for_step(knee_concurrency, step_frac):
-    """The per-replica target that absorbs a step of ``step_frac``: K / (1 + step).
+def target_for_step(knee_concurrency, step_frac, tolerance_frac=0.0):
+    """The per-replica target that absorbs a step of ``step_frac``: K / ((1 + step) x (1 + tolerance)).
 
     Parameters
     ----------
@@ -186,6 +198,10 @@ def target_for_step(knee_concurrency, step_frac):
     step_frac : float or array_like
         Expected growth in load during one warmup, e.g. 0.6 for 10 -> 16 req/s.
         [fraction]
+    tolerance_frac : float, optional
+        The HPA's scale-up tolerance: with it, the step may start when the
+        per-replica average is up to that much above the target (see
+        :func:`step_headroom_frac`). 0 counts from the target itself. [fraction]
 
     Returns
     -------
@@ -196,10 +212,13 @@ def target_for_step(knee_concurrency, step_frac):
     --------
     >>> target_for_step(48, 0.6)
     30.0
+    >>> round(target_for_step(48, 0.6, tolerance_frac=0.1), 2)
+    27.27
     """
     knee_concurrency = require_positive("knee_concurrency", knee_concurrency)
     step_frac = require_non_negative("step_frac", step_frac)
-    return knee_concurrency / (1.0 + step_frac)
+    tolerance_frac = require_non_negative("tolerance_frac", tolerance_frac)
+    return knee_concurrency / ((1.0 + step_frac) * (1.0 + tolerance_frac))
 
 
 def replicas_for_step(in_flight, knee_concurrency, step_frac):

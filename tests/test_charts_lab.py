@@ -80,5 +80,8 @@ def test_fixed_point_chart_draws_each_signal_and_the_diagonal():
     frame = recommendation_frame(curves)
     assert frame.groupby("signal").size().to_dict() == {"sum": 3, "waiting": 3}
     spec = fixed_point_chart(frame).to_dict()
-    assert len(spec["layer"]) == 2
+    # One panel per signal (issue 21: lines in one panel hid each other), each with the diagonal.
+    assert spec["facet"]["field"] == "signal"
+    parts = {t["filter"] for layer in spec["spec"]["layer"] for t in layer.get("transform", []) if "filter" in t}
+    assert "datum.part == 'diagonal'" in parts and "datum.part == 'step'" in parts
     assert max(_widths(spec)) <= 560

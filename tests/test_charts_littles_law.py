@@ -40,3 +40,31 @@ def test_grid_for_large_inputs_stays_under_altairs_row_limit():
     grid = replicas_grid(np.linspace(0, 540, 121), 9.5, slider_values(64 / 4, 64))
     assert len(grid) <= 5000
     replicas_chart(grid, 64.0, 52.0).to_dict()
+
+
+def _layers(spec):
+    for panel in spec["hconcat"]:
+        yield from panel["layer"]
+
+
+def test_step_time_chart_marks_the_knee_and_the_target_where_they_are_with_a_legend():
+    spec = step_time_chart(step_time_grid(np.arange(1, 65), 6.0, 0.25), 18.0, 40, knee_batch=48).to_dict()
+    datasets = spec["datasets"]
+    vertical = [layer for layer in _layers(spec) if layer["mark"]["type"] == "rule"
+                and layer["encoding"].get("x", {}).get("field") == "batch_size"]
+    assert vertical
+    rows = datasets[vertical[0]["data"]["name"]]
+    assert {(row["line"], row["batch_size"]) for row in rows} == {("knee K = 48", 48.0), ("target T = 40", 40.0)}
+    color = vertical[0]["encoding"]["color"]
+    assert color["legend"] is not None
+    assert color["scale"]["domain"] == ["knee K = 48", "target T = 40", "TPOT objective 18 ms"]
+
+
+def test_replicas_chart_draws_the_chosen_target_beside_the_knee_with_a_legend():
+    grid = replicas_grid(np.arange(0, 20.5, 0.5), 12.0, np.arange(20, 49, 2.0))
+    spec = replicas_chart(grid, 48.0, 40.0).to_dict()
+    rules = [layer for layer in spec["vconcat"][1]["layer"] if layer["mark"]["type"] == "rule"]
+    labels = {rule["encoding"]["color"]["scale"]["domain"][0] for rule in rules}
+    assert labels == {"knee K = 48"}
+    assert any(t.get("aggregate") for rule in rules for t in rule.get("transform", []))  # the slider's target
+    assert all(rule["encoding"]["color"]["legend"] is not None for rule in rules)

@@ -139,3 +139,15 @@ def test_a_backlog_clears_only_when_capacity_exceeds_arrivals():
     assert backlog_clear_s(10.0, 75.0, 75.0) == float("inf")
     assert backlog_clear_s(0.0, 70.0, 75.0) == 0.0
     assert backlog_clear_s(np.array([10.0, 10.0]), np.array([80.0, 70.0]), 75.0).tolist() == [2.0, float("inf")]
+
+
+def test_the_hpa_tolerance_eats_into_the_headroom():
+    # The HPA adds a replica only above 1.1 x T, so at worst the fleet is at 44 per replica when a
+    # rise starts: 48 / 44 - 1 = 9 % headroom, not 20 %.
+    assert step_headroom_frac(48, 40, tolerance_frac=0.1) == pytest.approx(48 / 44 - 1)
+    assert step_headroom_frac(48, 40, tolerance_frac=0.0) == pytest.approx(0.2)
+    # The target that absorbs a 60 % step from anywhere in the band: 48 / (1.6 x 1.1).
+    assert target_for_step(48, 0.6, tolerance_frac=0.1) == pytest.approx(27.2727, abs=1e-4)
+    assert target_for_step(48, 0.6, tolerance_frac=0.1) * 1.1 * 1.6 == pytest.approx(48)
+    with pytest.raises(PlannerInputError):
+        target_for_step(48, 0.6, tolerance_frac=-0.1)

@@ -67,19 +67,24 @@ def replicas_chart(grid: pd.DataFrame, knee_concurrency: float, initial_target: 
             alt.Tooltip("per_replica_load:Q", title="per replica", format=".1f"),
         ],
     ).properties(width=520, height=220, title="Replicas needed at the chosen target")
-    load = selected.mark_line(color="#4c78a8").encode(
+    load = selected.mark_line(color="#333333").encode(
         x=alt.X("arrival_rate_rps:Q", title="Arrival rate (requests/s)"),
         y=alt.Y("per_replica_load:Q", title="Requests per replica",
                 scale=alt.Scale(domain=[0, float(knee_concurrency) * 1.1])),
     )
-    knee = alt.Chart(pd.DataFrame({"knee": [float(knee_concurrency)]})).mark_rule(
-        color="#e45756", strokeDash=[6, 4]
-    ).encode(y="knee:Q")
-    knee_label = alt.Chart(pd.DataFrame({"knee": [float(knee_concurrency)], "label": ["knee"]})).mark_text(
-        align="left", dx=4, dy=-6, color="#e45756"
-    ).encode(y="knee:Q", x=alt.value(0), text="label:N")
-    per_replica = alt.layer(load, knee, knee_label).properties(
-        width=520, height=180, title="Load per replica after scaling, against the knee"
+    knee_label, target_label = f"knee K = {knee_concurrency:g}", "target T (slider)"
+    rule_color = alt.Color("line:N", title=None,
+                           scale=alt.Scale(domain=[knee_label, target_label], range=["#b279a2", "#4c78a8"]),
+                           legend=alt.Legend(orient="bottom", direction="horizontal"))
+    rule_dash = alt.StrokeDash("line:N", scale=alt.Scale(domain=[knee_label, target_label], range=[[8, 3], [4, 4]]),
+                               legend=None)
+    knee = alt.Chart(pd.DataFrame({"value": [float(knee_concurrency)], "line": [knee_label]})).mark_rule(
+        strokeWidth=2).encode(y="value:Q", color=rule_color, strokeDash=rule_dash)
+    target_rule = selected.transform_aggregate(value="max(target_concurrency)").transform_calculate(
+        line=f"'{target_label}'").mark_rule(strokeWidth=2).encode(y="value:Q", color=rule_color,
+                                                                   strokeDash=rule_dash)
+    per_replica = alt.layer(load, knee, target_rule).properties(
+        width=520, height=180, title="Load per replica after scaling, against the target and the knee"
     )
     return alt.vconcat(replicas, per_replica).add_params(target)
 
@@ -94,24 +99,49 @@ def step_time_grid(batch_sizes, fixed_ms: float, per_sequence_ms: float) -> pd.D
     })
 
 
-def step_time_chart(grid: pd.DataFrame, tpot_slo_ms: float, target_batch: float) -> alt.HConcatChart:
-    """Output throughput and TPOT against batch size, with the SLO and the target marked."""
+def step_time_chart(grid: pd.DataFrame, tpot_slo_ms: float, target_batch: float,
+                    knee_batch: float | None = None) -> alt.HConcatChart:
+    """Output throughput and TPOT against batch size, with the objective, the knee and the target marked.
+
+    Parameters
+    ----------
+    grid : pandas.DataFrame
+        From :func:`step_time_grid`.
+    tpot_slo_ms : float
+        TPOT objective, a horizontal rule on the TPOT panel. [ms]
+    target_batch : float
+        The per-replica target T, a vertical rule on both panels. [sequences]
+    knee_batch : float, optional
+        The knee K, a vertical rule on both panels. [sequences]
+
+    Every rule is named in one legend under the charts.
+    """
+    markers = [(f"target T = {target_batch:g}", float(target_batch), "#4c78a8", [4, 4])]
+    if knee_batch is not None:
+        markers.insert(0, (f"knee K = {knee_batch:g}", float(knee_batch), "#b279a2", [8, 3]))
+    slo_label = f"TPOT objective {tpot_slo_ms:g} ms"
+    legend_items = [*markers, (slo_label, float(tpot_slo_ms), "#e45756", [2, 2])]
+    domain = [label for label, _, _, _ in legend_items]
+    color = alt.Color("line:N", title=None, scale=alt.Scale(domain=domain, range=[c for _, _, c, _ in legend_items]),
+                      legend=alt.Legend(orient="bottom", direction="horizontal"))
+    dash = alt.StrokeDash("line:N", scale=alt.Scale(domain=domain, range=[d for _, _, _, d in legend_items]),
+                          legend=None)
     base = alt.Chart(grid).encode(x=alt.X("batch_size:Q", title="Sequences in the batch"))
     throughput = base.mark_line(color="#54a24b").encode(
         y=alt.Y("output_tps:Q", title="Output tokens/s per replica"),
         tooltip=[alt.Tooltip("batch_size:Q"), alt.Tooltip("output_tps:Q", format=",.0f")],
     )
-    target_rule = alt.Chart(pd.DataFrame({"batch_size": [float(target_batch)]})).mark_rule(
-        strokeDash=[4, 4], color="#4c78a8"
-    ).encode(x="batch_size:Q")
+    vertical = alt.Chart(pd.DataFrame({"batch_size": [x for _, x, _, _ in markers],
+                                       "line": [label for label, _, _, _ in markers]})).mark_rule(
+        strokeWidth=2).encode(x="batch_size:Q", color=color, strokeDash=dash,
+                             tooltip=[alt.Tooltip("line:N", title="marks")])
     tpot = base.mark_line(color="#f58518").encode(
         y=alt.Y("tpot_ms:Q", title="TPOT (ms)"),
         tooltip=[alt.Tooltip("batch_size:Q"), alt.Tooltip("tpot_ms:Q", format=".2f")],
     )
-    slo = alt.Chart(pd.DataFrame({"tpot_ms": [float(tpot_slo_ms)]})).mark_rule(
-        color="#e45756", strokeDash=[6, 4]
-    ).encode(y="tpot_ms:Q")
+    slo = alt.Chart(pd.DataFrame({"tpot_ms": [float(tpot_slo_ms)], "line": [slo_label]})).mark_rule(
+        strokeWidth=2).encode(y="tpot_ms:Q", color=color, strokeDash=dash)
     return alt.hconcat(
-        alt.layer(throughput, target_rule).properties(width=260, height=200, title="Throughput keeps rising"),
-        alt.layer(tpot, slo, target_rule).properties(width=260, height=200, title="...while TPOT rises too"),
-    )
+        alt.layer(throughput, vertical).properties(width=260, height=200, title="Throughput keeps rising"),
+        alt.layer(tpot, slo, vertical).properties(width=260, height=200, title="...while TPOT rises too"),
+    ).resolve_scale(color="shared", strokeDash="shared")

@@ -1,4 +1,4 @@
-"""Live explorer: the queue a step leaves, for a cold start, a step and a target."""
+"""Live explorer: the queue a step leaves, for a cold start, a step and a target, and how each router drains it."""
 
 from __future__ import annotations
 
@@ -8,6 +8,11 @@ import ipywidgets as widgets
 
 from planner.headroom import backlog_clear_s, backlog_requests, fleet_capacity_rps, reaction_time_s
 from planner.littles_law import drain_rate_rps, in_flight_requests, replicas_for_target
+from planner.replica_queues import (
+    backlog_per_replica_requests,
+    least_loaded_clear_s,
+    round_robin_clear_s,
+)
 
 
 def backlog_explorer(
@@ -42,14 +47,30 @@ def backlog_explorer(
         capacity = fleet_capacity_rps(before, per_replica)
         backlog = backlog_requests(v["step_arrival_rate_rps"], capacity, reaction)
         clear = backlog_clear_s(backlog, fleet_capacity_rps(after, per_replica), v["step_arrival_rate_rps"])
-        summary.value = (
-            f"<p>Cold start {v['cold_start_s']:.0f} s: reaction time <b>{reaction:.0f} s</b>. "
-            f"{before} replicas complete {capacity:.0f} requests/s; a step to "
-            f"{v['step_arrival_rate_rps']:.0f} requests/s queues <b>{backlog:,.0f}</b> requests, which "
-            f"{after} replicas clear in {'never' if math.isinf(clear) else f'{clear:,.0f} s'}.</p>"
+        # The backlog sits in the old replicas' own queues: how each router drains it (closed forms).
+        per_old = backlog_per_replica_requests(arrival_rate_rps, v["step_arrival_rate_rps"], before, per_replica,
+                                               knee_concurrency, reaction)
+        after = max(after, before)
+        round_robin = round_robin_clear_s(per_old, per_replica, v["step_arrival_rate_rps"], after)
+        least_loaded = least_loaded_clear_s(per_old, per_replica, knee_concurrency, v["step_arrival_rate_rps"],
+                                            before, after)
+        head = (f"<p>Cold start {v['cold_start_s']:.0f} s: reaction time <b>{reaction:.0f} s</b>. "
+                f"{before} replicas complete {capacity:.0f} requests/s; ")
+        if backlog == 0:
+            summary.value = head + f"a step to {v['step_arrival_rate_rps']:.0f} requests/s queues nothing.</p>"
+            return
+        summary.value = head + (
+            f"a step to {v['step_arrival_rate_rps']:.0f} requests/s queues <b>{backlog:,.0f}</b> requests, "
+            f"about {per_old:,.0f} in each replica's own queue. As one shared queue, {after} replicas would "
+            f"clear it in {_seconds(clear)}; behind round robin it clears in <b>{_seconds(round_robin)}</b>, "
+            f"behind a least-loaded gateway in <b>{_seconds(least_loaded)}</b>.</p>"
         )
 
     for slider in sliders.values():
         slider.observe(update, names="value")
     update()
     return widgets.VBox([*sliders.values(), summary])
+
+
+def _seconds(value: float) -> str:
+    return "never" if math.isinf(value) else f"{value:,.0f} s"
