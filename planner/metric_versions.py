@@ -192,8 +192,12 @@ def history_releases() -> tuple[str, ...]:
 
 
 def release_matrix_markdown(versions: tuple[str, ...] | None = None) -> str:
-    """Which names each release exports by default, as a Markdown table (one row per name)."""
-    versions = history_releases() if versions is None else versions
+    """Which names each release exports by default, as a Markdown table (one row per name).
+
+    By default one column per release of :func:`history_releases`, newest
+    first, so the current release stays in view on a narrow screen.
+    """
+    versions = tuple(reversed(history_releases())) if versions is None else versions
     marks = {"exported": "yes", "hidden": "hidden", "removed": "", "not yet": ""}
     body = [(_code(entry.name), *(marks[export_status(entry.name, v)] for v in versions))
             for entry in METRIC_HISTORY]

@@ -147,9 +147,10 @@ def test_the_release_matrix_has_a_column_per_change_and_the_current_release():
     assert releases[-1] == CURRENT_VLLM_VERSION and "0.15" in releases and "0.9.2" in releases
     assert [parse_version(v) for v in releases] == sorted(parse_version(v) for v in releases)
     lines = release_matrix_markdown().splitlines()
+    releases = releases[::-1]  # newest first
     assert lines[0] == "| metric | " + " | ".join(releases) + " |"
     assert len(lines) == len(METRIC_HISTORY) + 2
     row = next(line for line in lines if line.startswith("| `vllm:time_per_output_token_seconds`"))
     cells = [cell.strip() for cell in row.strip("|").split("|")][1:]
     assert cells[releases.index("0.11")] == "yes" and cells[releases.index("0.12")] == "hidden"
-    assert cells[releases.index("0.15")] == "" and cells[-1] == ""
+    assert cells[releases.index("0.15")] == "" and cells[0] == ""  # gone from the current release
