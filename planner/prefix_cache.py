@@ -178,7 +178,7 @@ def kv_with_shared_prefix(kv_tokens: float, tokens_per_request: float,
             "shared prefix and a request besides")
     unshared = kv_tokens / length
     shared = (kv_tokens - shared_tokens) / (length - shared_tokens)
-    per_request = kv_tokens / shared
+    per_request = length - shared_tokens + shared_tokens / shared  # = kv_tokens / shared
     return PrefixSharing(
         kv_tokens=kv_tokens, tokens_per_request=length, shared_prefix_tokens=shared_tokens,
         requests_unshared=unshared, requests_shared=shared, kv_tokens_per_request=per_request,

@@ -139,3 +139,12 @@ def test_chapter_reads_the_hit_fraction_from_a_real_scrape(tmp_path, shared_dir)
     assert values["hit_frac_value"] == read_metrics_scrape(scrape).prefix_cache_hit_frac
     assert values["hit_frac"] == "0.7%" and values["hit_source"].startswith(f"the scrape {scrape}")
     assert values["requests_shared"] == "259"  # random benchmark prompts share almost nothing
+
+
+def test_chapter_shares_nothing_when_the_scrape_says_prefix_caching_is_off(tmp_path, shared_dir):
+    real = shared_dir / "real-world" / "metrics" / "vllm-0.25.1-opt125m-tp2-loaded.txt"
+    scrape = tmp_path / "scrape.txt"
+    scrape.write_text(real.read_text().replace('enable_prefix_caching="True"', 'enable_prefix_caching="False"'))
+    values = glued(run_chapter("kv_capacity", tmp_path, metrics_scrape_path=str(scrape)))
+    assert values["hit_frac"] == "0.0%" and "prefix caching is off" in values["hit_source"]
+    assert values["requests_shared"] == values["requests_unshared"] == "258"

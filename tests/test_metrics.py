@@ -100,3 +100,24 @@ def test_prefix_cache_hit_fraction_over_an_interval_and_under_old_names():
 
 def test_a_scrape_without_prefix_counters_has_no_hit_fraction():
     assert read_metrics_scrape(SAMPLE).prefix_cache_hit_frac is None
+
+
+def test_cache_config_info_and_the_planner_reproduce_each_other(shared_dir):
+    # vLLM 0.25.1, opt-125m (12 layers, 12 KV heads of 64, fp16) on TP 2, max_model_len 2,048:
+    # the scrape's cache_config_info carries the capacity the start-up log prints.
+    from planner.kv_cache import ModelSpec, ServingSpec, kv_capacity, page_size_bytes
+
+    report = read_metrics_scrape(shared_dir / "real-world/metrics/vllm-0.25.1-opt125m-tp2-idle.txt")
+    config = report.cache_config
+    assert config["enable_prefix_caching"] == "True" and config["block_size"] == "16"
+    opt = ModelSpec("opt-125m", 12, 12, 12, 64, "float16", max_position_embeddings=2048)
+    serving = ServingSpec(tensor_parallel_size=2, vllm_version="0.25.1")
+    blocks = int(config["num_gpu_blocks"])
+    capacity = kv_capacity(opt, serving, blocks * page_size_bytes(opt, serving) * 12)
+    assert capacity.num_blocks == blocks == 25_028
+    assert capacity.kv_tokens == int(config["kv_cache_size_tokens"]) == 400_448
+    assert capacity.max_concurrency == float(config["kv_cache_max_concurrency"]) == 195.53125
+    # A scrape near 0.11 has the block count but not yet the token figure.
+    older = read_metrics_scrape(shared_dir / "real-world/metrics/vllm-v1-qwen1.5-0.5b-chat-idle.txt")
+    assert older.cache_config["num_gpu_blocks"] == "2452" and "kv_cache_size_tokens" not in older.cache_config
+    assert read_metrics_scrape(SAMPLE).cache_config == {}

@@ -52,7 +52,13 @@ class SignalStatus:
 
 @dataclass(frozen=True)
 class MetricsReport:
-    """The vLLM signals found in one scrape, and queries that match them."""
+    """The vLLM signals found in one scrape, and queries that match them.
+
+    ``cache_config`` holds the labels of ``vllm:cache_config_info`` (block
+    size, ``num_gpu_blocks``, ``enable_prefix_caching``; from about 0.20 also
+    ``kv_cache_size_tokens`` and ``kv_cache_max_concurrency``), empty when the
+    scrape has none.
+    """
 
     source: str
     model_names: tuple[str, ...]
@@ -61,6 +67,7 @@ class MetricsReport:
     legacy_metrics: tuple[str, ...]
     exported: frozenset[str] = frozenset()
     queries: dict[str, str] = field(default_factory=dict)
+    cache_config: dict[str, str] = field(default_factory=dict)
 
     @property
     def missing_required(self) -> tuple[str, ...]:
@@ -236,7 +243,11 @@ def report_from_text(text: str, source: str = "<text>", model_name: str | None =
         queries = queries_for(names, labels)
     except ValueError as error:
         raise PlannerInputError(f"{source}: {error}") from None
+    info = vllm.get("vllm:cache_config_info")
+    cache_config = ({k: v for k, v in info.samples[0].labels.items() if k != "engine"}
+                    if info is not None and info.samples else {})
     return MetricsReport(
         source=source, model_names=tuple(models), engine=engine, signals=tuple(statuses),
         legacy_metrics=tuple(n for n in LEGACY_ONLY if n in vllm), exported=frozenset(vllm), queries=queries,
+        cache_config=cache_config,
     )
