@@ -46,7 +46,7 @@ class PrefixSharing:
         Tokens the cache holds (one full-attention group). [tokens]
     tokens_per_request : float
         Prompt plus output tokens of a mean request. [tokens]
-    shared_prefix_tokens : float
+    shared_tokens : float
         Prompt tokens of each request held once for all requests in flight. [tokens]
     requests_unshared : float
         Requests held at once counting every request's full length. [requests]
@@ -62,7 +62,7 @@ class PrefixSharing:
 
     kv_tokens: float
     tokens_per_request: float
-    shared_prefix_tokens: float
+    shared_tokens: float
     requests_unshared: float
     requests_shared: float
     kv_tokens_per_request: float
@@ -89,20 +89,20 @@ def _non_negative(name: str, value) -> float:
     return number
 
 
-def shared_prefix_tokens(prompt_tokens: float, *, hit_frac: float | None = None,
+def shared_prefix_tokens(prompt_tokens: float, *, prefix_cache_hit_frac: float | None = None,
                          common_prefix_tokens: float | None = None, block_size: int = 16) -> float:
     """Prompt tokens per request that the prefix cache can serve from blocks already stored. [tokens]
 
-    Give exactly one of ``hit_frac`` and ``common_prefix_tokens``.
+    Give exactly one of ``prefix_cache_hit_frac`` and ``common_prefix_tokens``.
 
     Parameters
     ----------
     prompt_tokens : float
         Mean prompt length. [tokens]
-    hit_frac : float, optional
+    prefix_cache_hit_frac : float, optional
         vLLM's hit fraction, ``prefix_cache_hits / prefix_cache_queries``
-        (already in whole blocks): the shared tokens are ``hit_frac x
-        prompt_tokens``. [fraction]
+        (already in whole blocks): the shared tokens are the fraction times
+        ``prompt_tokens``. [fraction]
     common_prefix_tokens : float, optional
         A prefix every prompt starts with (a system prompt, few-shot
         examples). vLLM shares whole blocks only and always computes the last
@@ -117,19 +117,20 @@ def shared_prefix_tokens(prompt_tokens: float, *, hit_frac: float | None = None,
 
     >>> shared_prefix_tokens(1200.0, common_prefix_tokens=1000.0)
     992.0
-    >>> shared_prefix_tokens(1200.0, hit_frac=0.5)
+    >>> shared_prefix_tokens(1200.0, prefix_cache_hit_frac=0.5)
     600.0
     """
     prompt_tokens = _positive("prompt_tokens", prompt_tokens)
-    if (hit_frac is None) == (common_prefix_tokens is None):
-        raise PlannerInputError("give exactly one of hit_frac and common_prefix_tokens")
+    if (prefix_cache_hit_frac is None) == (common_prefix_tokens is None):
+        raise PlannerInputError("give exactly one of prefix_cache_hit_frac and common_prefix_tokens")
     if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
         raise PlannerInputError(f"block_size must be a whole number >= 1, got {block_size!r}")
-    if hit_frac is not None:
-        hit_frac = _non_negative("hit_frac", hit_frac)
+    if prefix_cache_hit_frac is not None:
+        hit_frac = _non_negative("prefix_cache_hit_frac", prefix_cache_hit_frac)
         if hit_frac >= 1:
             raise PlannerInputError(
-                f"hit_frac must be below 1 (vLLM always computes the last prompt token), got {hit_frac!r}")
+                "prefix_cache_hit_frac must be below 1 (vLLM always computes the last prompt token), "
+                f"got {prefix_cache_hit_frac!r}")
         return hit_frac * prompt_tokens
     common = _non_negative("common_prefix_tokens", common_prefix_tokens)
     usable = min(common, math.ceil(prompt_tokens) - 1)
@@ -180,6 +181,6 @@ def kv_with_shared_prefix(kv_tokens: float, tokens_per_request: float,
     shared = (kv_tokens - shared_tokens) / (length - shared_tokens)
     per_request = length - shared_tokens + shared_tokens / shared  # = kv_tokens / shared
     return PrefixSharing(
-        kv_tokens=kv_tokens, tokens_per_request=length, shared_prefix_tokens=shared_tokens,
+        kv_tokens=kv_tokens, tokens_per_request=length, shared_tokens=shared_tokens,
         requests_unshared=unshared, requests_shared=shared, kv_tokens_per_request=per_request,
         overstatement_frac=length / per_request - 1.0)

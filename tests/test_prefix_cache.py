@@ -35,8 +35,8 @@ def test_more_sharing_holds_more_requests():
 
 
 def test_shared_tokens_from_a_hit_fraction_and_from_a_common_prefix():
-    assert shared_prefix_tokens(800.0, hit_frac=0.5) == 400.0
-    assert shared_prefix_tokens(800.0, hit_frac=0.0) == 0.0
+    assert shared_prefix_tokens(800.0, prefix_cache_hit_frac=0.5) == 400.0
+    assert shared_prefix_tokens(800.0, prefix_cache_hit_frac=0.0) == 0.0
     # Whole blocks only: a 1,000-token system prompt shares 62 blocks of 16.
     assert shared_prefix_tokens(1200.0, common_prefix_tokens=1000.0) == 992.0
     assert shared_prefix_tokens(1200.0, common_prefix_tokens=1000.0, block_size=64) == 960.0
@@ -47,11 +47,11 @@ def test_shared_tokens_from_a_hit_fraction_and_from_a_common_prefix():
 
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"prompt_tokens": 800.0}, "exactly one of"),
-    ({"prompt_tokens": 800.0, "hit_frac": 0.5, "common_prefix_tokens": 10.0}, "exactly one of"),
-    ({"prompt_tokens": 800.0, "hit_frac": 1.0}, "below 1"),
-    ({"prompt_tokens": 800.0, "hit_frac": -0.1}, ">= 0"),
-    ({"prompt_tokens": 0.0, "hit_frac": 0.1}, "prompt_tokens must be a number > 0"),
-    ({"prompt_tokens": 800.0, "hit_frac": 0.1, "block_size": 0}, "block_size"),
+    ({"prompt_tokens": 800.0, "prefix_cache_hit_frac": 0.5, "common_prefix_tokens": 10.0}, "exactly one of"),
+    ({"prompt_tokens": 800.0, "prefix_cache_hit_frac": 1.0}, "below 1"),
+    ({"prompt_tokens": 800.0, "prefix_cache_hit_frac": -0.1}, ">= 0"),
+    ({"prompt_tokens": 0.0, "prefix_cache_hit_frac": 0.1}, "prompt_tokens must be a number > 0"),
+    ({"prompt_tokens": 800.0, "prefix_cache_hit_frac": 0.1, "block_size": 0}, "block_size"),
 ])
 def test_shared_prefix_tokens_rejects_bad_input(kwargs, message):
     with pytest.raises(PlannerInputError, match=message):

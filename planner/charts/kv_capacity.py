@@ -205,7 +205,7 @@ def prefix_sharing_grid(kv_tokens: float, tokens_per_request: float, prompt_toke
     for hit_frac in np.asarray(hit_fracs, dtype=float):
         sharing = kv_with_shared_prefix(
             kv_tokens, tokens_per_request,
-            shared_prefix_tokens(prompt_tokens, hit_frac=hit_frac))
+            shared_prefix_tokens(prompt_tokens, prefix_cache_hit_frac=hit_frac))
         rows.append({"hit_frac": float(hit_frac), "case": PREFIX_CASES[0],
                      "requests": sharing.requests_shared,
                      "kv_tokens_per_request": sharing.kv_tokens_per_request})
@@ -215,7 +215,7 @@ def prefix_sharing_grid(kv_tokens: float, tokens_per_request: float, prompt_toke
     return pd.DataFrame(rows)
 
 
-def prefix_sharing_chart(grid: pd.DataFrame, hit_frac: float) -> alt.LayerChart:
+def prefix_sharing_chart(grid: pd.DataFrame, prefix_cache_hit_frac: float) -> alt.LayerChart:
     """Requests held at once against the hit fraction, the two readings of a hit, and the page's hit fraction."""
     color = alt.Color("case:N", title=None, sort=list(PREFIX_CASES),
                       legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=320))
@@ -229,7 +229,7 @@ def prefix_sharing_chart(grid: pd.DataFrame, hit_frac: float) -> alt.LayerChart:
                  alt.Tooltip("requests:Q", title="requests", format=",.0f"),
                  alt.Tooltip("kv_tokens_per_request:Q", title="KV tokens per request",
                              format=",.0f")])
-    marker = alt.Chart(pd.DataFrame({"hit_frac": [hit_frac]})).mark_rule(color="gray").encode(
+    marker = alt.Chart(pd.DataFrame({"hit_frac": [prefix_cache_hit_frac]})).mark_rule(color="gray").encode(
         x="hit_frac:Q", tooltip=[alt.Tooltip("hit_frac:Q", title="this page's hit fraction",
                                              format=".1%")])
     return alt.layer(lines, marker).properties(
