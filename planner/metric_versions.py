@@ -50,7 +50,7 @@ def _pr(number: int) -> tuple[str, str]:
 
 
 def _loggers(tag: str) -> tuple[str, str]:
-    return f"source at {tag}", _LOGGERS.format(tag=tag)
+    return f"loggers.py {tag}", _LOGGERS.format(tag=tag)
 
 
 @dataclass(frozen=True)
