@@ -11,17 +11,17 @@ own code, version by version:
   every attention layer counts, ``blocks = avail // (layers x block bytes)``,
   concurrency ``blocks x block_size / max_model_len``.
 * V1, 0.8.x: uniform models only, tokens ``blocks x block_size``.
-* V1, 0.9 to 0.19 (rule ``"v1-blocks"``): layers are grouped by attention
+* V1, 0.9 to 0.20 (rule ``"v1-blocks"``): layers are grouped by attention
   kind (full, sliding window); several kinds share ``group_size`` tensors and
   the last group of a kind is padded; tokens ``blocks // groups x block_size``;
   concurrency ``blocks / pages a max-length request needs``, where sliding
   layers need only ``cdiv(min(window - 1 + max_num_batched_tokens, max_len),
   block_size) + 1`` pages.
-* V1, 0.20 and later (rule ``"v1-capacity"``): the same blocks and
+* V1, 0.21 and later (rule ``"v1-capacity"``): the same blocks and
   concurrency, but the printed tokens are ``int(concurrency x max_model_len)``,
-  computed once after the minimum over workers. (0.24 and 0.34 were read; the
-  release between 0.19 and 0.24 that switched was not, so 0.20-0.23 use this
-  rule.)
+  computed once after the minimum over workers. (The released wheels show
+  the blocks rule in 0.20.0 and this one in 0.22.0; 0.21.0 has no wheel on
+  PyPI and gets the newer rule.)
 
 Every quantity is per GPU (per worker): each tensor-parallel rank holds
 ``max(1, kv_heads // tp)`` heads, each pipeline stage its own layers. Memory
@@ -109,7 +109,7 @@ LAYER_KINDS = ("full", "sliding")
 RULES = ("v0", "v1-early", "v1-blocks", "v1-capacity")
 
 # The newest release read for each rule, for pages and tests that set the rules side by side.
-RULE_RELEASES = {"v0": "0.6.3", "v1-early": "0.8.5", "v1-blocks": "0.19.0",
+RULE_RELEASES = {"v0": "0.6.3", "v1-early": "0.8.5", "v1-blocks": "0.20.0",
                  "v1-capacity": CURRENT_VLLM_VERSION}
 
 # vllm serve's default max_num_batched_tokens on GPUs under 70 GiB (V1,
@@ -447,7 +447,7 @@ def kv_rule(vllm_version: str, engine: str | None = None) -> str:
         return "v0"
     if (major, minor) < (0, 9):
         return "v1-early"
-    if (major, minor) < (0, 20):
+    if (major, minor) < (0, 21):
         return "v1-blocks"
     return "v1-capacity"
 

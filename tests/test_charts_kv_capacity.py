@@ -68,7 +68,7 @@ def _gemma_and_gpt_oss(serving, tokens_per_request):
 
 
 def test_hybrids_hold_fewer_requests_than_printed_tokens_suggest_on_the_current_release():
-    # From 0.20 on the printed tokens are max concurrency x max_model_len: they credit the sliding
+    # From 0.21 on the printed tokens are max concurrency x max_model_len: they credit the sliding
     # layers' window cap, which requests far shorter than max_model_len never reach.
     rows, gemma, gpt_oss = _gemma_and_gpt_oss(ServingSpec(max_model_len=32768), 1000.0)
     assert gemma.concurrent_requests < 0.25 * gemma.tokens_over_length  # 37 against 167

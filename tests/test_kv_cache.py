@@ -284,3 +284,11 @@ def test_sliding_windows_never_lower_concurrency(gib, tokens):
     assert capacity.max_concurrency >= capacity.kv_tokens / 32768 - 1e-9
     assert concurrent_requests(oss, serving, gib * GIB_BYTES, tokens) >= \
         capacity.kv_tokens / tokens - 1e-9
+
+
+@pytest.mark.parametrize(("release", "rule"), [("0.20.0", "v1-blocks"), ("0.20.2", "v1-blocks"),
+                                               ("0.21.0", "v1-capacity"), ("0.22.0", "v1-capacity")])
+def test_the_printed_token_rule_switched_after_0_20(release, rule):
+    # Read in the released wheels: 0.20.0 logs num_blocks // groups x block size, 0.22.0 logs
+    # int(max_concurrency x max_model_len); 0.21.0 has no wheel and takes the newer rule.
+    assert kv_rule(release) == rule

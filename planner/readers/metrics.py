@@ -55,7 +55,7 @@ class MetricsReport:
     """The vLLM signals found in one scrape, and queries that match them.
 
     ``cache_config`` holds the labels of ``vllm:cache_config_info`` (block
-    size, ``num_gpu_blocks``, ``enable_prefix_caching``; from about 0.20 also
+    size, ``num_gpu_blocks``, ``enable_prefix_caching``; in newer releases (0.25.1 has them) also
     ``kv_cache_size_tokens`` and ``kv_cache_max_concurrency``), empty when the
     scrape has none.
     """
