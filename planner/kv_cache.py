@@ -11,17 +11,17 @@ own code, version by version:
   every attention layer counts, ``blocks = avail // (layers x block bytes)``,
   concurrency ``blocks x block_size / max_model_len``.
 * V1, 0.8.x: uniform models only, tokens ``blocks x block_size``.
-* V1, 0.9 to 0.19 (rule ``"v1-blocks"``): layers are grouped by attention
+* V1, 0.9 to 0.20 (rule ``"v1-blocks"``): layers are grouped by attention
   kind (full, sliding window); several kinds share ``group_size`` tensors and
   the last group of a kind is padded; tokens ``blocks // groups x block_size``;
   concurrency ``blocks / pages a max-length request needs``, where sliding
   layers need only ``cdiv(min(window - 1 + max_num_batched_tokens, max_len),
   block_size) + 1`` pages.
-* V1, 0.20 and later (rule ``"v1-capacity"``): the same blocks and
+* V1, 0.21 and later (rule ``"v1-capacity"``): the same blocks and
   concurrency, but the printed tokens are ``int(concurrency x max_model_len)``,
-  computed once after the minimum over workers. (0.24 and 0.34 were read; the
-  release between 0.19 and 0.24 that switched was not, so 0.20-0.23 use this
-  rule.)
+  computed once after the minimum over workers. (The released wheels show
+  the blocks rule in 0.20.0 and this one in 0.22.0; 0.21.0 has no wheel on
+  PyPI and gets the newer rule.)
 
 Every quantity is per GPU (per worker): each tensor-parallel rank holds
 ``max(1, kv_heads // tp)`` heads, each pipeline stage its own layers. Memory
@@ -45,11 +45,13 @@ from planner.errors import (
     require_non_negative,
     require_positive,
 )
+from planner.vllm_release import CURRENT_VLLM_VERSION
 
 __all__ = [
     "CURRENT_VLLM_VERSION",
     "GIB_BYTES",
     "KV_CACHE_DTYPES",
+    "RULE_RELEASES",
     "KvCacheGroup",
     "KvCapacity",
     "KvMemoryEstimate",
@@ -66,6 +68,7 @@ __all__ = [
     "kv_dtype_bytes",
     "kv_memory_for_concurrency_bytes",
     "kv_memory_for_max_len_bytes",
+    "kv_memory_range_for_tokens",
     "kv_rule",
     "kv_tokens",
     "max_concurrency",
@@ -75,9 +78,6 @@ __all__ = [
 ]
 
 GIB_BYTES = 2**30
-
-# The newest vLLM release the rules were read from; the default version.
-CURRENT_VLLM_VERSION = "0.34.0"
 
 # vLLM's --kv-cache-dtype choices and their bytes per element
 # (vllm/utils STR_DTYPE_TO_TORCH_DTYPE). "auto" follows the model dtype.
@@ -107,6 +107,10 @@ _MODEL_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 2, "flo
 LAYER_KINDS = ("full", "sliding")
 
 RULES = ("v0", "v1-early", "v1-blocks", "v1-capacity")
+
+# The newest release read for each rule, for pages and tests that set the rules side by side.
+RULE_RELEASES = {"v0": "0.6.3", "v1-early": "0.8.5", "v1-blocks": "0.20.0",
+                 "v1-capacity": CURRENT_VLLM_VERSION}
 
 # vllm serve's default max_num_batched_tokens on GPUs under 70 GiB (V1,
 # chunked prefill on); on H100-class GPUs it is 8192. Only sliding-window
@@ -367,6 +371,16 @@ class KvCapacity:
     max_concurrency: float
     workers: tuple[WorkerKvCache, ...] = field(default_factory=tuple)
 
+    @property
+    def group_tokens(self) -> int:
+        """Tokens one KV cache group holds: blocks x block size. [tokens]
+
+        For a uniform model this is the cache's token capacity whatever the
+        release prints; for a hybrid it is one group's, each group holding
+        every request's tokens of its own layers.
+        """
+        return self.num_blocks * self.block_size
+
 
 @dataclass(frozen=True)
 class KvMemoryEstimate:
@@ -433,7 +447,7 @@ def kv_rule(vllm_version: str, engine: str | None = None) -> str:
         return "v0"
     if (major, minor) < (0, 9):
         return "v1-early"
-    if (major, minor) < (0, 20):
+    if (major, minor) < (0, 21):
         return "v1-blocks"
     return "v1-capacity"
 
@@ -761,6 +775,82 @@ def kv_capacity_for_printed_gib(model: ModelSpec, serving: ServingSpec, printed_
         low = (printed_gib - half) * GIB_BYTES
         high = (printed_gib + half) * GIB_BYTES - 1
     return kv_capacity(model, serving, low), kv_capacity(model, serving, high)
+
+
+def kv_memory_range_for_tokens(model: ModelSpec, serving: ServingSpec,
+                               kv_tokens_printed: int) -> tuple[float, float]:
+    """The available KV memory per GPU that makes vLLM print exactly ``kv_tokens_printed``. [bytes]
+
+    The inverse of :func:`kv_capacity` for one memory figure shared by every
+    stage: vLLM keeps whole blocks, so one printed token count stands for a
+    range of memory one block wide (several blocks under rules that divide
+    blocks among groups). A start-up log's token count therefore pins the
+    memory more tightly than its "Available KV cache memory" figure, which is
+    rounded to 0.01 GiB.
+
+    Parameters
+    ----------
+    kv_tokens_printed : int
+        "GPU KV cache size: N tokens" as a log printed it. [tokens]
+
+    Returns
+    -------
+    (float, float)
+        ``(low, high)``: every memory in ``[low, high)`` prints that count. [bytes]
+
+    Raises
+    ------
+    PlannerInputError
+        When no memory prints that count for this model and version (for
+        example a count that is not a whole number of blocks under a
+        blocks rule): the model, a setting or the version differs from the run.
+
+    Examples
+    --------
+    A log's 257,584 tokens of Qwen2.5-7B-Instruct-AWQ are 16,099 blocks of 16:
+
+    >>> qwen = ModelSpec("qwen2.5-7b-awq", 28, 28, 4, 128, "float16", max_position_embeddings=32768)
+    >>> low, high = kv_memory_range_for_tokens(qwen, ServingSpec(), 257_584)
+    >>> round(low / GIB_BYTES, 4), round(high / GIB_BYTES, 4)
+    (13.7565, 13.7573)
+    """
+    if isinstance(kv_tokens_printed, bool) or not isinstance(kv_tokens_printed, int) \
+            or kv_tokens_printed < 1:
+        raise PlannerInputError(
+            f"kv_tokens_printed must be a whole number >= 1, got {kv_tokens_printed!r}")
+    rule = kv_rule(serving.vllm_version, serving.engine)
+    groups = kv_cache_groups(model, serving)
+    # Bytes one block takes on the busiest stage: the engine keeps that stage's block count.
+    unit = page_size_bytes(model, serving) * max(
+        len(layers) if rule == "v0" else max(sum(1 for layer in g.layers if layer in layers)
+                                             for g in groups)
+        for layers in _stage_of_layers(model, serving))
+
+    def printed(num_blocks: int) -> int:
+        return kv_capacity(model, serving, num_blocks * unit).kv_tokens
+
+    def first_block_count(at_least: int) -> int:
+        # The smallest block count printing at least `at_least` tokens (printed() never falls).
+        low, high = 1, 1
+        while printed(high) < at_least:
+            low, high = high, high * 2
+        while low < high:
+            middle = (low + high) // 2
+            if printed(middle) >= at_least:
+                high = middle
+            else:
+                low = middle + 1
+        return low
+
+    first = first_block_count(kv_tokens_printed)
+    if printed(first) != kv_tokens_printed:
+        raise PlannerInputError(
+            f"no KV memory makes vLLM (rule {rule}) print {kv_tokens_printed:,} tokens for model "
+            f"{model.name!r}: {first - 1:,} blocks print {printed(first - 1) if first > 1 else 0:,} "
+            f"and {first:,} print {printed(first):,}; the config, a setting or the version "
+            "differs from the run that printed it")
+    after = first_block_count(kv_tokens_printed + 1)
+    return float(first * unit), float(after * unit)
 
 
 # --------------------------------------------------------------------------------------

@@ -9,7 +9,11 @@ flag ``--show-hidden-metrics-for-version=X.Y`` brings it back) and removed in
 ``X.Y+2``. The versions below come from vLLM's source at release tags and the
 pull requests named in each entry. "V0" means the metric was already exported
 by the V0 engine, before the V1 engine became the default in 0.8, and the V1
-engine kept it. No maths here: a catalogue and table building.
+engine kept it. The history runs to :data:`planner.vllm_release.CURRENT_VLLM_VERSION`:
+every current name is registered in that release's ``loggers.py``, and the
+removals were checked in the released wheels (the old inter-token histogram
+is still registered, hidden, in 0.14.0 and gone from 0.15.0). No maths here:
+a catalogue and table building.
 """
 
 from __future__ import annotations
@@ -19,16 +23,21 @@ from dataclasses import dataclass
 
 from planner._markdown import link, markdown_table
 from planner.promql import LEGACY_ONLY, SIGNALS, Signal, queries_for
+from planner.vllm_release import CURRENT_VLLM_VERSION
 
 __all__ = [
+    "CURRENT_VLLM_VERSION",
     "METRIC_HISTORY",
     "MetricHistory",
     "MetricRow",
+    "export_status",
     "exported_by_default",
+    "history_releases",
     "metric_rows",
     "metric_table_markdown",
     "parse_version",
     "promql_markdown",
+    "release_matrix_markdown",
 ]
 
 _LOGGERS = "https://github.com/vllm-project/vllm/blob/{tag}/vllm/v1/metrics/loggers.py"
@@ -41,7 +50,7 @@ def _pr(number: int) -> tuple[str, str]:
 
 
 def _loggers(tag: str) -> tuple[str, str]:
-    return f"source at {tag}", _LOGGERS.format(tag=tag)
+    return f"loggers.py {tag}", _LOGGERS.format(tag=tag)
 
 
 @dataclass(frozen=True)
@@ -81,23 +90,38 @@ class MetricHistory:
     meaning: str = ""
 
 
+# Evidence that a name is still registered in the current release.
+_NOW = _loggers(f"v{CURRENT_VLLM_VERSION}")
+
 METRIC_HISTORY: tuple[MetricHistory, ...] = (
-    MetricHistory("vllm:kv_cache_usage_perc", "0.9.2", (_pr(18354), _loggers("v0.11.0"))),
+    MetricHistory("vllm:kv_cache_usage_perc", "0.9.2", (_pr(18354), _loggers("v0.11.0"), _NOW)),
     MetricHistory(
         "vllm:gpu_cache_usage_perc", "V0", (_pr(18354), _loggers("v0.11.0"), _pr(29330)),
         deprecated="0.9.2", hidden="0.11", removed="0.12", replaced_by="vllm:kv_cache_usage_perc",
     ),
-    MetricHistory("vllm:num_requests_running", "V0", (_V0_LIST, _loggers("v0.11.0"))),
-    MetricHistory("vllm:num_requests_waiting", "V0", (_V0_LIST, _loggers("v0.11.0"))),
-    MetricHistory("vllm:num_preemptions", "V0", (_V0_LIST, _loggers("v0.11.0"))),
-    MetricHistory("vllm:request_queue_time_seconds", "V0", (_V0_LIST, _loggers("v0.11.0"))),
-    MetricHistory("vllm:time_to_first_token_seconds", "V0", (_V0_LIST, _loggers("v0.11.0"))),
-    MetricHistory("vllm:inter_token_latency_seconds", "0.10", (_loggers("v0.11.0"), _pr(32661))),
+    MetricHistory("vllm:num_requests_running", "V0", (_V0_LIST, _loggers("v0.11.0"), _NOW)),
+    MetricHistory("vllm:num_requests_waiting", "V0", (_V0_LIST, _loggers("v0.11.0"), _NOW)),
+    MetricHistory("vllm:num_preemptions", "V0", (_V0_LIST, _loggers("v0.11.0"), _NOW)),
+    MetricHistory("vllm:request_queue_time_seconds", "V0", (_V0_LIST, _loggers("v0.11.0"), _NOW)),
+    MetricHistory("vllm:time_to_first_token_seconds", "V0", (_V0_LIST, _loggers("v0.11.0"), _NOW)),
+    MetricHistory("vllm:inter_token_latency_seconds", "0.10", (_loggers("v0.11.0"), _pr(32661), _NOW)),
     MetricHistory(
-        "vllm:time_per_output_token_seconds", "V0", (_loggers("v0.11.0"), _pr(29330), _pr(32661)),
-        deprecated="0.11", hidden="0.12", replaced_by="vllm:inter_token_latency_seconds",
+        "vllm:time_per_output_token_seconds", "V0",
+        (_loggers("v0.11.0"), _pr(29330), _pr(32661), _loggers("v0.15.0")),
+        deprecated="0.11", hidden="0.12", removed="0.15", replaced_by="vllm:inter_token_latency_seconds",
     ),
-    MetricHistory("vllm:e2e_request_latency_seconds", "V0", (_V0_LIST, _loggers("v0.11.0"))),
+    MetricHistory("vllm:e2e_request_latency_seconds", "V0", (_V0_LIST, _loggers("v0.11.0"), _NOW)),
+    # Counted in prompt tokens: queries per newly scheduled request, hits found cached.
+    MetricHistory("vllm:prefix_cache_queries", "0.9.2", (_pr(18354), _loggers("v0.11.0"), _NOW)),
+    MetricHistory("vllm:prefix_cache_hits", "0.9.2", (_pr(18354), _loggers("v0.11.0"), _NOW)),
+    MetricHistory(
+        "vllm:gpu_prefix_cache_queries", "0.8", (_pr(12592), _pr(18354), _pr(24245), _pr(29330)),
+        deprecated="0.9.2", hidden="0.11", removed="0.12", replaced_by="vllm:prefix_cache_queries",
+    ),
+    MetricHistory(
+        "vllm:gpu_prefix_cache_hits", "0.8", (_pr(12592), _pr(18354), _pr(24245), _pr(29330)),
+        deprecated="0.9.2", hidden="0.11", removed="0.12", replaced_by="vllm:prefix_cache_hits",
+    ),
     MetricHistory(
         "vllm:num_requests_swapped", "V0", (_V0_LIST, _pr(15458), _pr(18837), _POLICY),
         deprecated="0.8", hidden="0.9", removed="0.10", kind="gauge",
@@ -137,6 +161,47 @@ def exported_by_default(name: str, version: str) -> bool:
         return False
     gone = entry.hidden or entry.removed
     return not gone or current < parse_version(gone)
+
+
+def export_status(name: str, version: str) -> str:
+    """What a vLLM server of ``version`` does with ``name``.
+
+    Returns
+    -------
+    str
+        ``"exported"`` (by default), ``"hidden"`` (deprecated and no longer
+        exported by default, still in the code), ``"removed"`` or
+        ``"not yet"`` (older than the name).
+    """
+    entry = _BY_NAME[name]
+    current = parse_version(version)
+    if current < parse_version(entry.since):
+        return "not yet"
+    if entry.removed and current >= parse_version(entry.removed):
+        return "removed"
+    if entry.hidden and current >= parse_version(entry.hidden):
+        return "hidden"
+    return "exported"
+
+
+def history_releases() -> tuple[str, ...]:
+    """The releases where some name appeared, was hidden or removed, then the current one, oldest first."""
+    changes = {value for entry in METRIC_HISTORY
+               for value in (entry.since, entry.hidden, entry.removed) if value and value != "V0"}
+    return tuple(sorted(changes | {CURRENT_VLLM_VERSION}, key=parse_version))
+
+
+def release_matrix_markdown(versions: tuple[str, ...] | None = None) -> str:
+    """Which names each release exports by default, as a Markdown table (one row per name).
+
+    By default one column per release of :func:`history_releases`, newest
+    first, so the current release stays in view on a narrow screen.
+    """
+    versions = tuple(reversed(history_releases())) if versions is None else versions
+    marks = {"exported": "yes", "hidden": "hidden", "removed": "", "not yet": ""}
+    body = [(_code(entry.name), *(marks[export_status(entry.name, v)] for v in versions))
+            for entry in METRIC_HISTORY]
+    return markdown_table(("metric", *versions), body)
 
 
 @dataclass(frozen=True)

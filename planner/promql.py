@@ -58,6 +58,10 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("itl", "histogram", "vllm:inter_token_latency_seconds", ("vllm:time_per_output_token_seconds",),
            "time between output tokens [s]", False),
     Signal("e2e", "histogram", "vllm:e2e_request_latency_seconds", (), "request latency [s]", False),
+    Signal("prefix_queries", "counter", "vllm:prefix_cache_queries", ("vllm:gpu_prefix_cache_queries",),
+           "prompt tokens looked up in the prefix cache [tokens]", False),
+    Signal("prefix_hits", "counter", "vllm:prefix_cache_hits", ("vllm:gpu_prefix_cache_hits",),
+           "prompt tokens found in the prefix cache [tokens]", False),
 )
 
 # Names that belong to V0's swapping preemption mode, gone from the V1 engine.
@@ -106,6 +110,11 @@ def queries_for(names: dict[str, str], labels: dict[str, str] | None = None, win
         queries["waiting_sum"] = f"sum({names['waiting']}{match})"
     if "preemptions" in names:
         queries["preemptions_per_s"] = f"sum(rate({names['preemptions']}_total{match}[{window}]))"
+    if "prefix_hits" in names and "prefix_queries" in names:
+        queries["prefix_cache_hit_frac"] = (
+            f"sum(rate({names['prefix_hits']}_total{match}[{window}])) / "
+            f"sum(rate({names['prefix_queries']}_total{match}[{window}]))"
+        )
     for key in ("queue_time", "ttft", "itl", "e2e"):
         if key in names:
             queries[f"{key}_p99_s"] = (

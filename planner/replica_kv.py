@@ -24,6 +24,7 @@ from planner.kv_cache import (
     DEFAULT_MAX_NUM_BATCHED_TOKENS,
     GIB_BYTES,
     KV_CACHE_DTYPES,
+    RULE_RELEASES,
     KvCapacity,
     KvMemoryEstimate,
     ModelSpec,
@@ -49,7 +50,7 @@ _TRY_KV_DTYPES = ("auto", "fp8", "float32")
 _TRY_BLOCK_SIZES = (16, 32, 64, 128)
 _TRY_BATCHED_TOKENS = (2048, 4096, 8192, 16384)
 _TRY_DRAFT_LAYERS = (0, 1, 2, 3)
-_TRY_VERSIONS = ("0.6.0", "0.8.5", "0.11.0", "0.24.0")  # one release per sizing rule
+_TRY_VERSIONS = tuple(RULE_RELEASES.values())  # one release per sizing rule
 _TRY_KV_HEADS = (1, 2, 4, 8, 16, 32, 64, 128)
 _TRY_HEAD_DIMS = (64, 80, 96, 112, 128, 160, 192, 256, 512, 576)
 

@@ -15,9 +15,11 @@ import pytest
 
 from planner.cli import main
 from planner.explorers.kv_capacity import kv_capacity_explorer
+from planner.readers.metrics import read_metrics_scrape
 from planner.readers.model_config import read_model_config
 from planner.readers.vllm_log import read_vllm_log
 from planner.replica_kv import replica_kv
+from planner.vllm_release import CURRENT_VLLM_VERSION
 from tests.conftest import DATA_DIR, TEST_DATA_DIR
 from tests.notebooks import BOOK_DIR, glued, run_chapter
 
@@ -108,3 +110,41 @@ def test_explorer_keeps_per_stage_memory_of_a_pipeline_log(tmp_path):
     memory, *_, summary = kv_capacity_explorer(replica).children
     assert memory.value == 11.33
     assert f"<b>{replica.capacity.kv_tokens:,}</b> tokens" in summary.value
+
+
+def test_default_chapter_reads_hybrids_prefixes_and_the_published_log_right(tmp_path):
+    values = glued(run_chapter("kv_capacity", tmp_path))
+    prose = "\n".join(c.source for c in nbformat.read(CHAPTER, as_version=4).cells
+                      if c.cell_type == "markdown")
+    # Hybrids: the page's own table shows Gemma 3 holding fewer requests than tokens / length.
+    assert "fit more requests than their token count suggests" not in prose
+    assert "more for sliding-window hybrids" not in prose
+    assert values["gemma_fewer_or_more"] == "fewer"
+    assert int(values["gemma_requests"]) < int(values["gemma_tokens_over_length"].replace(",", "")) / 4
+    # The published 257,584 against 257,648: rounding of the memory line, under every rule.
+    assert values["w30_from_printed"] == "257,648"
+    assert (values["log_memory_low_gib"], values["log_memory_high_gib"]) == ("13.7565", "13.7573")
+    assert (values["odd_blocks_tokens"], values["odd_capacity_tokens"]) == ("257,648", "257,616")
+    assert values["current_release"] == values["vllm_version"] == CURRENT_VLLM_VERSION
+    # Shared prefixes: half of each 800-token prompt shared lifts 258 requests to 429.
+    assert (values["hit_frac"], values["shared_tokens"]) == ("50.0%", "400")
+    assert (values["requests_unshared"], values["requests_shared"]) == ("258", "429")
+    assert (values["kv_per_request_shared"], values["overstatement"]) == ("601", "66%")
+    assert values["hit_source"] == "the prefix_cache_hit_frac parameter"
+
+
+def test_chapter_reads_the_hit_fraction_from_a_real_scrape(tmp_path, shared_dir):
+    scrape = shared_dir / "real-world" / "metrics" / "vllm-0.25.1-opt125m-tp2-loaded.txt"
+    values = glued(run_chapter("kv_capacity", tmp_path, metrics_scrape_path=str(scrape)))
+    assert values["hit_frac_value"] == read_metrics_scrape(scrape).prefix_cache_hit_frac
+    assert values["hit_frac"] == "0.7%" and values["hit_source"].startswith(f"the scrape {scrape}")
+    assert values["requests_shared"] == "259"  # random benchmark prompts share almost nothing
+
+
+def test_chapter_shares_nothing_when_the_scrape_says_prefix_caching_is_off(tmp_path, shared_dir):
+    real = shared_dir / "real-world" / "metrics" / "vllm-0.25.1-opt125m-tp2-loaded.txt"
+    scrape = tmp_path / "scrape.txt"
+    scrape.write_text(real.read_text().replace('enable_prefix_caching="True"', 'enable_prefix_caching="False"'))
+    values = glued(run_chapter("kv_capacity", tmp_path, metrics_scrape_path=str(scrape)))
+    assert values["hit_frac"] == "0.0%" and "prefix caching is off" in values["hit_source"]
+    assert values["requests_shared"] == values["requests_unshared"] == "258"

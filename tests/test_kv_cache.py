@@ -10,6 +10,7 @@ import planner.kv_cache as kv
 from planner.errors import PlannerInputError
 from planner.kv_cache import (
     GIB_BYTES,
+    RULE_RELEASES,
     ModelSpec,
     ServingSpec,
     available_kv_memory_estimate,
@@ -20,6 +21,7 @@ from planner.kv_cache import (
     kv_capacity_for_printed_gib,
     kv_memory_for_concurrency_bytes,
     kv_memory_for_max_len_bytes,
+    kv_memory_range_for_tokens,
     kv_rule,
     max_model_len_for_memory,
     pipeline_stage_layers,
@@ -58,6 +60,52 @@ def test_w31_concurrent_requests_at_a_thousand_tokens():
     assert kv_capacity(qwen, ServingSpec(), memory).num_blocks * 16 == 257_584
     requests = concurrent_requests(qwen, ServingSpec(), memory, 1000)
     assert requests == pytest.approx(257.584) and round(requests) == 258
+
+
+def test_w30_the_gap_to_the_log_is_print_rounding_under_every_rule():
+    # The log printed 13.76 GiB and 257,584 tokens; 13.76 GiB itself gives 257,648 under every rule.
+    qwen = model("qwen2.5-7b-instruct-awq")
+    for rule, release in RULE_RELEASES.items():
+        serving = ServingSpec(max_model_len=32768, vllm_version=release)
+        assert kv_capacity(qwen, serving, 13.76 * GIB_BYTES).kv_tokens == 257_648, rule
+        # 257,584 tokens are 16,099 blocks: memory in [16,099, 16,100) blocks, all printed as 13.76.
+        low, high = kv_memory_range_for_tokens(qwen, serving, 257_584)
+        assert (low, high) == (16_099 * 16 * 57_344, 16_100 * 16 * 57_344)
+        assert round(low / GIB_BYTES, 2) == round((high - 1) / GIB_BYTES, 2) == 13.76
+        assert kv_capacity(qwen, serving, low).kv_tokens == 257_584
+        assert kv_capacity(qwen, serving, high - 1).kv_tokens == 257_584
+        assert kv_capacity(qwen, serving, high).kv_tokens == 257_600
+        assert kv_capacity(qwen, serving, low).group_tokens == 257_584
+
+
+def test_the_release_rule_matters_when_max_model_len_is_not_whole_blocks():
+    qwen = model("qwen2.5-7b-instruct-awq")
+    memory = 13.76 * GIB_BYTES  # 16,103 blocks; 32,700 tokens need cdiv(32700, 16) = 2,044 blocks
+    blocks = kv_capacity(qwen, ServingSpec(max_model_len=32_700, vllm_version=RULE_RELEASES["v1-blocks"]),
+                         memory)
+    capacity = kv_capacity(qwen, ServingSpec(max_model_len=32_700), memory)
+    assert blocks.kv_tokens == 16_103 * 16 == 257_648
+    assert capacity.kv_tokens == int(16_103 / 2_044 * 32_700) == 257_616
+    assert capacity.group_tokens == blocks.group_tokens == 257_648
+    # Under the newer rule a count is not always a whole number of blocks, and still inverts.
+    low, high = kv_memory_range_for_tokens(qwen, ServingSpec(max_model_len=32_700), 257_616)
+    assert kv_capacity(qwen, ServingSpec(max_model_len=32_700), low).kv_tokens == 257_616
+    assert kv_capacity(qwen, ServingSpec(max_model_len=32_700), high).kv_tokens > 257_616
+
+
+def test_memory_range_for_hybrid_tokens_and_impossible_counts():
+    gemma = model("gemma-3-27b-it")
+    serving = ServingSpec(max_model_len=32768, vllm_version=RULE_RELEASES["v1-blocks"])
+    printed = kv_capacity(gemma, serving, 20 * GIB_BYTES).kv_tokens
+    low, high = kv_memory_range_for_tokens(gemma, serving, printed)
+    assert low <= 20 * GIB_BYTES < high
+    # Seven groups share the blocks: one printed count spans seven blocks of memory.
+    assert (high - low) == 7 * kv.page_size_bytes(gemma, serving) * 10
+    qwen = model("qwen2.5-7b-instruct-awq")
+    with pytest.raises(PlannerInputError, match=r"no KV memory makes vLLM .* print 257,590 tokens"):
+        kv_memory_range_for_tokens(qwen, ServingSpec(max_model_len=32768), 257_590)
+    with pytest.raises(PlannerInputError, match="whole number >= 1"):
+        kv_memory_range_for_tokens(qwen, ServingSpec(), 0)
 
 
 # ---- geometry ------------------------------------------------------------------------------
@@ -236,3 +284,11 @@ def test_sliding_windows_never_lower_concurrency(gib, tokens):
     assert capacity.max_concurrency >= capacity.kv_tokens / 32768 - 1e-9
     assert concurrent_requests(oss, serving, gib * GIB_BYTES, tokens) >= \
         capacity.kv_tokens / tokens - 1e-9
+
+
+@pytest.mark.parametrize(("release", "rule"), [("0.20.0", "v1-blocks"), ("0.20.2", "v1-blocks"),
+                                               ("0.21.0", "v1-capacity"), ("0.22.0", "v1-capacity")])
+def test_the_printed_token_rule_switched_after_0_20(release, rule):
+    # Read in the released wheels: 0.20.0 logs num_blocks // groups x block size, 0.22.0 logs
+    # int(max_concurrency x max_model_len); 0.21.0 has no wheel and takes the newer rule.
+    assert kv_rule(release) == rule

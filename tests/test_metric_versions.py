@@ -6,12 +6,16 @@ import pytest
 
 from planner._markdown import markdown_table
 from planner.metric_versions import (
+    CURRENT_VLLM_VERSION,
     METRIC_HISTORY,
+    export_status,
     exported_by_default,
+    history_releases,
     metric_rows,
     metric_table_markdown,
     parse_version,
     promql_markdown,
+    release_matrix_markdown,
 )
 from planner.promql import LEGACY_ONLY, SIGNALS, queries_for
 from planner.readers.metrics import read_metrics_scrape
@@ -115,3 +119,38 @@ def test_markdown_table_escapes_pipes_and_rejects_ragged_rows():
     assert markdown_table(("a", "b"), [("x|y", "z")]).splitlines()[2] == "| x\\|y | z |"
     with pytest.raises(ValueError, match="row 1 has 1 cells for 2 headers"):
         markdown_table(("a", "b"), [("x",)])
+
+
+def test_history_runs_to_the_current_release_with_checked_removals():
+    history = {entry.name: entry for entry in METRIC_HISTORY}
+    # The old inter-token histogram: still registered (hidden) in 0.14.0's wheel, gone from 0.15.0's.
+    old_itl = history["vllm:time_per_output_token_seconds"]
+    assert (old_itl.hidden, old_itl.removed) == ("0.12", "0.15")
+    assert export_status(old_itl.name, "0.14.1") == "hidden"
+    assert export_status(old_itl.name, "0.15") == "removed"
+    # The prefix-cache counters lost their gpu_ prefix with the KV gauge (#18354) and followed its life.
+    for new, old in (("vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries"),
+                     ("vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits")):
+        assert history[new].since == "0.9.2" and history[old].replaced_by == new
+        assert (history[old].hidden, history[old].removed) == (
+            history["vllm:gpu_cache_usage_perc"].hidden, history["vllm:gpu_cache_usage_perc"].removed)
+    # Every current name is exported by the release the book follows, with that release's source cited.
+    for signal in SIGNALS:
+        assert export_status(signal.current, CURRENT_VLLM_VERSION) == "exported"
+        assert any(f"v{CURRENT_VLLM_VERSION}/" in url for _, url in history[signal.current].sources)
+        for old in signal.deprecated:
+            assert export_status(old, CURRENT_VLLM_VERSION) == "removed"
+
+
+def test_the_release_matrix_has_a_column_per_change_and_the_current_release():
+    releases = history_releases()
+    assert releases[-1] == CURRENT_VLLM_VERSION and "0.15" in releases and "0.9.2" in releases
+    assert [parse_version(v) for v in releases] == sorted(parse_version(v) for v in releases)
+    lines = release_matrix_markdown().splitlines()
+    releases = releases[::-1]  # newest first
+    assert lines[0] == "| metric | " + " | ".join(releases) + " |"
+    assert len(lines) == len(METRIC_HISTORY) + 2
+    row = next(line for line in lines if line.startswith("| `vllm:time_per_output_token_seconds`"))
+    cells = [cell.strip() for cell in row.strip("|").split("|")][1:]
+    assert cells[releases.index("0.11")] == "yes" and cells[releases.index("0.12")] == "hidden"
+    assert cells[releases.index("0.15")] == "" and cells[0] == ""  # gone from the current release

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from planner.errors import PlannerInputError
-from planner.readers.metrics import read_metrics_scrape, report_from_text
+from planner.readers.metrics import prefix_cache_hit_frac, read_metrics_scrape, report_from_text
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "metrics" / "vllm-v0-style-loaded.txt"
 
@@ -66,3 +66,58 @@ def test_a_file_that_is_not_a_scrape_is_explained(tmp_path, text, message):
         read_metrics_scrape(scrape)
     assert message in str(error.value)
     assert "curl http://POD:8000/metrics" in str(error.value)  # says what to save instead
+
+
+def test_prefix_cache_hit_fraction_of_a_real_loaded_scrape(shared_dir):
+    # vLLM 0.25.1 under a benchmark of random prompts: 2,480 of 339,968 prompt tokens found cached.
+    loaded = read_metrics_scrape(shared_dir / "real-world/metrics/vllm-0.25.1-opt125m-tp2-loaded.txt")
+    assert _status(loaded)["prefix_queries"] == _status(loaded)["prefix_hits"] == "current"
+    assert loaded.value("prefix_queries") == 339_968 and loaded.value("prefix_hits") == 2_480
+    assert loaded.prefix_cache_hit_frac == pytest.approx(2_480 / 339_968)
+    assert loaded.queries["prefix_cache_hit_frac"] == (
+        'sum(rate(vllm:prefix_cache_hits_total{model_name="opt-125m-tp2"}[5m])) / '
+        'sum(rate(vllm:prefix_cache_queries_total{model_name="opt-125m-tp2"}[5m]))')
+    # The idle scrape of the same server run has looked nothing up yet; the interval is the loaded run.
+    idle = read_metrics_scrape(shared_dir / "real-world/metrics/vllm-0.25.1-opt125m-tp2-idle.txt")
+    assert idle.prefix_cache_hit_frac is None
+    assert prefix_cache_hit_frac(loaded, idle) == pytest.approx(2_480 / 339_968)
+    with pytest.raises(PlannerInputError, match="restarted between the scrapes"):
+        prefix_cache_hit_frac(idle, loaded)
+
+
+def test_prefix_cache_hit_fraction_over_an_interval_and_under_old_names():
+    def scrape(queries, hits, prefix="vllm:"):
+        return report_from_text(
+            "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting 0\n"
+            f"# TYPE {prefix}prefix_cache_queries_total counter\n{prefix}prefix_cache_queries_total {queries}\n"
+            f"# TYPE {prefix}prefix_cache_hits_total counter\n{prefix}prefix_cache_hits_total {hits}\n")
+
+    assert prefix_cache_hit_frac(scrape(3000, 2000), scrape(1000, 500)) == pytest.approx(0.75)
+    old = scrape(1000, 250, prefix="vllm:gpu_")
+    assert _status(old)["prefix_hits"] == "deprecated" and old.prefix_cache_hit_frac == 0.25
+    assert "vllm:gpu_prefix_cache_hits_total" in old.queries["prefix_cache_hit_frac"]
+
+
+def test_a_scrape_without_prefix_counters_has_no_hit_fraction():
+    assert read_metrics_scrape(SAMPLE).prefix_cache_hit_frac is None
+
+
+def test_cache_config_info_and_the_planner_reproduce_each_other(shared_dir):
+    # vLLM 0.25.1, opt-125m (12 layers, 12 KV heads of 64, fp16) on TP 2, max_model_len 2,048:
+    # the scrape's cache_config_info carries the capacity the start-up log prints.
+    from planner.kv_cache import ModelSpec, ServingSpec, kv_capacity, page_size_bytes
+
+    report = read_metrics_scrape(shared_dir / "real-world/metrics/vllm-0.25.1-opt125m-tp2-idle.txt")
+    config = report.cache_config
+    assert config["enable_prefix_caching"] == "True" and config["block_size"] == "16"
+    opt = ModelSpec("opt-125m", 12, 12, 12, 64, "float16", max_position_embeddings=2048)
+    serving = ServingSpec(tensor_parallel_size=2, vllm_version="0.25.1")
+    blocks = int(config["num_gpu_blocks"])
+    capacity = kv_capacity(opt, serving, blocks * page_size_bytes(opt, serving) * 12)
+    assert capacity.num_blocks == blocks == 25_028
+    assert capacity.kv_tokens == int(config["kv_cache_size_tokens"]) == 400_448
+    assert capacity.max_concurrency == float(config["kv_cache_max_concurrency"]) == 195.53125
+    # A scrape near 0.11 has the block count but not yet the token figure.
+    older = read_metrics_scrape(shared_dir / "real-world/metrics/vllm-v1-qwen1.5-0.5b-chat-idle.txt")
+    assert older.cache_config["num_gpu_blocks"] == "2452" and "kv_cache_size_tokens" not in older.cache_config
+    assert read_metrics_scrape(SAMPLE).cache_config == {}

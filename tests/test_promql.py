@@ -28,3 +28,11 @@ def test_selector_refuses_quotes():
     assert selector(None) == ""
     with pytest.raises(ValueError, match="cannot be written"):
         selector({"model_name": 'a"b'})
+
+
+def test_prefix_cache_hit_fraction_needs_both_counters():
+    names = {s.key: s.current for s in SIGNALS}
+    queries = queries_for(names, window="1m")
+    assert queries["prefix_cache_hit_frac"] == (
+        "sum(rate(vllm:prefix_cache_hits_total[1m])) / sum(rate(vllm:prefix_cache_queries_total[1m]))")
+    assert "prefix_cache_hit_frac" not in queries_for({"prefix_hits": "vllm:prefix_cache_hits"})

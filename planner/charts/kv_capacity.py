@@ -18,6 +18,7 @@ from planner.kv_cache import (
     kv_bytes_per_token,
     kv_capacity,
 )
+from planner.prefix_cache import kv_with_shared_prefix, shared_prefix_tokens
 
 __all__ = [
     "REFERENCE_SETUPS",
@@ -26,6 +27,9 @@ __all__ = [
     "comparison_setups",
     "comparison_table",
     "geometry_text",
+    "prefix_sharing_chart",
+    "prefix_sharing_grid",
+    "rows_at_memory",
 ]
 
 # The bundled configs the comparison sets beside the user's model: label, config
@@ -40,6 +44,7 @@ REFERENCE_SETUPS: tuple[tuple[str, str, str], ...] = (
 
 _TABLE_COLUMNS = {"setup": "set-up", "bytes_per_token": "bytes/token/GPU",
                   "kv_tokens": "GPU KV cache size (tokens)",
+                  "tokens_over_length": "tokens ÷ length",
                   "concurrent_requests": "requests held"}
 
 
@@ -81,13 +86,17 @@ def comparison_table(grid: pd.DataFrame, memory_gib: float):
         Set-up, bytes per token per GPU, tokens and requests held, with the
         DataFrame index hidden.
     """
-    memories = np.sort(grid["memory_gib"].unique())
-    nearest = memories[np.argmin(np.abs(memories - memory_gib))]
-    rows = grid.loc[grid["memory_gib"] == nearest, list(_TABLE_COLUMNS)].rename(
-        columns=_TABLE_COLUMNS)
+    rows = rows_at_memory(grid, memory_gib)[list(_TABLE_COLUMNS)].rename(columns=_TABLE_COLUMNS)
     return rows.style.hide(axis="index").format(
         {"bytes/token/GPU": "{:,}", "GPU KV cache size (tokens)": "{:,}",
-         "requests held": "{:,.1f}"})
+         "tokens ÷ length": "{:,.1f}", "requests held": "{:,.1f}"})
+
+
+def rows_at_memory(grid: pd.DataFrame, memory_gib: float) -> pd.DataFrame:
+    """The rows of :func:`architecture_grid` at the grid memory nearest ``memory_gib``, indexed by set-up."""
+    memories = np.sort(grid["memory_gib"].unique())
+    nearest = memories[np.argmin(np.abs(memories - memory_gib))]
+    return grid.loc[grid["memory_gib"] == nearest].set_index("setup", drop=False)
 
 
 def geometry_text(model: ModelSpec) -> str:
@@ -120,7 +129,9 @@ def architecture_grid(setups: Mapping[str, tuple[ModelSpec, ServingSpec]], memor
     -------
     pandas.DataFrame
         Columns ``setup``, ``memory_gib``, ``bytes_per_token``, ``kv_tokens``,
-        ``max_concurrency``, ``concurrent_requests``; one row per set-up and memory.
+        ``max_concurrency``, ``tokens_over_length`` (the printed tokens divided
+        by the request length, the usual shortcut) and ``concurrent_requests``
+        (what the planner counts, group by group); one row per set-up and memory.
     """
     rows = []
     for label, (model, serving) in setups.items():
@@ -133,6 +144,7 @@ def architecture_grid(setups: Mapping[str, tuple[ModelSpec, ServingSpec]], memor
                 "bytes_per_token": per_token,
                 "kv_tokens": capacity.kv_tokens,
                 "max_concurrency": capacity.max_concurrency,
+                "tokens_over_length": capacity.kv_tokens / tokens_per_request,
                 "concurrent_requests": concurrent_requests(
                     model, serving, memory_gib * GIB_BYTES, tokens_per_request),
             })
@@ -161,3 +173,64 @@ def architecture_chart(grid: pd.DataFrame, initial_memory_gib: float,
         ],
     ).add_params(memory).properties(
         width=380, height=240, title="Same memory, different architectures")
+
+
+PREFIX_CASES = ("hits on prefixes held by requests in flight", "hits on prefixes of finished requests")
+
+
+def prefix_sharing_grid(kv_tokens: float, tokens_per_request: float, prompt_tokens: float,
+                        hit_fracs) -> pd.DataFrame:
+    """Requests held at once against the prefix-cache hit fraction, at both ends of what hits can mean.
+
+    Parameters
+    ----------
+    kv_tokens : float
+        Tokens the cache holds. [tokens]
+    tokens_per_request : float
+        Mean prompt plus output tokens. [tokens]
+    prompt_tokens : float
+        Mean prompt tokens, the part a hit fraction refers to. [tokens]
+    hit_fracs : array_like
+        Hit fractions to evaluate, each in [0, 1). [fraction]
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``hit_frac``, ``case`` (one of :data:`PREFIX_CASES`),
+        ``requests`` and ``kv_tokens_per_request``: every hit on blocks a
+        request in flight holds (the most sharing), or on blocks a finished
+        request left (no sharing: the blocks become the new request's own).
+    """
+    rows = []
+    for hit_frac in np.asarray(hit_fracs, dtype=float):
+        sharing = kv_with_shared_prefix(
+            kv_tokens, tokens_per_request,
+            shared_prefix_tokens(prompt_tokens, prefix_cache_hit_frac=hit_frac))
+        rows.append({"hit_frac": float(hit_frac), "case": PREFIX_CASES[0],
+                     "requests": sharing.requests_shared,
+                     "kv_tokens_per_request": sharing.kv_tokens_per_request})
+        rows.append({"hit_frac": float(hit_frac), "case": PREFIX_CASES[1],
+                     "requests": sharing.requests_unshared,
+                     "kv_tokens_per_request": sharing.tokens_per_request})
+    return pd.DataFrame(rows)
+
+
+def prefix_sharing_chart(grid: pd.DataFrame, prefix_cache_hit_frac: float) -> alt.LayerChart:
+    """Requests held at once against the hit fraction, the two readings of a hit, and the page's hit fraction."""
+    color = alt.Color("case:N", title=None, sort=list(PREFIX_CASES),
+                      legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=320))
+    lines = alt.Chart(grid).mark_line().encode(
+        x=alt.X("hit_frac:Q", title="Prefix-cache hit fraction (hits / queries)",
+                axis=alt.Axis(format="%")),
+        y=alt.Y("requests:Q", title="Requests held at once"),
+        color=color, strokeDash=alt.StrokeDash("case:N", sort=list(PREFIX_CASES), legend=None),
+        tooltip=[alt.Tooltip("hit_frac:Q", title="hit fraction", format=".0%"),
+                 alt.Tooltip("case:N", title="case"),
+                 alt.Tooltip("requests:Q", title="requests", format=",.0f"),
+                 alt.Tooltip("kv_tokens_per_request:Q", title="KV tokens per request",
+                             format=",.0f")])
+    marker = alt.Chart(pd.DataFrame({"hit_frac": [prefix_cache_hit_frac]})).mark_rule(color="gray").encode(
+        x="hit_frac:Q", tooltip=[alt.Tooltip("hit_frac:Q", title="this page's hit fraction",
+                                             format=".1%")])
+    return alt.layer(lines, marker).properties(
+        width=380, height=240, title="Requests held as prompts share more of their prefix")

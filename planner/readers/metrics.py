@@ -16,7 +16,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from planner.errors import PlannerInputError
 from planner.promql import LEGACY_ONLY, SIGNALS, queries_for
 
-__all__ = ["MetricsReport", "SignalStatus", "read_metrics_scrape", "report_from_text"]
+__all__ = [
+    "MetricsReport",
+    "SignalStatus",
+    "prefix_cache_hit_frac",
+    "read_metrics_scrape",
+    "report_from_text",
+]
 
 
 @dataclass(frozen=True)
@@ -46,7 +52,13 @@ class SignalStatus:
 
 @dataclass(frozen=True)
 class MetricsReport:
-    """The vLLM signals found in one scrape, and queries that match them."""
+    """The vLLM signals found in one scrape, and queries that match them.
+
+    ``cache_config`` holds the labels of ``vllm:cache_config_info`` (block
+    size, ``num_gpu_blocks``, ``enable_prefix_caching``; in newer releases (0.25.1 has them) also
+    ``kv_cache_size_tokens`` and ``kv_cache_max_concurrency``), empty when the
+    scrape has none.
+    """
 
     source: str
     model_names: tuple[str, ...]
@@ -55,11 +67,25 @@ class MetricsReport:
     legacy_metrics: tuple[str, ...]
     exported: frozenset[str] = frozenset()
     queries: dict[str, str] = field(default_factory=dict)
+    cache_config: dict[str, str] = field(default_factory=dict)
 
     @property
     def missing_required(self) -> tuple[str, ...]:
         required = {s.key for s in SIGNALS if s.required}
         return tuple(s.key for s in self.signals if s.status == "missing" and s.key in required)
+
+    def value(self, key: str) -> float | None:
+        """The summed value of a gauge or counter signal (None when missing or a histogram)."""
+        return next(s.value for s in self.signals if s.key == key)
+
+    @property
+    def prefix_cache_hit_frac(self) -> float | None:
+        """Prompt tokens found in the prefix cache over prompt tokens looked up, since the server started.
+
+        None when the scrape has no prefix-cache counters or no lookup yet.
+        See :func:`prefix_cache_hit_frac` for the fraction over an interval. [fraction]
+        """
+        return prefix_cache_hit_frac(self)
 
     @property
     def deprecated_in_use(self) -> tuple[str, ...]:
@@ -72,6 +98,51 @@ class MetricsReport:
         old = {s.key: s.deprecated for s in SIGNALS}
         return tuple(n for s in self.signals if s.status in ("deprecated", "both") for n in old[s.key]
                      if n in self.exported)
+
+
+def prefix_cache_hit_frac(after: MetricsReport, before: MetricsReport | None = None) -> float | None:
+    """vLLM's prefix-cache hit fraction: cached prompt tokens over prompt tokens looked up. [fraction]
+
+    vLLM (V1) adds every newly scheduled request's prompt length to
+    ``vllm:prefix_cache_queries`` and the tokens it found cached, in whole
+    blocks and never the last prompt token, to ``vllm:prefix_cache_hits``.
+    One scrape gives the fraction since the server started; two scrapes of
+    the same server give it over the interval between them, the figure
+    ``rate(hits) / rate(queries)`` would show.
+
+    Parameters
+    ----------
+    after : MetricsReport
+        The (later) scrape.
+    before : MetricsReport, optional
+        An earlier scrape of the same server.
+
+    Returns
+    -------
+    float or None
+        The fraction, or None when the counters are missing or nothing was
+        looked up (prefix caching off, or an idle server).
+
+    Raises
+    ------
+    PlannerInputError
+        When a counter went down between the scrapes (the server restarted).
+    """
+    queries, hits = after.value("prefix_queries"), after.value("prefix_hits")
+    if queries is None or hits is None:
+        return None
+    if before is not None:
+        earlier_queries, earlier_hits = before.value("prefix_queries"), before.value("prefix_hits")
+        if earlier_queries is None or earlier_hits is None:
+            return None
+        if queries < earlier_queries or hits < earlier_hits:
+            raise PlannerInputError(
+                f"{after.source}: the prefix-cache counters are lower than in {before.source} "
+                "(the server restarted between the scrapes); take both scrapes from one server run")
+        queries, hits = queries - earlier_queries, hits - earlier_hits
+    if queries <= 0:
+        return None
+    return hits / queries
 
 
 def read_metrics_scrape(path: str | Path, model_name: str | None = None) -> MetricsReport:
@@ -172,7 +243,11 @@ def report_from_text(text: str, source: str = "<text>", model_name: str | None =
         queries = queries_for(names, labels)
     except ValueError as error:
         raise PlannerInputError(f"{source}: {error}") from None
+    info = vllm.get("vllm:cache_config_info")
+    cache_config = ({k: v for k, v in info.samples[0].labels.items() if k != "engine"}
+                    if info is not None and info.samples else {})
     return MetricsReport(
         source=source, model_names=tuple(models), engine=engine, signals=tuple(statuses),
         legacy_metrics=tuple(n for n in LEGACY_ONLY if n in vllm), exported=frozenset(vllm), queries=queries,
+        cache_config=cache_config,
     )
