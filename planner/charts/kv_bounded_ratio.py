@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from planner.charts import grid_slider
-from planner.charts.hpa_decisions import LEGEND, WIDTH_PX
+from planner.charts.hpa_decisions import LEGEND, WIDTH_PX, coinciding_lines
 from planner.hpa import (
     Tolerances,
     get_external_metric_replicas,
@@ -28,6 +28,8 @@ from planner.keda import keda_quantity_milli
 from planner.kv_ramp import ramp_replicas, warmups_to_reach
 
 __all__ = [
+    "NO_CHANGE",
+    "SUM_AVG_TRIGGERS",
     "PairingSummary",
     "kv_targets_around",
     "paired_hpa",
@@ -127,25 +129,38 @@ def sum_avg_grid(replica_counts, kv_levels, target: float) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["kv_usage", "replicas", "trigger", "proposal"])
 
 
+SUM_AVG_TRIGGERS = {"avg(kv) with Value": "#f58518", "sum(kv) with AverageValue": "#e45756",
+                    "avg(kv) with AverageValue": "#4c78a8"}
+NO_CHANGE = "no change: proposal = current"
+
+
 def sum_avg_chart(grid: pd.DataFrame, initial_kv: float) -> alt.LayerChart:
-    """Proposal against the current count, with a slider for the KV usage every pod shows."""
+    """Proposal against the current count, with a slider for the KV usage every pod shows.
+
+    ``sum`` with ``AverageValue`` and ``avg`` with ``Value`` give the same
+    proposal at every count, so the second is a wide band and the first a
+    thin line on it; the dashed grey diagonal (in the legend) is where the
+    proposal equals the current count.
+    """
     kv, step = grid_slider("kv_usage", grid["kv_usage"], initial_kv, "KV usage on every pod ",
                            default_step=0.05)
-    lines = alt.Chart(grid).transform_filter(f"abs(datum.kv_usage - kv_usage) < {step / 2}").mark_line(
-        point=True
-    ).encode(
-        x=alt.X("replicas:Q", title="Current replicas (all Ready)"),
-        y=alt.Y("proposal:Q", title="Proposed replicas"),
-        color=alt.Color("trigger:N", legend=LEGEND),
-        strokeDash=alt.StrokeDash("trigger:N", legend=None),
-        tooltip=["trigger:N", "replicas:Q", "proposal:Q"],
-    )
-    diagonal = alt.Chart(pd.DataFrame({"replicas": [float(grid["replicas"].min()), float(grid["replicas"].max())]})
-                         ).mark_line(color="#888", strokeDash=[2, 3]).encode(x="replicas:Q", y="replicas:Q")
-    return alt.layer(lines, diagonal).add_params(kv).properties(
+    colors = {**SUM_AVG_TRIGGERS, NO_CHANGE: "#888888"}
+    base = alt.Chart(grid).transform_filter(f"abs(datum.kv_usage - kv_usage) < {step / 2}")
+    x = alt.X("replicas:Q", title="Current replicas (all Ready)")
+    y = alt.Y("proposal:Q", title="Proposed replicas")
+    tooltip = ["trigger:N", "replicas:Q", "proposal:Q"]
+    band, line = coinciding_lines(base, x, y, "trigger", under="avg(kv) with Value",
+                                  over="sum(kv) with AverageValue", colors=colors, tooltip=tooltip)
+    twice = base.transform_filter(alt.datum.trigger == "avg(kv) with AverageValue").mark_line(
+        point=True, strokeDash=[6, 3]).encode(x=x, y=y, color=alt.Color("trigger:N"), tooltip=tooltip)
+    ends = [float(grid["replicas"].min()), float(grid["replicas"].max())]
+    diagonal = alt.Chart(pd.DataFrame({"replicas": ends, "proposal": ends, "trigger": NO_CHANGE})).mark_line(
+        strokeDash=[2, 3]).encode(x="replicas:Q", y="proposal:Q", color=alt.Color("trigger:N"))
+    return alt.layer(band, line, twice, diagonal).add_params(kv).properties(
         width=WIDTH_PX, height=260,
         title=alt.TitleParams("sum with AverageValue = avg with Value; avg with AverageValue divides twice",
-                              limit=WIDTH_PX + 60),
+                              limit=WIDTH_PX + 60,
+                              subtitle=["The red line runs inside the orange band: the two proposals are equal."]),
     )
 
 
