@@ -12,7 +12,8 @@ from pathlib import Path
 import altair as alt
 import pandas as pd
 
-from planner.lint import RULES, SEVERITIES, Finding
+from planner._markdown import inline_html
+from planner.lint import SEVERITIES, Finding
 
 __all__ = ["findings_chart", "findings_frame", "findings_table", "workloads_frame"]
 
@@ -26,12 +27,17 @@ def findings_frame(findings: Iterable[Finding]) -> pd.DataFrame:
 
 
 def findings_table(frame: pd.DataFrame, rules_page: str = "lint_rules.html"):
-    """The findings as an HTML table that wraps inside the column; each rule links to its section."""
+    """The findings as an HTML table that wraps inside the column; each rule links to its section.
+
+    The reasons and fixes are Markdown (flags and fields in backticks); they
+    are rendered as HTML, code as code, and everything else escaped.
+    """
     shown = frame.assign(
         where=frame["file"] + ":" + frame["line"].astype(str),
         rule=[f'<a href="{rules_page}#{rule}">{rule}</a><br><small>{severity}</small>'
               for rule, severity in zip(frame["rule"], frame["severity"], strict=True)],
-        finding=[f"{why}<br><b>Fix:</b> {fix}" for why, fix in zip(frame["why"], frame["fix"], strict=True)],
+        finding=[f"{inline_html(why)}<br><b>Fix:</b> {inline_html(fix)}"
+                 for why, fix in zip(frame["why"], frame["fix"], strict=True)],
     )[["where", "rule", "finding"]]
     return shown.style.hide(axis="index").set_table_styles([
         {"selector": "", "props": "table-layout: fixed; width: 100%; max-width: 650px; font-size: 0.85em;"},
@@ -43,16 +49,27 @@ def findings_table(frame: pd.DataFrame, rules_page: str = "lint_rules.html"):
 
 
 def findings_chart(frame: pd.DataFrame) -> alt.Chart:
-    """Findings per rule, coloured by severity; rules in the contract's order."""
-    order = [rule for rule in RULES if rule in set(frame["rule"])]
-    counts = frame.groupby(["rule", "severity"], as_index=False).size().rename(columns={"size": "findings"})
+    """Findings per file, stacked by severity: where to start, in a folder of many manifests.
+
+    Files are sorted by their number of errors, then of all findings; the
+    tooltip names the rules behind each bar segment.
+    """
+    counts = (frame.groupby(["file", "severity"], as_index=False)
+              .agg(findings=("rule", "size"), rules=("rule", lambda rules: ", ".join(sorted(set(rules))))))
+    errors = frame[frame["severity"] == "error"].groupby("file").size()
+    totals = frame.groupby("file").size()
+    order = sorted(totals.index, key=lambda f: (-int(errors.get(f, 0)), -int(totals[f]), f))
     return alt.Chart(counts).mark_bar().encode(
-        y=alt.Y("rule:N", sort=order, title=None),
-        x=alt.X("findings:Q", title="findings", axis=alt.Axis(tickMinStep=1)),
-        color=alt.Color("severity:N", scale=alt.Scale(domain=list(SEVERITIES),
-                                                      range=[_SEVERITY_COLOURS[s] for s in SEVERITIES])),
-        tooltip=["rule", "severity", "findings"],
-    ).properties(width=420, height=alt.Step(18), title="Findings per rule")
+        y=alt.Y("file:N", sort=order, title=None, axis=alt.Axis(labelLimit=200)),
+        x=alt.X("findings:Q", title="Findings", axis=alt.Axis(format="d", tickMinStep=1)),
+        color=alt.Color("severity:N", title="Severity", scale=alt.Scale(
+            domain=list(SEVERITIES), range=[_SEVERITY_COLOURS[s] for s in SEVERITIES]),
+            legend=alt.Legend(orient="bottom")),
+        order=alt.Order("severity_rank:Q"),
+        tooltip=["file", "severity", "findings", alt.Tooltip("rules:N", title="rules")],
+    ).transform_calculate(
+        severity_rank=" + ".join(f"(datum.severity == '{s}' ? {i} : 0)" for i, s in enumerate(SEVERITIES))
+    ).properties(width=420, height=alt.Step(22), title="Findings per file, by severity")
 
 
 def workloads_frame(workloads) -> pd.DataFrame:
