@@ -158,9 +158,9 @@ def sum_avg_chart(grid: pd.DataFrame, initial_kv: float) -> alt.LayerChart:
         strokeDash=[2, 3]).encode(x="replicas:Q", y="proposal:Q", color=alt.Color("trigger:N"))
     return alt.layer(band, line, twice, diagonal).add_params(kv).properties(
         width=WIDTH_PX, height=260,
-        title=alt.TitleParams("sum with AverageValue = avg with Value; avg with AverageValue divides twice",
-                              limit=WIDTH_PX + 60,
-                              subtitle=["The red line runs inside the orange band: the two proposals are equal."]),
+        title=alt.TitleParams("Three ways to put KV usage in a trigger", limit=WIDTH_PX + 60, subtitle=[
+            "sum with AverageValue = avg with Value: the red line runs inside the orange band;",
+            "avg with AverageValue divides by the pods twice."]),
     )
 
 
