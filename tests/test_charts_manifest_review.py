@@ -34,3 +34,15 @@ def test_chart_counts_findings_per_file_and_severity():
     errors = frame[frame.severity == "error"].groupby("file").size()
     assert spec["encoding"]["y"]["sort"][0] == errors.idxmax()
     assert all(re.fullmatch(r"[a-z0-9-]+(, [a-z0-9-]+)*", row["rules"]) for row in rows)
+
+
+def test_workloads_table_has_headers_with_units_and_fits_the_column():
+    from planner.charts.manifest_review import WORKLOAD_COLUMNS, workloads_frame, workloads_table
+
+    manifests = read_manifest_set([REVIEW])
+    frame = workloads_frame(manifests.workloads)
+    assert tuple(frame.columns) == WORKLOAD_COLUMNS
+    assert not [c for c in frame.columns if re.search(r"[a-z]_[a-z]", c)]
+    chat = frame.set_index("Workload").loc["Deployment chat"]
+    assert chat["Grace period (s)"] == "unset (30)" and chat["--max-model-len (tokens)"] == "4096"
+    assert "white-space: normal" in workloads_table(manifests.workloads).to_html()

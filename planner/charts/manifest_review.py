@@ -15,7 +15,8 @@ import pandas as pd
 from planner._markdown import inline_html
 from planner.lint import SEVERITIES, Finding
 
-__all__ = ["findings_chart", "findings_frame", "findings_table", "workloads_frame"]
+__all__ = ["WORKLOAD_COLUMNS", "findings_chart", "findings_frame", "findings_table", "workloads_frame",
+           "workloads_table"]
 
 _SEVERITY_COLOURS = {"error": "#c0392b", "warning": "#e67e22", "info": "#7f8c8d"}
 
@@ -72,23 +73,41 @@ def findings_chart(frame: pd.DataFrame) -> alt.Chart:
     ).properties(width=420, height=alt.Step(22), title="Findings per file, by severity")
 
 
+WORKLOAD_COLUMNS = ("Workload", "Grace period (s)", "preStop", "--shutdown-timeout (s)", "--max-num-seqs",
+                    "--max-model-len (tokens)", "GPUs")
+"""The headers of :func:`workloads_frame`: the field or flag each column shows, with its unit."""
+
+
 def workloads_frame(workloads) -> pd.DataFrame:
-    """One row per vLLM container read: the settings the shutdown and batch rules use."""
+    """One row per vLLM container read: the settings the shutdown and batch rules use.
+
+    Columns are :data:`WORKLOAD_COLUMNS`; a setting the manifest leaves out is
+    empty, except the grace period, shown as ``unset (30)``.
+    """
     rows = []
     for workload in workloads:
         for server in workload.servers:
             pre_stop = server.pre_stop
-            rows.append({
-                "workload": f"{workload.kind} {workload.name}",
-                "grace_s": "unset (30)" if workload.termination_grace_period_s is None
+            rows.append((
+                f"{workload.kind} {workload.name}",
+                "unset (30)" if workload.termination_grace_period_s is None
                 else str(workload.termination_grace_period_s),
-                "pre_stop": "" if pre_stop is None else (
+                "" if pre_stop is None else (
                     f"{pre_stop.action} {pre_stop.sleep_s:g} s" if pre_stop.sleep_s is not None
                     else pre_stop.action + (" (drains)" if pre_stop.drains else "")),
-                "shutdown_timeout": server.flags.get("--shutdown-timeout") or "",
-                "max_num_seqs": server.flags.get("--max-num-seqs") or "",
-                "max_model_len": server.flags.get("--max-model-len") or "",
-                "gpus": "" if server.gpus is None else str(server.gpus),
-            })
-    columns = ["workload", "grace_s", "pre_stop", "shutdown_timeout", "max_num_seqs", "max_model_len", "gpus"]
-    return pd.DataFrame(rows, columns=columns)
+                server.flags.get("--shutdown-timeout") or "",
+                server.flags.get("--max-num-seqs") or "",
+                server.flags.get("--max-model-len") or "",
+                "" if server.gpus is None else str(server.gpus),
+            ))
+    return pd.DataFrame(rows, columns=list(WORKLOAD_COLUMNS))
+
+
+def workloads_table(workloads):
+    """:func:`workloads_frame` as the page shows it: headers that wrap, so seven columns fit the text column."""
+    return workloads_frame(workloads).style.hide(axis="index").set_table_styles([
+        {"selector": "", "props": "font-size: 0.85em; border-collapse: collapse;"},
+        {"selector": "th", "props": "white-space: normal; vertical-align: bottom; text-align: left; "
+                                    "padding: 2px 6px; line-height: 1.2;"},
+        {"selector": "td", "props": "text-align: left; padding: 2px 6px;"},
+    ])
