@@ -228,3 +228,9 @@ def test_kv_sum_line_rides_on_the_avg_band_and_the_diagonal_is_in_the_legend():
     assert "no change: proposal = current" in domain and len(domain) == 4
     pivot = grid.pivot_table(index=["kv_usage", "replicas"], columns="trigger", values="proposal")
     assert (pivot["sum(kv) with AverageValue"] == pivot["avg(kv) with Value"]).all()
+
+
+def test_tolerance_legend_says_what_a_colour_means_not_true_or_false():
+    spec = tolerance_chart(tolerance_grid([4], [1.0, 8.0], 2.0), 4, "waiting").to_dict()
+    legend = spec["layer"][1]["encoding"]["color"]["legend"]
+    assert "inside the tolerance: the count stays" in legend["labelExpr"] and legend.get("title") is None

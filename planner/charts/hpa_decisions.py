@@ -123,7 +123,9 @@ def tolerance_chart(grid: pd.DataFrame, initial_replicas: int, value_title: str,
     )
     points = base.mark_point(filled=True, size=18).encode(
         x="value:Q", y="proposal:Q",
-        color=alt.Color("within_tolerance:N", legend=alt.Legend(orient="bottom", title="inside the tolerance"),
+        color=alt.Color("within_tolerance:N", legend=alt.Legend(
+            orient="bottom", title=None, labelLimit=0,
+            labelExpr="datum.label == 'true' ? 'inside the tolerance: the count stays' : 'outside: the proposal applies'"),
                         scale=alt.Scale(domain=[True, False], range=["#54a24b", "#e45756"])),
         tooltip=[alt.Tooltip("value:Q"), alt.Tooltip("usage_ratio:Q", title="ratio", format=".3f"),
                  alt.Tooltip("proposal:Q")],
