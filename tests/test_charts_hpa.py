@@ -234,3 +234,10 @@ def test_tolerance_legend_says_what_a_colour_means_not_true_or_false():
     spec = tolerance_chart(tolerance_grid([4], [1.0, 8.0], 2.0), 4, "waiting").to_dict()
     legend = spec["layer"][1]["encoding"]["color"]["legend"]
     assert "inside the tolerance: the count stays" in legend["labelExpr"] and legend.get("title") is None
+
+
+def test_ramp_chart_names_the_goal_the_unbounded_line_covers():
+    spec = ramp_chart(ramp_grid(4, [0.8], 5, 10), 10, 0.8).to_dict()
+    texts = [layer for layer in spec["layer"] if (layer["mark"]["type"] if isinstance(layer["mark"], dict)
+                                                  else layer["mark"]) == "text"]
+    assert len(texts) == 1 and "goal: 10 replicas" in str(spec)

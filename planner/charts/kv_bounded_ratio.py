@@ -105,7 +105,11 @@ def ramp_chart(grid: pd.DataFrame, goal_replicas: int, initial_target: float) ->
     goal = alt.Chart(pd.DataFrame({"goal": [goal_replicas]})).mark_rule(color="#e45756", strokeDash=[6, 4]).encode(
         y="goal:Q"
     )
-    return alt.layer(lines, goal).add_params(target).properties(
+    # The unbounded signal sits on the goal once it gets there, so the rule is named where the lines start.
+    goal_label = alt.Chart(pd.DataFrame({"goal": [goal_replicas], "warmup": [0.05],
+                                         "text": [f"goal: {goal_replicas} replicas"]})).mark_text(
+        align="left", baseline="bottom", dy=-3, color="#e45756").encode(x="warmup:Q", y="goal:Q", text="text:N")
+    return alt.layer(lines, goal, goal_label).add_params(target).properties(
         width=WIDTH_PX, height=260, title="A bounded ratio grows the fleet by at most 1/target per warmup"
     )
 
