@@ -42,16 +42,18 @@ from planner.errors import (
     require_non_negative,
     require_positive,
 )
-from planner.grace import GracePlan
+from planner.grace import GraceCheck, GracePlan, check_grace, drain_time_s, plan_grace
 
 __all__ = [
     "OUTPUT_LENGTH_SHAPES",
+    "DrainReview",
     "OutputLengths",
     "cut_frac",
     "cut_requests",
     "drain_window_s",
     "empirical_output_lengths",
     "output_lengths",
+    "review_drain",
     "shutdown_settings",
 ]
 
@@ -317,3 +319,83 @@ def shutdown_settings(plan: GracePlan, container: str = "vllm") -> dict:
     if plan.pre_stop_s > 0:
         pod["containers"] = [{"name": container, "lifecycle": {"preStop": {"sleep": {"seconds": plan.pre_stop_s}}}}]
     return {"spec": {"template": {"spec": pod}}}
+
+
+@dataclass(frozen=True)
+class DrainReview:
+    """One pod's shutdown settings against its longest generation, and the settings to apply instead.
+
+    The chapter's text, its table and its explorer all read these numbers, so
+    they cannot disagree.
+
+    Attributes
+    ----------
+    longest_s : float
+        The longest generation's time to finish (:func:`planner.grace.drain_time_s`). [s]
+    window_s : float
+        Time a request in flight at the start of termination has (:func:`drain_window_s`). [s]
+    cut_frac : float
+        Share of the generations in flight that one scale-down cuts (:func:`cut_frac`). [fraction]
+    cut_requests : float
+        The same, in requests, for the replica's in-flight count. [requests]
+    current : GraceCheck
+        The verdict on the current settings.
+    plan : GracePlan
+        The recommendation, with the planned preStop and margin.
+    """
+
+    longest_s: float
+    window_s: float
+    cut_frac: float
+    cut_requests: float
+    current: GraceCheck
+    plan: GracePlan
+
+
+def review_drain(lengths: OutputLengths, *, max_output_tokens, itl_ms, ttft_ms=0.0, in_flight_requests=0.0,
+                 termination_grace_period_s, shutdown_timeout_s, pre_stop_s, planned_pre_stop_s,
+                 margin_frac=0.1) -> DrainReview:
+    """What the current settings cut, and what to set instead.
+
+    Parameters
+    ----------
+    lengths : OutputLengths
+        Distribution of output lengths.
+    max_output_tokens : int
+        The largest ``max_tokens`` the service accepts. [tokens]
+    itl_ms : float
+        Inter-token latency while draining. [ms]
+    ttft_ms : float, optional
+        Time to first token. [ms]
+    in_flight_requests : float, optional
+        Requests a replica holds when it is removed. [requests]
+    termination_grace_period_s, shutdown_timeout_s, pre_stop_s : float
+        The current settings. [s]
+    planned_pre_stop_s : float
+        The preStop the recommendation plans for (the current one may be 0). [s]
+    margin_frac : float, optional
+        Safety margin on the drain time. [fraction]
+
+    Returns
+    -------
+    DrainReview
+
+    Examples
+    --------
+    >>> review = review_drain(output_lengths(4096, "max"), max_output_tokens=4096, itl_ms=50.0,
+    ...                       termination_grace_period_s=30, shutdown_timeout_s=0, pre_stop_s=0,
+    ...                       planned_pre_stop_s=10)
+    >>> review.cut_frac, review.plan.shutdown_timeout_s, review.plan.termination_grace_period_s
+    (1.0, 226, 241)
+    """
+    longest_s = float(drain_time_s(max_output_tokens, itl_ms, ttft_ms))
+    window_s = float(drain_window_s(termination_grace_period_s, shutdown_timeout_s, pre_stop_s))
+    frac = float(cut_frac(window_s, lengths, itl_ms, ttft_ms))
+    return DrainReview(
+        longest_s=longest_s,
+        window_s=window_s,
+        cut_frac=frac,
+        cut_requests=float(cut_requests(in_flight_requests, frac)),
+        current=check_grace(termination_grace_period_s, shutdown_timeout_s, longest_s, pre_stop_s),
+        plan=plan_grace(longest_s, pre_stop_s=planned_pre_stop_s, margin_frac=margin_frac),
+    )

@@ -91,6 +91,35 @@ def remote_references(page: Path) -> list[str]:
     return parser.remote + [f"@import {url}" for url in _CSS_IMPORT.findall(text)]
 
 
+# A command-line flag whose leading "--" (or "---") Sphinx's smart quotes turned into an en (em) dash:
+# a dash at the start of a word and glued to a lowercase letter, as in "\u2013shutdown-timeout".
+_DASHED_FLAG = re.compile(r"(?<![\w\u2013\u2014-])[\u2013\u2014][a-z][a-z0-9]*(?:-[a-z0-9]+)*")
+
+
+class _VisibleText(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.skipping = 0
+        self.chunks: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.skipping += tag in ("script", "style")
+
+    def handle_endtag(self, tag):
+        self.skipping -= tag in ("script", "style") and self.skipping > 0
+
+    def handle_data(self, data):
+        if not self.skipping:
+            self.chunks.append(data)
+
+
+def dashed_flags(page: Path) -> list[str]:
+    """Flags a reader would copy wrongly: ``--name`` rendered with an en or em dash in the page's text."""
+    parser = _VisibleText()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return _DASHED_FLAG.findall("".join(parser.chunks))
+
+
 # --------------------------------------------------------------------------- browser
 
 
@@ -394,6 +423,9 @@ def main(argv: list[str], browser=None) -> int:
     for page in pages:
         for ref in remote_references(page):
             problems.append(f"{page.relative_to(root)}: loads from another host: {ref}")
+        for flag in dashed_flags(page):
+            problems.append(f"{page.relative_to(root)}: a flag renders with a dash that cannot be copied: {flag!r} "
+                            "(write it as inline code)")
     for css in sorted(root.rglob("*.css")):
         for url in _CSS_IMPORT.findall(css.read_text(encoding="utf-8", errors="replace")):
             problems.append(f"{css.relative_to(root)}: imports from another host: {url}")

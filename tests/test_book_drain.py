@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 
@@ -21,8 +22,30 @@ OTHER = dict(max_output_tokens=8192, itl_ms=35.0, ttft_ms=800.0, output_length_s
              pre_stop_s=15.0, planned_pre_stop_s=15.0, margin_frac=0.2)
 
 
+def _pasted_as_text(notebook) -> set[str]:
+    """Keys the page's prose pastes with ``{glue:text}`` (Sphinx's smart quotes apply to those)."""
+    return {key for cell in notebook.cells if cell.cell_type == "markdown"
+            for key in re.findall(r"\{glue:text\}`([^`:]+)", cell.source)}
+
+
+def _glued_markdown(notebook, name: str) -> str:
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            scrap = output.get("metadata", {}).get("scrapbook", {})
+            if scrap.get("name") == name:
+                return output["data"][scrap.get("mime_prefix", "") + "text/markdown"]
+    raise AssertionError(f"{name} was not glued")
+
+
 def test_default_run_is_w37(tmp_path):
-    values = glued(run_chapter("drain", tmp_path))
+    notebook = run_chapter("drain", tmp_path)
+    values = glued(notebook)
+    # A flag pasted as text renders with an en dash ("--" -> "\u2013"); the page pastes it as inline code.
+    assert not [key for key in _pasted_as_text(notebook) if "--" in str(values[key])]
+    assert _glued_markdown(notebook, "shutdown_flag_md") == "`--shutdown-timeout=226`"
+    assert "{glue:md}`shutdown_flag_md`" in "".join(c.source for c in notebook.cells)
+    # The chart's curves follow the planned 10 s preStop, and the text says what that costs at 30 s.
+    assert values["planned_pre_stop_s"] == "10" and values["abort_planned_pct"] == "67.6%"
     assert values["longest_s"] == "204.8" and values["window_s"] == "0"
     assert values["cut_now_pct"] == "100.0%" and values["cut_now"] == "40.0"
     assert (values["rec_shutdown_s"], values["rec_grace_s"]) == ("226", "241")  # W38 with a 10 s preStop

@@ -87,3 +87,20 @@ def test_chapter_titles_and_toc_order(name):
     assert all(not cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code")
     toc = (REPO_ROOT / "_toc.yml").read_text()
     assert toc.index("book/flapping") < toc.index("book/lab") < toc.index("caption: Reviewing")
+
+
+def test_lab_page_reads_as_prose_not_as_code(tmp_path):
+    import re
+
+    notebook = run_chapter("lab", tmp_path)
+    html = "\n".join(str(output.get("data", {}).get("text/html", "")) for cell in notebook.cells
+                     for output in cell.get("outputs", []))
+    headers = re.findall(r"<th[^>]*>([^<]*)</th>", html)
+    assert headers and not [h for h in headers if re.search(r"[a-z]_[a-z]", h)], headers
+    titles = re.findall(r'"title": \{"text": "([^"]*)"|"title": "([^"]*)"', html)
+    assert any("Your traffic through the" in t for pair in titles for t in pair), titles
+    assert not [t for pair in titles for t in pair if re.search(r"\.(ya?ml|csv)\b|\.\./", t)], titles
+    values = glued(notebook)
+    texts = [v for v in values.values() if isinstance(v, str)]
+    assert not [t for t in texts if "at least 100.0%" in t or re.search(r"\b1 [a-z ]+s$", t)], texts
+    assert values["your_scale_events_text"].endswith(("scale event", "scale events"))

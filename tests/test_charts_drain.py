@@ -46,3 +46,14 @@ def test_each_itl_gets_an_axis_past_its_recommended_grace():
         assert rows.loc[rows["grace_s"] >= recommended, "cut_frac"].max() < 1.0
         assert rows.loc[(rows["setting"] == DRAIN) & (rows["grace_s"] >= recommended), "cut_frac"].max() == 0.0
     assert len(grid) < 5000  # altair's inline-data limit
+
+
+def test_chart_states_the_prestop_its_curves_assume():
+    grid = cut_grid([50.0], output_lengths(4096, "max"), pre_stop_s=10.0)
+    assert (grid["pre_stop_s"] == 10.0).all()
+    spec = cut_chart(grid, 50.0).to_dict()
+    assert spec["title"]["text"] == "Generations cut by one scale-down, after a 10 s preStop"
+    assert "every generation" in spec["title"]["subtitle"][0]
+    assert "after a 10 s preStop" in spec["layer"][0]["encoding"]["color"]["legend"]["labelExpr"]
+    no_hook = cut_chart(cut_grid([50.0], output_lengths(4096, "max")), 50.0).to_dict()
+    assert no_hook["title"]["text"].endswith("with no preStop")

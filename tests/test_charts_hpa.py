@@ -189,3 +189,55 @@ def test_kv_charts_fit_and_pairing_summary_matches_the_chart():
 
 def test_width_constant_leaves_room_for_axes():
     assert WIDTH_PX + 110 <= COLUMN_PX
+
+
+def _line_layers(spec) -> dict[str, dict]:
+    """Each line layer by the series its filter keeps (or the diagonal's constant series)."""
+    found = {}
+    for layer in spec["layer"]:
+        mark = layer["mark"] if isinstance(layer["mark"], dict) else {"type": layer["mark"]}
+        if mark["type"] != "line":
+            continue
+        kept = [t["filter"] for t in layer.get("transform", []) if "filter" in t and "'trigger'" in str(t["filter"])]
+        name = kept[0].split("===")[-1].strip(" '\")") if kept else "other"
+        found[name] = {"mark": mark, "layer": layer}
+    return found
+
+
+def test_coinciding_series_are_both_visible_and_the_chart_says_why():
+    spec = ready_chart(ready_grid(6, [0.5, 1.0, 1.5], 0.8), 6, 1.0).to_dict()
+    lines = _line_layers(spec)
+    band, line = lines["avg(...) with Value"]["mark"], lines["sum(...) with AverageValue"]["mark"]
+    assert band["strokeWidth"] >= 3 * line["strokeWidth"] and band["opacity"] < 1 and line["point"]
+    assert spec["layer"].index(lines["avg(...) with Value"]["layer"]) < spec["layer"].index(
+        lines["sum(...) with AverageValue"]["layer"])  # the band is drawn first, the line on top
+    assert "coincide" in " ".join(spec["title"]["subtitle"])
+    grid = ready_grid(6, [0.5, 1.0, 1.5], 0.8).pivot_table(index=["per_pod_value", "ready_replicas"],
+                                                           columns="trigger", values="proposal")
+    parted = grid[grid["avg(...) with Value"] != grid["sum(...) with AverageValue"]]
+    assert (parted == 6).any(axis=1).all()  # where they part, one of them kept the current count
+
+
+def test_kv_sum_line_rides_on_the_avg_band_and_the_diagonal_is_in_the_legend():
+    grid = sum_avg_grid(range(1, 11), [0.5, 0.95], 0.8)
+    spec = sum_avg_chart(grid, 0.95).to_dict()
+    lines = _line_layers(spec)
+    band, line = lines["avg(kv) with Value"]["mark"], lines["sum(kv) with AverageValue"]["mark"]
+    assert band["strokeWidth"] >= 3 * line["strokeWidth"] and band["opacity"] < 1 and line["point"]
+    domain = spec["layer"][0]["encoding"]["color"]["scale"]["domain"]
+    assert "no change: proposal = current" in domain and len(domain) == 4
+    pivot = grid.pivot_table(index=["kv_usage", "replicas"], columns="trigger", values="proposal")
+    assert (pivot["sum(kv) with AverageValue"] == pivot["avg(kv) with Value"]).all()
+
+
+def test_tolerance_legend_says_what_a_colour_means_not_true_or_false():
+    spec = tolerance_chart(tolerance_grid([4], [1.0, 8.0], 2.0), 4, "waiting").to_dict()
+    legend = spec["layer"][1]["encoding"]["color"]["legend"]
+    assert "inside the tolerance: the count stays" in legend["labelExpr"] and legend.get("title") is None
+
+
+def test_ramp_chart_names_the_goal_the_unbounded_line_covers():
+    spec = ramp_chart(ramp_grid(4, [0.8], 5, 10), 10, 0.8).to_dict()
+    texts = [layer for layer in spec["layer"] if (layer["mark"]["type"] if isinstance(layer["mark"], dict)
+                                                  else layer["mark"]) == "text"]
+    assert len(texts) == 1 and "goal: 10 replicas" in str(spec)

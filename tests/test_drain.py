@@ -10,6 +10,7 @@ from planner.drain import (
     drain_window_s,
     empirical_output_lengths,
     output_lengths,
+    review_drain,
     shutdown_settings,
 )
 from planner.errors import PlannerInputError
@@ -185,3 +186,15 @@ def test_shutdown_settings_match_the_generated_workload_patch():
     assert manifests.grace == plan
     assert manifests.workload_patch.document["spec"] == shutdown_settings(plan)["spec"]
     assert manifests.shutdown_flag == f"--shutdown-timeout={plan.shutdown_timeout_s}"
+
+
+def test_review_is_the_one_computation_of_cut_and_plan():
+    lengths = output_lengths(4096, "geometric", 512)
+    review = review_drain(lengths, max_output_tokens=4096, itl_ms=50.0, in_flight_requests=40.0,
+                          termination_grace_period_s=30, shutdown_timeout_s=0, pre_stop_s=0, planned_pre_stop_s=10,
+                          margin_frac=0.1)
+    assert review.longest_s == pytest.approx(204.8) and review.window_s == 0.0
+    assert review.cut_frac == 1.0 and review.cut_requests == 40.0 and not review.current.ok
+    # The plan uses the planned preStop (10 s), not the current one (0 s): W38's 226 s and 241 s.
+    assert (review.plan.pre_stop_s, review.plan.shutdown_timeout_s, review.plan.termination_grace_period_s) == (
+        10, 226, 241)

@@ -26,3 +26,12 @@ def test_recorded_lengths_replace_the_model_and_follow_the_cap():
     assert f"cuts <b>{(40 - 5) / (3 * 1 + 40):.1%}</b>" in summary.value
     box.children[4].value = 96  # max tokens: every answer now fits in 0.96 s
     assert "cuts <b>0.0%</b>" in summary.value
+
+
+def test_explorer_recommends_what_the_chapter_table_does():
+    # The chapter plans for a 10 s preStop while the current one is 0: the explorer once said 231 s
+    # (planning with the current preStop) where the table said 241 s.
+    summary = drain_explorer().children[-1]
+    assert ("--shutdown-timeout 226 s, preStop 10 s, terminationGracePeriodSeconds 241 s" in summary.value)
+    box = drain_explorer(planned_pre_stop_s=15.0, margin_frac=0.2)
+    assert "with a 15 s preStop and a 20% margin" in box.children[-1].value

@@ -67,3 +67,16 @@ def test_flapping_explorer_offers_only_the_experiments_signals():
     assert box["signal"].options == FLAPPING_SIGNALS
     assert (box["signal"].value, box["target"].value, box["window"].value, box["max"].value) == (
         "waiting requests", 7.0, 0, 3)
+
+
+def test_summary_counts_one_of_a_thing_in_the_singular(monkeypatch):
+    import dataclasses
+
+    import planner.explorers.lab as lab
+
+    real = simulate_setting(TRACE, RIG, "waiting requests", 7.0, min_replicas=1, max_replicas=3,
+                            scale_down_window_s=0, duration_s=120.0)
+    single = dataclasses.replace(real, peak_replicas=1, scale_events=1, flap_cycles=1, peak_waiting=1)
+    monkeypatch.setattr(lab, "simulate_setting", lambda *args, **kwargs: single)
+    text = _text(_controls(lab_explorer(TRACE, RIG, duration_s=120.0))["summary"])
+    assert "peak 1 replica, 1 scale event, 1 flap cycle, peak queue 1 request." in text

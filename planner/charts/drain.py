@@ -43,8 +43,9 @@ def cut_grid(itls_ms, lengths: OutputLengths, grace_periods_s=None, *, ttft_ms: 
     Returns
     -------
     pandas.DataFrame
-        Columns ``itl_ms``, ``grace_s``, ``setting``, ``cut_frac`` and
-        ``recommended_grace_s`` (:func:`planner.grace.plan_grace` for that ITL).
+        Columns ``itl_ms``, ``grace_s``, ``setting``, ``cut_frac``,
+        ``recommended_grace_s`` (:func:`planner.grace.plan_grace` for that ITL)
+        and ``pre_stop_s``, the preStop every curve assumes (the chart states it).
     """
     frames = []
     for itl in np.asarray(itls_ms, dtype=float):
@@ -57,7 +58,8 @@ def cut_grid(itls_ms, lengths: OutputLengths, grace_periods_s=None, *, ttft_ms: 
                                 (DRAIN, drain_window_s(grace_s, draining_timeout_s, pre_stop_s))):
             frames.append(pd.DataFrame({"itl_ms": itl, "grace_s": grace_s, "setting": setting,
                                         "cut_frac": cut_frac(window, lengths, itl, ttft_ms),
-                                        "recommended_grace_s": float(recommended)}))
+                                        "recommended_grace_s": float(recommended),
+                                        "pre_stop_s": float(pre_stop_s)}))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -85,8 +87,13 @@ def cut_chart(grid: pd.DataFrame, initial_itl_ms: float) -> alt.LayerChart:
     """Cut fraction against the grace period for the ITL the slider picks.
 
     The grey rule marks Kubernetes' 30 s default, the green one the grace
-    period the planner recommends for that ITL.
+    period the planner recommends for that ITL. Every curve assumes the grid's
+    preStop, which the title and the legend state: requests that finish during
+    the hook survive even an abort at SIGTERM.
     """
+    pre_stop_s = float(grid["pre_stop_s"].iloc[0]) if "pre_stop_s" in grid else 0.0
+    hook = f"after a {pre_stop_s:g} s preStop" if pre_stop_s > 0 else "with no preStop"
+    labels = {ABORT: f"{_LABELS[ABORT]}, {hook}", DRAIN: f"{_LABELS[DRAIN]}, {hook}"}
     itl, step = grid_slider("itl_ms", grid["itl_ms"], initial_itl_ms, "ITL while draining (ms) ")
     chosen = f"abs(datum.itl_ms - {itl.name}) < {step / 2}"
     # The page inlines the data: one recommendation per ITL, and the fractions at 5 decimals (0.001 %).
@@ -99,8 +106,8 @@ def cut_chart(grid: pd.DataFrame, initial_itl_ms: float) -> alt.LayerChart:
         color=alt.Color("setting:N", title=None, sort=[ABORT, DRAIN],
                         scale=alt.Scale(domain=[ABORT, DRAIN], range=["#e45756", "#4c78a8"]),
                         legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=520,
-                                          labelExpr=f"datum.label == '{ABORT}' ? '{_LABELS[ABORT]}' "
-                                                    f": '{_LABELS[DRAIN]}'")),
+                                          labelExpr=f"datum.label == '{ABORT}' ? '{labels[ABORT]}' "
+                                                    f": '{labels[DRAIN]}'")),
         tooltip=[alt.Tooltip("setting:N"), alt.Tooltip("grace_s:Q", title="grace (s)", format=".0f"),
                  alt.Tooltip("cut_frac:Q", title="cut", format=".1%")],
     )
@@ -109,6 +116,9 @@ def cut_chart(grid: pd.DataFrame, initial_itl_ms: float) -> alt.LayerChart:
     recommended = alt.Chart(per_itl).transform_filter(chosen).mark_rule(color="#54a24b", strokeDash=[6, 4]).encode(
         x=alt.X("recommended_grace_s:Q"),
         tooltip=[alt.Tooltip("recommended_grace_s:Q", title="recommended grace (s)")])
+    subtitle = (["Without a preStop, --shutdown-timeout 0 cuts every generation at any grace period."]
+                if pre_stop_s > 0 else [])
     return alt.layer(lines, default, recommended).add_params(itl).properties(
-        width=_WIDTH, height=240, title="Generations cut by one scale-down"
+        width=_WIDTH, height=240,
+        title=alt.TitleParams(f"Generations cut by one scale-down, {hook}", subtitle=subtitle),
     )

@@ -36,7 +36,9 @@ from planner.readers.manifest import Autoscaler
 __all__ = [
     "BOUNDED_METRICS",
     "LEGEND",
+    "READY_TRIGGERS",
     "bounded_by_full_cache",
+    "coinciding_lines",
     "has_several_triggers",
     "or_chart",
     "or_grid",
@@ -121,7 +123,9 @@ def tolerance_chart(grid: pd.DataFrame, initial_replicas: int, value_title: str,
     )
     points = base.mark_point(filled=True, size=18).encode(
         x="value:Q", y="proposal:Q",
-        color=alt.Color("within_tolerance:N", legend=alt.Legend(orient="bottom", title="inside the tolerance"),
+        color=alt.Color("within_tolerance:N", legend=alt.Legend(
+            orient="bottom", title=None, labelLimit=0,
+            labelExpr="datum.label == 'true' ? 'inside the tolerance: the count stays' : 'outside: the proposal applies'"),
                         scale=alt.Scale(domain=[True, False], range=["#54a24b", "#e45756"])),
         tooltip=[alt.Tooltip("value:Q"), alt.Tooltip("usage_ratio:Q", title="ratio", format=".3f"),
                  alt.Tooltip("proposal:Q")],
@@ -188,21 +192,51 @@ def ready_grid(current_replicas: int, per_pod_values, target: float) -> pd.DataF
     return pd.DataFrame(rows, columns=["per_pod_value", "ready_replicas", "trigger", "proposal"])
 
 
+def coinciding_lines(base: alt.Chart, x, y, field: str, under: str, over: str, colors: dict[str, str],
+                     tooltip) -> tuple[alt.Chart, alt.Chart]:
+    """Two series that often take the same values, drawn so both stay visible.
+
+    ``under`` is a wide translucent band and ``over`` a thin line with hollow
+    markers on top of it: where they coincide the thin line runs inside the
+    band; where they part, each is seen on its own.
+
+    Returns
+    -------
+    tuple of altair.Chart
+        The band, then the line (layer them in this order).
+    """
+    color = alt.Color(f"{field}:N", legend=LEGEND, scale=alt.Scale(domain=list(colors), range=list(colors.values())))
+    band = base.transform_filter(alt.datum[field] == under).mark_line(strokeWidth=8, opacity=0.35).encode(
+        x=x, y=y, color=color, tooltip=tooltip)
+    line = base.transform_filter(alt.datum[field] == over).mark_line(
+        strokeWidth=2, point=alt.OverlayMarkDef(filled=False, size=45)).encode(x=x, y=y, color=color, tooltip=tooltip)
+    return band, line
+
+
+READY_TRIGGERS = {"avg(...) with Value": "#4c78a8", "sum(...) with AverageValue": "#f58518"}
+
+
 def ready_chart(grid: pd.DataFrame, current_replicas: int, initial_value: float) -> alt.LayerChart:
-    """Proposal against Ready pods, with a slider for the per-pod value."""
+    """Proposal against Ready pods, with a slider for the per-pod value.
+
+    The two ways of writing the trigger coincide wherever neither is inside
+    the tolerance (both ask for ceil(Ready pods x value / target)), so the
+    ``Value`` one is a wide band and the ``AverageValue`` one a thin line on it.
+    """
     value, step = grid_slider("per_pod", grid["per_pod_value"], initial_value,
                               "Value each Ready pod reports ", default_step=0.1)
-    lines = alt.Chart(grid).transform_filter(
-        f"abs(datum.per_pod_value - per_pod) < {step / 2}"
-    ).mark_line(point=True).encode(
-        x=alt.X("ready_replicas:Q", title=f"Ready pods (of {current_replicas})", axis=alt.Axis(tickMinStep=1)),
-        y=alt.Y("proposal:Q", title="Proposed replicas"),
-        color=alt.Color("trigger:N", legend=LEGEND),
-        strokeDash=alt.StrokeDash("trigger:N", legend=None),
-        tooltip=["trigger:N", "ready_replicas:Q", "proposal:Q"],
-    )
+    base = alt.Chart(grid).transform_filter(f"abs(datum.per_pod_value - per_pod) < {step / 2}")
+    band, line = coinciding_lines(
+        base, alt.X("ready_replicas:Q", title=f"Ready pods (of {current_replicas})", axis=alt.Axis(tickMinStep=1)),
+        alt.Y("proposal:Q", title="Proposed replicas"), "trigger", under="avg(...) with Value",
+        over="sum(...) with AverageValue", colors=READY_TRIGGERS,
+        tooltip=["trigger:N", "ready_replicas:Q", "proposal:Q"])
     now = alt.Chart(pd.DataFrame({"y": [current_replicas]})).mark_rule(color="#888", strokeDash=[4, 4]).encode(y="y:Q")
-    return _fit(alt.layer(lines, now).add_params(value), "While pods warm up, only Ready pods count")
+    return alt.layer(band, line, now).add_params(value).properties(
+        width=WIDTH_PX, height=240,
+        title=alt.TitleParams("While pods warm up, only Ready pods count", limit=WIDTH_PX + 60, subtitle=[
+            "Where the lines coincide both ask for ceil(Ready pods x value / target);",
+            "they part where one of them is inside the tolerance and keeps the current count."]))
 
 
 def ready_chart_for(autoscaler: Autoscaler, decision: Decision) -> alt.LayerChart:

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from planner.charts import grid_slider
-from planner.charts.hpa_decisions import LEGEND, WIDTH_PX
+from planner.charts.hpa_decisions import LEGEND, WIDTH_PX, coinciding_lines
 from planner.hpa import (
     Tolerances,
     get_external_metric_replicas,
@@ -28,6 +28,8 @@ from planner.keda import keda_quantity_milli
 from planner.kv_ramp import ramp_replicas, warmups_to_reach
 
 __all__ = [
+    "NO_CHANGE",
+    "SUM_AVG_TRIGGERS",
     "PairingSummary",
     "kv_targets_around",
     "paired_hpa",
@@ -103,7 +105,11 @@ def ramp_chart(grid: pd.DataFrame, goal_replicas: int, initial_target: float) ->
     goal = alt.Chart(pd.DataFrame({"goal": [goal_replicas]})).mark_rule(color="#e45756", strokeDash=[6, 4]).encode(
         y="goal:Q"
     )
-    return alt.layer(lines, goal).add_params(target).properties(
+    # The unbounded signal sits on the goal once it gets there, so the rule is named where the lines start.
+    goal_label = alt.Chart(pd.DataFrame({"goal": [goal_replicas], "warmup": [0.05],
+                                         "text": [f"goal: {goal_replicas} replicas"]})).mark_text(
+        align="left", baseline="bottom", dy=-3, color="#e45756").encode(x="warmup:Q", y="goal:Q", text="text:N")
+    return alt.layer(lines, goal, goal_label).add_params(target).properties(
         width=WIDTH_PX, height=260, title="A bounded ratio grows the fleet by at most 1/target per warmup"
     )
 
@@ -127,25 +133,38 @@ def sum_avg_grid(replica_counts, kv_levels, target: float) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["kv_usage", "replicas", "trigger", "proposal"])
 
 
+SUM_AVG_TRIGGERS = {"avg(kv) with Value": "#f58518", "sum(kv) with AverageValue": "#e45756",
+                    "avg(kv) with AverageValue": "#4c78a8"}
+NO_CHANGE = "no change: proposal = current"
+
+
 def sum_avg_chart(grid: pd.DataFrame, initial_kv: float) -> alt.LayerChart:
-    """Proposal against the current count, with a slider for the KV usage every pod shows."""
+    """Proposal against the current count, with a slider for the KV usage every pod shows.
+
+    ``sum`` with ``AverageValue`` and ``avg`` with ``Value`` give the same
+    proposal at every count, so the second is a wide band and the first a
+    thin line on it; the dashed grey diagonal (in the legend) is where the
+    proposal equals the current count.
+    """
     kv, step = grid_slider("kv_usage", grid["kv_usage"], initial_kv, "KV usage on every pod ",
                            default_step=0.05)
-    lines = alt.Chart(grid).transform_filter(f"abs(datum.kv_usage - kv_usage) < {step / 2}").mark_line(
-        point=True
-    ).encode(
-        x=alt.X("replicas:Q", title="Current replicas (all Ready)"),
-        y=alt.Y("proposal:Q", title="Proposed replicas"),
-        color=alt.Color("trigger:N", legend=LEGEND),
-        strokeDash=alt.StrokeDash("trigger:N", legend=None),
-        tooltip=["trigger:N", "replicas:Q", "proposal:Q"],
-    )
-    diagonal = alt.Chart(pd.DataFrame({"replicas": [float(grid["replicas"].min()), float(grid["replicas"].max())]})
-                         ).mark_line(color="#888", strokeDash=[2, 3]).encode(x="replicas:Q", y="replicas:Q")
-    return alt.layer(lines, diagonal).add_params(kv).properties(
+    colors = {**SUM_AVG_TRIGGERS, NO_CHANGE: "#888888"}
+    base = alt.Chart(grid).transform_filter(f"abs(datum.kv_usage - kv_usage) < {step / 2}")
+    x = alt.X("replicas:Q", title="Current replicas (all Ready)")
+    y = alt.Y("proposal:Q", title="Proposed replicas")
+    tooltip = ["trigger:N", "replicas:Q", "proposal:Q"]
+    band, line = coinciding_lines(base, x, y, "trigger", under="avg(kv) with Value",
+                                  over="sum(kv) with AverageValue", colors=colors, tooltip=tooltip)
+    twice = base.transform_filter(alt.datum.trigger == "avg(kv) with AverageValue").mark_line(
+        point=True, strokeDash=[6, 3]).encode(x=x, y=y, color=alt.Color("trigger:N"), tooltip=tooltip)
+    ends = [float(grid["replicas"].min()), float(grid["replicas"].max())]
+    diagonal = alt.Chart(pd.DataFrame({"replicas": ends, "proposal": ends, "trigger": NO_CHANGE})).mark_line(
+        strokeDash=[2, 3]).encode(x="replicas:Q", y="proposal:Q", color=alt.Color("trigger:N"))
+    return alt.layer(band, line, twice, diagonal).add_params(kv).properties(
         width=WIDTH_PX, height=260,
-        title=alt.TitleParams("sum with AverageValue = avg with Value; avg with AverageValue divides twice",
-                              limit=WIDTH_PX + 60),
+        title=alt.TitleParams("Three ways to put KV usage in a trigger", limit=WIDTH_PX + 60, subtitle=[
+            "sum with AverageValue = avg with Value: the red line runs inside the orange band;",
+            "avg with AverageValue divides by the pods twice."]),
     )
 
 

@@ -7,15 +7,32 @@ from collections.abc import Mapping, Sequence
 import altair as alt
 import pandas as pd
 
-from planner.charts.simulation import timeline_long
+from planner.charts.simulation import count_axis_y, timeline_long
 from planner.simulate.outcome import Outcome
 
-__all__ = ["configuration_timeline_chart", "configurations_long"]
+__all__ = ["TABLE_COLUMNS", "configuration_table_view", "configuration_timeline_chart", "configurations_long"]
 
 _WIDTH = 480  # plus axis labels and the legend, under 560 px
 
 _THROUGHPUT = ("demand (output tokens/s)", "Ready capacity (output tokens/s)")
 _REPLICAS = ("replicas requested", "replicas Ready")
+
+TABLE_COLUMNS: dict[str, tuple[str, str]] = {
+    "configuration": ("Configuration", "{}"),
+    "slo_attainment_frac": ("Met the TTFT objective (%)", "{:.1%}"),
+    "window_attainment_frac": ("Met it in the window (%)", "{:.1%}"),
+    "cost_usd": ("Cost ($)", "{:,.2f}"),
+    "mean_replicas": ("Mean replicas", "{:.1f}"),
+    "peak_replicas": ("Peak replicas", "{:d}"),
+    "scale_events": ("Scale events", "{:d}"),
+    "flap_cycles": ("Flap cycles", "{:d}"),
+    "peak_waiting": ("Peak queue (req.)", "{:d}"),
+    "cut_generations": ("Answers cut", "{:d}"),
+}
+"""Each column of :func:`planner.lab.configuration_table`: its header, with the unit, and its format."""
+# GPU-hours are left out of the page's table: on one fleet at one price they rank the rows exactly as the cost
+# does, and without them ten columns fit the text column.
+_NOT_SHOWN = ("gpu_hours",)
 
 
 def configurations_long(runs: Mapping[str, Outcome], every_s: float = 5.0) -> pd.DataFrame:
@@ -71,14 +88,14 @@ def configuration_timeline_chart(long: pd.DataFrame, initial: str | None = None,
             x=x, y=alt.Y("value:Q", title="Output tokens/s"),
             color=alt.Color("series:N", title=None, scale=alt.Scale(domain=list(_THROUGHPUT),
                                                                     range=["#4c78a8", "#54a24b"]),
-                            legend=alt.Legend(orient="top")),
+                            legend=alt.Legend(orient="top", labelLimit=0)),
         ).properties(width=_WIDTH, height=150),
         "waiting": base.transform_filter(alt.datum.series == "waiting requests").mark_area(
             color="#e377c2", opacity=0.6, interpolate="step-after",
-        ).encode(x=x, y=alt.Y("value:Q", title="Waiting requests")).properties(width=_WIDTH, height=90),
+        ).encode(x=x, y=count_axis_y("Waiting requests")).properties(width=_WIDTH, height=90),
         "replicas": base.transform_filter(alt.FieldOneOfPredicate("series", list(_REPLICAS))).mark_line(
             interpolate="step-after").encode(
-            x=x, y=alt.Y("value:Q", title="Replicas"),
+            x=x, y=count_axis_y("Replicas"),
             color=alt.Color("series:N", title=None, scale=alt.Scale(domain=list(_REPLICAS),
                                                                     range=["#f58518", "#54a24b"]),
                             legend=alt.Legend(orient="bottom")),
@@ -91,3 +108,35 @@ def configuration_timeline_chart(long: pd.DataFrame, initial: str | None = None,
         raise ValueError(f"unknown panel {unknown[0]!r}; expected throughput, waiting or replicas")
     chart = alt.vconcat(*(built[p] for p in panels)).add_params(chosen).resolve_scale(color="independent")
     return chart.properties(title=title) if title else chart
+
+
+def configuration_table_view(table: pd.DataFrame):
+    """:func:`planner.lab.configuration_table` as the page shows it: human headers, units, and a width that fits.
+
+    Percentages print without their sign (the header carries it); headers wrap
+    and the cells are compact, so ten columns fit the book's text column at
+    desktop width.
+
+    Returns
+    -------
+    pandas.io.formats.style.Styler
+    """
+    shown = table.reset_index().drop(columns=[c for c in _NOT_SHOWN if c in table.columns])
+    unknown = [c for c in shown.columns if c not in TABLE_COLUMNS]
+    if unknown:
+        raise ValueError(f"no header for column {unknown[0]!r}")
+    formats = {}
+    for column in shown.columns:
+        header, spec = TABLE_COLUMNS[column]
+        if spec.endswith("%}"):  # a fraction, shown in percent under a "(%)" header
+            shown[column] = 100.0 * shown[column]
+            spec = spec.replace("%}", "f}")
+        formats[header] = spec
+    shown = shown.rename(columns={c: TABLE_COLUMNS[c][0] for c in shown.columns})
+    return shown.style.format(formats).hide(axis="index").set_table_styles([
+        {"selector": "", "props": "font-size: 0.8em; border-collapse: collapse;"},
+        {"selector": "th", "props": "white-space: normal; vertical-align: bottom; text-align: right; "
+                                    "padding: 2px 3px; line-height: 1.2;"},
+        {"selector": "td", "props": "text-align: right; padding: 2px 3px;"},
+        {"selector": "th.col0, td.col0", "props": "text-align: left; max-width: 8em;"},
+    ])

@@ -5,9 +5,19 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-__all__ = ["fleet_timeline_chart", "timeline_long"]
+__all__ = ["count_axis_y", "fleet_timeline_chart", "timeline_long"]
 
 _WIDTH = 560  # plus axis labels, inside the ~650 px content column
+
+
+def count_axis_y(title: str, field: str = "value") -> alt.Y:
+    """A y encoding for a count (requests, replicas): whole-number ticks on a domain from 0 to at least 1.
+
+    A queue that stays empty would otherwise get a zero-height domain and a
+    single tick printed as "0.000000", with no baseline.
+    """
+    return alt.Y(f"{field}:Q", title=title, scale=alt.Scale(domain=alt.DomainUnionWith(unionWith=[0, 1])),
+                 axis=alt.Axis(format="d", tickMinStep=1))
 
 
 def timeline_long(timeseries: pd.DataFrame, every_s: float = 5.0) -> pd.DataFrame:
@@ -57,11 +67,11 @@ def fleet_timeline_chart(timeseries: pd.DataFrame, title: str = "Simulated fleet
     ).properties(width=_WIDTH, height=160, title=title)
     waiting = base.transform_filter(alt.datum.series == "waiting requests").mark_area(
         color="#e377c2", opacity=0.6, interpolate="step-after"
-    ).encode(x=x, y=alt.Y("value:Q", title="Waiting requests")).properties(width=_WIDTH, height=90)
+    ).encode(x=x, y=count_axis_y("Waiting requests")).properties(width=_WIDTH, height=90)
     replicas = base.transform_filter(
         alt.FieldOneOfPredicate("series", ["replicas requested", "replicas Ready"])
     ).mark_line(interpolate="step-after").encode(
-        x=x, y=alt.Y("value:Q", title="Replicas"),
+        x=x, y=count_axis_y("Replicas"),
         color=alt.Color("series:N", title=None, scale=alt.Scale(range=["#f58518", "#54a24b"]),
                         legend=alt.Legend(orient="bottom")),
     ).properties(width=_WIDTH, height=110)

@@ -8,6 +8,7 @@ from pathlib import Path
 import ipywidgets as widgets
 from IPython.display import display
 
+from planner._markdown import plural
 from planner.charts.simulation import fleet_timeline_chart
 from planner.errors import PlannerInputError
 from planner.lab import SIGNAL_QUERIES, scaled_object_yaml
@@ -87,9 +88,9 @@ def lab_explorer(trace: RequestTrace, fleet: FleetSpec, *, signal: str = "reques
             return
         summary.value = (
             f"<p>SLO attainment <b>{outcome.slo_attainment_frac:.1%}</b>, cost <b>${outcome.cost_usd:,.2f}</b> "
-            f"({outcome.gpu_hours:.2f} GPU-h), peak {outcome.peak_replicas} replicas, "
-            f"{outcome.scale_events} scale events, {outcome.flap_cycles} flap cycles, "
-            f"peak queue {outcome.peak_waiting}.</p>"
+            f"({outcome.gpu_hours:.2f} GPU-h), peak {plural(outcome.peak_replicas, 'replica')}, "
+            f"{plural(outcome.scale_events, 'scale event')}, {plural(outcome.flap_cycles, 'flap cycle')}, "
+            f"peak queue {plural(outcome.peak_waiting, 'request')}.</p>"
         )
         chart.clear_output()
         with chart:
