@@ -1,0 +1,194 @@
+// Draws the book's altair charts (planner/viz.py) so that each fits the width of its column.
+//
+// A chart is drawn at the size its author gave it. When that is wider than the
+// column (a phone), every panel's width is scaled down by one factor, so text,
+// legends and sliders keep their size and the plot areas shrink; panels side by
+// side that would get narrower than MIN_PANEL_PX are stacked instead. This works
+// for single views, layers, concatenations, facets and repeats alike, which
+// Vega-Lite's width "container" does not. The chart is redrawn when the window's
+// width changes, keeping the values its sliders were moved to.
+(function () {
+  "use strict";
+  var MIN_PANEL_PX = 160; // narrower panels are stacked rather than squeezed
+  var MIN_WIDTH_PX = 60;
+  var DEFAULT_WIDTH_PX = 300; // Vega-Lite's continuousWidth when a view sets none
+  var ATTEMPTS = 4;
+
+  function clone(value) { return JSON.parse(JSON.stringify(value)); }
+
+  function defaultWidth(spec) {
+    var view = (spec.config && spec.config.view) || {};
+    return typeof view.continuousWidth === "number" ? view.continuousWidth : DEFAULT_WIDTH_PX;
+  }
+
+  function stepWidth(view) {
+    return view.width && typeof view.width.step === "number" ? view.width.step : null;
+  }
+
+  // The width of the widest row of plot areas: a view's own width, summed across
+  // hconcat (and concat's columns), the largest down vconcat.
+  function plotWidth(view, fallback) {
+    var widths;
+    if (view.hconcat) {
+      return view.hconcat.reduce(function (sum, v) { return sum + plotWidth(v, fallback); }, 0);
+    }
+    if (view.vconcat) {
+      return Math.max.apply(null, view.vconcat.map(function (v) { return plotWidth(v, fallback); }));
+    }
+    if (view.concat) {
+      widths = view.concat.map(function (v) { return plotWidth(v, fallback); });
+      var columns = view.columns || widths.length, widest = 0;
+      for (var i = 0; i < widths.length; i += columns) {
+        widest = Math.max(widest, widths.slice(i, i + columns).reduce(function (a, b) { return a + b; }, 0));
+      }
+      return widest;
+    }
+    if (view.spec && (view.facet || view.repeat)) {
+      return plotWidth(view.spec, fallback) * (view.columns || 1);
+    }
+    if (typeof view.width === "number") return view.width;
+    if (stepWidth(view) !== null) return stepWidth(view) * 10;
+    return fallback;
+  }
+
+  // Panels side by side that would be narrower than MIN_PANEL_PX go under each other.
+  function stack(view, factor, fallback) {
+    if (view.hconcat) {
+      var narrowest = Math.min.apply(null, view.hconcat.map(function (v) { return plotWidth(v, fallback); }));
+      if (narrowest * factor < MIN_PANEL_PX) {
+        view.vconcat = view.hconcat;
+        delete view.hconcat;
+      }
+    }
+    if (view.concat && (view.columns || view.concat.length) > 1) {
+      var widest = Math.max.apply(null, view.concat.map(function (v) { return plotWidth(v, fallback); }));
+      if (widest * factor < MIN_PANEL_PX) view.columns = 1;
+    }
+    if (view.spec && (view.facet || view.repeat) && (view.columns || 1) > 1 &&
+        plotWidth(view.spec, fallback) * factor < MIN_PANEL_PX) {
+      view.columns = 1;
+    }
+    (view.hconcat || view.vconcat || view.concat || []).forEach(function (v) { stack(v, factor, fallback); });
+    if (view.spec) stack(view.spec, factor, fallback);
+  }
+
+  // Multiply every panel's width by factor; a layer's width is its parent's.
+  function scale(view, factor, fallback) {
+    var children = view.hconcat || view.vconcat || view.concat;
+    if (children) {
+      children.forEach(function (v) { scale(v, factor, fallback); });
+    } else if (view.spec && (view.facet || view.repeat)) {
+      scale(view.spec, factor, fallback);
+    } else if (view.width === "container") {
+      return;
+    } else if (stepWidth(view) !== null) {
+      view.width = {step: Math.max(2, stepWidth(view) * factor)};
+    } else {
+      var width = typeof view.width === "number" ? view.width : fallback;
+      view.width = Math.max(MIN_WIDTH_PX, Math.floor(width * factor));
+    }
+  }
+
+  function fitted(spec, factor) {
+    var next = clone(spec), fallback = defaultWidth(spec);
+    stack(next, factor, fallback);
+    // Stacking frees width: scale against the new layout.
+    var before = plotWidth(spec, fallback), after = plotWidth(next, fallback);
+    scale(next, Math.min(1, factor * before / after), fallback);
+    return next;
+  }
+
+  // Values of the bound parameters (sliders, menus) as the reader left them.
+  function keepParams(spec, view) {
+    (function walk(node) {
+      if (!node || typeof node !== "object") return;
+      if (Array.isArray(node.params)) {
+        node.params.forEach(function (param) {
+          if (!param.bind || param.select) return;
+          try { param.value = view.signal(param.name); } catch (e) { /* not a signal here */ }
+        });
+      }
+      ["hconcat", "vconcat", "concat", "layer"].forEach(function (key) {
+        (node[key] || []).forEach(walk);
+      });
+      if (node.spec) walk(node.spec);
+    })(spec);
+  }
+
+  function available(el) {
+    var parent = el.parentElement;
+    if (!parent) return Infinity;
+    var style = getComputedStyle(parent);
+    return parent.clientWidth - parseFloat(style.paddingLeft || 0) - parseFloat(style.paddingRight || 0);
+  }
+
+  function drawnWidth(el) {
+    var drawn = el.querySelector("svg, canvas");
+    var width = drawn ? drawn.getBoundingClientRect().width : 0;
+    var bindings = el.querySelector(".vega-bindings");
+    return Math.max(width, bindings ? bindings.scrollWidth : 0);
+  }
+
+  function Chart(el, spec, options) {
+    this.el = el;
+    this.spec = spec;
+    this.options = options;
+    this.result = null;
+    this.width = null;
+  }
+
+  Chart.prototype.draw = function (spec) {
+    var self = this;
+    if (self.result) self.result.finalize();
+    return window.vegaEmbed(self.el, spec, self.options).then(function (result) {
+      self.result = result;
+      return result;
+    });
+  };
+
+  // Draw the original spec, or the largest scaled copy that fits the column.
+  Chart.prototype.fit = function () {
+    var self = this, el = self.el;
+    var room = available(el);
+    var spec = clone(self.spec);
+    if (self.result) keepParams(spec, self.result.view);
+    var fallback = defaultWidth(spec), natural = plotWidth(spec, fallback);
+    var factor = 1;
+    self.width = room;
+    el.dataset.layout = "fitting";
+    function attempt(k, current) {
+      return self.draw(current).then(function () {
+        var excess = drawnWidth(el) - room;
+        if (excess <= 0.5 || k + 1 >= ATTEMPTS) return;
+        var plot = plotWidth(current, fallback);
+        factor = factor * Math.max(0.1, (plot - excess - 2) / plot);
+        return attempt(k + 1, fitted(spec, factor));
+      });
+    }
+    return attempt(0, spec).then(function () {
+      el.dataset.layout = drawnWidth(el) <= room + 0.5 ? "fits" : "too-wide";
+      if (natural && factor < 1) el.dataset.scale = factor.toFixed(3);
+    });
+  };
+
+  var charts = [];
+  var pending = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(pending);
+    pending = setTimeout(function () {
+      charts.forEach(function (chart) {
+        if (Math.abs(available(chart.el) - chart.width) > 1) chart.fit().catch(function () {});
+      });
+    }, 250);
+  });
+
+  window.plannerCharts = {
+    embed: function (el, spec, options) {
+      var chart = new Chart(el, spec, options);
+      charts.push(chart);
+      return chart.fit();
+    },
+    plotWidth: plotWidth,
+    fitted: fitted,
+  };
+})();
