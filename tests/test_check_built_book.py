@@ -160,6 +160,20 @@ def _concat_chart(width: int = 260) -> str:
     return offline_renderer(chart.to_dict())["text/html"]
 
 
+def _legend_chart() -> str:
+    """A long title, a legend on the right with long labels, a long x-axis title: none shrinks with the plot."""
+    data = pd.DataFrame({"x": [1.0, 2.0, 1.0, 2.0], "y": [1.0, 2.0, 2.0, 1.0],
+                         "series": ["requests in flight per replica, summed"] * 2 + ["KV cache usage, averaged"] * 2})
+    factor = alt.param(name="factor", value=1, bind=alt.binding_range(min=1, max=4, step=1))
+    chart = (alt.Chart(data, title="A title far longer than a phone is wide, as chart titles in the book are",
+                       width=500, height=200).mark_line()
+             .encode(x=alt.X("x:Q", title="Seconds after the step, until the fleet has caught up"),
+                     y=alt.Y("scaled:Q", scale=alt.Scale(domain=[0, 8])),
+                     color=alt.Color("series:N", legend=alt.Legend(labelLimit=0)))
+             .add_params(factor).transform_calculate(scaled="datum.y * factor"))
+    return offline_renderer(chart.to_dict())["text/html"]
+
+
 _FULL_COLUMN = "width: auto; padding: 0 16px"
 
 
@@ -168,9 +182,9 @@ def test_at_phone_width_a_chart_too_wide_for_the_column_is_reported(browser, tmp
     assert problems and all('in chart 1 "test chart"' in p for p in problems)
 
 
-@pytest.mark.parametrize("chart", ["single", "concat"])
+@pytest.mark.parametrize("chart", ["single", "concat", "legend"])
 def test_charts_js_fits_every_kind_of_chart_into_a_phone_column_and_keeps_its_slider(browser, tmp_path, chart):
-    body = _chart(width=560) if chart == "single" else _concat_chart()
+    body = {"single": _chart(width=560), "concat": _concat_chart(), "legend": _legend_chart()}[chart]
     report = _open(browser, tmp_path, body, fit=True, column=_FULL_COLUMN, viewport=PHONE)
     assert report.problems == []
     assert (report.charts, report.sliders) == (1, 1)

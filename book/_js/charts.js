@@ -1,9 +1,11 @@
 // Draws the book's altair charts (planner/viz.py) so that each fits the width of its column.
 //
 // A chart is drawn at the size its author gave it. When that is wider than the
-// column (a phone), every panel's width is scaled down by one factor, so text,
-// legends and sliders keep their size and the plot areas shrink; panels side by
-// side that would get narrower than MIN_PANEL_PX are stacked instead. This works
+// column (a phone), its titles wrap to the column and its legends move under the
+// plot, then every panel's width is scaled down by one factor (x-axis titles wrap
+// to their plot), so text, legends
+// and sliders keep their size and the plot areas shrink; panels side by side that
+// would get narrower than MIN_PANEL_PX are stacked instead. This works
 // for single views, layers, concatenations, facets and repeats alike, which
 // Vega-Lite's width "container" does not. The chart is redrawn when the window's
 // width changes, keeping the values its sliders were moved to.
@@ -12,7 +14,7 @@
   var MIN_PANEL_PX = 160; // narrower panels are stacked rather than squeezed
   var MIN_WIDTH_PX = 60;
   var DEFAULT_WIDTH_PX = 300; // Vega-Lite's continuousWidth when a view sets none
-  var ATTEMPTS = 4;
+  var ATTEMPTS = 6;
 
   function clone(value) { return JSON.parse(JSON.stringify(value)); }
 
@@ -86,7 +88,22 @@
     } else {
       var width = typeof view.width === "number" ? view.width : fallback;
       view.width = Math.max(MIN_WIDTH_PX, Math.floor(width * factor));
+      if (factor < 1) wrapXTitles(view, view.width);
     }
+  }
+
+  // An x-axis title wider than its plot widens the chart: wrap it to the plot.
+  function wrapXTitles(view, width) {
+    var encoding = view.encoding || {};
+    ["x", "x2"].forEach(function (channel) {
+      var enc = encoding[channel];
+      if (!enc || typeof enc !== "object") return;
+      if (typeof enc.title === "string" || Array.isArray(enc.title)) enc.title = wrapTitle(enc.title, width, 11);
+      if (enc.axis && (typeof enc.axis.title === "string" || Array.isArray(enc.axis.title))) {
+        enc.axis = Object.assign({}, enc.axis, {title: wrapTitle(enc.axis.title, width, 11)});
+      }
+    });
+    (view.layer || []).forEach(function (layer) { wrapXTitles(layer, width); });
   }
 
   function fitted(spec, factor) {
@@ -95,6 +112,69 @@
     // Stacking frees width: scale against the new layout.
     var before = plotWidth(spec, fallback), after = plotWidth(next, fallback);
     scale(next, Math.min(1, factor * before / after), fallback);
+    return next;
+  }
+
+  // Break text into lines of at most maxChars characters, at spaces.
+  function wrap(text, maxChars) {
+    var lines = [], line = "";
+    String(text).split(/\s+/).forEach(function (word) {
+      if (line && (line + " " + word).length > maxChars) { lines.push(line); line = word; }
+      else line = line ? line + " " + word : word;
+    });
+    if (line) lines.push(line);
+    return lines.length > 1 ? lines : lines[0] || "";
+  }
+
+  function wrapTitle(title, room, fontSize) {
+    if (title === null || title === undefined) return title;
+    if (typeof title === "string" || Array.isArray(title)) {
+      return wrap([].concat(title).join(" "), Math.max(12, Math.floor(room / ((fontSize || 13) * 0.65))));
+    }
+    if (typeof title === "object" && title.text !== undefined) {
+      var size = typeof title.fontSize === "number" ? title.fontSize : 13;
+      title = Object.assign({}, title, {anchor: "start", frame: "bounds", text: wrap([].concat(title.text).join(" "),
+                                                   Math.max(12, Math.floor(room / (size * 0.65))))});
+      if (title.subtitle !== undefined) {
+        title.subtitle = wrap([].concat(title.subtitle).join(" "), Math.max(12, Math.floor(room / (11 * 0.6))));
+      }
+    }
+    return title;
+  }
+
+  // What does not shrink with the plots: titles wrap to the column and start at its
+  // left edge, legends go under
+  // the plot, one entry a line, and y-axis labels are cut at
+  // 40 % of the column (vega ends a cut label with an ellipsis; the tooltip has it whole).
+  function narrowed(spec, room) {
+    var next = clone(spec);
+    (function walk(view) {
+      if (!view || typeof view !== "object") return;
+      if (view.title !== undefined) view.title = wrapTitle(view.title, room);
+      var encoding = view.encoding || {};
+      Object.keys(encoding).forEach(function (channel) {
+        var enc = encoding[channel];
+        if (!enc || typeof enc !== "object") return;
+        if (enc.legend && typeof enc.legend === "object") {
+          var labelLimit = enc.legend.labelLimit;
+          enc.legend = Object.assign({}, enc.legend, {orient: "bottom", direction: "vertical", columns: 1,
+            labelLimit: labelLimit && labelLimit < room - 60 ? labelLimit : Math.max(80, room - 60)});
+        }
+        if ((channel === "y" || channel === "y2") && enc.axis && typeof enc.axis === "object" &&
+            (!enc.axis.labelLimit || enc.axis.labelLimit > room * 0.4)) {
+          enc.axis = Object.assign({}, enc.axis, {labelLimit: Math.floor(room * 0.4)});
+        }
+      });
+      ["hconcat", "vconcat", "concat", "layer"].forEach(function (key) { (view[key] || []).forEach(walk); });
+      if (view.spec) walk(view.spec);
+    })(next);
+    next.config = Object.assign({}, next.config);
+    // A title centred on a narrow plot overhangs it: start it at the chart's left edge.
+    next.config.title = Object.assign({}, next.config.title, {anchor: "start", frame: "bounds"});
+    next.config.axisY = Object.assign({}, next.config.axisY, {labelLimit: Math.floor(room * 0.4)});
+    next.config.legend = Object.assign({}, next.config.legend, {
+      orient: "bottom", direction: "vertical", labelLimit: Math.max(80, room - 60), titleLimit: Math.max(80, room - 20),
+    });
     return next;
   }
 
@@ -153,16 +233,20 @@
     var spec = clone(self.spec);
     if (self.result) keepParams(spec, self.result.view);
     var fallback = defaultWidth(spec), natural = plotWidth(spec, fallback);
-    var factor = 1;
+    var factor = 1, base = spec;
     self.width = room;
     el.dataset.layout = "fitting";
     function attempt(k, current) {
       return self.draw(current).then(function () {
         var excess = drawnWidth(el) - room;
         if (excess <= 0.5 || k + 1 >= ATTEMPTS) return;
+        if (base === spec) {  // first wrap the titles and move the legends, then shrink the plots
+          base = narrowed(spec, room);
+          return attempt(k + 1, base);
+        }
         var plot = plotWidth(current, fallback);
         factor = factor * Math.max(0.1, (plot - excess - 2) / plot);
-        return attempt(k + 1, fitted(spec, factor));
+        return attempt(k + 1, fitted(base, factor));
       });
     }
     return attempt(0, spec).then(function () {
@@ -190,5 +274,6 @@
     },
     plotWidth: plotWidth,
     fitted: fitted,
+    narrowed: narrowed,
   };
 })();
