@@ -295,6 +295,13 @@ def test_a_page_over_its_budget_names_its_heaviest_files(browser, tmp_path):
     assert "over the 0.1 MB budget; heaviest: vega.min.js 0.52 MB" in report.problems[0]
 
 
+def test_a_text_page_has_a_smaller_budget_than_a_chart_page(browser, tmp_path):
+    (tmp_path / "big.js").write_text("var x = 1;" + " " * 1_600_000)
+    report = _open(browser, tmp_path, "<p>text</p>", with_vega=False, head="<script src='big.js'></script>",
+                   budget_bytes=check_built_book.PAGE_BUDGET_BYTES)
+    assert len(report.problems) == 1 and "over the 1.5 MB budget; heaviest: big.js 1.60 MB" in report.problems[0]
+
+
 def test_a_missing_favicon_is_reported_and_a_present_one_accepted(browser, tmp_path):
     problems = _open(browser, tmp_path, "<p>x</p>", with_vega=False, require_favicon=True).problems
     assert problems == ["page.html: declares no favicon, so browsers ask for /favicon.ico and get a 404"]
