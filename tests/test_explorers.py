@@ -7,9 +7,13 @@ import pytest
 from IPython.core.formatters import DisplayFormatter
 
 import planner.viz
-from planner.explorers import LIVE_NOTE, register_static_display, static_html
+from planner.explorers import LIVE_NOTE, SETTINGS_NOTE, register_static_display, static_html
 from planner.explorers.drain import drain_explorer
 from planner.explorers.kv_bounded_ratio import kv_bounded_ratio_explorer
+from planner.explorers.lab import lab_explorer
+from planner.readers.fleet import read_fleet
+from tests.conftest import DATA_DIR
+from tests.simulate_helpers import steady_trace
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -54,6 +58,20 @@ def test_a_chapter_explorer_snapshot_holds_its_first_state():
     page = static_html(drain_explorer(output_length_shape="max"))
     assert "<dt>grace (s)</dt><dd>30</dd>" in page and "<dt>max tokens</dt><dd>4096</dd>" in page
     assert "needs <b>204.8 s</b>" in page and "cuts <b>100.0%</b>" in page
+
+
+def test_an_explorer_that_has_computed_nothing_says_so():
+    box = widgets.VBox([widgets.BoundedFloatText(value=40.0, description="target"), widgets.HTML(), widgets.Output()])
+    page = static_html(box)
+    assert SETTINGS_NOTE in page and LIVE_NOTE not in page
+    assert "<dt>target</dt><dd>40</dd>" in page
+
+
+def test_the_lab_explorer_left_to_run_lists_its_settings_without_a_button():
+    trace, fleet = steady_trace(0.6, 240.0, 100, 900), read_fleet(DATA_DIR / "fleets" / "seed003-rig.yaml")
+    page = static_html(lab_explorer(trace, fleet, run_now=False))
+    assert SETTINGS_NOTE in page and "<dt>signal</dt><dd>requests in flight</dd>" in page
+    assert "Simulate" not in page
 
 
 @pytest.mark.parametrize("mode", ["book", "jupyter"])

@@ -20,14 +20,20 @@ import html
 
 import ipywidgets as widgets
 
-__all__ = ["LIVE_NOTE", "register_static_display", "static_html", "static_mimebundle"]
+__all__ = ["LIVE_NOTE", "SETTINGS_NOTE", "register_static_display", "static_html", "static_mimebundle"]
 
 LIVE_NOTE = (
     "<strong>Snapshot.</strong> The values this explorer opens with, and what the planner computes for them. "
     "Its controls run in JupyterLab (<code>make lab</code>), where every change re-runs the planner; "
     "a static page has no Python behind it."
 )
-"""The line above every explorer snapshot."""
+"""The line above an explorer snapshot that shows results."""
+
+SETTINGS_NOTE = (
+    "<strong>Snapshot.</strong> The values this explorer opens with. It runs the planner on them, and on "
+    "every change, only in JupyterLab (<code>make lab</code>); a static page has no Python behind it."
+)
+"""The line above the snapshot of an explorer that computes nothing until it is used (e.g. a simulation)."""
 
 
 def static_html(widget: widgets.Widget) -> str:
@@ -69,7 +75,8 @@ def static_html(widget: widgets.Widget) -> str:
 
     visit(widget)
     flush()
-    note = f'<p class="planner-explorer-note">{LIVE_NOTE}</p>'
+    results = any(not part.startswith('<dl class="planner-explorer-settings">') for part in parts)
+    note = f'<p class="planner-explorer-note">{LIVE_NOTE if results else SETTINGS_NOTE}</p>'
     return f'<div class="planner-explorer-static">{note}{"".join(parts)}</div>'
 
 
@@ -131,6 +138,8 @@ def _shown_value(widget: widgets.Widget) -> str:
             return format(value, fmt)
         except (ValueError, TypeError):
             return str(value)
+    if isinstance(value, float) and not fmt:  # text boxes: 40.0 reads as 40
+        return format(value, ",.6g")
     if isinstance(value, tuple) and fmt:  # range sliders
         try:
             return " to ".join(format(v, fmt) for v in value)
