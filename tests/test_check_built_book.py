@@ -225,7 +225,7 @@ def test_charts_js_stacks_side_by_side_panels_on_a_phone(browser, tmp_path):
 
 
 def test_long_inline_code_widens_a_phone_page_unless_the_book_css_wraps_it(browser, tmp_path):
-    body = ("<p>Set <code class='docutils literal notranslate'><span class='pre'>"
+    body = ("<p>Set <code class='docutils literal notranslate'><span class='pre long'>"
             "--horizontal-pod-autoscaler-downscale-stabilization-window-duration</span></code> first.</p>")
     _copy_book_css(tmp_path)
     sphinx = "<style>span.pre { hyphens: none; white-space: nowrap; }</style>"  # Sphinx's basic.css

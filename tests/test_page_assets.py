@@ -42,6 +42,18 @@ def test_the_theme_fontawesome_script_is_the_only_thing_removed():
     assert out == THEME_HEAD.replace(THEME_HEAD.splitlines(keepends=True)[1], "")
 
 
+def test_only_long_inline_code_words_may_break():
+    body = ('<code class="docutils literal notranslate"><span class="pre">--max-num-seqs</span></code> '
+            '<code class="docutils literal notranslate"><span class="pre">planner.hpa.DEFAULT_TOLERANCE&amp;x</span>'
+            '</code>')
+    marked = page_assets.mark_long_code(body)
+    assert '<span class="pre">--max-num-seqs</span>' in marked
+    assert '<span class="pre long">planner.hpa.DEFAULT_TOLERANCE&amp;x</span>' in marked
+    assert page_assets.mark_long_code("x" * 28) == "x" * 28
+    exact = '<span class="pre">' + "y" * 28 + "</span>"
+    assert page_assets.mark_long_code(exact) == exact  # 28 characters still fit a phone's line
+
+
 def test_widget_scripts_are_the_configured_files_and_the_state():
     files = {"widgets/require.js", "widgets/embed-amd.js"}
     assert page_assets.is_widget_script(_JavaScript("widgets/embed-amd.js"), files)
@@ -71,7 +83,8 @@ def tiny_book(tmp_path_factory):
     (root / "book").mkdir()
     shutil.copytree(REPO_ROOT / "book" / "_ext", root / "book" / "_ext")
     shutil.copytree(vendor, root / "book" / "_vendor")
-    (root / "book" / "intro.md").write_text("# Intro\n\nText only.\n")
+    (root / "book" / "intro.md").write_text(
+        "# Intro\n\nText only: `--max-num-seqs` and `planner.explorers.drain.drain_explorer`.\n")
     _notebook(root / "book" / "chart.ipynb", "Chart",
               "import altair as alt, pandas as pd\nimport planner.viz\nplanner.viz.enable()",
               "alt.Chart(pd.DataFrame({'x': [1, 2]}), title='c').mark_bar().encode(x='x:Q')")
@@ -103,6 +116,8 @@ def test_only_the_chart_page_loads_vega_and_no_page_loads_the_widget_manager(tin
         assert "application/vnd.jupyter.widget-state+json" not in page
         assert "fontawesome.js" not in page
         assert '<link rel="icon" href="../_static/favicon.svg"/>' in page
+    assert '<span class="pre">--max-num-seqs</span>' in intro
+    assert '<span class="pre long">planner.explorers.drain.drain_explorer</span>' in intro
     assert (tiny_book / "_static" / "favicon.svg").is_file()
 
 

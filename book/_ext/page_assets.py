@@ -11,6 +11,9 @@
   goes: the theme's stylesheet already draws the dozen icons it uses from the
   Font Awesome web font (fa-solid-900.woff2, 156 KB, fetched once).
 - Every page gets the book's favicon, so browsers stop asking for /favicon.ico.
+- Inline-code words longer than ``LONG_CODE_CHARS`` get the class ``long``, which
+  book.css lets break so they never widen a phone's column; shorter ones (flags
+  like ``--max-num-seqs``) stay whole.
 
 The decisions are pure functions of the page body (:func:`page_libraries`) and
 are unit-tested; :func:`setup` wires them into the build.
@@ -18,6 +21,7 @@ are unit-tested; :func:`setup` wires them into the build.
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
@@ -34,6 +38,22 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 _FONTAWESOME_JS = re.compile(r"""[ \t]*<script\b[^>]*\bsrc=["'][^"']*/fontawesome\.js[^"']*["'][^>]*>\s*</script>\n?""")
+
+
+# Inline code at most this long stays on one line; longer (a dotted Python name, a
+# controller flag) may break, so it never widens a phone's column (book.css).
+LONG_CODE_CHARS = 28
+_INLINE_CODE_WORD = re.compile(r'<span class="pre">([^<]*)</span>')
+
+
+def mark_long_code(body: str, limit: int = LONG_CODE_CHARS) -> str:
+    """Give inline-code words longer than ``limit`` characters the class ``long``."""
+
+    def mark(match: re.Match) -> str:
+        word = html.unescape(match.group(1))
+        return f'<span class="pre long">{match.group(1)}</span>' if len(word) > limit else match.group(0)
+
+    return _INLINE_CODE_WORD.sub(mark, body)
 
 
 def page_libraries(body: str) -> dict[str, bool]:
@@ -56,6 +76,8 @@ def is_widget_script(script, widget_files) -> bool:
 
 
 def _add_page_libraries(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    if context.get("body"):
+        context["body"] = mark_long_code(context["body"])
     needs = page_libraries(context.get("body") or "")
     if needs["charts"]:
         for path in CHART_SCRIPTS:
