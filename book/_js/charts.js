@@ -2,8 +2,8 @@
 //
 // A chart is drawn at the size its author gave it. When that is wider than the
 // column (a phone), its titles wrap to the column and its legends move under the
-// plot, then every panel's width is scaled down by one factor (x-axis titles wrap
-// to their plot), so text, legends
+// plot, then the panels narrow until the widest row of them fits (x-axis titles
+// wrap to their plot), so text, legends
 // and sliders keep their size and the plot areas shrink; panels side by side that
 // would get narrower than MIN_PANEL_PX are stacked instead. This works
 // for single views, layers, concatenations, facets and repeats alike, which
@@ -53,42 +53,51 @@
     return fallback;
   }
 
-  // Panels side by side that would be narrower than MIN_PANEL_PX go under each other.
-  function stack(view, factor, fallback) {
+  // Fit every row of panels into budget px of plot width: panels side by side share
+  // it in proportion to their widths, panels under each other each get all of it,
+  // and no panel grows. Side-by-side panels that would get narrower than
+  // MIN_PANEL_PX go under each other instead.
+  function fit(view, budget, fallback) {
+    var children, total, share;
     if (view.hconcat) {
+      total = plotWidth(view, fallback);
+      share = Math.min(1, budget / total);
       var narrowest = Math.min.apply(null, view.hconcat.map(function (v) { return plotWidth(v, fallback); }));
-      if (narrowest * factor < MIN_PANEL_PX) {
+      if (share < 1 && narrowest * share < MIN_PANEL_PX) {
         view.vconcat = view.hconcat;
         delete view.hconcat;
+        return fit(view, budget, fallback);
       }
-    }
-    if (view.concat && (view.columns || view.concat.length) > 1) {
+      view.hconcat.forEach(function (v) { fit(v, plotWidth(v, fallback) * share, fallback); });
+    } else if (view.vconcat) {
+      view.vconcat.forEach(function (v) { fit(v, budget, fallback); });
+    } else if (view.concat) {
+      total = plotWidth(view, fallback);
+      share = Math.min(1, budget / total);
       var widest = Math.max.apply(null, view.concat.map(function (v) { return plotWidth(v, fallback); }));
-      if (widest * factor < MIN_PANEL_PX) view.columns = 1;
-    }
-    if (view.spec && (view.facet || view.repeat) && (view.columns || 1) > 1 &&
-        plotWidth(view.spec, fallback) * factor < MIN_PANEL_PX) {
-      view.columns = 1;
-    }
-    (view.hconcat || view.vconcat || view.concat || []).forEach(function (v) { stack(v, factor, fallback); });
-    if (view.spec) stack(view.spec, factor, fallback);
-  }
-
-  // Multiply every panel's width by factor; a layer's width is its parent's.
-  function scale(view, factor, fallback) {
-    var children = view.hconcat || view.vconcat || view.concat;
-    if (children) {
-      children.forEach(function (v) { scale(v, factor, fallback); });
+      if (share < 1 && (view.columns || view.concat.length) > 1 && widest * share < MIN_PANEL_PX) {
+        view.columns = 1;
+        share = Math.min(1, budget / plotWidth(view, fallback));
+      }
+      view.concat.forEach(function (v) { fit(v, plotWidth(v, fallback) * share, fallback); });
     } else if (view.spec && (view.facet || view.repeat)) {
-      scale(view.spec, factor, fallback);
+      var columns = view.columns || 1;
+      if (columns > 1 && plotWidth(view.spec, fallback) * columns > budget &&
+          budget / columns < MIN_PANEL_PX) {
+        view.columns = columns = 1;
+      }
+      fit(view.spec, budget / columns, fallback);
     } else if (view.width === "container") {
       return;
-    } else if (stepWidth(view) !== null) {
-      view.width = {step: Math.max(2, stepWidth(view) * factor)};
     } else {
-      var width = typeof view.width === "number" ? view.width : fallback;
-      view.width = Math.max(MIN_WIDTH_PX, Math.floor(width * factor));
-      if (factor < 1) wrapXTitles(view, view.width);
+      children = plotWidth(view, fallback);
+      if (budget >= children) return;
+      if (stepWidth(view) !== null) {
+        view.width = {step: Math.max(2, stepWidth(view) * budget / children)};
+      } else {
+        view.width = Math.max(MIN_WIDTH_PX, Math.floor(budget));
+        wrapXTitles(view, view.width);
+      }
     }
   }
 
@@ -106,12 +115,9 @@
     (view.layer || []).forEach(function (layer) { wrapXTitles(layer, width); });
   }
 
-  function fitted(spec, factor) {
-    var next = clone(spec), fallback = defaultWidth(spec);
-    stack(next, factor, fallback);
-    // Stacking frees width: scale against the new layout.
-    var before = plotWidth(spec, fallback), after = plotWidth(next, fallback);
-    scale(next, Math.min(1, factor * before / after), fallback);
+  function fitted(spec, budget) {
+    var next = clone(spec);
+    fit(next, budget, defaultWidth(spec));
     return next;
   }
 
@@ -233,25 +239,25 @@
     var spec = clone(self.spec);
     if (self.result) keepParams(spec, self.result.view);
     var fallback = defaultWidth(spec), natural = plotWidth(spec, fallback);
-    var factor = 1, base = spec;
+    var budget = natural, base = spec;
     self.width = room;
     el.dataset.layout = "fitting";
     function attempt(k, current) {
       return self.draw(current).then(function () {
         var excess = drawnWidth(el) - room;
         if (excess <= 0.5 || k + 1 >= ATTEMPTS) return;
-        if (base === spec) {  // first wrap the titles and move the legends, then shrink the plots
+        if (base === spec) {  // first wrap the titles and move the legends, then narrow the plots
           base = narrowed(spec, room);
           return attempt(k + 1, base);
         }
-        var plot = plotWidth(current, fallback);
-        factor = factor * Math.max(0.1, (plot - excess - 2) / plot);
-        return attempt(k + 1, fitted(base, factor));
+        // The widest row of plots gives up the excess (and 2 px for rounding).
+        budget = Math.max(MIN_WIDTH_PX, Math.min(budget, plotWidth(current, fallback)) - excess - 2);
+        return attempt(k + 1, fitted(base, budget));
       });
     }
     return attempt(0, spec).then(function () {
       el.dataset.layout = drawnWidth(el) <= room + 0.5 ? "fits" : "too-wide";
-      if (natural && factor < 1) el.dataset.scale = factor.toFixed(3);
+      if (budget < natural) el.dataset.scale = (budget / natural).toFixed(3);
     });
   };
 
