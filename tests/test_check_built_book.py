@@ -224,6 +224,31 @@ def test_charts_js_stacks_side_by_side_panels_on_a_phone(browser, tmp_path):
     assert desktop["layout"] == "fits" and desktop["scale"] is None and desktop["width"] > 520
 
 
+def test_charts_js_refits_when_the_window_widens_and_keeps_the_slider_where_it_was(browser, tmp_path):
+    (tmp_path / "resize.html").write_text(
+        f"<html><head>{_scripts(tmp_path, fit=True)}</head><body><main><article class='bd-article'>"
+        f"{_chart(width=560)}</article></main></body></html>")
+    context = browser.new_context(viewport={"width": PHONE.width, "height": PHONE.height})
+    state = ("() => { const el = document.querySelector('.planner-altair');"
+             " return [el.dataset.layout, el.dataset.scale || null, el.querySelector('input[type=range]').value]; }")
+    settled = "() => ['fits', 'too-wide'].includes(document.querySelector('.planner-altair').dataset.layout)"
+    try:
+        with serve(tmp_path) as base:
+            page = context.new_page()
+            page.goto(base + "resize.html")
+            page.wait_for_function(settled)
+            layout, scale, _ = page.evaluate(state)
+            assert layout == "fits" and float(scale) < 1
+            page.evaluate("() => { const input = document.querySelector('input[type=range]'); input.value = '3';"
+                          " input.dispatchEvent(new Event('input', {bubbles: true})); }")
+            page.set_viewport_size({"width": 1280, "height": 900})
+            page.wait_for_function("() => !document.querySelector('.planner-altair').dataset.scale", timeout=5_000)
+            page.wait_for_function(settled)
+            assert page.evaluate(state) == ["fits", None, "3"]
+    finally:
+        context.close()
+
+
 def test_long_inline_code_widens_a_phone_page_unless_the_book_css_wraps_it(browser, tmp_path):
     body = ("<p>Set <code class='docutils literal notranslate'><span class='pre long'>"
             "--horizontal-pod-autoscaler-downscale-stabilization-window-duration</span></code> first.</p>")

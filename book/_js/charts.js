@@ -242,6 +242,7 @@
     var budget = natural, base = spec;
     self.width = room;
     el.dataset.layout = "fitting";
+    delete el.dataset.scale;
     function attempt(k, current) {
       return self.draw(current).then(function () {
         var excess = drawnWidth(el) - room;
