@@ -27,7 +27,7 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $@
 
 # Browser JavaScript for the offline book, from the npm registry, checksummed.
-$(VENDOR_STAMP): book/_js/vendor.sh book/_js/SHA256SUMS book/_js/book.css book/_js/widget-paths.js
+$(VENDOR_STAMP): book/_js/vendor.sh book/_js/SHA256SUMS book/_js/book.css book/_js/widget-paths.js book/_js/charts.js
 	bash book/_js/vendor.sh
 	touch $@
 

@@ -4,7 +4,8 @@ Call :func:`enable` once at the top of a notebook. In the static book (and
 under papermill and nbval, which run kernels without a JupyterLab server) it
 selects the ``planner`` renderer: a deterministic ``text/html`` snippet that
 draws with the page-global ``vegaEmbed`` the book loads from its own vendored
-copy of vega. Inside JupyterLab, with the ``lab`` extra installed, it selects
+copy of vega, through the book's ``charts.js`` (book/_js), which scales the
+chart's panels down to the width of its column on narrow screens. Inside JupyterLab, with the ``lab`` extra installed, it selects
 altair's ``jupyter`` renderer in offline mode.
 """
 
@@ -29,7 +30,9 @@ _SNIPPET = """<div class="planner-altair" role="figure" aria-label="{label}" dat
     el.textContent = "[chart not drawn: vega-embed is not loaded on this page]";
     return;
   }}
-  window.vegaEmbed(el, spec, options).catch(function (err) {{
+  // The book's charts.js fits the chart to its column; without it, vega-embed draws it as is.
+  var draw = window.plannerCharts ? window.plannerCharts.embed : window.vegaEmbed;
+  draw(el, spec, options).catch(function (err) {{
     el.textContent = "[chart not drawn: " + err + "]";
   }});
 }})({spec}, {options});
@@ -74,9 +77,8 @@ def enable(mode: str | None = None) -> str:
     str
         ``"book"`` or ``"jupyter"``.
     """
-    mode = mode or os.environ.get("PLANNER_ALTAIR")
-    if mode is None:
-        mode = "jupyter" if os.environ.get("JPY_SESSION_NAME") else "book"
+    global _mode
+    mode = mode or _detected_mode()
     if mode == "jupyter":
         if _has_lab_extras():
             alt.renderers.enable("jupyter", offline=True)
@@ -88,6 +90,26 @@ def enable(mode: str | None = None) -> str:
         alt.renderers.enable(RENDERER_NAME)
     else:
         raise ValueError(f"mode must be 'book' or 'jupyter', got {mode!r}")
+    _mode = mode
+    return mode
+
+
+def current_mode() -> str:
+    """``"book"`` or ``"jupyter"``: what :func:`enable` chose last, or would choose now.
+
+    Explorers (:mod:`planner.explorers`) ask it to decide whether their widgets
+    can run (``"jupyter"``) or must be shown as a static snapshot (``"book"``).
+    """
+    return _mode or _detected_mode()
+
+
+_mode: str | None = None
+
+
+def _detected_mode() -> str:
+    mode = os.environ.get("PLANNER_ALTAIR")
+    if mode is None:
+        mode = "jupyter" if os.environ.get("JPY_SESSION_NAME") else "book"
     return mode
 
 

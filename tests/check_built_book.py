@@ -14,10 +14,19 @@ Run after `jupyter-book build`: ``python tests/check_built_book.py _build/html``
    - the page logs no console error and throws no uncaught exception;
    - the page requests nothing but the local server (others are blocked and
      reported);
-   - no element is wider than the content column (the rule is written
-     above ``_TOO_WIDE`` below).
+   - no element is wider than the content column, and the page is no wider
+     than the window (the rules are written above ``_TOO_WIDE`` below);
+   - the page loads vega only if it draws a chart, and the ipywidgets manager
+     only if it shows a widget; it never loads the theme's 1.5 MB
+     ``fontawesome.js``, and its icons are drawn from the icon font;
+   - everything the page loads adds up to at most ``PAGE_BUDGET_BYTES``
+     (``TEXT_PAGE_BUDGET_BYTES`` for a page without charts).
 
-   A full-page screenshot of each page goes to ``<build>/../screenshots/``.
+   Each page is opened twice: in a desktop window (1280 px) and in a phone's
+   (390 px, mobile emulation). A full-page screenshot of each goes to
+   ``<build>/../screenshots/<width>/``.
+
+The static scan also asserts that every page declares a favicon that exists.
 
 Exits 1 with one line per problem, naming the page and the element. Without
 Chromium or Playwright the browser part is skipped with a message, except
@@ -62,9 +71,43 @@ CHROMIUM_ARGS = (
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 )
-# A desktop window: the book theme shows its sidebar and the usual text column.
-VIEWPORT = {"width": 1280, "height": 900}
+
+
+@dataclass(frozen=True)
+class Viewport:
+    """A browser window the book is read in."""
+
+    width: int
+    height: int
+    mobile: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.width} px"
+
+
+# A desktop window (the theme shows its sidebars and the usual text column) and a
+# phone held upright (390 CSS px: the common iPhone width; the theme's narrowest layout).
+DESKTOP = Viewport(1280, 900)
+PHONE = Viewport(390, 844, mobile=True)
+VIEWPORTS = (DESKTOP, PHONE)
+VIEWPORT = {"width": DESKTOP.width, "height": DESKTOP.height}
 CHART_TIMEOUT_MS = 20_000
+
+# Libraries a page may load only when it uses them: name, files (URL path endings), what uses them.
+LIBRARIES = (
+    ("vega", ("vega/vega.min.js", "vega/vega-lite.min.js", "vega/vega-embed.min.js"), "charts"),
+    ("the ipywidgets manager", ("widgets/require.js", "widgets/embed-amd.js"), "widgets"),
+)
+# The theme's Font Awesome as JavaScript (every icon as SVG paths, 1.5 MB); its
+# stylesheet already draws the few icons the theme shows from a web font.
+FONTAWESOME_JS = "scripts/fontawesome.js"
+# Everything one page loads (HTML, styles, scripts, fonts, images). A text page is
+# the theme (about 1.0 MB, of which its stylesheet 0.40 MB and the icon font 0.16 MB);
+# a chart page adds vega (0.83 MB) and its charts' data: the heaviest, the lab
+# chapter, weighs 2.6 MB.
+PAGE_BUDGET_BYTES = 3_000_000
+TEXT_PAGE_BUDGET_BYTES = 1_500_000
 
 
 class _RemoteRefs(HTMLParser):
@@ -184,6 +227,7 @@ class PageReport:
     name: str
     charts: int = 0
     sliders: int = 0
+    loaded_bytes: int = 0
     problems: list[str] = field(default_factory=list)
 
 
@@ -197,9 +241,12 @@ def refresh_target(path: Path) -> str | None:
     return match.group(1).strip() if match else None
 
 
-# Resolves once every chart has an SVG/canvas or an error text, or at the timeout.
+# Resolves once every chart has an SVG/canvas or an error text, or at the timeout;
+# a chart the book's charts.js is still fitting to its column (data-layout
+# "fitting") has not settled.
 _CHARTS_SETTLED = """() => Array.from(document.querySelectorAll('div.planner-altair')).every(
-    el => el.querySelector('svg, canvas') || el.textContent.includes('chart not drawn'))"""
+    el => (el.querySelector('svg, canvas') && el.dataset.layout !== 'fitting')
+          || el.textContent.includes('chart not drawn'))"""
 
 _CHART_STATES = """() => Array.from(document.querySelectorAll('div.planner-altair')).map((el, i) => ({
     index: i,
@@ -228,21 +275,25 @@ _MOVE_SLIDER = """(input) => {
     return [before, input.value];
 }"""
 
-# The width rule. The content column is the page's <article> (class bd-article).
+# The width rules. The content column is the page's <article> (class bd-article).
 # Every visible element inside it must end at or before the column's right edge
-# (1 px slack); SVG internals are not measured, only the <svg> box itself. An
-# element inside a horizontally scrollable box (overflow-x auto or scroll: a code
-# block, a wide table's own scroller) may extend past the column, since the
-# reader scrolls that box and nothing is cut off. That exemption never applies
-# inside a chart (div.planner-altair): a chart that needs a scroll bar has a
-# clipped panel or legend, and is reported.
+# (1 px slack), and every visible element of the page at or before the window's
+# right edge; SVG internals are not measured, only the <svg> box itself. An element
+# inside a horizontally scrollable box (overflow-x auto or scroll: a code block, a
+# wide table's own scroller) may extend past either, since the reader scrolls that
+# box and nothing is cut off. That exemption never applies inside a chart
+# (div.planner-altair): a chart that needs a scroll bar has a clipped panel or
+# legend, and is reported. Elements the theme hides off-canvas (closed dialogs,
+# collapsed drawers) are not drawn and are skipped.
 
-_TOO_WIDE = """() => {
+_TOO_WIDE = """(scope) => {
     const column = document.querySelector('article.bd-article') || document.querySelector('main');
-    if (!column) return {column: null, wide: []};
-    const right = column.getBoundingClientRect().right;
+    const window_ = scope === 'window';
+    const root = window_ ? document.body : column;
+    if (!root) return {column: null, wide: []};
+    const right = window_ ? document.documentElement.clientWidth : column.getBoundingClientRect().right;
     const scrolls = (el) => {
-        for (let a = el.parentElement; a && a !== column; a = a.parentElement) {
+        for (let a = el.parentElement; a && a !== root; a = a.parentElement) {
             if (a.classList.contains('planner-altair')) return false;
             const ox = getComputedStyle(a).overflowX;
             if (ox === 'auto' || ox === 'scroll') return true;
@@ -264,35 +315,62 @@ _TOO_WIDE = """() => {
         return s;
     };
     const wide = [];
-    for (const el of column.querySelectorAll('*')) {
+    for (const el of root.querySelectorAll('*')) {
         if (el.closest('svg') && el.tagName.toLowerCase() !== 'svg') continue;
+        if (window_ && column && column.contains(el)) continue;  // the column rule covers those
         const box = el.getBoundingClientRect();
         if (box.width === 0 || box.height === 0) continue;
+        if (box.right <= right + 1 || scrolls(el)) continue;
         const style = getComputedStyle(el);
         if (style.visibility === 'hidden' || style.display === 'none') continue;
-        if (box.right <= right + 1 || scrolls(el)) continue;
+        if (el.closest('dialog:not([open])')) continue;
         // Report the outermost offender only: its children overflow with it.
         if (wide.some(w => w.el.contains(el))) continue;
         wide.push({el: el, text: describe(el) + ' ends at ' + Math.round(box.right)
-                   + ' px, column ends at ' + Math.round(right) + ' px'});
+                   + (window_ ? ' px, the window is ' : ' px, column ends at ') + Math.round(right) + ' px'});
     }
-    return {column: Math.round(right), wide: wide.map(w => w.text)};
+    return {column: Math.round(right), wide: wide.map(w => w.text),
+            page: document.documentElement.scrollWidth, window: document.documentElement.clientWidth};
 }"""
+
+# Icons the theme shows: with fontawesome.js gone, the theme's stylesheet draws
+# them from the Font Awesome web font, which must have loaded.
+_ICONS_UNDRAWN = """async () => {
+    await document.fonts.ready;
+    const icons = Array.from(document.querySelectorAll('i[class*="fa-"]')).filter(el => {
+        const box = el.getBoundingClientRect();
+        return box.width > 0 && box.height > 0 && getComputedStyle(el).visibility !== 'hidden';
+    });
+    if (!icons.length) return [];
+    const loaded = Array.from(document.fonts).some(
+        f => f.family.replace(/["']/g, '').startsWith('Font Awesome') && f.status === 'loaded');
+    return loaded ? [] : icons.map(el => el.className);
+}"""
+
+_SHOWS_WIDGETS = """() => !!document.querySelector(
+    'script[type="application/vnd.jupyter.widget-view+json"], .jupyter-widgets')"""
 
 
 def check_page(browser, url: str, name: str, screenshot: Path | None = None,
-               allowed_origin: str | None = None, redirect_to: str | None = None) -> PageReport:
+               allowed_origin: str | None = None, redirect_to: str | None = None,
+               viewport: Viewport = DESKTOP, budget_bytes: int | None = None,
+               require_favicon: bool = False) -> PageReport:
     """Open ``url`` in a fresh context and return what went wrong there.
 
     Requests to anything but ``allowed_origin`` (scheme://host:port; file: and
     data: URLs when it is None) are blocked and reported. A page that redirects
-    is checked at ``redirect_to``, the absolute URL it sends the reader to.
+    is checked at ``redirect_to``, the absolute URL it sends the reader to. The
+    window is ``viewport``; ``budget_bytes`` caps what the page loads, and
+    ``require_favicon`` asks for a favicon the browser can fetch.
     """
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     report = PageReport(name)
-    context = browser.new_context(viewport=VIEWPORT)
+    context = browser.new_context(
+        viewport={"width": viewport.width, "height": viewport.height},
+        is_mobile=viewport.mobile, has_touch=viewport.mobile, device_scale_factor=1)
     page = context.new_page()
+    finished = []
 
     def on_route(route):
         if _is_local(route.request.url, allowed_origin):
@@ -315,6 +393,7 @@ def check_page(browser, url: str, name: str, screenshot: Path | None = None,
     page.on("console", on_console)
     page.on("pageerror", lambda error: report.problems.append(f"{name}: uncaught error: {error}"))
     page.on("requestfailed", on_failed)
+    page.on("requestfinished", lambda request: finished.append(request))
     try:
         if redirect_to:
             # A redirect page (the book's index.html): check where it lands, once it has.
@@ -328,6 +407,14 @@ def check_page(browser, url: str, name: str, screenshot: Path | None = None,
             pass
         _check_charts(page, name, report)
         _check_width(page, name, report)
+        _check_icons(page, name, report)
+        try:  # fonts and icons the page asks for after "load"
+            page.wait_for_load_state("networkidle", timeout=3_000)
+        except PlaywrightTimeout:
+            pass
+        _check_loads(page, finished, name, report, budget_bytes)
+        if require_favicon:
+            _check_favicon(page, context, name, report)
         if screenshot is not None:
             screenshot.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(screenshot), full_page=True)
@@ -373,9 +460,68 @@ def _check_charts(page, name: str, report: PageReport) -> None:
 
 
 def _check_width(page, name: str, report: PageReport) -> None:
-    result = page.evaluate(_TOO_WIDE)
-    for text in result["wide"]:
+    column = page.evaluate(_TOO_WIDE, "column")
+    for text in column["wide"]:
         report.problems.append(f"{name}: wider than the content column: {text}")
+    window = page.evaluate(_TOO_WIDE, "window")
+    for text in window["wide"]:
+        report.problems.append(f"{name}: wider than the window: {text}")
+    if window["page"] > window["window"] + 1 and not (column["wide"] or window["wide"]):
+        report.problems.append(
+            f"{name}: the page is {window['page']} px wide in a {window['window']} px window")
+
+
+def _check_icons(page, name: str, report: PageReport) -> None:
+    undrawn = page.evaluate(_ICONS_UNDRAWN)
+    if undrawn:
+        report.problems.append(f"{name}: {len(undrawn)} icon(s) drawn without their font, e.g. {undrawn[0]!r}")
+
+
+def _check_loads(page, finished, name: str, report: PageReport, budget_bytes: int | None) -> None:
+    """Libraries loaded without use, and what the page weighs."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    paths = {}
+    for request in finished:
+        path = urlsplit(request.url).path
+        try:
+            size = request.sizes()["responseBodySize"]
+        except PlaywrightError:  # a request whose sizes are gone counts as empty
+            size = 0
+        paths[path] = paths.get(path, 0) + size
+    report.loaded_bytes = sum(paths.values())
+    uses = {"charts": report.charts > 0, "widgets": page.evaluate(_SHOWS_WIDGETS)}
+    for library, files, used_by in LIBRARIES:
+        loaded = [p for f in files for p in paths if p.endswith(f)]  # in the library's own order
+        if loaded and not uses[used_by]:
+            size = sum(paths[p] for p in loaded)
+            report.problems.append(
+                f"{name}: loads {library} ({', '.join(p.rsplit('/', 1)[-1] for p in loaded)}; "
+                f"{size / 1e6:.2f} MB) but has no {used_by}")
+    for path, size in paths.items():
+        if path.endswith(FONTAWESOME_JS):
+            report.problems.append(f"{name}: loads {FONTAWESOME_JS} ({size / 1e6:.2f} MB); "
+                                   "the theme's stylesheet draws its icons from a web font")
+    if budget_bytes is not None and not uses["charts"]:
+        budget_bytes = min(budget_bytes, TEXT_PAGE_BUDGET_BYTES)
+    if budget_bytes is not None and report.loaded_bytes > budget_bytes:
+        heaviest = sorted(paths.items(), key=lambda item: -item[1])[:3]
+        report.problems.append(
+            f"{name}: loads {report.loaded_bytes / 1e6:.2f} MB, over the {budget_bytes / 1e6:.1f} MB budget; "
+            "heaviest: " + ", ".join(f"{p.rsplit('/', 1)[-1]} {s / 1e6:.2f} MB" for p, s in heaviest))
+
+
+def _check_favicon(page, context, name: str, report: PageReport) -> None:
+    href = page.evaluate("() => { const l = document.querySelector('link[rel~=\"icon\"]');"
+                         " return l ? l.href : null; }")
+    if not href:
+        report.problems.append(f"{name}: declares no favicon, so browsers ask for /favicon.ico and get a 404")
+        return
+    if href.startswith("data:"):
+        return
+    response = context.request.get(href)
+    if not response.ok:
+        report.problems.append(f"{name}: favicon {href} answers HTTP {response.status}")
 
 
 def _is_page(path: Path, root: Path) -> bool:
@@ -383,31 +529,34 @@ def _is_page(path: Path, root: Path) -> bool:
     return path.relative_to(root).parts[0] not in ("_static", "_sources")
 
 
-def screenshot_path(screenshots: Path, relative: Path) -> Path:
-    """``book/kv_capacity.html`` -> ``<screenshots>/book/kv_capacity.png``."""
-    return screenshots / relative.with_suffix(".png")
+def screenshot_path(screenshots: Path, relative: Path, viewport: Viewport = DESKTOP) -> Path:
+    """``book/kv_capacity.html`` -> ``<screenshots>/<width>/book/kv_capacity.png``."""
+    return screenshots / str(viewport.width) / relative.with_suffix(".png")
 
 
-def browse_book(root: Path, pages: list[Path], screenshots: Path, browser=None) -> list[PageReport]:
-    """Open every page of the built book at ``root`` and check it.
+def browse_book(root: Path, pages: list[Path], screenshots: Path, browser=None,
+                viewports: tuple[Viewport, ...] = VIEWPORTS) -> list[PageReport]:
+    """Open every page of the built book at ``root`` in each of ``viewports`` and check it.
 
     ``browser`` reuses a running Playwright browser; by default one is started.
     """
     if browser is None:
         with chromium() as started:
-            return browse_book(root, pages, screenshots, started)
+            return browse_book(root, pages, screenshots, started, viewports)
     reports = []
     shutil.rmtree(screenshots, ignore_errors=True)
     with serve(root) as base:
         origin = base.rstrip("/")
-        for page in pages:
-            relative = page.relative_to(root)
-            url = base + relative.as_posix()
-            target = refresh_target(page)
-            reports.append(check_page(
-                browser, url, relative.as_posix(),
-                screenshot=screenshot_path(screenshots, relative), allowed_origin=origin,
-                redirect_to=urljoin(url, target) if target else None))
+        for viewport in viewports:
+            for page in pages:
+                relative = page.relative_to(root)
+                url = base + relative.as_posix()
+                target = refresh_target(page)
+                reports.append(check_page(
+                    browser, url, f"{relative.as_posix()} at {viewport.label}",
+                    screenshot=screenshot_path(screenshots, relative, viewport), allowed_origin=origin,
+                    redirect_to=urljoin(url, target) if target else None, viewport=viewport,
+                    budget_bytes=PAGE_BUDGET_BYTES, require_favicon=True))
     return reports
 
 
@@ -442,9 +591,12 @@ def main(argv: list[str], browser=None) -> int:
             reports = browse_book(root, [p for p in pages if _is_page(p, root)], screenshots, browser)
             for report in reports:
                 problems.extend(report.problems)
-            summary += (f"; opened in Chromium: {sum(r.charts for r in reports)} charts drawn, "
+            heaviest = max(reports, key=lambda r: r.loaded_bytes)
+            summary += (f"; opened in Chromium at {' and '.join(v.label for v in VIEWPORTS)}: "
+                        f"{sum(r.charts for r in reports)} charts drawn, "
                         f"{sum(r.sliders for r in reports)} sliders moved, no console errors, "
-                        f"nothing too wide; screenshots in {screenshots}")
+                        f"nothing too wide, no unused library, heaviest page {heaviest.name} "
+                        f"({heaviest.loaded_bytes / 1e6:.2f} MB); screenshots in {screenshots}")
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:

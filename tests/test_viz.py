@@ -45,3 +45,22 @@ def test_enable_detects_jupyterlab(monkeypatch):
 def test_enable_rejects_unknown_mode():
     with pytest.raises(ValueError, match="mode"):
         enable("pdf")
+
+
+def test_current_mode_is_the_last_enabled_or_the_detected_one(monkeypatch):
+    monkeypatch.setattr(planner.viz, "_mode", None)
+    monkeypatch.delenv("PLANNER_ALTAIR", raising=False)
+    monkeypatch.setenv("JPY_SESSION_NAME", "/tmp/x.ipynb")
+    assert planner.viz.current_mode() == "jupyter"
+    monkeypatch.delenv("JPY_SESSION_NAME")
+    assert planner.viz.current_mode() == "book"
+    monkeypatch.setattr(planner.viz, "_has_lab_extras", lambda: False)
+    enable("jupyter")
+    assert planner.viz.current_mode() == "jupyter"
+    enable("book")
+    assert planner.viz.current_mode() == "book"
+
+
+def test_the_snippet_draws_through_the_book_chart_fitting_when_the_page_has_it():
+    html = offline_renderer(_chart().to_dict())["text/html"]
+    assert "window.plannerCharts ? window.plannerCharts.embed : window.vegaEmbed" in html

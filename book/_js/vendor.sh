@@ -23,7 +23,7 @@ cp "$tmp/requirejs-$REQUIREJS/require.js"                        "$out.tmp/widge
 # embed-amd.js's widget styles use Font Awesome and ask for its .woff2 files beside
 # itself; browsers take the first format they support, so woff2 is all they fetch.
 cp "$tmp/jupyter-widgets-html-manager-$HTMLMGR"/dist/*.woff2      "$out.tmp/widgets/"
-cp book.css "$out.tmp/"
+cp book.css charts.js "$out.tmp/"
 cp widget-paths.js "$out.tmp/widgets/paths.js"
 if [[ "${VENDOR_WRITE_SUMS:-}" == 1 ]]; then
   ( cd "$out.tmp" && find . \( -name '*.js' -o -name '*.woff2' \) | sort | xargs sha256sum ) > SHA256SUMS
