@@ -30,6 +30,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from planner._markdown import plural
 from planner.errors import PlannerInputError
 from planner.grace import GracePlan
 from planner.knee import LoadTestThresholds
@@ -268,7 +269,7 @@ def choice_text(sweep: PlanSweep) -> str:
     if sweep.best is not None:
         if limit is None:
             return "It meets the goal."
-        return (f"It meets the goal and flaps {chosen.flap_cycles} time(s) over the day, within the limit of "
+        return (f"It meets the goal and flaps {plural(chosen.flap_cycles, 'time')} over the day, within the limit of "
                 f"{limit}.")
     if not math.isnan(chosen.slo_attainment_frac) and chosen.slo_attainment_frac >= sweep.attainment_goal_frac:
         return (f"Every configuration that meets the goal flaps more than {limit} times over the day; this is the "

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from planner.cost import DEFAULT_USD_PER_GPU_HOUR
 from planner.errors import PlannerInputError
 from planner.grace import DEFAULT_TERMINATION_GRACE_PERIOD_S, DEFAULT_VLLM_SHUTDOWN_TIMEOUT_S
 from planner.simulate.replica import CUT, GATEWAY, WAITING, ReplicaSpec, RequestState
@@ -97,7 +98,7 @@ class FleetSpec:
     warmup_distribution: str = "fixed"
     warmup_spread_s: float = 0.0
     gpus_per_replica: int = 1
-    usd_per_gpu_hour: float = 4.0
+    usd_per_gpu_hour: float = DEFAULT_USD_PER_GPU_HOUR
     initial_replicas: int | None = None
     ttft_slo_s: float = 2.0
     itl_slo_ms: float | None = None
