@@ -1,4 +1,4 @@
-"""Tests for planner.behavior: cases transcribed from Kubernetes' horizontal_test.go.
+"""Tests for planner.autoscaler.behavior: cases transcribed from Kubernetes' horizontal_test.go.
 
 Go builds histories with ``time.Now().Add(-d)``; here they are ``NOW_S - d``.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from planner.behavior import (
+from planner.autoscaler.behavior import (
     HorizontalPodAutoscalerBehavior,
     HPAScalingPolicy,
     HPAScalingRules,

@@ -9,7 +9,12 @@ import sys
 import numpy as np
 import pytest
 
-from planner.drain import cut_frac, drain_window_s, empirical_output_lengths, output_lengths
+from planner.dynamics.drain import (
+    cut_frac,
+    drain_window_s,
+    empirical_output_lengths,
+    output_lengths,
+)
 from planner.readers.fleet import read_fleet
 from planner.readers.manifest import load_autoscaler
 from planner.readers.trace import read_trace

@@ -13,13 +13,13 @@ import nbformat
 import papermill
 import pytest
 
+from planner.capacity.replica_kv import replica_kv
 from planner.cli import main
 from planner.explorers.kv_capacity import kv_capacity_explorer
 from planner.readers.metrics import read_metrics_scrape
 from planner.readers.model_config import read_model_config
 from planner.readers.vllm_log import read_vllm_log
-from planner.replica_kv import replica_kv
-from planner.vllm_release import CURRENT_VLLM_VERSION
+from planner.vllm.release import CURRENT_VLLM_VERSION
 from tests.conftest import DATA_DIR, TEST_DATA_DIR
 from tests.notebooks import BOOK_DIR, glued, run_chapter
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from planner.charts.backlog import MODEL_LABELS, backlog_chart, cold_start_grid, cold_start_table
-from planner.replica_queues import LEAST_LOADED, ROUND_ROBIN
+from planner.dynamics.replica_queues import LEAST_LOADED, ROUND_ROBIN
 
 
 def test_a_longer_cold_start_leaves_a_longer_queue():

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from planner.charts.drain import ABORT, DRAIN, cut_chart, cut_grid, grace_axis_s, settings_table
-from planner.drain import output_lengths
+from planner.dynamics.drain import output_lengths
 
 
 def test_grid_compares_aborting_with_draining():

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from planner.behavior import HorizontalPodAutoscalerBehavior
+from planner.autoscaler.behavior import HorizontalPodAutoscalerBehavior
+from planner.autoscaler.explain import evaluate_decision
 from planner.charts.hpa_decisions import (
     WIDTH_PX,
     bounded_by_full_cache,
@@ -33,7 +34,6 @@ from planner.charts.kv_bounded_ratio import (
     sum_avg_chart,
     sum_avg_grid,
 )
-from planner.decision import evaluate_decision
 from planner.readers.manifest import load_autoscaler
 from tests.conftest import DATA_DIR
 

@@ -3,6 +3,7 @@ row numbers, and prose that follows the model."""
 
 import numpy as np
 
+from planner.capacity.kv_cache import RULE_RELEASES, ServingSpec
 from planner.charts.kv_capacity import (
     REFERENCE_SETUPS,
     architecture_chart,
@@ -14,7 +15,6 @@ from planner.charts.kv_capacity import (
     prefix_sharing_grid,
     rows_at_memory,
 )
-from planner.kv_cache import RULE_RELEASES, ServingSpec
 from planner.readers.model_config import read_bundled_model_config, read_model_config
 from tests.conftest import DATA_DIR
 

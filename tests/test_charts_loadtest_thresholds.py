@@ -5,6 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from planner.capacity.knee import knee_grid, thresholds_from_loadtest
 from planner.charts.loadtest_thresholds import (
     knee_slider_chart,
     latency_chart,
@@ -14,7 +15,6 @@ from planner.charts.loadtest_thresholds import (
     step_time_chart,
     step_time_points,
 )
-from planner.knee import knee_grid, thresholds_from_loadtest
 from planner.readers.loadtest import read_loadtest
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "loadtests" / "qwen2.5-7b_canonical.csv"

@@ -3,7 +3,7 @@
 import re
 
 from planner.charts.manifest_review import findings_chart, findings_frame, findings_table
-from planner.lint import LintSettings, lint
+from planner.manifests.lint import LintSettings, lint
 from planner.readers.workload import read_manifest_set
 from tests.conftest import DATA_DIR
 

@@ -38,7 +38,7 @@ def test_day_chart_keeps_only_changes():
 
 
 def _plan(current, results, recommended_index):
-    from planner.plan import Recommendation, plan_front
+    from planner.workflows.plan import Recommendation, plan_front
 
     class _Plan:  # the attributes plan_frame reads, without simulating anything
         pass

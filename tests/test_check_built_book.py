@@ -13,7 +13,7 @@ import altair as alt
 import pandas as pd
 import pytest
 
-from planner.viz import offline_renderer
+from planner.charts.viz import offline_renderer
 from tests import check_built_book
 from tests.check_built_book import PHONE, browser_unavailable, check_page, chromium, serve
 from tests.conftest import REPO_ROOT

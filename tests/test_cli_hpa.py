@@ -1,4 +1,4 @@
-"""Tests for ``planner hpa`` (planner.cli.hpa and planner.decision)."""
+"""Tests for ``planner hpa`` (planner.cli.hpa and planner.autoscaler.explain)."""
 
 from __future__ import annotations
 

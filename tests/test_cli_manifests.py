@@ -11,10 +11,10 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from planner.autoscaler.explain import evaluate_decision
 from planner.cli import main
-from planner.decision import evaluate_decision
+from planner.manifests.schema import schema_errors
 from planner.readers.manifest import load_autoscaler
-from planner.schema import schema_errors
 from tests.conftest import DATA_DIR
 
 BASE = ["manifests", "--warmup-s", "240", "--max-tokens", "4096", "--itl-ms", "50", "--max-replicas", "12"]

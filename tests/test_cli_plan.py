@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from planner.cli import main
-from planner.plan import dominates, meets_goals
 from planner.readers.manifest import autoscaler_from_document
 from planner.simulate.sweep import SweepResult
+from planner.workflows.plan import dominates, meets_goals
 from tests.conftest import DATA_DIR, REPO_ROOT
 
 PLAN_DATA = REPO_ROOT / "tests" / "data" / "plan"

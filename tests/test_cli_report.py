@@ -141,7 +141,7 @@ def test_refusals_exit_2_before_running_anything(tmp_path, capsys):
 
 
 def test_list_shows_the_parameters(capsys):
-    from planner.report import chapter_parameters
+    from planner.workflows.report import chapter_parameters
 
     assert main(["report", "kv_capacity", "--list"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -156,12 +156,12 @@ def test_list_shows_the_parameters(capsys):
 @pytest.mark.parametrize("text, expected", [
     ('{"0": 20}', {"0": 20}),            # JSON
     ("{0: 20}", {0: 20}),                # YAML flow
-    ("{'0': 20}", {"0": 20}),            # the form planner.decision's own message shows
+    ("{'0': 20}", {"0": 20}),            # the form planner.autoscaler.explain's own message shows
     ("{waiting: 20, 1: 0.9}", {"waiting": 20, 1: 0.9}),
     ("0=6,1=9", {"0": 6, "1": 9}),       # as `planner hpa --metric` takes them
 ])
 def test_a_dict_parameter_is_converted_from_json_or_yaml_flow(text, expected):
-    from planner.report import chapter_parameters, resolve_parameters
+    from planner.workflows.report import chapter_parameters, resolve_parameters
 
     parameters = chapter_parameters(REPO_ROOT / "book" / "hpa_decisions.ipynb")
     assert parameters["metric_values"].type_name == "dict"
@@ -172,7 +172,7 @@ def test_a_refused_dict_names_forms_that_work():
     import re
 
     from planner.errors import PlannerInputError
-    from planner.report import chapter_parameters, resolve_parameters
+    from planner.workflows.report import chapter_parameters, resolve_parameters
 
     parameters = chapter_parameters(REPO_ROOT / "book" / "hpa_decisions.ipynb")
     with pytest.raises(PlannerInputError) as refused:
@@ -185,7 +185,7 @@ def test_a_refused_dict_names_forms_that_work():
 
 
 def test_a_list_parameter_is_converted_too():
-    from planner.report import ChapterParameter, resolve_parameters
+    from planner.workflows.report import ChapterParameter, resolve_parameters
 
     parameters = {"sizes": ChapterParameter("sizes", "list", [1])}
     assert resolve_parameters(parameters, ["sizes=[1, 2.5]"]) == {"sizes": [1, 2.5]}
@@ -203,7 +203,7 @@ def test_the_hpa_chapter_runs_with_a_json_dict_on_the_command_line(tmp_path_fact
 def test_the_readmes_dict_examples_are_accepted():
     import re
 
-    from planner.report import chapter_parameters, resolve_parameters
+    from planner.workflows.report import chapter_parameters, resolve_parameters
 
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
     examples = re.findall(r"--param '?(metric_values=[^'`]+)'?`", readme)

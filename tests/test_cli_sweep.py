@@ -10,10 +10,10 @@ import signal
 import pytest
 
 from planner.cli import main
-from planner.cli.sweep import read_grid, run_sweep
+from planner.cli.sweep import read_grid
 from planner.readers.manifest import load_autoscaler
 from planner.simulate.fleet import FleetSpec
-from planner.simulate.sweep import summarize
+from planner.simulate.sweep import run_sweep, summarize
 from tests.conftest import DATA_DIR
 from tests.simulate_helpers import poisson_trace, scaled_object
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from planner.cluster_versions import (
+from planner.autoscaler.versions import (
     DEFAULT_KEDA_VERSION,
     DEFAULT_KUBERNETES_VERSION,
     HPA_CONFIGURABLE_TOLERANCE,

@@ -6,8 +6,8 @@ import pkgutil
 
 import pytest
 
-from planner import behavior, hpa, hpa_ramp, keda
-from planner.controller_defaults import (
+from planner.autoscaler import behavior, defaults
+from planner.autoscaler.defaults_table import (
     controller_defaults,
     defaults_table_markdown,
     multi_trigger_example,
@@ -48,9 +48,9 @@ def test_values_match_the_constants():
 
 def test_rows_follow_a_changed_constant(monkeypatch):
     # The page is computed, not typed: change a constant and the row changes.
-    monkeypatch.setattr(hpa, "DEFAULT_TOLERANCE", 0.05)
-    monkeypatch.setattr(hpa_ramp, "DEFAULT_SYNC_PERIOD_S", 30.0)
-    monkeypatch.setattr(keda, "DEFAULT_COOLDOWN_PERIOD_S", 600.0)
+    monkeypatch.setattr(defaults, "DEFAULT_TOLERANCE", 0.05)
+    monkeypatch.setattr(defaults, "DEFAULT_SYNC_PERIOD_S", 30.0)
+    monkeypatch.setattr(defaults, "DEFAULT_COOLDOWN_PERIOD_S", 600.0)
     monkeypatch.setattr(behavior, "SCALE_UP_LIMIT_MINIMUM", 8.0)
     assert _row("--horizontal-pod-autoscaler-tolerance").value.startswith("0.05: ratios from 0.95 to 1.05")
     assert _row("--horizontal-pod-autoscaler-sync-period").value == "30 s"
@@ -78,7 +78,7 @@ def test_tables_split_by_controller():
     keda_table = defaults_table_markdown(controller="KEDA")
     assert "`pollingInterval`" in keda_table and "`pollingInterval`" not in hpa_table
     assert len(hpa_table.splitlines()) + len(keda_table.splitlines()) - 4 == len(controller_defaults())
-    assert "`planner.keda.DEFAULT_POLLING_INTERVAL_S`" in planner_names_markdown()
+    assert "`planner.autoscaler.defaults.DEFAULT_POLLING_INTERVAL_S`" in planner_names_markdown()
 
 
 def test_scale_to_zero_tolerance_and_cached_metrics_rows():
@@ -87,11 +87,11 @@ def test_scale_to_zero_tolerance_and_cached_metrics_rows():
     assert "per HPA by default from Kubernetes 1.35 (GA in 1.37)" in _row("behavior tolerance").value
     assert "from KEDA 2.18" in _row("behavior tolerance").value
     assert _row("useCachedMetrics").value.startswith("false: every HPA sync queries the scaler afresh")
-    assert _row("useCachedMetrics").planner_name == "planner.keda.Trigger.use_cached_metrics"
+    assert _row("useCachedMetrics").planner_name == "planner.autoscaler.keda.Trigger.use_cached_metrics"
 
 
 def test_version_changes_table_says_what_1_37_changed():
-    from planner.controller_defaults import version_changes_markdown
+    from planner.autoscaler.defaults_table import version_changes_markdown
 
     table = version_changes_markdown()
     assert "| Kubernetes 1.37 | HPA scale to zero |" in table and "`ScaledToZero`" in table

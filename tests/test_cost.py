@@ -6,7 +6,7 @@ import nbformat
 import pytest
 import yaml
 
-from planner.cost import DEFAULT_USD_PER_GPU_HOUR
+from planner.capacity.cost import DEFAULT_USD_PER_GPU_HOUR
 from planner.readers.fleet import read_fleet
 from planner.simulate.fleet import FleetSpec
 from tests.conftest import DATA_DIR, REPO_ROOT

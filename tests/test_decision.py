@@ -1,8 +1,8 @@
-"""Tests for planner.decision beyond the CLI: values per trigger, and the texts the HPA chapter glues."""
+"""Tests for planner.autoscaler.explain beyond the CLI: values per trigger, and the texts the HPA chapter glues."""
 
 import pytest
 
-from planner.decision import behavior_text, evaluate_decision, metric_values_by_key
+from planner.autoscaler.explain import behavior_text, evaluate_decision, metric_values_by_key
 from planner.errors import PlannerInputError
 from planner.readers.manifest import load_autoscaler
 from tests.conftest import DATA_DIR

@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.drain import (
+from planner.dynamics.drain import (
     OutputLengths,
     cut_frac,
     cut_requests,
@@ -13,8 +13,8 @@ from planner.drain import (
     review_drain,
     shutdown_settings,
 )
+from planner.dynamics.grace import check_grace, drain_time_s, plan_grace
 from planner.errors import PlannerInputError
-from planner.grace import check_grace, drain_time_s, plan_grace
 
 
 def test_w37_default_settings_cut_everything_in_flight():
@@ -178,7 +178,7 @@ def test_output_lengths_is_frozen():
 
 
 def test_shutdown_settings_match_the_generated_workload_patch():
-    from planner.manifests import ScalingPlan, generate_manifests
+    from planner.manifests.generate import ScalingPlan, generate_manifests
 
     manifests = generate_manifests(ScalingPlan(target_name="chat", concurrency_target=40.0, warmup_s=120.0,
                                                max_output_tokens=4096, itl_ms=50.0, max_replicas=8))

@@ -6,7 +6,7 @@ import ipywidgets as widgets
 import pytest
 from IPython.core.formatters import DisplayFormatter
 
-import planner.viz
+import planner.charts.viz
 from planner.explorers import LIVE_NOTE, SETTINGS_NOTE, register_static_display, static_html
 from planner.explorers.drain import drain_explorer
 from planner.explorers.kv_bounded_ratio import kv_bounded_ratio_explorer
@@ -76,7 +76,7 @@ def test_the_lab_explorer_left_to_run_lists_its_settings_without_a_button():
 
 @pytest.mark.parametrize("mode", ["book", "jupyter"])
 def test_widgets_display_as_snapshots_only_where_no_jupyter_server_runs(monkeypatch, mode):
-    monkeypatch.setattr(planner.viz, "_mode", mode)
+    monkeypatch.setattr(planner.charts.viz, "_mode", mode)
     shell = _Shell()
     assert register_static_display(shell) is True
     data, _ = shell.display_formatter.format(kv_bounded_ratio_explorer())

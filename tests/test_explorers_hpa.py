@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from planner.decision import evaluate_decision
+from planner.autoscaler.explain import evaluate_decision
+from planner.dynamics.kv_ramp import compare_ramps
 from planner.errors import PlannerInputError
 from planner.explorers.hpa_decisions import (
     TRIGGER_NAME,
@@ -14,7 +15,6 @@ from planner.explorers.hpa_decisions import (
     syncs_with_load_held,
 )
 from planner.explorers.kv_bounded_ratio import kv_bounded_ratio_explorer
-from planner.kv_ramp import compare_ramps
 
 
 def _text(widget) -> str:

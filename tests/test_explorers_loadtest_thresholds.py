@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
+from planner.capacity.knee import thresholds_from_loadtest
 from planner.explorers.loadtest_thresholds import loadtest_thresholds_explorer
-from planner.knee import thresholds_from_loadtest
 from planner.readers.loadtest import read_loadtest
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "loadtests" / "llama-3.1-8b_canonical.csv"

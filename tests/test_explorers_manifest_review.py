@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from planner.explorers.manifest_review import lint_explorer
-from planner.lint import LintSettings, lint
+from planner.manifests.lint import LintSettings, lint
 from planner.readers.workload import read_manifest_set
 from tests.conftest import DATA_DIR
 

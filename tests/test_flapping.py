@@ -1,4 +1,4 @@
-"""Tests for planner.flapping: pinned fleets, the trigger's recommendation curve and its fixed points."""
+"""Tests for planner.workflows.flapping: pinned fleets, the trigger's recommendation curve and its fixed points."""
 
 from __future__ import annotations
 
@@ -6,7 +6,11 @@ import pandas as pd
 import pytest
 
 from planner.errors import PlannerInputError
-from planner.flapping import (
+from planner.readers.fleet import read_fleet
+from planner.readers.manifest import load_autoscaler
+from planner.readers.trace import read_trace
+from planner.simulate.reference import simulate
+from planner.workflows.flapping import (
     fixed_points,
     full_batch_kv_usage_frac,
     highest_scaling_kv_threshold_frac,
@@ -17,11 +21,7 @@ from planner.flapping import (
     trigger_threshold,
     with_threshold,
 )
-from planner.lab import fleet_with
-from planner.readers.fleet import read_fleet
-from planner.readers.manifest import load_autoscaler
-from planner.readers.trace import read_trace
-from planner.simulate.reference import simulate
+from planner.workflows.lab import fleet_with
 from tests.conftest import DATA_DIR
 
 MANIFESTS = DATA_DIR / "manifests"

@@ -1,4 +1,4 @@
-"""Tests for planner.formula: the scalingModifiers subset of expr-lang, and what it refuses."""
+"""Tests for planner.autoscaler.formula: the scalingModifiers subset of expr-lang, and what it refuses."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from planner.formula import FormulaError, compile_formula
+from planner.autoscaler.formula import FormulaError, compile_formula
 
 LLMD_QUEUE_GUARD = """let queue_per_replica = 1;
         let running_per_replica = 16;

@@ -7,13 +7,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.errors import PlannerInputError
-from planner.gpu_utilization import (
+from planner.dynamics.gpu_utilization import (
     busy_frac_poisson,
     nvml_utilization_frac,
     replica_utilization_frac,
     utilization_hpa_trace,
 )
+from planner.errors import PlannerInputError
 
 
 def test_nvml_definition_is_busy_time_over_the_period():

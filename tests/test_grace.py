@@ -2,14 +2,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.errors import PlannerInputError
-from planner.grace import (
+from planner.dynamics.grace import (
     DEFAULT_TERMINATION_GRACE_PERIOD_S,
     DEFAULT_VLLM_SHUTDOWN_TIMEOUT_S,
     check_grace,
     drain_time_s,
     plan_grace,
 )
+from planner.errors import PlannerInputError
 
 
 def test_w37_4096_tokens_at_50_ms_need_204_8_s():

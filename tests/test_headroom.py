@@ -3,8 +3,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.errors import PlannerInputError
-from planner.headroom import (
+from planner.capacity.headroom import (
     backlog_requests,
     backlog_trajectory_requests,
     extra_replicas_frac,
@@ -16,7 +15,8 @@ from planner.headroom import (
     step_headroom_frac,
     target_for_step,
 )
-from planner.littles_law import drain_rate_rps, in_flight_requests, replicas_for_target
+from planner.capacity.littles_law import drain_rate_rps, in_flight_requests, replicas_for_target
+from planner.errors import PlannerInputError
 
 
 def test_w13_three_replicas_at_the_knee_serve_12_rps():
@@ -114,7 +114,7 @@ def test_target_for_step_absorbs_exactly_that_step(knee, step):
 
 
 def test_step_frac_of_ten_to_sixteen_is_sixty_percent():
-    from planner.headroom import step_frac
+    from planner.capacity.headroom import step_frac
 
     assert step_frac(10.0, 16.0) == pytest.approx(0.6)
     assert step_frac(10.0, 8.0) == 0.0
@@ -123,7 +123,7 @@ def test_step_frac_of_ten_to_sixteen_is_sixty_percent():
 
 
 def test_step_backlog_grows_for_the_reaction_time_then_drains():
-    from planner.headroom import step_backlog_trajectory_requests
+    from planner.capacity.headroom import step_backlog_trajectory_requests
 
     queue = step_backlog_trajectory_requests(np.array([0.0, 50.0, 100.0, 150.0]), 30.0, 75.0, 33.0, 80.0, 90.0)
     # 42 requests/s queue until 90 s (3,780), then 5 requests/s drain.
@@ -133,7 +133,7 @@ def test_step_backlog_grows_for_the_reaction_time_then_drains():
 
 
 def test_a_backlog_clears_only_when_capacity_exceeds_arrivals():
-    from planner.headroom import backlog_clear_s
+    from planner.capacity.headroom import backlog_clear_s
 
     assert backlog_clear_s(3780.0, 80.0, 75.0) == 756.0
     assert backlog_clear_s(10.0, 75.0, 75.0) == float("inf")

@@ -1,4 +1,4 @@
-"""Tests for planner.hpa: cases transcribed from Kubernetes' replica_calculator_test.go.
+"""Tests for planner.autoscaler.replica_calculator: cases transcribed from Kubernetes' replica_calculator_test.go.
 
 Each case id names its source test. The fixture below rebuilds what the Go
 test client returns: ``current_replicas`` pods (more if ``phases`` is longer),
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from planner.hpa import (
+from planner.autoscaler.replica_calculator import (
     MAX_INT32,
     MAX_INT64,
     MetricUnavailableError,

@@ -1,4 +1,4 @@
-"""Tests for planner.hpa_controller: worked examples, Kubernetes controller cases and properties."""
+"""Tests for planner.autoscaler.horizontal: worked examples, Kubernetes controller cases and properties."""
 
 from __future__ import annotations
 
@@ -8,15 +8,14 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from planner.behavior import (
+from planner.autoscaler.behavior import (
     HorizontalPodAutoscalerBehavior,
     HPAScalingPolicy,
     HPAScalingRules,
     TimestampedRecommendation,
     TimestampedScaleEvent,
 )
-from planner.hpa import Pod, PodMetric, ready_pods
-from planner.hpa_controller import (
+from planner.autoscaler.horizontal import (
     SCALE_TO_ZERO_LEGACY,
     ExternalReading,
     FailedReading,
@@ -26,8 +25,9 @@ from planner.hpa_controller import (
     compute_replicas_for_metrics,
     describe_conditions,
 )
-from planner.hpa_spec import HorizontalPodAutoscalerSpec, MetricSpec, MetricTarget
-from planner.kv_ramp import ramp_replicas
+from planner.autoscaler.hpa_spec import HorizontalPodAutoscalerSpec, MetricSpec, MetricTarget
+from planner.autoscaler.replica_calculator import Pod, PodMetric, ready_pods
+from planner.dynamics.kv_ramp import ramp_replicas
 
 EMPTY_BEHAVIOR = HorizontalPodAutoscalerBehavior()  # `behavior: {}`: every field defaulted
 
@@ -157,7 +157,7 @@ def test_w34_transient_queue_asks_for_eight():
 
 
 def test_kv_bounded_ratio_agrees_with_kv_ramp():
-    """A saturated avg KV (1.0) on a Value target: each decision matches planner.kv_ramp."""
+    """A saturated avg KV (1.0) on a Value target: each decision matches planner.dynamics.kv_ramp."""
     for target_milli, start in itertools.product((500, 600, 700, 750, 800, 850, 900, 950), (1, 2, 4, 7, 10)):
         expected = ramp_replicas(start, target_milli / 1000, 5).tolist()
         spec = hpa(external("Value", target_milli), max_replicas=10_000)

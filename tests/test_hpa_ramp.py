@@ -1,10 +1,10 @@
-"""Tests for planner.hpa_ramp."""
+"""Tests for planner.dynamics.hpa_ramp."""
 
 import pytest
 
-from planner.hpa_controller import ExternalReading, HorizontalController
-from planner.hpa_ramp import step_through_warmup
-from planner.hpa_spec import HorizontalPodAutoscalerSpec, MetricSpec, MetricTarget
+from planner.autoscaler.horizontal import ExternalReading, HorizontalController
+from planner.autoscaler.hpa_spec import HorizontalPodAutoscalerSpec, MetricSpec, MetricTarget
+from planner.dynamics.hpa_ramp import step_through_warmup
 
 
 def test_new_pods_count_only_after_the_warmup():

@@ -4,17 +4,15 @@ The cases follow the scenarios of ``pkg/controller/podautoscaler/horizontal_test
 condition-based controller ("from zero without condition, FG on", with the condition, with the gate
 off, to zero, minReplicas raised while at zero), with the Go functions ``reconcileAutoscaler``,
 ``shouldComputeMetricsForZeroReplicas``, ``hasObjectOrExternalMetrics`` and
-``getScaledToZeroConditionStatus`` as ported in :mod:`planner.hpa_controller`.
+``getScaledToZeroConditionStatus`` as ported in :mod:`planner.autoscaler.horizontal`.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from planner.behavior import HorizontalPodAutoscalerBehavior
-from planner.cluster_versions import ClusterVersions, Version
-from planner.hpa import PodMetric, ready_pods
-from planner.hpa_controller import (
+from planner.autoscaler.behavior import HorizontalPodAutoscalerBehavior
+from planner.autoscaler.horizontal import (
     SCALE_TO_ZERO_CONDITION,
     SCALE_TO_ZERO_DISABLED,
     SCALE_TO_ZERO_LEGACY,
@@ -24,8 +22,10 @@ from planner.hpa_controller import (
     has_object_or_external_metrics,
     should_compute_metrics_for_zero_replicas,
 )
-from planner.hpa_spec import HorizontalPodAutoscalerSpec, MetricSpec, MetricTarget
-from planner.keda import KedaController, ScaledObjectSpec, Trigger
+from planner.autoscaler.hpa_spec import HorizontalPodAutoscalerSpec, MetricSpec, MetricTarget
+from planner.autoscaler.keda import KedaController, ScaledObjectSpec, Trigger
+from planner.autoscaler.replica_calculator import PodMetric, ready_pods
+from planner.autoscaler.versions import ClusterVersions, Version
 
 QUEUE = MetricSpec("External", "queue", MetricTarget("AverageValue", average_value_milli=1000))
 PER_POD = MetricSpec("Pods", "qps", MetricTarget("AverageValue", average_value_milli=1000))

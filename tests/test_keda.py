@@ -1,18 +1,19 @@
-"""Tests for planner.keda: the HPA KEDA creates, activation, null values, fallback, modifiers, zero."""
+"""Tests for planner.autoscaler.keda: the HPA KEDA creates, activation, null values, fallback, modifiers, zero."""
 
 from __future__ import annotations
 
 import pytest
 
-from planner.behavior import HorizontalPodAutoscalerBehavior, HPAScalingPolicy, HPAScalingRules
-from planner.errors import PlannerInputError
-from planner.formula import FormulaError
-from planner.hpa import ready_pods
-from planner.hpa_controller import ExternalReading, FailedReading, HorizontalController
-from planner.keda import (
+from planner.autoscaler.behavior import (
+    HorizontalPodAutoscalerBehavior,
+    HPAScalingPolicy,
+    HPAScalingRules,
+)
+from planner.autoscaler.defaults import DEFAULT_COOLDOWN_PERIOD_S, DEFAULT_POLLING_INTERVAL_S
+from planner.autoscaler.formula import FormulaError
+from planner.autoscaler.horizontal import ExternalReading, FailedReading, HorizontalController
+from planner.autoscaler.keda import (
     COMPOSITE_METRIC_NAME,
-    DEFAULT_COOLDOWN_PERIOD_S,
-    DEFAULT_POLLING_INTERVAL_S,
     Fallback,
     KedaController,
     ScaledObjectSpec,
@@ -23,6 +24,8 @@ from planner.keda import (
     keda_quantity_milli,
     request_scale,
 )
+from planner.autoscaler.replica_calculator import ready_pods
+from planner.errors import PlannerInputError
 
 
 def prometheus(index, threshold, **kwargs):

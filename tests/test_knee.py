@@ -1,4 +1,4 @@
-"""Tests for planner.knee: the knee, interpolation, targets (W13, W17, W32, W33) and step-time fits."""
+"""Tests for planner.capacity.knee: the knee, interpolation, targets (W13, W17, W32, W33) and step-time fits."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.errors import PlannerInputError
-from planner.knee import (
+from planner.capacity.knee import (
     MIN_SWEEP_STEPS,
     Shortfall,
     find_knee,
@@ -24,8 +23,9 @@ from planner.knee import (
     thresholds_from_loadtest,
     value_at_knee,
 )
+from planner.capacity.step_time import step_time_ms
+from planner.errors import PlannerInputError
 from planner.readers.loadtest import COLUMNS, read_loadtest
-from planner.step_time import step_time_ms
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "loadtests"
 FIXTURES = Path(__file__).resolve().parent / "data" / "loadtests"

@@ -6,9 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import planner.kv_cache as kv
-from planner.errors import PlannerInputError
-from planner.kv_cache import (
+import planner.capacity.kv_cache as kv
+from planner.capacity.kv_cache import (
     GIB_BYTES,
     RULE_RELEASES,
     ModelSpec,
@@ -26,6 +25,7 @@ from planner.kv_cache import (
     max_model_len_for_memory,
     pipeline_stage_layers,
 )
+from planner.errors import PlannerInputError
 from planner.readers.model_config import read_model_config
 from tests.conftest import DATA_DIR
 

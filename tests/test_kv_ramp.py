@@ -6,14 +6,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.errors import PlannerInputError
-from planner.kv_ramp import (
+from planner.dynamics.kv_ramp import (
     compare_ramps,
     max_usage_ratio,
     ramp_replicas,
     scale_up_periods,
     warmups_to_reach,
 )
+from planner.errors import PlannerInputError
 
 
 def test_w8_largest_ratio_at_target_080_is_125():

@@ -1,21 +1,21 @@
-"""Tests for planner.lab: configurations replayed on one trace, tabulated, and written as ScaledObjects."""
+"""Tests for planner.workflows.lab: configurations replayed on one trace, tabulated, and written as ScaledObjects."""
 
 from __future__ import annotations
 
 import pytest
 
 from planner.errors import PlannerInputError
-from planner.lab import (
+from planner.readers.manifest import load_autoscaler
+from planner.simulate.fleet import FleetSpec
+from planner.simulate import simulate
+from planner.simulate.replica import ReplicaSpec
+from planner.workflows.lab import (
     SIGNAL_QUERIES,
     configuration_table,
     fleet_with,
     run_configurations,
     scaled_object_yaml,
 )
-from planner.readers.manifest import load_autoscaler
-from planner.simulate.fleet import FleetSpec
-from planner.simulate.reference import simulate
-from planner.simulate.replica import ReplicaSpec
 from tests.simulate_helpers import steady_trace
 
 SMALL = FleetSpec(replica=ReplicaSpec(fixed_ms=6.0, per_sequence_ms=0.25, max_num_seqs=16, kv_tokens=100_000),

@@ -19,7 +19,7 @@ from planner.charts.lab import (
     configurations_long,
 )
 from planner.charts.simulation import fleet_timeline_chart
-from planner.viz import offline_renderer
+from planner.charts.viz import offline_renderer
 from tests.check_built_book import browser_unavailable, chromium, serve
 from tests.conftest import REPO_ROOT
 

@@ -1,4 +1,4 @@
-"""Tests for planner.lint: each rule on a realistic manifest that triggers it and one that does not,
+"""Tests for planner.manifests.lint: each rule on a realistic manifest that triggers it and one that does not,
 never-seen manifests, and agreement with an expert's review of the 33 real manifests."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from planner.cluster_versions import ClusterVersions, Version
-from planner.lint import RULES, LintSettings, exit_status, lint, signal_kinds
+from planner.autoscaler.versions import ClusterVersions, Version
+from planner.manifests.lint import RULES, LintSettings, exit_status, lint, signal_kinds
 from planner.readers.workload import read_manifest_set
 from tests.conftest import TEST_DATA_DIR
 

@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from planner.lint import lint
+from planner.manifests.lint import lint
 from planner.readers.workload import read_manifest_set
 
 EXPECTED: dict[str, dict[str, str]] = {

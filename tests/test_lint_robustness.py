@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from planner.lint import lint
+from planner.manifests.lint import lint
 from planner.readers.manifest import load_autoscaler
 from planner.readers.workload import manifest_set_from_texts
 

@@ -5,14 +5,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.errors import PlannerInputError
-from planner.littles_law import (
+from planner.capacity.littles_law import (
     drain_rate_rps,
     in_flight_requests,
     per_replica_load,
     queue_threshold_requests,
     replicas_for_target,
 )
+from planner.errors import PlannerInputError
 
 
 def test_w11_ten_rps_for_twelve_seconds_needs_three_replicas_at_target_40():

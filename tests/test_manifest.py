@@ -6,8 +6,9 @@ import textwrap
 
 import pytest
 
+from planner.autoscaler.quantity import parse_quantity_milli
 from planner.errors import PlannerInputError
-from planner.readers.manifest import load_autoscaler, load_autoscalers, parse_quantity_milli
+from planner.readers.manifest import load_autoscaler, load_autoscalers
 
 NOT_AUTOSCALERS = {
     "50-gie-vllm-gpu-deployment.yaml", "51-aibrix-vllm-deploy-prestop-drain-60s.yaml",

@@ -7,10 +7,10 @@ import difflib
 import pytest
 import yaml
 
+from planner.dynamics.grace import plan_grace
 from planner.errors import PlannerInputError
-from planner.grace import plan_grace
-from planner.manifests import ScalingPlan, generate_manifests
-from planner.readers.manifest_yaml import dump_manifest, patch_workload_text, workload_names
+from planner.manifests.generate import ScalingPlan, generate_manifests
+from planner.manifests.writer import dump_manifest, patch_workload_text, workload_names
 
 GRACE = plan_grace(204.8, pre_stop_s=10)  # shutdown 226 s, grace 241 s
 PATCHED_KEYS = ("terminationGracePeriodSeconds", "lifecycle:", "preStop:", "sleep:", "seconds:",
@@ -130,7 +130,7 @@ def test_windows_line_ends_are_kept(shared_dir):
 
 
 def test_max_num_seqs_is_read_from_args_and_shell_strings(shared_dir):
-    from planner.readers.manifest_yaml import vllm_argument
+    from planner.manifests.writer import vllm_argument
 
     text = _real(shared_dir, "55").read_text(encoding="utf-8")
     assert vllm_argument(text, "--max-num-seqs", source="55.yaml") == "64"

@@ -7,10 +7,10 @@ import re
 
 import pytest
 
+from planner.dynamics.grace import drain_time_s
 from planner.errors import PlannerInputError
-from planner.grace import drain_time_s
-from planner.manifests import ScalingPlan, format_threshold, generate_manifests
-from planner.schema import schema_errors
+from planner.manifests.generate import ScalingPlan, format_threshold, generate_manifests
+from planner.manifests.schema import schema_errors
 
 PLAN = ScalingPlan(
     target_name="llama-vllm", concurrency_target=40, warmup_s=240, max_output_tokens=4096, itl_ms=50,
@@ -145,7 +145,7 @@ def _comments(manifest) -> dict:
 
 
 def test_comments_state_what_the_controllers_do():
-    from planner.manifests import DEFAULT_POLLING_INTERVAL_S
+    from planner.manifests.generate import POLLING_INTERVAL_S as DEFAULT_POLLING_INTERVAL_S
 
     single = generate_manifests(_replace(PLAN, kv_usage_target_frac=None, queue_threshold_requests=None))
     several = generate_manifests(PLAN)
@@ -161,7 +161,7 @@ def test_comments_state_what_the_controllers_do():
         assert _comments(several.scaled_object)[f"spec.triggers.{index}.metricType"].startswith("not used")
     assert "composite" in _comments(several.scaled_object)["spec.advanced.scalingModifiers.metricType"]
     assert DEFAULT_POLLING_INTERVAL_S == 15
-    import planner.manifests as module
+    import planner.manifests.generate as module
 
     assert "Ready pods once" not in module.__doc__ and "one fresh value per HPA sync" not in module.__doc__
 
@@ -173,7 +173,7 @@ def _tolerances(result):
 
 
 def test_tolerance_is_written_only_where_the_cluster_keeps_it():
-    from planner.cluster_versions import ClusterVersions, Version
+    from planner.autoscaler.versions import ClusterVersions, Version
 
     assert _tolerances(generate_manifests(PLAN)) == ("0", "0")  # defaults: Kubernetes 1.37, KEDA 2.20
     assert generate_manifests(PLAN).notes == ()
@@ -199,7 +199,7 @@ def test_min_zero_refusal_and_comment_name_the_1_37_hpa_scale_to_zero():
 
 
 def test_the_teams_own_matchers_are_kept_in_every_query():
-    from planner.manifests import query_matchers
+    from planner.manifests.generate import query_matchers
 
     team = query_matchers('sum(vllm:num_requests_waiting{model_name="chat"})')
     plan = _replace(PLAN, namespace="llm", model_name="", label_matchers=team)
@@ -217,7 +217,7 @@ def test_a_given_matcher_wins_over_the_flag_for_the_same_label():
 
 
 def test_query_matchers_read_every_operator_and_skip_non_vllm_selectors():
-    from planner.manifests import query_matchers
+    from planner.manifests.generate import query_matchers
 
     query = ('sum(vllm:num_requests_running{namespace="llm", pod=~"chat-.*"}) + '
              'sum(vllm:num_requests_waiting{model_name!="x"}) + sum(up{job="other"})')
@@ -225,7 +225,7 @@ def test_query_matchers_read_every_operator_and_skip_non_vllm_selectors():
 
 
 def test_workload_matchers_name_the_namespace_and_the_served_model():
-    from planner.manifests import pod_matcher, workload_matchers
+    from planner.manifests.generate import pod_matcher, workload_matchers
 
     assert workload_matchers("llm", {"--served-model-name": "chat fast", "--model": "m"}) == (
         'namespace="llm"', 'model_name="chat"')

@@ -1,8 +1,8 @@
-"""Tests for planner._markdown: counted nouns, shares and inline Markdown as the pages print them."""
+"""Tests for planner.markdown: counted nouns, shares and inline Markdown as the pages print them."""
 
 import pytest
 
-from planner._markdown import at_least_share, inline_html, markdown_table, plural
+from planner.markdown import at_least_share, inline_html, markdown_table, plural
 
 
 @pytest.mark.parametrize(("count", "noun", "text"), [

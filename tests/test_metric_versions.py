@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from planner._markdown import markdown_table
-from planner.metric_versions import (
+from planner.markdown import markdown_table
+from planner.readers.metrics import read_metrics_scrape
+from planner.vllm.metric_versions import (
     CURRENT_VLLM_VERSION,
     METRIC_HISTORY,
     export_status,
@@ -17,8 +18,7 @@ from planner.metric_versions import (
     promql_markdown,
     release_matrix_markdown,
 )
-from planner.promql import LEGACY_ONLY, SIGNALS, queries_for
-from planner.readers.metrics import read_metrics_scrape
+from planner.vllm.promql import LEGACY_ONLY, SIGNALS, queries_for
 
 CATALOGUE = {name for s in SIGNALS for name in (s.current, *s.deprecated)} | set(LEGACY_ONLY)
 

@@ -105,7 +105,7 @@ def test_a_scrape_without_prefix_counters_has_no_hit_fraction():
 def test_cache_config_info_and_the_planner_reproduce_each_other(shared_dir):
     # vLLM 0.25.1, opt-125m (12 layers, 12 KV heads of 64, fp16) on TP 2, max_model_len 2,048:
     # the scrape's cache_config_info carries the capacity the start-up log prints.
-    from planner.kv_cache import ModelSpec, ServingSpec, kv_capacity, page_size_bytes
+    from planner.capacity.kv_cache import ModelSpec, ServingSpec, kv_capacity, page_size_bytes
 
     report = read_metrics_scrape(shared_dir / "real-world/metrics/vllm-0.25.1-opt125m-tp2-idle.txt")
     config = report.cache_config

@@ -44,11 +44,11 @@ def test_the_theme_fontawesome_script_is_the_only_thing_removed():
 
 def test_only_long_inline_code_words_may_break():
     body = ('<code class="docutils literal notranslate"><span class="pre">--max-num-seqs</span></code> '
-            '<code class="docutils literal notranslate"><span class="pre">planner.hpa.DEFAULT_TOLERANCE&amp;x</span>'
+            '<code class="docutils literal notranslate"><span class="pre">planner.autoscaler.replica_calculator.DEFAULT_TOLERANCE&amp;x</span>'
             '</code>')
     marked = page_assets.mark_long_code(body)
     assert '<span class="pre">--max-num-seqs</span>' in marked
-    assert '<span class="pre long">planner.hpa.DEFAULT_TOLERANCE&amp;x</span>' in marked
+    assert '<span class="pre long">planner.autoscaler.replica_calculator.DEFAULT_TOLERANCE&amp;x</span>' in marked
     assert page_assets.mark_long_code("x" * 28) == "x" * 28
     exact = '<span class="pre">' + "y" * 28 + "</span>"
     assert page_assets.mark_long_code(exact) == exact  # 28 characters still fit a phone's line
@@ -86,10 +86,10 @@ def tiny_book(tmp_path_factory):
     (root / "book" / "intro.md").write_text(
         "# Intro\n\nText only: `--max-num-seqs` and `planner.explorers.drain.drain_explorer`.\n")
     _notebook(root / "book" / "chart.ipynb", "Chart",
-              "import altair as alt, pandas as pd\nimport planner.viz\nplanner.viz.enable()",
+              "import altair as alt, pandas as pd\nimport planner.charts.viz\nplanner.charts.viz.enable()",
               "alt.Chart(pd.DataFrame({'x': [1, 2]}), title='c').mark_bar().encode(x='x:Q')")
     _notebook(root / "book" / "explorer.ipynb", "Explorer",
-              "import planner.viz\nplanner.viz.enable()\nfrom planner.explorers.drain import drain_explorer",
+              "import planner.charts.viz\nplanner.charts.viz.enable()\nfrom planner.explorers.drain import drain_explorer",
               "drain_explorer()")
     (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n"
                                    "  - file: book/chart\n  - file: book/explorer\n")

@@ -1,4 +1,4 @@
-"""planner.plan: the pieces the chapter "Your plan" strings together."""
+"""planner.workflows.plan: the pieces the chapter "Your plan" strings together."""
 
 from __future__ import annotations
 
@@ -6,10 +6,21 @@ import dataclasses
 
 import pytest
 
+from planner.capacity.knee import thresholds_from_loadtest
 from planner.errors import PlannerInputError
-from planner.knee import thresholds_from_loadtest
-from planner.manifests import ScalingPlan, generate_manifests
-from planner.plan import (
+from planner.manifests.generate import ScalingPlan, generate_manifests
+from planner.readers.loadtest import read_loadtest
+from planner.readers.trace import read_trace
+from planner.readers.workload import read_manifest_set
+from planner.simulate import fast
+from planner.simulate.sweep import (
+    SweepResult,
+    cheapest_meeting,
+    closest_to_goal,
+    expand_grid,
+    run_chunk,
+)
+from planner.workflows.plan import (
     DAYS_PER_WEEK,
     PlanSweep,
     change_text,
@@ -23,17 +34,6 @@ from planner.plan import (
     plan_fleet,
     simulate_week,
     sweep_plan,
-)
-from planner.readers.loadtest import read_loadtest
-from planner.readers.trace import read_trace
-from planner.readers.workload import read_manifest_set
-from planner.simulate import fast
-from planner.simulate.sweep import (
-    SweepResult,
-    cheapest_meeting,
-    closest_to_goal,
-    expand_grid,
-    run_chunk,
 )
 from tests.conftest import DATA_DIR
 
@@ -166,7 +166,7 @@ def test_current_autoscaler_by_name():
 
 
 def test_fleet_drains_as_the_patch_says(thresholds):
-    from planner.grace import plan_grace
+    from planner.dynamics.grace import plan_grace
 
     grace = plan_grace(204.8, pre_stop_s=10)
     fleet = plan_fleet(thresholds[1], kv_tokens=112_720, max_num_seqs=64, warmup_s=60.0, usd_per_gpu_hour=2.0,
@@ -180,7 +180,7 @@ def test_fleet_drains_as_the_patch_says(thresholds):
 @pytest.fixture(scope="module")
 def chapter_plan(thresholds):
     """The chapter's default inputs, through the function the chapter and planner plan call."""
-    from planner.plan import current_setup, make_plan
+    from planner.workflows.plan import current_setup, make_plan
 
     steps, result = thresholds
     found = manifest_thresholds(result, steps)
@@ -201,7 +201,7 @@ def chapter_plan(thresholds):
 def test_the_chapters_current_setting_is_kept_when_it_is_best(chapter_plan):
     # Issue 20, 1: today's setting met 99 % (99.78 %) at $861 a week with 0 flaps; the old chapter picked a
     # $952 setting flapping 77 times.
-    from planner.plan import dominates
+    from planner.workflows.plan import dominates
 
     _, _, plan = chapter_plan
     assert plan.recommendation.case == "kept" and plan.recommended is plan.current
@@ -233,9 +233,9 @@ def test_a_grid_point_is_emitted_with_exactly_its_values(chapter_plan):
     # Issue 20, 1: "run instead" carried minReplicaCount 1 and a 300 s window, not the chosen 2 and 1800 s.
     import yaml
 
-    from planner.plan import recommended_scaling_plan
+    from planner.manifests.writer import dump_manifest
     from planner.readers.manifest import autoscaler_from_document
-    from planner.readers.manifest_yaml import dump_manifest
+    from planner.workflows.plan import recommended_scaling_plan
 
     _, base, plan = chapter_plan
     point = next(r for r in plan.results if dict(r.values) == {"target": 53.333, "min_replicas": 2,
@@ -247,7 +247,7 @@ def test_a_grid_point_is_emitted_with_exactly_its_values(chapter_plan):
 
 
 def test_plan_grids_refuse_keys_the_manifests_cannot_carry():
-    from planner.plan import check_plan_grid
+    from planner.workflows.plan import check_plan_grid
 
     with pytest.raises(PlannerInputError, match="'signal' is not a value planner plan can write"):
         check_plan_grid({"signal": ["sum(x)"]})
@@ -257,7 +257,7 @@ def test_plan_grids_refuse_keys_the_manifests_cannot_carry():
 
 def test_review_target_keeps_the_teams_model_name_and_adds_the_namespace():
     # Issue 20, 2: manifest_review replaced {model_name="chat"} by {namespace="llm"}.
-    from planner.plan import target_matchers
+    from planner.workflows.plan import target_matchers
 
     manifests = read_manifest_set([DATA_DIR / "manifests" / "review"])
     assert target_matchers(manifests, "chat") == ('model_name="chat"', 'namespace="llm"')

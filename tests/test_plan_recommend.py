@@ -1,4 +1,4 @@
-"""planner.plan.recommend: each rule on hand-made candidate sets, and the front on three objectives."""
+"""planner.workflows.plan.recommend: each rule on hand-made candidate sets, and the front on three objectives."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import random
 import pytest
 
 from planner.errors import PlannerInputError
-from planner.plan import (
+from planner.simulate.sweep import SweepResult
+from planner.workflows.plan import (
     CHEAPER,
     CURRENT_INDEX,
     CURRENT_MISSES,
@@ -20,7 +21,6 @@ from planner.plan import (
     plan_front,
     recommend,
 )
-from planner.simulate.sweep import SweepResult
 
 
 def _r(index, cost, attainment, flaps):

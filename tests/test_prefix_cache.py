@@ -6,8 +6,8 @@ import math
 
 import pytest
 
+from planner.capacity.prefix_cache import kv_with_shared_prefix, shared_prefix_tokens
 from planner.errors import PlannerInputError
-from planner.prefix_cache import kv_with_shared_prefix, shared_prefix_tokens
 
 
 def test_no_sharing_is_the_plain_division():

@@ -1,8 +1,8 @@
-"""Tests for planner.promql: query strings match the metric names given."""
+"""Tests for planner.vllm.promql: query strings match the metric names given."""
 
 import pytest
 
-from planner.promql import SIGNALS, queries_for, selector
+from planner.vllm.promql import SIGNALS, queries_for, selector
 
 
 def test_current_names_and_selector():

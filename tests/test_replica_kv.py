@@ -4,11 +4,11 @@ import json
 
 import pytest
 
+from planner.capacity.kv_cache import GIB_BYTES, ServingSpec, kv_capacity
+from planner.capacity.replica_kv import explain_log_mismatch, replica_kv
 from planner.errors import PlannerInputError
-from planner.kv_cache import GIB_BYTES, ServingSpec, kv_capacity
 from planner.readers.model_config import read_model_config
 from planner.readers.vllm_log import parse_vllm_log, read_vllm_log
-from planner.replica_kv import explain_log_mismatch, replica_kv
 from tests.conftest import DATA_DIR, TEST_DATA_DIR
 
 LOGS = TEST_DATA_DIR / "vllm_logs"
@@ -145,7 +145,7 @@ def test_log_summary_and_model_label(tmp_path):
 
 
 def test_estimate_on_gpu_says_why_there_is_none():
-    from planner.replica_kv import estimate_on_gpu
+    from planner.capacity.replica_kv import estimate_on_gpu
 
     qwen = read_model_config(MODELS / "qwen2.5-7b-instruct-awq.json")
     replica = replica_kv(qwen, available_kv_gib=13.76)

@@ -3,10 +3,8 @@ import math
 import numpy as np
 import pytest
 
-from planner.errors import PlannerInputError
-from planner.headroom import backlog_clear_s
-from planner.readers.manifest import load_autoscaler
-from planner.replica_queues import (
+from planner.capacity.headroom import backlog_clear_s
+from planner.dynamics.replica_queues import (
     LEAST_LOADED,
     ROUND_ROBIN,
     backlog_per_replica_requests,
@@ -15,6 +13,8 @@ from planner.replica_queues import (
     round_robin_clear_s,
     step_drain,
 )
+from planner.errors import PlannerInputError
+from planner.readers.manifest import load_autoscaler
 from planner.simulate.fleet import ROUTERS as SIMULATOR_ROUTERS
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.reference import simulate

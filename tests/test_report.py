@@ -1,4 +1,4 @@
-"""planner.report without a kernel: parameters, output folders, inlining."""
+"""planner.workflows.report without a kernel: parameters, output folders, inlining."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from planner import report
 from planner.errors import PlannerInputError
+from planner.workflows import report
 from tests.conftest import REPO_ROOT
 
 BOOK = REPO_ROOT / "book"

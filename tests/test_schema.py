@@ -7,7 +7,12 @@ import copy
 import pytest
 import yaml
 
-from planner.schema import KUBERNETES_VERSION, SchemaProblem, schema_errors, validate_manifest
+from planner.manifests.schema import (
+    KUBERNETES_VERSION,
+    SchemaProblem,
+    schema_errors,
+    validate_manifest,
+)
 
 
 def _documents(path):
@@ -118,7 +123,7 @@ def test_version_and_str():
 def test_schemas_load_without_network(monkeypatch, shared_dir):
     import socket
 
-    from planner import schema
+    from planner.manifests import schema
 
     def refuse(*args, **kwargs):
         raise OSError("network disabled in this test")

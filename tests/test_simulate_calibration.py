@@ -1,6 +1,6 @@
 """Calibration: one simulated replica, built from a real load test's step-time fit, replays that test.
 
-For each real sweep the step-time fit is the one ``planner.knee.thresholds_from_loadtest``
+For each real sweep the step-time fit is the one ``planner.capacity.knee.thresholds_from_loadtest``
 makes (over the steps up to the knee); every load level of the sweep is then
 driven as the client drove it (its request rate, its concurrency cap, its
 request count and token lengths). The simulated mean TPOT must be within 10 %
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner.knee import find_knee, thresholds_from_loadtest
+from planner.capacity.knee import find_knee, thresholds_from_loadtest
 from planner.readers.loadtest import read_loadtest
 from planner.simulate.calibration import replica_from_fit, run_load_level, simulate_sweep
 from tests.conftest import TEST_DATA_DIR

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from planner.autoscaler.replica_calculator import POD_RUNNING, Pod
 from planner.errors import PlannerInputError
-from planner.hpa import POD_RUNNING, Pod
 from planner.simulate.control import Control
 from planner.simulate.metrics import COLUMNS, MetricStore
 from tests.simulate_helpers import pods_hpa, scaled_object, write_manifest

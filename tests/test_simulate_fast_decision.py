@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from numba import njit
 
-from planner.behavior import TimestampedRecommendation, TimestampedScaleEvent
-from planner.hpa import POD_RUNNING, Pod
-from planner.keda import keda_quantity_milli
+from planner.autoscaler.behavior import TimestampedRecommendation, TimestampedScaleEvent
+from planner.autoscaler.keda import keda_quantity_milli
+from planner.autoscaler.replica_calculator import POD_RUNNING, Pod
 from planner.readers.manifest import load_autoscaler
 from planner.simulate.control import Control
 from planner.simulate.fast import decision

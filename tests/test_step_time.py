@@ -3,8 +3,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.errors import PlannerInputError
-from planner.step_time import (
+from planner.capacity.step_time import (
     fit_step_time,
     max_batch_for_tpot,
     output_throughput_tps,
@@ -15,6 +14,7 @@ from planner.step_time import (
     throughput_headroom_frac,
     tpot_ms,
 )
+from planner.errors import PlannerInputError
 
 FIXED_MS, PER_SEQ_MS = 6.0, 0.25  # the seed's illustrative constants
 

@@ -2,8 +2,8 @@ import altair as alt
 import pandas as pd
 import pytest
 
-import planner.viz
-from planner.viz import enable, offline_renderer
+import planner.charts.viz
+from planner.charts.viz import enable, offline_renderer
 
 
 def _chart():
@@ -27,7 +27,7 @@ def test_enable_book_mode_selects_the_planner_renderer(monkeypatch):
     monkeypatch.delenv("PLANNER_ALTAIR", raising=False)
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     assert enable() == "book"
-    assert alt.renderers.active == planner.viz.RENDERER_NAME
+    assert alt.renderers.active == planner.charts.viz.RENDERER_NAME
     bundle = _chart()._repr_mimebundle_()
     bundle = bundle[0] if isinstance(bundle, tuple) else bundle
     assert "vegaEmbed" in bundle["text/html"]
@@ -36,7 +36,7 @@ def test_enable_book_mode_selects_the_planner_renderer(monkeypatch):
 def test_enable_detects_jupyterlab(monkeypatch):
     monkeypatch.delenv("PLANNER_ALTAIR", raising=False)
     monkeypatch.setenv("JPY_SESSION_NAME", "/tmp/x.ipynb")
-    monkeypatch.setattr(planner.viz, "_has_lab_extras", lambda: False)
+    monkeypatch.setattr(planner.charts.viz, "_has_lab_extras", lambda: False)
     assert enable() == "jupyter"
     assert alt.renderers.active == "default"
     enable("book")
@@ -48,17 +48,17 @@ def test_enable_rejects_unknown_mode():
 
 
 def test_current_mode_is_the_last_enabled_or_the_detected_one(monkeypatch):
-    monkeypatch.setattr(planner.viz, "_mode", None)
+    monkeypatch.setattr(planner.charts.viz, "_mode", None)
     monkeypatch.delenv("PLANNER_ALTAIR", raising=False)
     monkeypatch.setenv("JPY_SESSION_NAME", "/tmp/x.ipynb")
-    assert planner.viz.current_mode() == "jupyter"
+    assert planner.charts.viz.current_mode() == "jupyter"
     monkeypatch.delenv("JPY_SESSION_NAME")
-    assert planner.viz.current_mode() == "book"
-    monkeypatch.setattr(planner.viz, "_has_lab_extras", lambda: False)
+    assert planner.charts.viz.current_mode() == "book"
+    monkeypatch.setattr(planner.charts.viz, "_has_lab_extras", lambda: False)
     enable("jupyter")
-    assert planner.viz.current_mode() == "jupyter"
+    assert planner.charts.viz.current_mode() == "jupyter"
     enable("book")
-    assert planner.viz.current_mode() == "book"
+    assert planner.charts.viz.current_mode() == "book"
 
 
 def test_the_snippet_draws_through_the_book_chart_fitting_when_the_page_has_it():

@@ -4,8 +4,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from planner.errors import PlannerInputError
-from planner.kv_cache import (
+from planner.capacity.kv_cache import (
     GIB_BYTES,
     ServingSpec,
     kv_bytes_per_token,
@@ -13,8 +12,10 @@ from planner.kv_cache import (
     kv_memory_for_max_len_bytes,
     max_model_len_for_memory,
 )
+from planner.capacity.startup_log import cross_check
+from planner.errors import PlannerInputError
 from planner.readers.model_config import read_model_config
-from planner.readers.vllm_log import cross_check, parse_vllm_log, read_vllm_log
+from planner.readers.vllm_log import parse_vllm_log, read_vllm_log
 from tests.conftest import DATA_DIR, TEST_DATA_DIR
 
 LOGS = TEST_DATA_DIR / "vllm_logs"

@@ -9,9 +9,9 @@ import nbformat
 import pytest
 import yaml
 
-from planner.kv_cache import RULE_RELEASES, ServingSpec
-from planner.metric_versions import history_releases, parse_version
-from planner.vllm_release import CURRENT_VLLM_VERSION
+from planner.capacity.kv_cache import RULE_RELEASES, ServingSpec
+from planner.vllm.metric_versions import history_releases, parse_version
+from planner.vllm.release import CURRENT_VLLM_VERSION
 from tests.conftest import DATA_DIR, REPO_ROOT
 
 NOTEBOOKS = sorted((REPO_ROOT / "book").glob("*.ipynb"))
@@ -32,7 +32,7 @@ def test_the_release_is_defined_once_in_the_planner():
     assert history_releases()[-1] == CURRENT_VLLM_VERSION
     defining = [path.relative_to(REPO_ROOT).as_posix() for path in (REPO_ROOT / "planner").rglob("*.py")
                 if f'"{CURRENT_VLLM_VERSION}"' in path.read_text(encoding="utf-8")]
-    assert defining == ["planner/vllm_release.py"]
+    assert defining == ["planner/vllm/release.py"]
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
@@ -44,7 +44,7 @@ def test_notebooks_take_the_release_from_the_planner(notebook):
         releases = [text for text in _string_constants(cell.source) if RELEASE_LITERAL.fullmatch(text)]
         assert not releases, (
             f"{notebook.name} cell {index}: hard-coded vLLM release(s) {releases}; use "
-            "planner.vllm_release.CURRENT_VLLM_VERSION (or planner.kv_cache.RULE_RELEASES)")
+            "planner.vllm.release.CURRENT_VLLM_VERSION (or planner.capacity.kv_cache.RULE_RELEASES)")
         if "parameters" in cell.metadata.get("tags", []):
             for node in ast.parse(cell.source).body:
                 if isinstance(node, ast.AnnAssign) and "version" in node.target.id:
@@ -70,7 +70,7 @@ def test_bundled_manifests_run_the_current_release():
 
 
 def test_rule_releases_are_in_order_and_name_their_rule():
-    from planner.kv_cache import kv_rule
+    from planner.capacity.kv_cache import kv_rule
 
     assert list(RULE_RELEASES) == ["v0", "v1-early", "v1-blocks", "v1-capacity"]
     assert all(kv_rule(release) == rule for rule, release in RULE_RELEASES.items())

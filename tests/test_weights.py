@@ -2,14 +2,14 @@
 
 import pytest
 
-from planner.errors import PlannerInputError
-from planner.readers.model_config import read_weight_bytes_estimate
-from planner.weights import (
+from planner.capacity.weights import (
     DecoderShape,
     Quantization,
     decoder_parameter_count,
     weight_bytes_estimate,
 )
+from planner.errors import PlannerInputError
+from planner.readers.model_config import read_weight_bytes_estimate
 from tests.conftest import DATA_DIR
 
 MODELS = DATA_DIR / "models"

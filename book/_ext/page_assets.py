@@ -1,7 +1,7 @@
 """Sphinx extension: each page loads the browser libraries it uses, and nothing more.
 
 - vega, vega-lite, vega-embed and the book's chart fitting (``charts.js``) go
-  only on pages that hold a chart (``planner.viz`` marks each with
+  only on pages that hold a chart (``planner.charts.viz`` marks each with
   ``class="planner-altair"``), below myst-nb's require.js (priority 500) so
   vega's UMD wrapper defines the page-global ``vegaEmbed`` instead of an AMD module.
 - myst-nb adds the ipywidgets manager (require.js and the 3.6 MB embed-amd.js)

@@ -1,4 +1,4 @@
-// Draws the book's altair charts (planner/viz.py) so that each fits the width of its column.
+// Draws the book's altair charts (planner/charts/viz.py) so that each fits the width of its column.
 //
 // A chart is drawn at the size its author gave it. When that is wider than the
 // column (a phone), its titles wrap to the column and its legends move under the

@@ -6,9 +6,13 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from planner.capacity.headroom import (
+    backlog_clear_s,
+    reaction_time_s,
+    step_backlog_trajectory_requests,
+)
 from planner.charts import grid_slider
-from planner.headroom import backlog_clear_s, reaction_time_s, step_backlog_trajectory_requests
-from planner.replica_queues import LEAST_LOADED, ROUND_ROBIN, step_drain
+from planner.dynamics.replica_queues import LEAST_LOADED, ROUND_ROBIN, step_drain
 
 __all__ = ["MODEL_LABELS", "backlog_chart", "cold_start_grid", "cold_start_table"]
 
@@ -31,10 +35,10 @@ def cold_start_grid(cold_starts_s, metric_window_s: float, eval_interval_s: floa
     """The queue after a step, over time, for each cold start in ``cold_starts_s``.
 
     Always the shared-queue fluid model
-    (:func:`planner.headroom.step_backlog_trajectory_requests`); with
+    (:func:`planner.capacity.headroom.step_backlog_trajectory_requests`); with
     ``replicas_before``, ``replicas_after`` and ``slots`` (the knee K) also the
     per-pod queues behind a round-robin and a least-loaded router
-    (:func:`planner.replica_queues.step_drain`), each pod completing
+    (:func:`planner.dynamics.replica_queues.step_drain`), each pod completing
     ``capacity_rps / replicas_before`` requests per second.
 
     Returns
@@ -84,7 +88,7 @@ def cold_start_table(cold_starts_s, metric_window_s: float, eval_interval_s: flo
                "peak backlog (requests)": round(peak), "time to clear it (s)": round(clear, 1)}
         if per_replica:
             # Round robin, the slower router, takes replicas_after / replicas_before times the shared
-            # queue's time (planner.replica_queues.round_robin_clear_s): simulate a little past that.
+            # queue's time (planner.dynamics.replica_queues.round_robin_clear_s): simulate a little past that.
             horizon_s = reaction + 1.2 * clear * replicas_after / replicas_before + 30.0
             if not np.isfinite(horizon_s):
                 horizon_s = reaction + 3600.0

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 
 from planner.charts import grid_slider
-from planner.drain import OutputLengths, cut_frac, cut_requests, drain_window_s
-from planner.grace import drain_time_s, plan_grace
+from planner.dynamics.drain import OutputLengths, cut_frac, cut_requests, drain_window_s
+from planner.dynamics.grace import drain_time_s, plan_grace
 
 __all__ = ["cut_chart", "cut_grid", "grace_axis_s", "settings_table"]
 
@@ -44,7 +44,7 @@ def cut_grid(itls_ms, lengths: OutputLengths, grace_periods_s=None, *, ttft_ms: 
     -------
     pandas.DataFrame
         Columns ``itl_ms``, ``grace_s``, ``setting``, ``cut_frac``,
-        ``recommended_grace_s`` (:func:`planner.grace.plan_grace` for that ITL)
+        ``recommended_grace_s`` (:func:`planner.dynamics.grace.plan_grace` for that ITL)
         and ``pre_stop_s``, the preStop every curve assumes (the chart states it).
     """
     frames = []

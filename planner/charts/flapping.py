@@ -23,7 +23,7 @@ def flapping_timeline_chart(long: pd.DataFrame, initial: str | None = None) -> a
 
 
 def recommendation_frame(curves: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """Stack :func:`planner.flapping.recommendation_curve` results under a ``signal`` column."""
+    """Stack :func:`planner.workflows.flapping.recommendation_curve` results under a ``signal`` column."""
     return pd.concat([curve.assign(signal=label) for label, curve in curves.items()], ignore_index=True)
 
 

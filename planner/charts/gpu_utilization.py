@@ -6,13 +6,13 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from planner.capacity.step_time import output_throughput_tps
 from planner.charts import grid_slider
-from planner.gpu_utilization import (
+from planner.dynamics.gpu_utilization import (
     busy_frac_poisson,
     replica_utilization_frac,
     utilization_hpa_trace,
 )
-from planner.step_time import output_throughput_tps
 
 __all__ = [
     "batch_chart",
@@ -87,7 +87,7 @@ def idle_chart(grid: pd.DataFrame, marked_in_flight: float) -> alt.LayerChart:
 
 def hpa_targets_grid(targets_pct, fleet_in_flight: float, start_replicas: int, max_replicas: int,
                      warmup_s: float, duration_s: float, busy_utilization_frac: float) -> pd.DataFrame:
-    """One :func:`planner.gpu_utilization.utilization_hpa_trace` per target, stacked."""
+    """One :func:`planner.dynamics.gpu_utilization.utilization_hpa_trace` per target, stacked."""
     return pd.concat([
         utilization_hpa_trace(float(target), fleet_in_flight, start_replicas, max_replicas, warmup_s, duration_s,
                               busy_utilization_frac=busy_utilization_frac).assign(target_pct=float(target))

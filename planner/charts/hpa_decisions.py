@@ -1,7 +1,7 @@
 """Charts for the chapter "What the HPA will actually do".
 
-Every number in these grids comes from the HPA port (:mod:`planner.hpa`,
-:mod:`planner.hpa_controller`) or from :func:`planner.decision.evaluate_decision`
+Every number in these grids comes from the HPA port (:mod:`planner.autoscaler.replica_calculator`,
+:mod:`planner.autoscaler.horizontal`) or from :func:`planner.autoscaler.explain.evaluate_decision`
 on the chapter's own manifest; the sliders only filter rows. The ``*_for``
 functions size each grid around the manifest's targets, bounds, behavior and
 replica counts, so a chart follows the chapter's parameters.
@@ -13,25 +13,26 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from planner.behavior import HorizontalPodAutoscalerBehavior
-from planner.charts import grid_slider
-from planner.decision import Decision, MetricLine, evaluate_decision
-from planner.hpa import (
-    Tolerances,
-    get_external_metric_replicas,
-    get_external_per_pod_metric_replicas,
-    ready_pods,
-)
-from planner.hpa_controller import ExternalReading, HorizontalController, tolerances_for
-from planner.hpa_spec import (
+from planner.autoscaler.behavior import HorizontalPodAutoscalerBehavior
+from planner.autoscaler.defaults import DEFAULT_SYNC_PERIOD_S
+from planner.autoscaler.explain import Decision, MetricLine, evaluate_decision
+from planner.autoscaler.horizontal import ExternalReading, HorizontalController, tolerances_for
+from planner.autoscaler.hpa_spec import (
     AVERAGE_VALUE,
     PODS,
     HorizontalPodAutoscalerSpec,
     MetricSpec,
     MetricTarget,
 )
-from planner.keda import keda_quantity_milli
-from planner.readers.manifest import Autoscaler
+from planner.autoscaler.keda import keda_quantity_milli
+from planner.autoscaler.replica_calculator import (
+    Tolerances,
+    get_external_metric_replicas,
+    get_external_per_pod_metric_replicas,
+    ready_pods,
+)
+from planner.autoscaler.spec import Autoscaler
+from planner.charts import grid_slider
 
 __all__ = [
     "BOUNDED_METRICS",
@@ -275,7 +276,7 @@ def _idle_limit_s(behavior: HorizontalPodAutoscalerBehavior | None, sync_period_
 
 
 def policy_grid(start_replicas: int, wanted, behavior: HorizontalPodAutoscalerBehavior | None = None, *,
-                min_replicas: int = 1, max_replicas: int = 1000, sync_period_s: float = 15.0,
+                min_replicas: int = 1, max_replicas: int = 1000, sync_period_s: float = DEFAULT_SYNC_PERIOD_S,
                 tolerance_frac: float | None = None) -> pd.DataFrame:
     """``spec.replicas`` over time when a trigger's fleet total asks for ``wanted`` replicas and stays there.
 

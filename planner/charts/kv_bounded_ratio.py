@@ -1,7 +1,7 @@
 """Charts for the chapter "KV usage is a bounded ratio".
 
-The ramps come from :mod:`planner.kv_ramp` and from stepping the HPA port
-through warmups (:mod:`planner.hpa_ramp`); the sliders only filter rows.
+The ramps come from :mod:`planner.dynamics.kv_ramp` and from stepping the HPA port
+through warmups (:mod:`planner.dynamics.hpa_ramp`); the sliders only filter rows.
 """
 
 from __future__ import annotations
@@ -13,19 +13,19 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from planner.charts import grid_slider
-from planner.charts.hpa_decisions import LEGEND, WIDTH_PX, coinciding_lines
-from planner.hpa import (
+from planner.autoscaler.horizontal import ExternalReading, HorizontalController
+from planner.autoscaler.hpa_spec import HorizontalPodAutoscalerSpec, MetricSpec, MetricTarget
+from planner.autoscaler.keda import keda_quantity_milli
+from planner.autoscaler.replica_calculator import (
     Tolerances,
     get_external_metric_replicas,
     get_external_per_pod_metric_replicas,
     ready_pods,
 )
-from planner.hpa_controller import ExternalReading, HorizontalController
-from planner.hpa_ramp import step_through_warmup
-from planner.hpa_spec import HorizontalPodAutoscalerSpec, MetricSpec, MetricTarget
-from planner.keda import keda_quantity_milli
-from planner.kv_ramp import ramp_replicas, warmups_to_reach
+from planner.charts import grid_slider
+from planner.charts.hpa_decisions import LEGEND, WIDTH_PX, coinciding_lines
+from planner.dynamics.hpa_ramp import step_through_warmup
+from planner.dynamics.kv_ramp import ramp_replicas, warmups_to_reach
 
 __all__ = [
     "NO_CHANGE",
@@ -71,7 +71,7 @@ def ramp_grid(start_replicas: int, targets, n_warmups: int, goal_replicas: int) 
     """Ready replicas after each warmup on a KV trigger that is saturated until the load is served, per target.
 
     The bounded ramp holds once it reaches ``goal_replicas`` (see
-    :func:`planner.kv_ramp.ramp_replicas`); it can overshoot on its last step,
+    :func:`planner.dynamics.kv_ramp.ramp_replicas`); it can overshoot on its last step,
     as the controller does.
 
     Returns

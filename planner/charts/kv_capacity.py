@@ -9,8 +9,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from planner.charts import grid_slider
-from planner.kv_cache import (
+from planner.capacity.kv_cache import (
     GIB_BYTES,
     ModelSpec,
     ServingSpec,
@@ -18,7 +17,8 @@ from planner.kv_cache import (
     kv_bytes_per_token,
     kv_capacity,
 )
-from planner.prefix_cache import kv_with_shared_prefix, shared_prefix_tokens
+from planner.capacity.prefix_cache import kv_with_shared_prefix, shared_prefix_tokens
+from planner.charts import grid_slider
 
 __all__ = [
     "REFERENCE_SETUPS",

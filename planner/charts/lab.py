@@ -29,7 +29,7 @@ TABLE_COLUMNS: dict[str, tuple[str, str]] = {
     "peak_waiting": ("Peak queue (req.)", "{:d}"),
     "cut_generations": ("Answers cut", "{:d}"),
 }
-"""Each column of :func:`planner.lab.configuration_table`: its header, with the unit, and its format."""
+"""Each column of :func:`planner.workflows.lab.configuration_table`: its header, with the unit, and its format."""
 # GPU-hours are left out of the page's table: on one fleet at one price they rank the rows exactly as the cost
 # does, and without them ten columns fit the text column.
 _NOT_SHOWN = ("gpu_hours",)
@@ -111,7 +111,7 @@ def configuration_timeline_chart(long: pd.DataFrame, initial: str | None = None,
 
 
 def configuration_table_view(table: pd.DataFrame):
-    """:func:`planner.lab.configuration_table` as the page shows it: human headers, units, and a width that fits.
+    """:func:`planner.workflows.lab.configuration_table` as the page shows it: human headers, units, and a width that fits.
 
     Percentages print without their sign (the header carries it); headers wrap
     and the cells are compact, so ten columns fit the book's text column at

@@ -6,9 +6,9 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from planner.capacity.littles_law import in_flight_requests, replicas_for_target
+from planner.capacity.step_time import output_throughput_tps, tpot_ms
 from planner.charts import grid_slider
-from planner.littles_law import in_flight_requests, replicas_for_target
-from planner.step_time import output_throughput_tps, tpot_ms
 
 __all__ = ["replicas_chart", "replicas_grid", "slider_values", "step_time_chart", "step_time_grid"]
 

@@ -6,7 +6,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from planner.step_time import StepTimeFit
+from planner.capacity.step_time import StepTimeFit
 
 __all__ = [
     "PANEL_WIDTH_PX",
@@ -160,7 +160,7 @@ def knee_slider_chart(latency: pd.DataFrame, grid: pd.DataFrame, step_variable: 
 
     A range slider picks the ITL p99 objective and a drop-down the TTFT p99
     objective; both only select rows of ``grid`` (from
-    :func:`planner.knee.knee_grid`), so every knee and target shown was
+    :func:`planner.capacity.knee.knee_grid`), so every knee and target shown was
     computed by the planner.
 
     Parameters
@@ -168,7 +168,7 @@ def knee_slider_chart(latency: pd.DataFrame, grid: pd.DataFrame, step_variable: 
     latency : pandas.DataFrame
         :func:`latency_long` output; its p99 rows are drawn.
     grid : pandas.DataFrame
-        :func:`planner.knee.knee_grid` output over evenly spaced ITL
+        :func:`planner.capacity.knee.knee_grid` output over evenly spaced ITL
         objectives (a slider needs even steps).
     step_variable : str
         Column the steps are ordered by.

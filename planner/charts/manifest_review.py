@@ -1,6 +1,6 @@
 """Table and chart for the chapter "Reviewing the manifests you run".
 
-The findings come from :func:`planner.lint.lint`; these functions only lay
+The findings come from :func:`planner.manifests.lint.lint`; these functions only lay
 them out to fit the book's column (about 650 px).
 """
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import altair as alt
 import pandas as pd
 
-from planner._markdown import inline_html
-from planner.lint import SEVERITIES, Finding
+from planner.manifests.lint import SEVERITIES, Finding
+from planner.markdown import inline_html
 
 __all__ = ["WORKLOAD_COLUMNS", "findings_chart", "findings_frame", "findings_table", "workloads_frame",
            "workloads_table"]

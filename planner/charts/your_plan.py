@@ -1,6 +1,6 @@
 """Charts for the chapter "Your plan": the sweep's cost-attainment trade-off and a simulated day.
 
-The numbers come from :mod:`planner.plan`; these functions only lay them out
+The numbers come from :mod:`planner.workflows.plan`; these functions only lay them out
 to fit the book's column (about 650 px).
 """
 
@@ -70,7 +70,7 @@ def day_chart(series: Mapping[str, pd.DataFrame]) -> alt.Chart:
 
 
 def plan_frame(plan) -> pd.DataFrame:
-    """One row per setting of a :class:`planner.plan.Plan`, the current one first, with its role.
+    """One row per setting of a :class:`planner.workflows.plan.Plan`, the current one first, with its role.
 
     Columns: ``index``, ``setting``, ``cost_usd_per_week``, ``attainment_pct``,
     ``flap_cycles_per_week``, ``peak_replicas``, ``role`` (one of :data:`ROLES`:

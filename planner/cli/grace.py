@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from planner.cli.output import print_json, print_table
-from planner.grace import (
+from planner.dynamics.grace import (
     DEFAULT_TERMINATION_GRACE_PERIOD_S,
     DEFAULT_VLLM_SHUTDOWN_TIMEOUT_S,
     check_grace,

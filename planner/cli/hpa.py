@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import argparse
 
+from planner.autoscaler.explain import evaluate_decision
 from planner.cli.output import print_json, print_table
-from planner.decision import evaluate_decision
 from planner.errors import PlannerInputError
 from planner.readers.manifest import load_autoscaler
 

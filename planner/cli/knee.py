@@ -46,7 +46,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # pandas loads only for this command, so the others start fast.
-    from planner.knee import DEFAULT_KV_MARGIN_FRAC, thresholds_from_loadtest
+    from planner.capacity.knee import DEFAULT_KV_MARGIN_FRAC, thresholds_from_loadtest
     from planner.readers.loadtest import read_loadtest
 
     if args.warmup_s is not None and not (math.isfinite(args.warmup_s) and args.warmup_s > 0):
@@ -116,7 +116,7 @@ def _print_text(steps, result, payload) -> None:
 
 
 def _payload(steps, result, args) -> dict:
-    from planner.knee import MIN_SWEEP_STEPS, knee_finding, sweep_commands
+    from planner.capacity.knee import MIN_SWEEP_STEPS, knee_finding, sweep_commands
     from planner.readers.loadtest import repeats_notes
 
     knee = result.knee

@@ -11,9 +11,14 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from planner.capacity.kv_cache import (
+    CURRENT_VLLM_VERSION,
+    DEFAULT_MAX_NUM_BATCHED_TOKENS,
+    GIB_BYTES,
+)
+from planner.capacity.replica_kv import replica_kv
 from planner.cli.output import print_json, print_table
 from planner.errors import PlannerInputError
-from planner.kv_cache import CURRENT_VLLM_VERSION, DEFAULT_MAX_NUM_BATCHED_TOKENS, GIB_BYTES
 from planner.readers.gpus import gpu_memory
 from planner.readers.model_config import (
     read_model_config,
@@ -21,7 +26,6 @@ from planner.readers.model_config import (
     read_weight_bytes_estimate,
 )
 from planner.readers.vllm_log import read_vllm_log
-from planner.replica_kv import replica_kv
 
 DEFAULT_GPUS_CSV = Path(__file__).resolve().parents[2] / "data" / "gpus.csv"
 _CLI_KV_DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16", "float16")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from planner.autoscaler.versions import ClusterVersions
 from planner.cli.manifests import add_version_arguments
 from planner.cli.output import print_json
-from planner.cluster_versions import ClusterVersions
 from planner.errors import PlannerInputError
-from planner.lint import DEFAULT_ITL_MS, DEFAULT_WARMUP_S, LintSettings, exit_status, lint
+from planner.manifests.lint import DEFAULT_ITL_MS, DEFAULT_WARMUP_S, LintSettings, exit_status, lint
 from planner.readers.metrics import read_metrics_scrape
 from planner.readers.workload import read_manifest_set
 

@@ -7,22 +7,22 @@ import json
 import math
 from pathlib import Path
 
-from planner.cli.output import print_json, print_table, write_text_atomically
-from planner.cluster_versions import (
+from planner.autoscaler.versions import (
     DEFAULT_KEDA_VERSION,
     DEFAULT_KUBERNETES_VERSION,
     KEDA_TOLERANCE_SINCE,
     ClusterVersions,
 )
+from planner.cli.output import print_json, print_table, write_text_atomically
 from planner.errors import PlannerInputError
-from planner.manifests import (
+from planner.manifests.generate import (
     DEFAULT_PRE_STOP_S,
     ScalingPlan,
     generate_manifests,
     manifest_thresholds,
 )
-from planner.readers.manifest_yaml import dump_manifest, patch_workload_text, vllm_argument
-from planner.schema import schema_errors
+from planner.manifests.schema import schema_errors
+from planner.manifests.writer import dump_manifest, patch_workload_text, vllm_argument
 
 _KNEE_KEYS = ("concurrency_target", "kv_usage_target", "queue_threshold_requests", "knee_concurrency",
               "growth_frac", "warmup_s", "kv_usage_at_knee_frac")
@@ -210,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _workload_scope(text: str, source: str, target: str, given: tuple[str, ...], args) -> tuple[str, ...]:
     """The patched workload's namespace and served model name, for labels neither --match nor the flags name."""
-    from planner.manifests import workload_matchers
+    from planner.manifests.generate import workload_matchers
     from planner.readers.workload import manifest_set_from_texts
 
     workload = next((w for w in manifest_set_from_texts({Path(source).name: text}).workloads if w.name == target),
@@ -277,7 +277,7 @@ def _read_knee_json(path: str) -> dict:
 
 
 def _from_loadtest(args) -> dict:
-    from planner.knee import thresholds_from_loadtest
+    from planner.capacity.knee import thresholds_from_loadtest
     from planner.readers.loadtest import read_loadtest
 
     if args.ttft_p99_ms is None or args.itl_p99_ms is None:
@@ -295,7 +295,7 @@ def _from_loadtest(args) -> dict:
 
 
 def _workload_name(text: str, source: str) -> str:
-    from planner.readers.manifest_yaml import workload_names
+    from planner.manifests.writer import workload_names
 
     names = workload_names(text, source)
     if len(names) != 1:

@@ -11,7 +11,7 @@ The grid varies the generated ScaledObject (keys ``target``, ``min_replicas``,
 ``max_replicas``, ``polling_interval_s``, ``scale_down_window_s``; default: the
 target and half of it, floors 1 and 2, windows 120/600/1800 s). Every point and
 the current setting replay the same trace on the same fleet; the recommendation
-follows :func:`planner.plan.recommend`. The work is :func:`planner.plan.make_plan`,
+follows :func:`planner.workflows.plan.recommend`. The work is :func:`planner.workflows.plan.make_plan`,
 the function the chapter "Your plan" calls.
 """
 
@@ -26,13 +26,13 @@ import yaml
 from planner.cli.manifests import _thresholds, add_threshold_arguments
 from planner.cli.output import print_json, print_table, write_text_atomically
 from planner.errors import PlannerInputError
-from planner.manifests import ScalingPlan
-from planner.plan import CURRENT_INDEX, current_setup, default_grid, make_plan
+from planner.manifests.generate import ScalingPlan
 from planner.readers.fleet import read_fleet
 from planner.readers.trace import read_trace
 from planner.readers.workload import read_manifest_set
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.traffic import SECONDS_PER_DAY, stretch_trace
+from planner.workflows.plan import CURRENT_INDEX, current_setup, default_grid, make_plan
 
 HELP = "recommend an autoscaler setting against the current one on your traffic, and write its manifests"
 DEFAULT_ATTAINMENT_GOAL = 0.99

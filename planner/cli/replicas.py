@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from planner.cli.output import print_json, print_table
-from planner.errors import PlannerInputError
-from planner.headroom import (
+from planner.capacity.headroom import (
     backlog_requests,
     fleet_capacity_rps,
     replicas_for_step,
@@ -14,12 +12,14 @@ from planner.headroom import (
     step_headroom_frac,
     target_for_step,
 )
-from planner.littles_law import (
+from planner.capacity.littles_law import (
     drain_rate_rps,
     in_flight_requests,
     per_replica_load,
     replicas_for_target,
 )
+from planner.cli.output import print_json, print_table
+from planner.errors import PlannerInputError
 
 # The maths' parameter names, as the flags that feed them (for error messages).
 PARAMETER_FLAGS = {

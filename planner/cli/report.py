@@ -40,7 +40,7 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     # Imported here: papermill and the book toolchain are slow to import, and
     # other subcommands must start fast.
-    from planner import report
+    from planner.workflows import report
 
     notebook = report.chapter_path(args.chapter)
     parameters = report.chapter_parameters(notebook)

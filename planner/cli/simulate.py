@@ -21,12 +21,11 @@ from planner.errors import PlannerInputError
 from planner.readers.fleet import read_fleet
 from planner.readers.manifest import load_autoscaler
 from planner.readers.trace import read_trace
-from planner.simulate import fast, reference
+from planner.simulate import ENGINES, simulate
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.traffic import SECONDS_PER_DAY, stretch_trace
 
 HELP = "replay a request trace through a simulated vLLM fleet driven by the manifest's autoscaler"
-ENGINES = ("fast", "reference")
 
 
 def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
@@ -89,8 +88,7 @@ def run(args: argparse.Namespace) -> int:
             raise PlannerInputError(f"--timeseries {out_path}: is a directory; expected a file name")
         if not out_path.parent.resolve().is_dir():
             raise PlannerInputError(f"--timeseries {out_path}: folder {out_path.parent} does not exist")
-    engine = fast if args.engine == "fast" else reference
-    outcome = engine.simulate(trace, autoscaler, fleet, duration_s=args.duration_s)
+    outcome = simulate(trace, autoscaler, fleet, engine=args.engine, duration_s=args.duration_s)
     if args.timeseries:
         write_text_atomically(Path(args.timeseries), outcome.timeseries.to_csv(index=False))
     summary = outcome.summary()

@@ -19,7 +19,7 @@ The sweep runs in chunks of configurations, each chunk simulated by the
 only in their autoscaler once for as long as their decisions agree; so, by
 default, a chunk keeps such configurations together, and the points are cut
 into two chunks per worker thread. With ``--scheduler tcp://HOST:8786`` (or a
-``dask.distributed.Client`` passed to :func:`run_sweep`) the chunks run on a
+``dask.distributed.Client`` passed to :func:`planner.simulate.sweep.run_sweep`) the chunks run on a
 Dask cluster; each chunk's result is kept under its chunk number and taken
 once, so a worker lost mid-sweep costs only the recomputation of its chunks.
 """
@@ -27,40 +27,24 @@ once, so a worker lost mid-sweep costs only the recomputation of its chunks.
 from __future__ import annotations
 
 import argparse
-import functools
 import math
-import os
-import sys
-import threading
-import uuid
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import as_completed as as_completed_locally
 from pathlib import Path
 
 import yaml
-from tqdm import tqdm
 
 from planner.cli.output import print_json, print_table
 from planner.cli.simulate import add_replay_arguments, read_replay_inputs
 from planner.errors import PlannerInputError
-from planner.readers.manifest import Autoscaler
-from planner.simulate.fleet import FleetSpec
 from planner.simulate.sweep import (
+    CHUNKS_PER_THREAD,
     SweepPoint,
-    SweepResult,
-    apply_point,
-    chunk_points,
     expand_grid,
-    run_chunk,
+    run_sweep,
     summarize,
 )
-from planner.simulate.traffic import RequestTrace
 
 HELP = "search a grid of autoscaler settings for the cost-attainment trade-off"
 DEFAULT_ATTAINMENT_GOAL = 0.99
-# Without --chunk-size, the points are cut into this many chunks per worker thread (see chunk_points).
-CHUNKS_PER_THREAD = 2
 
 
 def register(subparsers) -> None:
@@ -146,98 +130,3 @@ def _label(result: dict) -> str:
     skip = {"index", "slo_attainment_frac", "cost_usd", "gpu_hours", "scale_events", "flap_cycles",
             "peak_replicas", "peak_waiting", "cut_generations"}
     return " ".join(f"{k}={v}" for k, v in result.items() if k not in skip) or "(manifest as written)"
-
-
-def _same(value):
-    # A task that returns its argument: the trace lives in the graph, so a lost copy is recomputed.
-    return value
-
-
-def run_sweep(trace: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec, points: Sequence[SweepPoint], *,
-              duration_s: float | None = None, client=None, chunk_size: int | None = None,
-              progress: bool = True, on_chunk: Callable[[int], None] | None = None,
-              workers: int | None = None) -> list[SweepResult]:
-    """Simulate every grid point, locally or on a Dask cluster, and return the results in grid order.
-
-    Parameters
-    ----------
-    trace, autoscaler, fleet
-        The trace, the manifest's autoscaler and the fleet the grid varies.
-    points : sequence of SweepPoint
-        From :func:`planner.simulate.sweep.expand_grid`.
-    duration_s : float, optional
-        Simulated time. [s]
-    client : distributed.Client, optional
-        Run the chunks on this cluster; ``None`` runs them here, on ``workers`` threads.
-    chunk_size : int, optional
-        Configurations simulated together in one task; default: as many chunks
-        as :data:`CHUNKS_PER_THREAD` per worker thread (the cluster's, or
-        ``workers``), each of points that can share a fleet
-        (:func:`planner.simulate.sweep.chunk_points`).
-    progress : bool
-        Show a tqdm progress bar on stderr.
-    on_chunk : callable, optional
-        Called with the chunk number each time a chunk's results arrive.
-    workers : int, optional
-        Threads for a local sweep; default one per core.
-
-    Returns
-    -------
-    list of SweepResult
-        One per point, ordered by index; each chunk counted exactly once.
-    """
-    for point in points:
-        apply_point(autoscaler, fleet, point)  # every combination checked before any work starts
-    threads = workers or os.cpu_count() or 1
-    if client is not None:
-        threads = sum(client.nthreads().values()) or 1
-    chunks = chunk_points(points, chunk_size, n_chunks=CHUNKS_PER_THREAD * threads)
-    results: dict[int, list[SweepResult]] = {}
-    with tqdm(total=len(points), unit="config", disable=not progress, file=sys.stderr,
-              desc="sweep") as bar:
-        if client is None:
-            # The compiled kernels release the GIL, so chunks run side by side on this machine's cores.
-            # A chunk reports its configurations as they finish; the bar counts each once.
-            lock = threading.Lock()
-            shown = [0] * len(chunks)
-
-            def advance(number: int, configurations: int) -> None:
-                with lock:
-                    configurations = min(configurations, len(chunks[number]) - shown[number])
-                    shown[number] += configurations
-                    bar.update(configurations)
-
-            with ThreadPoolExecutor(max_workers=max(1, min(threads, len(chunks)))) as pool:
-                futures = {pool.submit(run_chunk, trace, autoscaler, fleet, chunk, duration_s,
-                                       functools.partial(advance, number)): number
-                           for number, chunk in enumerate(chunks)}
-                for future in as_completed_locally(futures):
-                    number = futures[future]
-                    results[number] = future.result()
-                    advance(number, len(chunks[number]))
-                    if on_chunk is not None:
-                        on_chunk(number)
-        else:
-            from distributed import as_completed
-
-            prefix = f"planner-sweep-{uuid.uuid4().hex[:12]}"
-            shared_trace = client.submit(_same, trace, key=f"{prefix}-trace")
-            futures = {
-                client.submit(run_chunk, shared_trace, autoscaler, fleet, chunk, duration_s,
-                              key=f"{prefix}-chunk-{number}"): number
-                for number, chunk in enumerate(chunks)
-            }
-            for future in as_completed(futures):
-                number = futures[future]
-                if number not in results:
-                    results[number] = future.result()
-                    bar.update(len(chunks[number]))
-                    if on_chunk is not None:
-                        on_chunk(number)
-                future.release()
-            shared_trace.release()
-    flat = sorted((result for number in sorted(results) for result in results[number]), key=lambda r: r.index)
-    indices = [result.index for result in flat]
-    if indices != sorted(point.index for point in points):
-        raise RuntimeError(f"sweep lost or repeated configurations: expected {len(points)}, got {len(flat)}")
-    return flat

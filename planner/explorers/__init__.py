@@ -3,7 +3,7 @@
 Each explorer returns an ipywidgets box whose callbacks re-run the planner, so
 it needs a kernel. In JupyterLab it is the live widget. In the static book (and
 under papermill and nbval, where no Jupyter server runs the kernel; see
-:func:`planner.viz.current_mode`) nothing could answer its controls, so it is
+:func:`planner.charts.viz.current_mode`) nothing could answer its controls, so it is
 shown as a snapshot instead (:func:`static_html`): the values it opens with,
 what the planner computed for them, and where to run it live. The book's own
 sliders, which do work on a static page, are altair parameters over grids the
@@ -86,8 +86,8 @@ def static_mimebundle(widget: widgets.Widget) -> dict[str, str]:
 
 
 def _display_widget(widget: widgets.Widget, include=None, exclude=None):
-    # Imported here: planner.viz imports altair, which this package does not otherwise need.
-    from planner.viz import current_mode
+    # Imported here: planner.charts.viz imports altair, which this package does not otherwise need.
+    from planner.charts.viz import current_mode
 
     if current_mode() == "book":
         return static_mimebundle(widget)
@@ -95,7 +95,7 @@ def _display_widget(widget: widgets.Widget, include=None, exclude=None):
 
 
 def register_static_display(shell=None) -> bool:
-    """Show widgets as snapshots wherever :func:`planner.viz.current_mode` is ``"book"``.
+    """Show widgets as snapshots wherever :func:`planner.charts.viz.current_mode` is ``"book"``.
 
     Registers with ``shell`` (by default the running IPython, if any) a display
     function for :class:`ipywidgets.Widget` that takes precedence over the

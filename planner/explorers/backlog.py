@@ -6,9 +6,14 @@ import math
 
 import ipywidgets as widgets
 
-from planner.headroom import backlog_clear_s, backlog_requests, fleet_capacity_rps, reaction_time_s
-from planner.littles_law import drain_rate_rps, in_flight_requests, replicas_for_target
-from planner.replica_queues import (
+from planner.capacity.headroom import (
+    backlog_clear_s,
+    backlog_requests,
+    fleet_capacity_rps,
+    reaction_time_s,
+)
+from planner.capacity.littles_law import drain_rate_rps, in_flight_requests, replicas_for_target
+from planner.dynamics.replica_queues import (
     backlog_per_replica_requests,
     least_loaded_clear_s,
     round_robin_clear_s,

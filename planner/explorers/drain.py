@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from planner.drain import empirical_output_lengths, output_lengths, review_drain
+from planner.dynamics.drain import empirical_output_lengths, output_lengths, review_drain
 
 
 def drain_explorer(
@@ -25,7 +25,7 @@ def drain_explorer(
 
     ``output_tokens``, one recorded length per request (e.g. a trace's), replaces the
     ``output_length_shape`` model; the ``max tokens`` slider caps it. The recommendation
-    is :func:`planner.drain.review_drain`'s, with ``planned_pre_stop_s`` and
+    is :func:`planner.dynamics.drain.review_drain`'s, with ``planned_pre_stop_s`` and
     ``margin_frac``, as in the chapter's table.
     """
     sliders = {

@@ -11,7 +11,7 @@ from planner.simulate.traffic import RequestTrace
 __all__ = ["FLAPPING_SIGNALS", "flapping_explorer"]
 
 FLAPPING_SIGNALS = ("waiting requests", "KV cache use (sum)", "KV cache use (avg)", "requests in flight")
-"""The signals the experiment compares (keys of :data:`planner.lab.SIGNAL_QUERIES`)."""
+"""The signals the experiment compares (keys of :data:`planner.workflows.lab.SIGNAL_QUERIES`)."""
 
 
 def flapping_explorer(trace: RequestTrace, fleet: FleetSpec, *, signal: str = "waiting requests",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from planner.gpu_utilization import replica_utilization_frac, utilization_hpa_trace
-from planner.littles_law import replicas_for_target
+from planner.capacity.littles_law import replicas_for_target
+from planner.dynamics.gpu_utilization import replica_utilization_frac, utilization_hpa_trace
 
 
 def gpu_utilization_explorer(

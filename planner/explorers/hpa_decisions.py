@@ -2,7 +2,7 @@
 
 The controls describe a ScaledObject with one Prometheus trigger; every
 move rebuilds it, creates the HPA KEDA would create, and runs
-:func:`planner.decision.evaluate_decision`, so the steps shown are the ones
+:func:`planner.autoscaler.explain.evaluate_decision`, so the steps shown are the ones
 ``planner hpa`` prints for the same inputs. The ``behavior`` is the one the
 explorer was opened with (a chapter passes its manifest's); the tolerance
 control sets ``behavior.scale{Up,Down}.tolerance`` (Kubernetes 1.33+) when
@@ -22,15 +22,20 @@ from dataclasses import dataclass
 import ipywidgets as widgets
 import pandas as pd
 
-from planner.behavior import HorizontalPodAutoscalerBehavior, HPAScalingRules
-from planner.decision import Decision, evaluate_decision
+from planner.autoscaler.behavior import HorizontalPodAutoscalerBehavior, HPAScalingRules
+from planner.autoscaler.defaults import DEFAULT_SYNC_PERIOD_S, DEFAULT_TOLERANCE
+from planner.autoscaler.explain import Decision, evaluate_decision
+from planner.autoscaler.horizontal import HorizontalController, tolerances_for
+from planner.autoscaler.hpa_spec import AVERAGE_VALUE, PODS, VALUE
+from planner.autoscaler.keda import (
+    ScaledObjectSpec,
+    Trigger,
+    evaluate_triggers,
+    hpa_for_scaled_object,
+)
+from planner.autoscaler.spec import Autoscaler
+from planner.dynamics.hpa_ramp import step_through_warmup
 from planner.errors import PlannerInputError
-from planner.hpa import DEFAULT_TOLERANCE
-from planner.hpa_controller import HorizontalController, tolerances_for
-from planner.hpa_ramp import DEFAULT_SYNC_PERIOD_S, step_through_warmup
-from planner.hpa_spec import AVERAGE_VALUE, PODS, VALUE
-from planner.keda import ScaledObjectSpec, Trigger, evaluate_triggers, hpa_for_scaled_object
-from planner.readers.manifest import Autoscaler
 
 __all__ = ["ExplorerOpening", "explorer_autoscaler", "explorer_opening", "hpa_decisions_explorer",
            "opening_decision", "syncs_with_load_held"]
@@ -115,7 +120,7 @@ def syncs_with_load_held(autoscaler: Autoscaler, start_replicas: int, metric_val
     Returns
     -------
     pandas.DataFrame
-        The rows of :func:`planner.hpa_ramp.step_through_warmup`.
+        The rows of :func:`planner.dynamics.hpa_ramp.step_through_warmup`.
     """
     so = autoscaler.scaled_object
     trigger = so.triggers[0]

@@ -6,8 +6,13 @@ import html
 
 import ipywidgets as widgets
 
+from planner.dynamics.kv_ramp import (
+    DEFAULT_TOLERANCE_FRAC,
+    compare_ramps,
+    max_usage_ratio,
+    ramp_replicas,
+)
 from planner.errors import PlannerInputError
-from planner.kv_ramp import DEFAULT_TOLERANCE_FRAC, compare_ramps, max_usage_ratio, ramp_replicas
 
 __all__ = ["kv_bounded_ratio_explorer"]
 
@@ -20,7 +25,7 @@ def kv_bounded_ratio_explorer(
     goal_replicas: int = 10,
     warmup_s: float = 240.0,
 ) -> widgets.VBox:
-    """Sliders for the overload and the KV target, with both ramps recomputed by :mod:`planner.kv_ramp`.
+    """Sliders for the overload and the KV target, with both ramps recomputed by :mod:`planner.dynamics.kv_ramp`.
 
     Parameters
     ----------

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import ipywidgets as widgets
 
+from planner.capacity.kv_cache import GIB_BYTES, concurrent_requests, kv_capacity
+from planner.capacity.replica_kv import ReplicaKv
 from planner.errors import PlannerInputError
-from planner.kv_cache import GIB_BYTES, concurrent_requests, kv_capacity
-from planner.replica_kv import ReplicaKv
 
 # Fine enough that the page's own inputs (13.76 GiB, 1,000 tokens) are slider positions.
 MEMORY_STEP_GIB = 0.01

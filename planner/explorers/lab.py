@@ -8,14 +8,14 @@ from pathlib import Path
 import ipywidgets as widgets
 from IPython.display import display
 
-from planner._markdown import plural
 from planner.charts.simulation import fleet_timeline_chart
 from planner.errors import PlannerInputError
-from planner.lab import SIGNAL_QUERIES, scaled_object_yaml
+from planner.markdown import plural
 from planner.readers.manifest import load_autoscaler
-from planner.simulate.fast import simulate
+from planner.simulate import simulate
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.traffic import RequestTrace
+from planner.workflows.lab import SIGNAL_QUERIES, scaled_object_yaml
 
 __all__ = ["lab_explorer", "simulate_setting"]
 
@@ -47,7 +47,7 @@ def lab_explorer(trace: RequestTrace, fleet: FleetSpec, *, signal: str = "reques
     trace : RequestTrace
     fleet : FleetSpec
     signal : str
-        Initial choice among :data:`planner.lab.SIGNAL_QUERIES` (or ``signals``).
+        Initial choice among :data:`planner.workflows.lab.SIGNAL_QUERIES` (or ``signals``).
     target : float
         Initial threshold per replica, in the signal's unit.
     min_replicas, max_replicas : int

@@ -6,19 +6,19 @@ import math
 
 import ipywidgets as widgets
 
-from planner.headroom import (
+from planner.capacity.headroom import (
     backlog_clear_s,
     backlog_requests,
     fleet_capacity_rps,
     step_headroom_frac,
 )
-from planner.littles_law import (
+from planner.capacity.littles_law import (
     drain_rate_rps,
     in_flight_requests,
     per_replica_load,
     replicas_for_target,
 )
-from planner.replica_queues import (
+from planner.dynamics.replica_queues import (
     backlog_per_replica_requests,
     least_loaded_clear_s,
     round_robin_clear_s,

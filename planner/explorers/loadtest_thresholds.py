@@ -9,7 +9,7 @@ import ipywidgets as widgets
 import numpy as np
 import pandas as pd
 
-from planner.knee import knee_finding, thresholds_from_loadtest
+from planner.capacity.knee import knee_finding, thresholds_from_loadtest
 
 
 def _slider_range_ms(measured_ms: pd.Series, objective_ms: float) -> tuple[float, float]:
@@ -51,7 +51,7 @@ def loadtest_thresholds_explorer(
     growth_frac : float
         Expected growth in load during one warmup the sliders open at. [fraction]
     queue_wait_budget_s, kv_margin_frac, interpolate, mean_output_tokens
-        Passed to :func:`planner.knee.thresholds_from_loadtest` unchanged.
+        Passed to :func:`planner.capacity.knee.thresholds_from_loadtest` unchanged.
     """
     itl_column = "itl_p99_ms" if steps["itl_p99_ms"].notna().all() else "tpot_p99_ms"
     ttft_low, ttft_high = _slider_range_ms(steps["ttft_p99_ms"], ttft_p99_slo_ms)

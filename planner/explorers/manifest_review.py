@@ -8,7 +8,7 @@ from pathlib import Path
 
 import ipywidgets as widgets
 
-from planner.lint import LintSettings, lint
+from planner.manifests.lint import LintSettings, lint
 from planner.readers.workload import ManifestSet
 
 __all__ = ["lint_explorer"]

@@ -20,8 +20,8 @@ def goal_explorer(results: Sequence[SweepResult], attainment_goal_frac: float = 
     """A goal slider over a finished sweep; the summary names the setting the rules pick at that goal.
 
     Nothing is re-simulated. With ``current`` (the team's setting, as
-    :func:`planner.plan.make_plan` replayed it) the pick is
-    :func:`planner.plan.recommend`'s, with its reason; without it, the cheapest
+    :func:`planner.workflows.plan.make_plan` replayed it) the pick is
+    :func:`planner.workflows.plan.recommend`'s, with its reason; without it, the cheapest
     configuration meeting the goal within the flap limit
     (:func:`planner.simulate.sweep.cheapest_meeting`).
     """
@@ -32,7 +32,7 @@ def goal_explorer(results: Sequence[SweepResult], attainment_goal_frac: float = 
     def update(_change=None) -> None:
         goal = slider.value / 100.0
         if current is not None:
-            from planner.plan import recommend
+            from planner.workflows.plan import recommend
 
             pick = recommend(current, results, goal, max_flap_cycles)
             chosen = pick.result

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from planner._markdown import markdown_table
 from planner.errors import PlannerInputError
+from planner.markdown import markdown_table
 
 __all__ = [
     "BOOK_PACKAGES",

@@ -16,17 +16,18 @@ Kubernetes does and kept as integer milli-units, rounded up like
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from pathlib import Path
 
 import yaml
 
-from planner.behavior import HorizontalPodAutoscalerBehavior, HPAScalingPolicy, HPAScalingRules
-from planner.errors import PlannerInputError
-from planner.hpa_spec import (
+from planner.autoscaler.behavior import (
+    HorizontalPodAutoscalerBehavior,
+    HPAScalingPolicy,
+    HPAScalingRules,
+)
+from planner.autoscaler.defaults import DEFAULT_CPU_UTILIZATION_PCT
+from planner.autoscaler.hpa_spec import (
     AVERAGE_VALUE,
     CONTAINER_RESOURCE,
     EXTERNAL,
@@ -39,59 +40,26 @@ from planner.hpa_spec import (
     MetricSpec,
     MetricTarget,
 )
-from planner.keda import (
+from planner.autoscaler.keda import (
     Fallback,
     ScaledObjectSpec,
     ScalingModifiers,
     Trigger,
     hpa_for_scaled_object,
 )
+from planner.autoscaler.quantity import parse_quantity_milli
+from planner.autoscaler.spec import Autoscaler
+from planner.errors import PlannerInputError
 
-__all__ = ["Autoscaler", "autoscaler_from_document", "load_autoscaler", "load_autoscalers", "parse_quantity_milli"]
+__all__ = ["autoscaler_from_document", "load_autoscaler", "load_autoscalers"]
 
-DEFAULT_CPU_UTILIZATION_PCT = 80  # autoscaling.DefaultCPUUtilization, for an HPA without metrics
 
-_SUFFIXES = {
-    "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
-    "k": Decimal("1e3"), "M": Decimal("1e6"), "G": Decimal("1e9"), "T": Decimal("1e12"),
-    "P": Decimal("1e15"), "E": Decimal("1e18"),
-    "Ki": Decimal(2**10), "Mi": Decimal(2**20), "Gi": Decimal(2**30), "Ti": Decimal(2**40),
-    "Pi": Decimal(2**50), "Ei": Decimal(2**60),
-}
-_QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))((?:[eE][+-]?\d+)|Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?$")
 _KINDS = {
     ("autoscaling/v2", "HorizontalPodAutoscaler"),
     ("autoscaling/v2beta2", "HorizontalPodAutoscaler"),
     ("autoscaling/v1", "HorizontalPodAutoscaler"),
     ("keda.sh/v1alpha1", "ScaledObject"),
 }
-
-
-@dataclass(frozen=True)
-class Autoscaler:
-    """One autoscaler read from a manifest.
-
-    Attributes
-    ----------
-    kind : str
-        ``HorizontalPodAutoscaler`` or ``ScaledObject``.
-    name : str
-        ``metadata.name``.
-    source : str
-        File it came from, and the document number when the file has several.
-    hpa : HorizontalPodAutoscalerSpec
-        The HPA itself, or the one KEDA creates for the ScaledObject.
-    scaled_object : ScaledObjectSpec or None
-    notes : tuple of str
-        Fields present but ignored by the controller (a misplaced ``metricType``, ...).
-    """
-
-    kind: str
-    name: str
-    source: str
-    hpa: HorizontalPodAutoscalerSpec
-    scaled_object: ScaledObjectSpec | None = None
-    notes: tuple[str, ...] = ()
 
 
 class _Fields:
@@ -198,45 +166,6 @@ class _Fields:
         if value is not None and value != default and value not in options:
             raise self.fail(key, f"one of {', '.join(options)}", value)
         return value
-
-
-def parse_quantity_milli(value) -> int:
-    """A Kubernetes quantity in milli-units, rounded up (``Quantity.MilliValue()``).
-
-    Parameters
-    ----------
-    value : str, int or float
-        ``"500m"``, ``"0.8"``, ``40``, ``"1Gi"``, ``"1e3"``.
-
-    Returns
-    -------
-    int
-        [milli-units]
-
-    Raises
-    ------
-    ValueError
-        Not a quantity.
-
-    Examples
-    --------
-    >>> parse_quantity_milli("500m"), parse_quantity_milli(0.8), parse_quantity_milli("1k")
-    (500, 800, 1000000)
-    """
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise ValueError(f"not a quantity: {value!r}")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"not a quantity: {value!r}")
-    match = _QUANTITY.match(str(value).strip())
-    if match is None:
-        raise ValueError(f"not a quantity: {value!r}")
-    number, suffix = match.group(1), match.group(2) or ""
-    try:
-        amount = Decimal(number)
-    except InvalidOperation:
-        raise ValueError(f"not a quantity: {value!r}") from None
-    scale = Decimal(10) ** int(suffix[1:]) if suffix[:1] in ("e", "E") else _SUFFIXES[suffix]
-    return int((amount * scale * 1000).to_integral_value(rounding=ROUND_CEILING))
 
 
 def load_autoscalers(path: str | Path) -> tuple[Autoscaler, ...]:

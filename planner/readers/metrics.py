@@ -1,9 +1,9 @@
 """Read a vLLM ``/metrics`` scrape and report which autoscaling signals it exports.
 
 The text is parsed with ``prometheus_client``'s exposition-format parser.
-For each signal of :data:`planner.promql.SIGNALS` the report says whether the
+For each signal of :data:`planner.vllm.promql.SIGNALS` the report says whether the
 server exports the current name, only a deprecated one, or neither, and
-:func:`planner.promql.queries_for` writes PromQL with the names found.
+:func:`planner.vllm.promql.queries_for` writes PromQL with the names found.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from planner.errors import PlannerInputError
-from planner.promql import LEGACY_ONLY, SIGNALS, queries_for
+from planner.vllm.promql import LEGACY_ONLY, SIGNALS, queries_for
 
 __all__ = [
     "MetricsReport",

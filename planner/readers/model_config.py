@@ -1,4 +1,4 @@
-"""Read a Hugging Face ``config.json`` into a :class:`planner.kv_cache.ModelSpec`.
+"""Read a Hugging Face ``config.json`` into a :class:`planner.capacity.kv_cache.ModelSpec`.
 
 Field spellings follow vLLM's ``ModelConfig``: the text part of multimodal
 wrappers (``text_config``), KV heads under their older names (``n_head_kv``,
@@ -20,14 +20,14 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 
-from planner.errors import PlannerInputError
-from planner.kv_cache import ModelSpec
-from planner.weights import (
+from planner.capacity.kv_cache import ModelSpec
+from planner.capacity.weights import (
     DecoderShape,
     Quantization,
     decoder_parameter_count,
     weight_bytes_estimate,
 )
+from planner.errors import PlannerInputError
 
 __all__ = [
     "BUNDLED_MODELS_DIR",
@@ -414,7 +414,7 @@ def _derived_max_model_len(text: Mapping, field, model_type: str = "") -> int | 
     return int(derived)
 
 
-# Decoder layouts whose parameter count planner.weights covers, and the
+# Decoder layouts whose parameter count planner.capacity.weights covers, and the
 # config keys that switch on their optional parts.
 _WEIGHT_LAYOUTS = {
     "llama": {}, "mistral": {}, "qwen2": {"qkv_bias": True}, "qwen3": {"qk_norm": True},

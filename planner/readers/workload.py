@@ -33,8 +33,9 @@ from pathlib import Path
 
 import yaml
 
+from planner.autoscaler.spec import Autoscaler
 from planner.errors import PlannerInputError
-from planner.readers.manifest import Autoscaler, autoscaler_from_document
+from planner.readers.manifest import autoscaler_from_document
 
 __all__ = [
     "AUTOSCALER_KINDS",

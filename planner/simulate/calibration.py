@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from planner.capacity.step_time import StepTimeFit
 from planner.errors import PlannerInputError
 from planner.simulate.replica import ReplicaSpec, RequestState, advance_replica
-from planner.step_time import StepTimeFit
 
 __all__ = ["LoadLevel", "replica_from_fit", "run_load_level", "simulate_sweep"]
 

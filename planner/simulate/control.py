@@ -1,12 +1,12 @@
 """The ``control`` module lets the manifest's own autoscaler decide, through the planner's exact port.
 
-A ScaledObject is run by :class:`planner.keda.KedaController`: KEDA's
+A ScaledObject is run by :class:`planner.autoscaler.keda.KedaController`: KEDA's
 operator polls every ``pollingInterval`` (activation, scale to and from
 zero, and the metrics cache) and the HPA it owns reconciles every sync period
 (15 s) on the values KEDA's metrics server returns: a fresh query at that
 instant, or, for a trigger with ``useCachedMetrics``, the value cached at the
-last poll (:meth:`planner.keda.KedaController.served_values`). A plain HPA is
-run by :class:`planner.hpa_controller.HorizontalController` every sync
+last poll (:meth:`planner.autoscaler.keda.KedaController.served_values`). A plain HPA is
+run by :class:`planner.autoscaler.horizontal.HorizontalController` every sync
 period, scaling to and from zero as Kubernetes 1.37 does (the ``ScaledToZero``
 condition); an HPA with ``minReplicas: 0`` starts as if it had taken the
 target to zero itself, so a run that starts at 0 replicas can come back.
@@ -27,17 +27,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from planner.hpa import Pod, PodMetric
-from planner.hpa_controller import (
+from planner.autoscaler.defaults import DEFAULT_SYNC_PERIOD_S
+from planner.autoscaler.horizontal import (
     ExternalReading,
     FailedReading,
     HorizontalController,
     ObjectReading,
     PodMetricsReading,
 )
-from planner.hpa_spec import EXTERNAL, OBJECT, PODS
-from planner.keda import KedaController, keda_quantity_milli
-from planner.readers.manifest import Autoscaler
+from planner.autoscaler.hpa_spec import EXTERNAL, OBJECT, PODS
+from planner.autoscaler.keda import KedaController, keda_quantity_milli
+from planner.autoscaler.replica_calculator import Pod, PodMetric
+from planner.autoscaler.spec import Autoscaler
 from planner.simulate.metrics import MetricStore, Query, metric_column, parse_query
 
 __all__ = ["Control"]
@@ -62,7 +63,7 @@ class Control:
     """
 
     def __init__(self, autoscaler: Autoscaler, signals: dict[str, str] | None = None,
-                 sync_period_s: float = 15.0) -> None:
+                 sync_period_s: float = DEFAULT_SYNC_PERIOD_S) -> None:
         self.autoscaler = autoscaler
         self.sync_period_s = float(sync_period_s)
         signals = signals or {}

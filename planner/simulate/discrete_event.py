@@ -269,8 +269,8 @@ def compare_engines(case: AgreementCase, replica: ReplicaSpec = AGREEMENT_REPLIC
     -------
     EngineAgreement
     """
-    from planner.keda import ScaledObjectSpec, Trigger, hpa_for_scaled_object
-    from planner.readers.manifest import Autoscaler
+    from planner.autoscaler.keda import ScaledObjectSpec, Trigger, hpa_for_scaled_object
+    from planner.autoscaler.spec import Autoscaler
     from planner.simulate.reference import simulate
 
     trace = scenario_trace(case.scenario, case.seed)

@@ -28,9 +28,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from planner.cost import DEFAULT_USD_PER_GPU_HOUR
+from planner.autoscaler.defaults import DEFAULT_SYNC_PERIOD_S
+from planner.capacity.cost import DEFAULT_USD_PER_GPU_HOUR
+from planner.dynamics.grace import (
+    DEFAULT_TERMINATION_GRACE_PERIOD_S,
+    DEFAULT_VLLM_SHUTDOWN_TIMEOUT_S,
+)
 from planner.errors import PlannerInputError
-from planner.grace import DEFAULT_TERMINATION_GRACE_PERIOD_S, DEFAULT_VLLM_SHUTDOWN_TIMEOUT_S
 from planner.simulate.replica import CUT, GATEWAY, WAITING, ReplicaSpec, RequestState
 
 __all__ = [
@@ -108,7 +112,7 @@ class FleetSpec:
     pre_stop_s: float = 0.0
     shutdown_timeout_s: float = DEFAULT_VLLM_SHUTDOWN_TIMEOUT_S
     tick_s: float = 1.0
-    hpa_sync_period_s: float = 15.0
+    hpa_sync_period_s: float = DEFAULT_SYNC_PERIOD_S
     signals: tuple[tuple[str, str], ...] = ()
     seed: int = 0
 

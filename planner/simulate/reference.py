@@ -32,16 +32,16 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from planner.autoscaler.replica_calculator import POD_RUNNING, Pod
+from planner.autoscaler.spec import Autoscaler
+from planner.capacity.step_time import output_throughput_tps
 from planner.errors import PlannerInputError
-from planner.hpa import POD_RUNNING, Pod
-from planner.readers.manifest import Autoscaler
 from planner.simulate.control import Control
 from planner.simulate.fleet import Fleet, FleetSpec
 from planner.simulate.metrics import COLUMNS, MetricStore
 from planner.simulate.outcome import Outcome, count_flaps, request_latencies, slo_met
 from planner.simulate.replica import CUT, DONE, RequestState, advance_replica, kv_usage_frac
 from planner.simulate.traffic import RequestTrace
-from planner.step_time import output_throughput_tps
 
 __all__ = [
     "DRAIN_TAIL_S",

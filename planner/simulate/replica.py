@@ -8,7 +8,7 @@ queue (first come, first served, as vLLM's scheduler runs them).
 One tick of ``dt_s`` seconds (:func:`advance_replica`) is the model's unit:
 
 * **Step time.** Every scheduler step emits one token per running sequence
-  and lasts ``planner.step_time.step_time_ms(batch)``. The step time is set
+  and lasts ``planner.capacity.step_time.step_time_ms(batch)``. The step time is set
   once per tick (the approximation this engine makes), for the batch averaged
   over the busy part of the tick: running sequences until they finish, queued
   requests from their arrival, capped at ``max_num_seqs``. The per-request discrete-event engine
@@ -45,8 +45,8 @@ from functools import cached_property
 
 import numpy as np
 
+from planner.capacity.step_time import step_time_ms
 from planner.errors import PlannerInputError
-from planner.step_time import step_time_ms
 
 __all__ = [
     "CUT",
@@ -80,7 +80,7 @@ class ReplicaSpec:
         vLLM ``--max-num-seqs``: largest running batch. [sequences]
     kv_tokens : int
         KV-cache capacity (vLLM's "GPU KV cache size" line, or
-        :func:`planner.kv_cache.kv_tokens`). [tokens]
+        :func:`planner.capacity.kv_cache.kv_tokens`). [tokens]
     block_size_tokens : int
         KV block size; usage is counted in whole blocks. [tokens]
     prefill_ms_per_token : float

@@ -34,16 +34,29 @@ locally or on a Dask cluster (:mod:`planner.cli.sweep` runs them).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
+import os
+import sys
+import threading
+import uuid
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import as_completed as as_completed_locally
 from dataclasses import dataclass
 
-from planner.behavior import HorizontalPodAutoscalerBehavior, HPAScalingPolicy, HPAScalingRules
+from tqdm import tqdm
+
+from planner.autoscaler.behavior import (
+    HorizontalPodAutoscalerBehavior,
+    HPAScalingPolicy,
+    HPAScalingRules,
+)
+from planner.autoscaler.hpa_spec import AVERAGE_VALUE, UTILIZATION, VALUE
+from planner.autoscaler.keda import hpa_for_scaled_object
+from planner.autoscaler.spec import Autoscaler
 from planner.errors import PlannerInputError
-from planner.hpa_spec import AVERAGE_VALUE, UTILIZATION, VALUE
-from planner.keda import hpa_for_scaled_object
-from planner.readers.manifest import Autoscaler
 from planner.simulate.control import Control
 from planner.simulate.fast import Configuration, simulate_many
 from planner.simulate.fleet import FleetSpec
@@ -61,9 +74,12 @@ __all__ = [
     "expand_grid",
     "pareto_front",
     "run_chunk",
+    "run_sweep",
     "summarize",
 ]
 
+# Without a chunk size, the points are cut into this many chunks per worker thread (see chunk_points).
+CHUNKS_PER_THREAD = 2
 GRID_KEYS = ("signal", "target", "min_replicas", "max_replicas", "polling_interval_s", "scale_up_window_s",
              "scale_down_window_s", "scale_up_policy", "scale_down_policy", "select_policy", "warmup_s")
 # Grid keys that change the simulated fleet (the warmup, and the initial pods a minimum sets): points
@@ -401,3 +417,98 @@ def summarize(results: Sequence[SweepResult], attainment_goal_frac: float,
         "pareto_front": [r.as_dict() for r in pareto_front(ordered)],
         "results": [r.as_dict() for r in ordered],
     }
+
+
+def _same(value):
+    # A task that returns its argument: the trace lives in the graph, so a lost copy is recomputed.
+    return value
+
+
+def run_sweep(trace: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec, points: Sequence[SweepPoint], *,
+              duration_s: float | None = None, client=None, chunk_size: int | None = None,
+              progress: bool = True, on_chunk: Callable[[int], None] | None = None,
+              workers: int | None = None) -> list[SweepResult]:
+    """Simulate every grid point, locally or on a Dask cluster, and return the results in grid order.
+
+    Parameters
+    ----------
+    trace, autoscaler, fleet
+        The trace, the manifest's autoscaler and the fleet the grid varies.
+    points : sequence of SweepPoint
+        From :func:`planner.simulate.sweep.expand_grid`.
+    duration_s : float, optional
+        Simulated time. [s]
+    client : distributed.Client, optional
+        Run the chunks on this cluster; ``None`` runs them here, on ``workers`` threads.
+    chunk_size : int, optional
+        Configurations simulated together in one task; default: as many chunks
+        as :data:`CHUNKS_PER_THREAD` per worker thread (the cluster's, or
+        ``workers``), each of points that can share a fleet
+        (:func:`planner.simulate.sweep.chunk_points`).
+    progress : bool
+        Show a tqdm progress bar on stderr.
+    on_chunk : callable, optional
+        Called with the chunk number each time a chunk's results arrive.
+    workers : int, optional
+        Threads for a local sweep; default one per core.
+
+    Returns
+    -------
+    list of SweepResult
+        One per point, ordered by index; each chunk counted exactly once.
+    """
+    for point in points:
+        apply_point(autoscaler, fleet, point)  # every combination checked before any work starts
+    threads = workers or os.cpu_count() or 1
+    if client is not None:
+        threads = sum(client.nthreads().values()) or 1
+    chunks = chunk_points(points, chunk_size, n_chunks=CHUNKS_PER_THREAD * threads)
+    results: dict[int, list[SweepResult]] = {}
+    with tqdm(total=len(points), unit="config", disable=not progress, file=sys.stderr,
+              desc="sweep") as bar:
+        if client is None:
+            # The compiled kernels release the GIL, so chunks run side by side on this machine's cores.
+            # A chunk reports its configurations as they finish; the bar counts each once.
+            lock = threading.Lock()
+            shown = [0] * len(chunks)
+
+            def advance(number: int, configurations: int) -> None:
+                with lock:
+                    configurations = min(configurations, len(chunks[number]) - shown[number])
+                    shown[number] += configurations
+                    bar.update(configurations)
+
+            with ThreadPoolExecutor(max_workers=max(1, min(threads, len(chunks)))) as pool:
+                futures = {pool.submit(run_chunk, trace, autoscaler, fleet, chunk, duration_s,
+                                       functools.partial(advance, number)): number
+                           for number, chunk in enumerate(chunks)}
+                for future in as_completed_locally(futures):
+                    number = futures[future]
+                    results[number] = future.result()
+                    advance(number, len(chunks[number]))
+                    if on_chunk is not None:
+                        on_chunk(number)
+        else:
+            from distributed import as_completed
+
+            prefix = f"planner-sweep-{uuid.uuid4().hex[:12]}"
+            shared_trace = client.submit(_same, trace, key=f"{prefix}-trace")
+            futures = {
+                client.submit(run_chunk, shared_trace, autoscaler, fleet, chunk, duration_s,
+                              key=f"{prefix}-chunk-{number}"): number
+                for number, chunk in enumerate(chunks)
+            }
+            for future in as_completed(futures):
+                number = futures[future]
+                if number not in results:
+                    results[number] = future.result()
+                    bar.update(len(chunks[number]))
+                    if on_chunk is not None:
+                        on_chunk(number)
+                future.release()
+            shared_trace.release()
+    flat = sorted((result for number in sorted(results) for result in results[number]), key=lambda r: r.index)
+    indices = [result.index for result in flat]
+    if indices != sorted(point.index for point in points):
+        raise RuntimeError(f"sweep lost or repeated configurations: expected {len(points)}, got {len(flat)}")
+    return flat

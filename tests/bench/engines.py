@@ -33,8 +33,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from planner.keda import ScaledObjectSpec, Trigger, hpa_for_scaled_object
-from planner.readers.manifest import Autoscaler
+from planner.autoscaler.keda import ScaledObjectSpec, Trigger, hpa_for_scaled_object
+from planner.autoscaler.spec import Autoscaler
 from planner.simulate import fast, reference
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.traffic import RequestTrace
@@ -62,7 +62,7 @@ def diurnal_trace(duration_s: float, mean_rps: float, seed: int) -> RequestTrace
 
 def autoscaler(target: float, *, max_replicas: int = 16, down_window_s: int | None = None) -> Autoscaler:
     """A KEDA ScaledObject on in-flight requests (running + waiting) at ``target`` per replica."""
-    from planner.behavior import HorizontalPodAutoscalerBehavior, HPAScalingRules
+    from planner.autoscaler.behavior import HorizontalPodAutoscalerBehavior, HPAScalingRules
 
     behavior = None
     if down_window_s is not None:

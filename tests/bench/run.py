@@ -19,30 +19,30 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from planner.behavior import HorizontalPodAutoscalerBehavior
+from planner.autoscaler.behavior import HorizontalPodAutoscalerBehavior
+from planner.autoscaler.horizontal import ExternalReading, HorizontalController, PodMetricsReading
+from planner.autoscaler.hpa_spec import HorizontalPodAutoscalerSpec, MetricSpec, MetricTarget
+from planner.autoscaler.keda import KedaController, ScaledObjectSpec, Trigger, hpa_for_scaled_object
+from planner.autoscaler.replica_calculator import PodMetric, ready_pods
+from planner.autoscaler.spec import Autoscaler
+from planner.capacity.headroom import backlog_trajectory_requests
+from planner.capacity.knee import find_knee
+from planner.capacity.kv_cache import ServingSpec, kv_capacity
+from planner.capacity.littles_law import in_flight_requests, replicas_for_target
+from planner.capacity.step_time import fit_step_time, output_throughput_tps
 from planner.charts.drain import cut_grid
-from planner.drain import cut_frac, output_lengths
-from planner.headroom import backlog_trajectory_requests
-from planner.hpa import PodMetric, ready_pods
-from planner.hpa_controller import ExternalReading, HorizontalController, PodMetricsReading
-from planner.hpa_spec import HorizontalPodAutoscalerSpec, MetricSpec, MetricTarget
-from planner.keda import KedaController, ScaledObjectSpec, Trigger, hpa_for_scaled_object
-from planner.knee import find_knee
-from planner.kv_cache import ServingSpec, kv_capacity
-from planner.kv_ramp import ramp_replicas
-from planner.littles_law import in_flight_requests, replicas_for_target
-from planner.manifests import ScalingPlan, generate_manifests
+from planner.dynamics.drain import cut_frac, output_lengths
+from planner.dynamics.kv_ramp import ramp_replicas
+from planner.manifests.generate import ScalingPlan, generate_manifests
+from planner.manifests.schema import validate_manifest
+from planner.manifests.writer import dump_manifest, patch_workload_text
 from planner.readers.loadtest import read_loadtest
-from planner.readers.manifest import Autoscaler
-from planner.readers.manifest_yaml import dump_manifest, patch_workload_text
 from planner.readers.model_config import read_model_config
 from planner.readers.trace import read_trace
-from planner.schema import validate_manifest
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.reference import simulate
 from planner.simulate.scenario import Scenario, scenario_trace
 from planner.simulate.traffic import RequestTrace, stretch_trace
-from planner.step_time import fit_step_time, output_throughput_tps
 from tests.conftest import DATA_DIR, SHARED_DIR
 
 RATES_RPS = np.linspace(0.0, 200.0, 100_000)
@@ -129,8 +129,8 @@ def _kv_capacity_hybrid() -> None:
 
 def _replica_kv_mismatch() -> None:
     # The wrong model for the log: every single-field explanation is tried.
+    from planner.capacity.replica_kv import replica_kv
     from planner.readers.vllm_log import read_vllm_log
-    from planner.replica_kv import replica_kv
     from tests.conftest import TEST_DATA_DIR
 
     log = read_vllm_log(TEST_DATA_DIR / "vllm_logs" / "lmcache-1739-qwen3-14b.log")
@@ -220,7 +220,7 @@ def _cut_grid_chapter() -> None:
 
 
 def _lint_review_folder() -> None:
-    from planner.lint import lint
+    from planner.manifests.lint import lint
     from planner.readers.workload import read_manifest_set
 
     lint(read_manifest_set([DATA_DIR / "manifests" / "review"]))

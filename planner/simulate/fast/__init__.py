@@ -24,7 +24,7 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from planner.readers.manifest import Autoscaler
+from planner.autoscaler.spec import Autoscaler
 from planner.simulate.fast import lockstep
 from planner.simulate.fast.lockstep import Configuration
 from planner.simulate.fleet import FleetSpec
@@ -38,9 +38,9 @@ def kernel_sources() -> list[Path]:
     """The files the compiled kernels are built from: this package, and the modules whose constants
     the kernels freeze in at compile time."""
     here = Path(__file__).parent
-    package = here.parent.parent
+    autoscaler = here.parent.parent / "autoscaler"
     return [*sorted(here.glob("*.py")), here.parent / "replica.py", here.parent / "metrics.py",
-            package / "behavior.py", package / "hpa_spec.py", package / "hpa_controller.py"]
+            autoscaler / "behavior.py", autoscaler / "hpa_spec.py", autoscaler / "horizontal.py"]
 
 
 def _use_kernel_cache_keyed_on_sources() -> None:

@@ -36,6 +36,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
+from planner.capacity.step_time import output_throughput_tps
 from planner.simulate.control import Control
 from planner.simulate.fast import decision, engine, fleet, metrics
 from planner.simulate.fast.outcome import request_summary
@@ -43,7 +44,6 @@ from planner.simulate.fleet import ROUND_ROBIN, FleetSpec
 from planner.simulate.outcome import Outcome, count_flaps
 from planner.simulate.reference import _check_cadence
 from planner.simulate.replica import DONE
-from planner.step_time import output_throughput_tps
 
 __all__ = ["NotCompilable", "Prepared", "fleet_key", "prepare", "simulate_group", "simulate_prepared"]
 

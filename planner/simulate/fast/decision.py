@@ -3,20 +3,20 @@
 The numba twin of what ``Control.decide`` runs on a tick where something is
 due, number for number and with the same controller history:
 
-* a ScaledObject: KEDA's poll (:meth:`planner.keda.KedaController.poll`:
+* a ScaledObject: KEDA's poll (:meth:`planner.autoscaler.keda.KedaController.poll`:
   ``evaluate_triggers`` without fallback, ``request_scale``, the metrics cache
   of ``useCachedMetrics`` triggers), then, when replicas are left, the
-  reconcile of the HPA KEDA owns (:meth:`planner.keda.KedaController.reconcile`:
+  reconcile of the HPA KEDA owns (:meth:`planner.autoscaler.keda.KedaController.reconcile`:
   ``served_values``, failure counts, ``_fallback`` / ``_fallback_replicas`` /
   ``_fallback_value_milli``, one External reading per trigger);
 * a plain HPA: ``HorizontalController.reconcile_autoscaler`` on Pods, Object
   and External readings built as ``Control._reading`` builds them.
 
-The HPA half ports :mod:`planner.hpa_controller` (``reconcileAutoscaler``,
+The HPA half ports :mod:`planner.autoscaler.horizontal` (``reconcileAutoscaler``,
 ``computeReplicasForMetrics``, ``computeReplicasForMetric``),
-:mod:`planner.behavior` (the legacy normalization and the behaviors path:
+:mod:`planner.autoscaler.behavior` (the legacy normalization and the behaviors path:
 stabilization windows, Pods/Percent policies, ``selectPolicy``,
-``storeScaleEvent`` with outdated-slot reuse) and :mod:`planner.hpa`
+``storeScaleEvent`` with outdated-slot reuse) and :mod:`planner.autoscaler.replica_calculator`
 (``calcPlainMetricReplicas`` for a Pods metric, the Object and External
 calculators, ``getUsageRatioReplicaCount``). Function names are the Python
 port's, branches keep its order (and so ``horizontal.go``'s).
@@ -57,20 +57,20 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from planner.behavior import (
+from planner.autoscaler.behavior import (
     DISABLED_POLICY_SELECT,
     MIN_CHANGE_POLICY_SELECT,
     PERCENT_SCALING_POLICY,
     PODS_SCALING_POLICY,
     get_longest_policy_period,
 )
-from planner.hpa_controller import (
+from planner.autoscaler.horizontal import (
     SCALE_TO_ZERO_CONDITION,
     SCALE_TO_ZERO_DISABLED,
     SCALE_TO_ZERO_LEGACY,
     has_object_or_external_metrics,
 )
-from planner.hpa_spec import AVERAGE_VALUE, EXTERNAL, OBJECT, PODS, VALUE
+from planner.autoscaler.hpa_spec import AVERAGE_VALUE, EXTERNAL, OBJECT, PODS, VALUE
 from planner.simulate.fast.metrics import python_sum
 
 __all__ = [
@@ -145,7 +145,7 @@ UP, DOWN = 0, 1
 E_CHANGE, E_OUTDATED = 0, 1
 K_FAILURES, K_READING_OK, K_READING_MILLI, K_CACHE, K_CACHE_MILLI = range(5)
 CACHE_EMPTY, CACHE_VALUE, CACHE_FAILED, CACHE_OUT_OF_RANGE = 0, 1, 2, 3
-# Config.scale_to_zero: planner.hpa_controller's SCALE_TO_ZERO_* modes.
+# Config.scale_to_zero: planner.autoscaler.horizontal's SCALE_TO_ZERO_* modes.
 STZ_CONDITION, STZ_DISABLED, STZ_LEGACY = 0, 1, 2
 _STZ_CODES = {SCALE_TO_ZERO_CONDITION: STZ_CONDITION, SCALE_TO_ZERO_DISABLED: STZ_DISABLED,
               SCALE_TO_ZERO_LEGACY: STZ_LEGACY}
@@ -507,7 +507,7 @@ def _product_error_1000(value, product):
 
 @njit(cache=True, nogil=True)
 def keda_quantity_milli(value):
-    """:func:`planner.keda.keda_quantity_milli`: ``value`` rounded to milli-units, ties to even.
+    """:func:`planner.autoscaler.keda.keda_quantity_milli`: ``value`` rounded to milli-units, ties to even.
 
     Python rounds the exact binary value (``f"{value:.3f}"``). Here
     ``product = fl(value * 1000)`` is rounded half to even; the two can only
@@ -588,7 +588,7 @@ def _is_within(tol_down, tol_up, usage_ratio):
     return (1.0 - tol_down) <= usage_ratio and usage_ratio <= (1.0 + tol_up)
 
 
-# ---- replica calculators (planner.hpa) ----------------------------------------------------------
+# ---- replica calculators (planner.autoscaler.replica_calculator) ----------------------------------------------------------
 
 @njit(cache=True, nogil=True)
 def _get_ready_pods_count(pod_ready, n_pods):
@@ -803,7 +803,7 @@ def get_metric_replicas(current_replicas, target_usage_milli, tol_down, tol_up, 
     return _VALID, new_replicas
 
 
-# ---- the HPA controller (planner.hpa_controller) ------------------------------------------------
+# ---- the HPA controller (planner.autoscaler.horizontal) ------------------------------------------------
 
 @njit(cache=True, nogil=True)
 def _reading_present(res_kind, res_n, m):
@@ -1200,7 +1200,7 @@ def reconcile_autoscaler(c, metric, policy, keda, count, rec_replicas, rec_t, ev
     return desired_replicas
 
 
-# ---- KEDA (planner.keda) ------------------------------------------------------------------------
+# ---- KEDA (planner.autoscaler.keda) ------------------------------------------------------------------------
 
 @njit(cache=True, nogil=True)
 def _scalar(res_kind, res_n, res_vals, m):

@@ -23,8 +23,8 @@ The replica model (:func:`planner.simulate.replica.advance_replica`), the
 routing, drain and deletion order (:class:`planner.simulate.fleet.Fleet`),
 the simulated Prometheus and the controllers
 (:class:`planner.simulate.control.Control`, which drives
-:class:`planner.hpa_controller.HorizontalController` and
-:class:`planner.keda.KedaController`) are the reference's own code: the
+:class:`planner.autoscaler.horizontal.HorizontalController` and
+:class:`planner.autoscaler.keda.KedaController`) are the reference's own code: the
 decisions are the scalar controllers' for every manifest feature, so nothing
 the reference accepts is approximated here. What is *not* vectorised: the
 per-request batching inside a replica and the controller decisions, which run
@@ -40,8 +40,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from planner.autoscaler.spec import Autoscaler
+from planner.capacity.step_time import output_throughput_tps
 from planner.errors import PlannerInputError
-from planner.readers.manifest import Autoscaler
 from planner.simulate.control import Control
 from planner.simulate.fleet import Fleet, FleetSpec
 from planner.simulate.metrics import STALENESS_S, MetricStore
@@ -60,7 +61,6 @@ from planner.simulate.reference import (
 )
 from planner.simulate.replica import RequestState
 from planner.simulate.traffic import RequestTrace
-from planner.step_time import output_throughput_tps
 
 __all__ = ["Configuration", "ReplayWindow", "replay_window", "simulate", "simulate_many"]
 

@@ -1,0 +1,2 @@
+"""Autoscaling manifests: writing them, linting them, checking them against their schemas.
+"""
