@@ -14,7 +14,10 @@ import numpy as np
 import pandas as pd
 
 from planner.autoscaler.behavior import HorizontalPodAutoscalerBehavior
-from planner.autoscaler.defaults import DEFAULT_SYNC_PERIOD_S
+from planner.autoscaler.defaults import (
+    DEFAULT_DOWNSCALE_STABILIZATION_WINDOW_S,
+    DEFAULT_SYNC_PERIOD_S,
+)
 from planner.autoscaler.explain import Decision, MetricLine, evaluate_decision
 from planner.autoscaler.horizontal import ExternalReading, HorizontalController, tolerances_for
 from planner.autoscaler.hpa_spec import (
@@ -265,7 +268,7 @@ def _external_hpa(max_replicas: int, behavior, min_replicas: int = 1) -> Horizon
 
 def _idle_limit_s(behavior: HorizontalPodAutoscalerBehavior | None, sync_period_s: float) -> float:
     # A count that has not moved for a full window plus a full policy period will not move again.
-    longest = 300.0
+    longest = DEFAULT_DOWNSCALE_STABILIZATION_WINDOW_S
     if behavior is not None:
         for rules in (behavior.scale_up, behavior.scale_down):
             if rules is None:

@@ -18,7 +18,7 @@ from planner.autoscaler.defaults import DEFAULT_SYNC_PERIOD_S
 from planner.autoscaler.horizontal import HorizontalController
 from planner.autoscaler.replica_calculator import ready_pods
 
-__all__ = ["DEFAULT_SYNC_PERIOD_S", "step_through_warmup"]
+__all__ = ["step_through_warmup"]
 
 
 

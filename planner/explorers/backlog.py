@@ -6,6 +6,7 @@ import math
 
 import ipywidgets as widgets
 
+from planner.autoscaler.defaults import DEFAULT_SYNC_PERIOD_S
 from planner.capacity.headroom import (
     backlog_clear_s,
     backlog_requests,
@@ -22,7 +23,7 @@ from planner.dynamics.replica_queues import (
 
 def backlog_explorer(
     metric_window_s: float = 30.0,
-    eval_interval_s: float = 15.0,
+    eval_interval_s: float = DEFAULT_SYNC_PERIOD_S,
     cold_start_s: float = 60.0,
     knee_concurrency: float = 48.0,
     target_concurrency: float = 40.0,

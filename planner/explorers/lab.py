@@ -8,6 +8,7 @@ from pathlib import Path
 import ipywidgets as widgets
 from IPython.display import display
 
+from planner.autoscaler.defaults import DEFAULT_DOWNSCALE_STABILIZATION_WINDOW_S
 from planner.charts.simulation import fleet_timeline_chart
 from planner.errors import PlannerInputError
 from planner.markdown import plural
@@ -34,7 +35,7 @@ def simulate_setting(trace: RequestTrace, fleet: FleetSpec, signal: str, target:
 
 def lab_explorer(trace: RequestTrace, fleet: FleetSpec, *, signal: str = "requests in flight",
                  target: float = 40.0, min_replicas: int = 3, max_replicas: int = 16,
-                 scale_down_window_s: int = 300, duration_s: float | None = None,
+                 scale_down_window_s: int = int(DEFAULT_DOWNSCALE_STABILIZATION_WINDOW_S), duration_s: float | None = None,
                  signals: tuple[str, ...] | None = None, run_now: bool = True) -> widgets.VBox:
     """Widgets for one ScaledObject trigger that replay ``trace`` through it whenever one changes.
 

@@ -48,7 +48,10 @@ import re
 from dataclasses import dataclass, field
 from decimal import ROUND_FLOOR, Decimal
 
-from planner.autoscaler.defaults import DEFAULT_SYNC_PERIOD_S
+from planner.autoscaler.defaults import (
+    DEFAULT_DOWNSCALE_STABILIZATION_WINDOW_S,
+    DEFAULT_SYNC_PERIOD_S,
+)
 from planner.autoscaler.versions import ClusterVersions
 from planner.dynamics.grace import GracePlan, drain_time_s, plan_grace
 from planner.errors import (
@@ -75,8 +78,8 @@ __all__ = [
 
 DEFAULT_PRE_STOP_S = 10.0
 """preStop sleep: time for the endpoint to leave the Service and load balancers. [s]"""
-POLLING_INTERVAL_S = 15
-"""The KEDA ``pollingInterval`` the written ScaledObject sets (KEDA's own default is
+POLLING_INTERVAL_S = int(DEFAULT_SYNC_PERIOD_S)
+"""The KEDA ``pollingInterval`` the written ScaledObject sets, as often as the HPA syncs (KEDA's own default is
 :data:`planner.autoscaler.defaults.DEFAULT_POLLING_INTERVAL_S`): how often KEDA's operator checks activation (0 <-> 1) and refreshes its
 metrics cache. The HPA's own 15 s syncs query the scaler afresh through KEDA's metrics server
 unless a trigger sets ``useCachedMetrics``. [s]"""
@@ -84,7 +87,7 @@ METRIC_TYPE_AVERAGE_VALUE = ("External AverageValue: the HPA proposes ceil(fleet
                              "whatever the pod count")
 METRIC_TYPE_WITH_MODIFIERS = ("not used: with scalingModifiers the HPA reads only the composite metric, "
                               "typed by scalingModifiers.metricType")
-MIN_SCALE_DOWN_WINDOW_S = 300  # the HPA's default; shorter would be more eager than stock Kubernetes
+MIN_SCALE_DOWN_WINDOW_S = int(DEFAULT_DOWNSCALE_STABILIZATION_WINDOW_S)  # the HPA's default; shorter would be more eager than stock Kubernetes
 MAX_STABILIZATION_WINDOW_S = 3600  # API limit on stabilizationWindowSeconds
 MAX_POLICY_PERIOD_S = 1800  # API limit on periodSeconds
 HPA_SYNC_PERIOD_S = int(DEFAULT_SYNC_PERIOD_S)  # an integer, for periodSeconds

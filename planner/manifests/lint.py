@@ -35,6 +35,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
+from planner.autoscaler.defaults import DEFAULT_DOWNSCALE_STABILIZATION_WINDOW_S
 from planner.autoscaler.hpa_spec import (
     AVERAGE_VALUE,
     CONTAINER_RESOURCE,
@@ -81,7 +82,7 @@ DEFAULT_ITL_MS = 50.0
 """Inter-token latency while draining when none is given (W37's 50 ms). [ms]"""
 DEFAULT_MAX_NUM_SEQS = 256
 """vLLM V1's ``--max-num-seqs`` for the OpenAI server on GPUs under 70 GiB and the A100."""
-DEFAULT_SCALE_DOWN_WINDOW_S = 300
+DEFAULT_SCALE_DOWN_WINDOW_S = int(DEFAULT_DOWNSCALE_STABILIZATION_WINDOW_S)
 """The HPA's scale-down stabilization window when ``behavior`` leaves it unset. [s]"""
 
 SEVERITIES = ("error", "warning", "info")

@@ -28,6 +28,8 @@ import yaml
 from kubernetes_validate import utils as kubernetes_schemas
 from referencing import Registry, Resource
 
+from planner.autoscaler.defaults import DEFAULT_HPA_MAX_REPLICAS
+
 __all__ = [
     "KEDA_CRD_SCHEMA_FILE",
     "KUBERNETES_VERSION",
@@ -40,7 +42,6 @@ KUBERNETES_VERSION = "1.37.0"
 """Kubernetes release whose schemas built-in kinds are checked against."""
 KEDA_CRD_SCHEMA_FILE = "keda-scaledobject-v1alpha1.yaml"
 _KEDA_KINDS = {("keda.sh/v1alpha1", "ScaledObject"): KEDA_CRD_SCHEMA_FILE}
-_KEDA_DEFAULT_MAX_REPLICA_COUNT = 100  # the CRD's CEL rule compares with 100 when unset
 
 
 @dataclass(frozen=True)
@@ -172,7 +173,7 @@ def _keda_cel_rules(document, source: str) -> list[SchemaProblem]:
     spec = document.get("spec")
     if not isinstance(spec, Mapping):
         return []
-    low, high = spec.get("minReplicaCount"), spec.get("maxReplicaCount", _KEDA_DEFAULT_MAX_REPLICA_COUNT)
+    low, high = spec.get("minReplicaCount"), spec.get("maxReplicaCount", DEFAULT_HPA_MAX_REPLICAS)  # the CRD's CEL rule compares with it when unset
     if isinstance(low, int) and isinstance(high, int) and not isinstance(low, bool) and low > high:
         return [SchemaProblem("spec.minReplicaCount", "minReplicaCount must be less than or equal to "
                                                       f"maxReplicaCount ({low} > {high})", source=source)]

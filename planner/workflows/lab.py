@@ -13,8 +13,10 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from planner.autoscaler.defaults import DEFAULT_DOWNSCALE_STABILIZATION_WINDOW_S
 from planner.autoscaler.spec import Autoscaler
 from planner.errors import PlannerInputError
+from planner.manifests.generate import POLLING_INTERVAL_S
 from planner.simulate import simulate
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.outcome import Outcome
@@ -125,7 +127,8 @@ def configuration_table(runs: Mapping[str, Outcome], *, window_s: tuple[float, f
 
 
 def scaled_object_yaml(signal: str, target: float, *, min_replicas: int = 1, max_replicas: int = 16,
-                       polling_s: int = 15, scale_down_window_s: int = 300, name: str = "chat") -> str:
+                       polling_s: int = POLLING_INTERVAL_S,
+                       scale_down_window_s: int = int(DEFAULT_DOWNSCALE_STABILIZATION_WINDOW_S), name: str = "chat") -> str:
     """A KEDA ScaledObject with one Prometheus trigger on one of :data:`SIGNAL_QUERIES`, as YAML text.
 
     Parameters
