@@ -27,6 +27,30 @@ and :class:`planner.simulate.replica.ReplicaSpec` for their meaning)::
     seed: 0
     signals: {}                    # query or metric name -> simulated expression
 
+Where the GPUs come from (optional; see :mod:`planner.simulate.supply`). Without
+``nodes:`` every pod finds a GPU at once and ``warmup_s`` is its whole cold start::
+
+    nodes:
+      gpus_per_node: 8
+      usd_per_node_hour: null      # null = gpus_per_node x usd_per_gpu_hour
+      max_nodes: null              # quota; null = no limit
+      initial_nodes: null          # null = what the initial pods and placeholders need
+      provision_s: 0               # node request -> registered
+      provision_distribution: fixed
+      provision_spread_s: 0
+      node_init_s: 0               # registered -> GPUs allocatable
+      autoscaler: cluster-autoscaler   # or karpenter
+      cluster_autoscaler: {scan_interval_s: 10, gpu_pod_scale_up_delay_s: 30,
+                           scale_down_unneeded_s: 600, scale_down_delay_after_add_s: 600}
+      karpenter: {batch_idle_s: 1, batch_max_s: 10, consolidate_after_s: 0}
+      capacity_failure_frac: 0
+      capacity_retry_s: 60
+    pod:
+      image_pull_s: 0              # on a node that has not run the image
+      weights_load_s: 0
+      warmup_s: 60                 # compile and CUDA graphs (the same key as above)
+    placeholders: 0                # low-priority pause pods holding warm GPUs
+
 An unknown key, a wrong type or an out-of-range value is a
 :class:`~planner.errors.PlannerInputError` naming the file and the key.
 """
@@ -40,17 +64,24 @@ from pathlib import Path
 
 import yaml
 
+from planner.dynamics.cold_start import ClusterAutoscalerSettings, KarpenterSettings
 from planner.errors import PlannerInputError
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.replica import ReplicaSpec
+from planner.simulate.supply import NodePoolSpec
 
 __all__ = ["FLEET_KEYS", "fleet_spec_from_mapping", "read_fleet"]
 
+_POD_KEYS = ("image_pull_s", "weights_load_s", "warmup_s")
 _REPLICA_KEYS = {f.name for f in dataclasses.fields(ReplicaSpec)}
-_FLEET_KEYS = {f.name for f in dataclasses.fields(FleetSpec)} - {"replica"}
+_FLEET_KEYS = ({f.name for f in dataclasses.fields(FleetSpec)}
+               - {"replica", "image_pull_s", "weights_load_s", "source"}) | {"pod"}
 FLEET_KEYS = tuple(sorted(_REPLICA_KEYS | _FLEET_KEYS))
-_INTEGER_KEYS = {"max_num_seqs", "kv_tokens", "block_size_tokens", "gpus_per_replica", "initial_replicas", "seed"}
-_STRING_KEYS = {"router", "warmup_distribution"}
+_INTEGER_KEYS = {"max_num_seqs", "kv_tokens", "block_size_tokens", "gpus_per_replica", "initial_replicas", "seed",
+                 "placeholders", "gpus_per_node", "max_nodes", "initial_nodes"}
+_STRING_KEYS = {"router", "warmup_distribution", "autoscaler", "provision_distribution"}
+_NULLABLE_KEYS = {"initial_replicas", "itl_slo_ms", "usd_per_node_hour", "max_nodes", "initial_nodes"}
+_NODE_SETTINGS = {"cluster_autoscaler": ClusterAutoscalerSettings, "karpenter": KarpenterSettings}
 
 
 def read_fleet(path: str | Path) -> FleetSpec:
@@ -74,10 +105,50 @@ def fleet_spec_from_mapping(data, source: str = "fleet") -> FleetSpec:
     for key, value in data.items():
         if key not in _REPLICA_KEYS and key not in _FLEET_KEYS:
             raise PlannerInputError(f"{source}: unknown key {key!r} (known: {', '.join(FLEET_KEYS)})")
-        checked = _checked(source, key, value)
-        (replica if key in _REPLICA_KEYS else fleet)[key] = checked
+        if key == "nodes":
+            fleet["nodes"] = _node_pool(source, value)
+        elif key == "pod":
+            for pod_key, pod_value in _section(source, "pod", value, _POD_KEYS).items():
+                if pod_key == "warmup_s" and "warmup_s" in data:
+                    raise PlannerInputError(f"{source}: pod.warmup_s: warmup_s is set at the top level too; keep one")
+                fleet[pod_key] = _checked(source, f"pod.{pod_key}", pod_value)
+        else:
+            checked = _checked(source, key, value)
+            (replica if key in _REPLICA_KEYS else fleet)[key] = checked
     try:
-        return FleetSpec(replica=ReplicaSpec(**replica), **fleet)
+        return FleetSpec(replica=ReplicaSpec(**replica), **fleet, source=source)
+    except PlannerInputError as error:
+        raise PlannerInputError(f"{source}: {error}") from None
+
+
+def _section(source: str, name: str, value, known) -> Mapping:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise PlannerInputError(f"{source}: {name}: expected a mapping of keys, got {type(value).__name__}")
+    for key in value:
+        if key not in known:
+            raise PlannerInputError(f"{source}: {name}: unknown key {key!r} (known: {', '.join(sorted(known))})")
+    return value
+
+
+def _node_pool(source: str, value) -> NodePoolSpec:
+    fields = {f.name for f in dataclasses.fields(NodePoolSpec)}
+    options: dict = {}
+    for key, item in _section(source, "nodes", value, fields).items():
+        if key in _NODE_SETTINGS:
+            settings = _NODE_SETTINGS[key]
+            known = {f.name for f in dataclasses.fields(settings)}
+            section = _section(source, f"nodes.{key}", item, known)
+            checked = {name: _checked(source, f"nodes.{key}.{name}", v) for name, v in section.items()}
+            try:
+                options[key] = settings(**checked)
+            except PlannerInputError as error:
+                raise PlannerInputError(f"{source}: nodes.{key}.{error}") from None
+        else:
+            options[key] = _checked(source, f"nodes.{key}", item)
+    try:
+        return NodePoolSpec(**options)
     except PlannerInputError as error:
         raise PlannerInputError(f"{source}: {error}") from None
 
@@ -90,17 +161,18 @@ def _checked(source: str, key: str, value):
                                                      for k, v in value.items()):
             raise PlannerInputError(f"{source}: signals: expected a mapping of query -> expression strings")
         return tuple(value.items())
-    if key in _STRING_KEYS:
+    name = key.rsplit(".", 1)[-1]
+    if name in _STRING_KEYS:
         if not isinstance(value, str):
             raise PlannerInputError(f"{source}: {key}: expected a string, got {value!r}")
         return value
-    if value is None and key in ("initial_replicas", "itl_slo_ms"):
+    if value is None and name in _NULLABLE_KEYS:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise PlannerInputError(f"{source}: {key}: expected a number, got {value!r}")
     if not math.isfinite(value):
         raise PlannerInputError(f"{source}: {key}: expected a finite number, got {value!r}")
-    if key in _INTEGER_KEYS:
+    if name in _INTEGER_KEYS:
         if value != int(value):
             raise PlannerInputError(f"{source}: {key}: expected a whole number, got {value!r}")
         return int(value)

@@ -36,6 +36,7 @@ from planner.dynamics.grace import (
 )
 from planner.errors import PlannerInputError
 from planner.simulate.replica import CUT, GATEWAY, WAITING, ReplicaSpec, RequestState
+from planner.simulate.supply import NodePool, NodePoolSpec
 
 __all__ = [
     "LEAST_LOADED",
@@ -95,6 +96,17 @@ class FleetSpec:
         Query or metric name -> an expression the simulator understands.
     seed : int
         Seed for warmup draws and pod UIDs.
+    nodes : NodePoolSpec or None
+        The GPU node pool and its autoscaler (:mod:`planner.simulate.supply`);
+        ``None``: every pod finds a GPU at once and ``warmup_s`` is its whole cold start.
+    image_pull_s : float
+        With ``nodes``: pulling the image on a node that has not run it. [s]
+    weights_load_s : float
+        With ``nodes``: loading the weights, before ``warmup_s`` (compile, CUDA graphs). [s]
+    placeholders : int
+        With ``nodes``: low-priority pause pods of ``gpus_per_replica`` GPUs each that hold warm GPUs.
+    source : str
+        The file the spec was read from, for messages ("" when built in code).
     """
 
     replica: ReplicaSpec = field(default_factory=ReplicaSpec)
@@ -115,6 +127,11 @@ class FleetSpec:
     hpa_sync_period_s: float = DEFAULT_SYNC_PERIOD_S
     signals: tuple[tuple[str, str], ...] = ()
     seed: int = 0
+    nodes: NodePoolSpec | None = None
+    image_pull_s: float = 0.0
+    weights_load_s: float = 0.0
+    placeholders: int = 0
+    source: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         if self.router not in ROUTERS:
@@ -142,10 +159,27 @@ class FleetSpec:
             isinstance(self.initial_replicas, int) and self.initial_replicas >= 0
         ):
             raise PlannerInputError(f"initial_replicas: expected an integer >= 0, got {self.initial_replicas!r}")
+        self._check_supply()
         for name in ("scrape_interval_s", "hpa_sync_period_s"):
             ticks = getattr(self, name) / self.tick_s
             if abs(ticks - round(ticks)) > 1e-9:
                 raise PlannerInputError(f"{name}: must be a whole number of ticks (tick_s={self.tick_s})")
+
+    def _check_supply(self) -> None:
+        for name in ("image_pull_s", "weights_load_s"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
+                raise PlannerInputError(f"pod.{name}: expected a finite number >= 0, got {value!r}")
+        if not (isinstance(self.placeholders, int) and self.placeholders >= 0):
+            raise PlannerInputError(f"placeholders: expected an integer >= 0, got {self.placeholders!r}")
+        if self.nodes is None:
+            for name in ("image_pull_s", "weights_load_s", "placeholders"):
+                if getattr(self, name):
+                    raise PlannerInputError(f"{'pod.' if name != 'placeholders' else ''}{name}: needs a nodes: "
+                                            "section (without one, warmup_s is the whole cold start)")
+        elif self.gpus_per_replica > self.nodes.gpus_per_node:
+            raise PlannerInputError(f"gpus_per_replica: {self.gpus_per_replica} GPUs per pod do not fit on a node "
+                                    f"of nodes.gpus_per_node = {self.nodes.gpus_per_node}")
 
     @property
     def signal_map(self) -> dict[str, str]:
@@ -212,10 +246,20 @@ class Fleet:
     waiting: list[deque] = field(default_factory=list)
     gateway: deque = field(default_factory=deque)
     rng: np.random.Generator = field(init=False)
+    pool: NodePool | None = field(init=False, default=None)
+    bound_s: list[float] = field(default_factory=list)
     _next_turn: int = 0
+    _supply_started: bool = False
+    _warm: set[int] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.rng = np.random.default_rng(self.spec.seed)
+        if self.spec.nodes is not None:
+            # Its own stream, so node draws leave the pods' warmups and UIDs as they are.
+            self.pool = NodePool(self.spec.nodes, self.spec.gpus_per_replica,
+                                 np.random.default_rng([self.spec.seed, 1]))
+            for _ in range(self.spec.nodes.initial_nodes or 0):
+                self.pool.add_node(0.0, warm=True)
 
     # -- pod counts ---------------------------------------------------------------------------
     def live(self) -> list[int]:
@@ -245,15 +289,30 @@ class Fleet:
         return float(spec.warmup_s)
 
     def add_pod(self, now_s: float, *, warm: bool = False) -> int:
-        """Create one pod at ``now_s``; ``warm`` pods are Ready at once (the fleet at time 0)."""
+        """Create one pod at ``now_s``; ``warm`` pods are Ready at once (the fleet at time 0).
+
+        With a node pool, a pod that is not warm is Pending until it is bound
+        to a node (:meth:`supply_step`), and its Ready time is set then.
+        """
+        p = len(self.uid)
         self.requested_s.append(now_s)
-        self.ready_s.append(now_s if warm else now_s + self._warmup_s())
+        if self.pool is None:
+            self.ready_s.append(now_s if warm else now_s + self._warmup_s())
+        elif warm:
+            self.ready_s.append(now_s)
+            self.bound_s.append(now_s)
+            self.pool.bind_warm(p, now_s)
+            self._warm.add(p)
+        else:
+            self.ready_s.append(math.inf)
+            self.bound_s.append(math.nan)
+            self.pool.add_pending(p, now_s)
         for column in (self.deleted_s, self.sigterm_s, self.stop_s, self.removed_s):
             column.append(math.nan)
         self.uid.append(int(self.rng.integers(0, 2**62)))
         self.running.append([])
         self.waiting.append(deque())
-        return len(self.uid) - 1
+        return p
 
     def scale_to(self, replicas: int, now_s: float) -> None:
         """Create or delete pods so that ``replicas`` exist and are not terminating."""
@@ -274,6 +333,8 @@ class Fleet:
         """Start a pod's termination: out of the Service now, SIGTERM after preStop, kill at grace."""
         spec = self.spec
         self.deleted_s[p] = now_s
+        if self.pool is not None:
+            self.pool.forget_pending(p)
         grace_s = spec.termination_grace_period_s
         self.sigterm_s[p] = now_s + min(spec.pre_stop_s, grace_s)
         if self.ready_s[p] > now_s:
@@ -309,6 +370,51 @@ class Fleet:
     def _served_by(self, p: int, req: RequestState) -> np.ndarray:
         mine = np.flatnonzero(req.replica == p)
         return mine[np.isfinite(req.done_s[mine])]
+
+    # -- supply -------------------------------------------------------------------------------
+    def supply_step(self, now_s: float) -> None:
+        """With a node pool: free the GPUs of removed pods, bind pending pods, run the node autoscaler."""
+        pool = self.pool
+        if pool is None:
+            return
+        if not self._supply_started:
+            self._supply_started = True
+            pool.add_placeholders(self.spec.placeholders, now_s,
+                                  warm_nodes=self.spec.nodes is not None and self.spec.nodes.initial_nodes is None)
+        for p in list(pool.pod_node):
+            if self.removed_s[p] <= now_s:
+                pool.release(p, now_s)
+        self._bind(now_s)
+        pool.autoscale(now_s)
+        self._bind(now_s)
+
+    def _bind(self, now_s: float) -> None:
+        pool = self.pool
+        assert pool is not None
+        for p, image_at_s in pool.bind_pending(now_s, self.spec.image_pull_s):
+            self.bound_s[p] = now_s
+            self.ready_s[p] = image_at_s + self.spec.weights_load_s + self._warmup_s()
+
+    def supply_counts(self, now_s: float) -> tuple[int, int, int, int]:
+        """(nodes ready, nodes provisioning, pods pending, pods loading) at ``now_s``."""
+        assert self.pool is not None
+        ready_nodes, provisioning = self.pool.counts(now_s)
+        loading = sum(1 for p in self.pool.pod_node if self.ready_s[p] > now_s and math.isnan(self.deleted_s[p]))
+        return ready_nodes, provisioning, len(self.pool.pending), loading
+
+    def time_to_ready_s(self) -> np.ndarray:
+        """Creation to Ready, for each pod created during the run that became Ready. [s]"""
+        return np.array([self.ready_s[p] - self.requested_s[p] for p in range(len(self.uid))
+                         if p not in self._warm and math.isfinite(self.ready_s[p])], dtype=float)
+
+    def pending_pod_s(self, end_s: float) -> float:
+        """Time the pods spent Pending, summed: creation to binding (or deletion, or ``end_s``). [s]"""
+        total_s = 0.0
+        for p in range(len(self.uid)):
+            until_s = self.bound_s[p] if not math.isnan(self.bound_s[p]) else min(
+                end_s, self.deleted_s[p] if not math.isnan(self.deleted_s[p]) else end_s)
+            total_s += max(until_s - self.requested_s[p], 0.0)
+        return total_s
 
     # -- routing ------------------------------------------------------------------------------
     def route(self, i: int, now_s: float, req: RequestState, endpoints: list[int]) -> None:
@@ -352,9 +458,15 @@ class Fleet:
 
     # -- billing ------------------------------------------------------------------------------
     def gpu_hours(self, end_s: float) -> float:
-        """GPU-hours billed from each pod's request to its removal (or ``end_s``). [GPU-h]"""
+        """GPU-hours from each pod's request (with a node pool: its binding) to its removal (or ``end_s``). [GPU-h]"""
         total_s = 0.0
         for p in range(len(self.uid)):
             removed = self.removed_s[p] if not math.isnan(self.removed_s[p]) else end_s
-            total_s += max(min(removed, end_s) - self.requested_s[p], 0.0)
+            if self.pool is None:
+                start_s = self.requested_s[p]
+            elif math.isnan(self.bound_s[p]):
+                continue  # never held a GPU
+            else:
+                start_s = self.bound_s[p]
+            total_s += max(min(removed, end_s) - start_s, 0.0)
         return total_s * self.spec.gpus_per_replica / 3600.0

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from planner.simulate.replica import CUT, RequestState
+from planner.simulate.supply import SupplyOutcome
 
 __all__ = ["Outcome", "count_flaps", "request_latencies", "slo_attainment_frac", "slo_met"]
 
@@ -67,6 +68,10 @@ class Outcome:
         Per request: arrival, time to first token, time to last token (NaN if not reached). [s]
     slo_met : numpy.ndarray of bool
         Per request: met the objective(s).
+    supply : SupplyOutcome or None
+        With a node pool: node-hours, peak nodes, pending time and time to
+        ready; ``cost_usd`` is then counted per node, and ``timeseries`` has
+        ``nodes_ready``, ``nodes_provisioning``, ``pods_pending`` and ``pods_loading``.
     """
 
     engine: str
@@ -91,6 +96,7 @@ class Outcome:
     ttft_s: np.ndarray
     latency_s: np.ndarray
     slo_met: np.ndarray
+    supply: SupplyOutcome | None = None
 
     def attainment_between(self, start_s: float, end_s: float) -> float:
         """Attainment of the requests arriving in ``[start_s, end_s)``. [fraction]"""
@@ -116,7 +122,7 @@ class Outcome:
             "peak_waiting": self.peak_waiting,
             "cut_generations": self.cut_generations,
             "preemptions": self.preemptions,
-        }
+        } | ({} if self.supply is None else self.supply.summary())
 
 
 def request_latencies(req: RequestState) -> tuple[np.ndarray, np.ndarray]:

@@ -41,6 +41,7 @@ from planner.simulate.fleet import Fleet, FleetSpec
 from planner.simulate.metrics import COLUMNS, MetricStore
 from planner.simulate.outcome import Outcome, count_flaps, request_latencies, slo_met
 from planner.simulate.replica import CUT, DONE, RequestState, advance_replica, kv_usage_frac
+from planner.simulate.supply import SupplyOutcome
 from planner.simulate.traffic import RequestTrace
 
 __all__ = [
@@ -97,6 +98,8 @@ class RunState:
         Scale events.
     rows : list of tuple
         The time series so far.
+    supply_rows : list of tuple
+        With a node pool, per tick: nodes ready and provisioning, pods pending and loading.
     preemptions : int
     """
 
@@ -112,6 +115,7 @@ class RunState:
     events: list = field(default_factory=list)
     rows: list = field(default_factory=list)
     preemptions: int = 0
+    supply_rows: list = field(default_factory=list)
 
 
 def control_step(state: RunState, t0_s: float) -> None:
@@ -126,9 +130,10 @@ def control_step(state: RunState, t0_s: float) -> None:
 
 
 def fleet_step(state: RunState, t0_s: float) -> None:
-    """2. The ReplicaSet creates or deletes pods; exited pods go; held requests meet Ready pods."""
+    """2. The ReplicaSet creates or deletes pods; exited pods go; pods find nodes; held requests meet Ready pods."""
     state.fleet.scale_to(state.spec_replicas, t0_s)
     state.fleet.finish_terminations(t0_s, state.req)
+    state.fleet.supply_step(t0_s)
     state.fleet.release_gateway(t0_s, state.req)
 
 
@@ -185,6 +190,8 @@ def record_step(state: RunState, t1_s: float, arrived: range, capacity_tps: floa
     signal = state.control.signal(state.store, t1_s)
     state.rows.append((t1_s, demand_tps, ready * capacity_tps, running, waiting, state.spec_replicas, ready,
                        len(fleet.live()), math.nan if signal is None else signal))
+    if fleet.pool is not None:
+        state.supply_rows.append(fleet.supply_counts(t1_s))
 
 
 def simulate(trace: RequestTrace, autoscaler: Autoscaler, fleet_spec: FleetSpec | None = None, *,
@@ -215,6 +222,7 @@ def simulate(trace: RequestTrace, autoscaler: Autoscaler, fleet_spec: FleetSpec 
         raise PlannerInputError(f"duration_s: expected a finite number > 0, got {duration_s!r}")
     control = Control(autoscaler, spec.signal_map, spec.hpa_sync_period_s)
     _check_cadence(control, spec)
+    _check_node_quota(control, spec)
     keep = trace.arrival_s < duration_s
     state = RunState(spec, control, RequestState(trace.arrival_s[keep], trace.input_tokens[keep],
                                                  trace.output_tokens[keep]), Fleet(spec))
@@ -240,7 +248,8 @@ def simulate(trace: RequestTrace, autoscaler: Autoscaler, fleet_spec: FleetSpec 
         record_step(state, t1_s, arrived, capacity_tps)
     end_s = n_ticks * dt
     state.fleet.finish_terminations(end_s, state.req)
-    return _outcome(state.req, state.fleet, spec, state.events, state.rows, state.preemptions, end_s)
+    return _outcome(state.req, state.fleet, spec, state.events, state.rows, state.preemptions, end_s,
+                    state.supply_rows)
 
 
 def _check_cadence(control: Control, spec: FleetSpec) -> None:
@@ -253,13 +262,44 @@ def _check_cadence(control: Control, spec: FleetSpec) -> None:
         )
 
 
+def _check_node_quota(control: Control, spec: FleetSpec) -> None:
+    # max_nodes must hold the autoscaler's minimum, or the fleet can never reach it.
+    nodes = spec.nodes
+    if nodes is None or nodes.max_nodes is None:
+        return
+    pods = nodes.max_nodes * (nodes.gpus_per_node // spec.gpus_per_replica)
+    floor = max(control.min_replicas, spec.initial_replicas or 0)
+    if pods < floor:
+        where = f"{spec.source}: " if spec.source else ""
+        raise PlannerInputError(
+            f"{where}nodes.max_nodes: {nodes.max_nodes} nodes of {nodes.gpus_per_node} GPUs hold {pods} pods of "
+            f"{spec.gpus_per_replica} GPUs, fewer than the {floor} the fleet starts with "
+            f"({control.autoscaler.source}: minimum replicas)")
+
+
 def _outcome(req: RequestState, fleet: Fleet, spec: FleetSpec, events, rows, preemptions: int,
-             end_s: float) -> Outcome:
+             end_s: float, supply_rows=()) -> Outcome:
     series = pd.DataFrame(rows, columns=["t_s", "demand_tps", "ready_capacity_tps", "running", "waiting",
                                          "replicas_requested", "replicas_ready", "replicas_live", "signal"])
+    supply = None
+    gpu_hours = fleet.gpu_hours(end_s)
+    cost_usd = gpu_hours * spec.usd_per_gpu_hour
+    if fleet.pool is not None and spec.nodes is not None:
+        columns = ("nodes_ready", "nodes_provisioning", "pods_pending", "pods_loading")
+        counts = np.array(supply_rows, dtype=float).reshape(len(supply_rows), len(columns))
+        for k, name in enumerate(columns):
+            series[name] = counts[:, k].astype(int)
+        node_hours = fleet.pool.node_hours(end_s)
+        supply = SupplyOutcome(
+            node_hours=node_hours,
+            peak_nodes=int((counts[:, 0] + counts[:, 1]).max()) if len(counts) else 0,
+            pending_pod_s=fleet.pending_pod_s(end_s),
+            time_to_ready_s=fleet.time_to_ready_s(),
+            usd_per_node_hour=spec.nodes.node_price_usd_per_hour(spec.usd_per_gpu_hour),
+        )
+        cost_usd = node_hours * supply.usd_per_node_hour
     ttft_s, itl_ms = request_latencies(req)
     met = slo_met(req, spec.ttft_slo_s, spec.itl_slo_ms)
-    gpu_hours = fleet.gpu_hours(end_s)
     changes, flaps = count_flaps(events)
     finite_ttft = ttft_s[np.isfinite(ttft_s)]
     finite_itl = itl_ms[np.isfinite(itl_ms)]
@@ -272,7 +312,7 @@ def _outcome(req: RequestState, fleet: Fleet, spec: FleetSpec, events, rows, pre
         ttft_p99_s=float(np.percentile(finite_ttft, 99)) if finite_ttft.size else math.nan,
         itl_mean_ms=float(finite_itl.mean()) if finite_itl.size else math.nan,
         gpu_hours=gpu_hours,
-        cost_usd=gpu_hours * spec.usd_per_gpu_hour,
+        cost_usd=cost_usd,
         scale_events=len(events),
         direction_changes=changes,
         flap_cycles=flaps,
@@ -286,5 +326,6 @@ def _outcome(req: RequestState, fleet: Fleet, spec: FleetSpec, events, rows, pre
         ttft_s=ttft_s,
         latency_s=req.done_s - req.arrival_s,
         slo_met=met,
+        supply=supply,
     )
 

@@ -42,7 +42,7 @@ from planner.simulate.fast import decision, engine, fleet, metrics
 from planner.simulate.fast.outcome import request_summary
 from planner.simulate.fleet import ROUND_ROBIN, FleetSpec
 from planner.simulate.outcome import Outcome, count_flaps
-from planner.simulate.reference import _check_cadence
+from planner.simulate.reference import _check_cadence, _check_node_quota
 from planner.simulate.replica import DONE
 
 __all__ = ["NotCompilable", "Prepared", "fleet_key", "prepare", "simulate_group", "simulate_prepared"]
@@ -88,6 +88,10 @@ def prepare(autoscaler, spec: FleetSpec) -> Prepared:
     """
     control = Control(autoscaler, spec.signal_map, spec.hpa_sync_period_s)
     _check_cadence(control, spec)
+    _check_node_quota(control, spec)
+    if spec.nodes is not None:
+        # The node pool runs in the lockstep engine (the reference's own code) until the kernels model it.
+        raise NotCompilable("a node pool (nodes:) is not in the compiled kernels yet")
     try:
         compiled_control = decision.compile_control(control)
         if control.keda is not None:

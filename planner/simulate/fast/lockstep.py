@@ -51,6 +51,7 @@ from planner.simulate.reference import (
     DRAIN_TAIL_S,
     RunState,
     _check_cadence,
+    _check_node_quota,
     _outcome,
     control_step,
     fleet_step,
@@ -184,6 +185,7 @@ def _start(config: Configuration, req_arrays: tuple[np.ndarray, np.ndarray, np.n
     spec = config.fleet
     control = _SignalCachingControl(config.autoscaler, spec.signal_map, spec.hpa_sync_period_s)
     _check_cadence(control, spec)
+    _check_node_quota(control, spec)
     state = RunState(spec, control, RequestState(*req_arrays), _IndexedFleet(spec))
     initial = spec.initial_replicas
     if initial is None:
@@ -242,7 +244,8 @@ def simulate_many(trace: RequestTrace, configurations: Sequence[Configuration], 
     outcomes = []
     for state in states:
         state.fleet.finish_terminations(end_s, state.req)
-        outcome = _outcome(state.req, state.fleet, state.spec, state.events, state.rows, state.preemptions, end_s)
+        outcome = _outcome(state.req, state.fleet, state.spec, state.events, state.rows, state.preemptions, end_s,
+                           state.supply_rows)
         outcomes.append(dataclasses.replace(outcome, engine="fast"))
     return outcomes
 
