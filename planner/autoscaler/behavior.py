@@ -342,10 +342,16 @@ def stabilize_recommendation_with_behaviors(
     found_old_sample = False
     old_sample_index = 0
 
+    # Both windows are set by now (SetDefaults and maybeInitScaleDownStabilizationWindow);
+    # Go dereferences the pointers here.
+    up_window_seconds = args.scale_up_behavior.stabilization_window_seconds
+    down_window_seconds = args.scale_down_behavior.stabilization_window_seconds
+    assert up_window_seconds is not None and down_window_seconds is not None
+
     up_recommendation = args.desired_replicas
-    up_cutoff_s = now_s - float(args.scale_up_behavior.stabilization_window_seconds)
+    up_cutoff_s = now_s - float(up_window_seconds)
     down_recommendation = args.desired_replicas
-    down_cutoff_s = now_s - float(args.scale_down_behavior.stabilization_window_seconds)
+    down_cutoff_s = now_s - float(down_window_seconds)
 
     # Calculate the upper and lower stabilization limits.
     for i, rec in enumerate(recommendations):
@@ -555,9 +561,12 @@ def store_scale_event(
     """
     if behavior is None:
         return scale_up_events, scale_down_events  # we should not store any event as they will not be used
+    # SetDefaults fills the direction that moved; Go dereferences it.
     if new_replicas > prev_replicas:
+        assert behavior.scale_up is not None
         events = mark_scale_events_outdated(scale_up_events, get_longest_policy_period(behavior.scale_up), now_s)
         return _replace_or_append(events, new_replicas - prev_replicas, now_s), scale_down_events
+    assert behavior.scale_down is not None
     events = mark_scale_events_outdated(scale_down_events, get_longest_policy_period(behavior.scale_down), now_s)
     return scale_up_events, _replace_or_append(events, prev_replicas - new_replicas, now_s)
 

@@ -138,7 +138,12 @@ def multi_trigger_example(
     )
     controller = keda.KedaController(so)
     result = controller.reconcile(0.0, current_replicas, {0: waiting_total, 1: kv_usage_sum})
-    proposals = tuple(outcome.replica_count for outcome in result.metrics.outcomes)
+    # The HPA computes its metrics whenever the target has replicas, and both triggers
+    # always propose (ignoreNullValues turns a missing value into 0).
+    assert result.metrics is not None, "current_replicas must be at least 1"
+    outcomes = result.metrics.outcomes
+    proposals = tuple(outcome.replica_count for outcome in outcomes if outcome.replica_count is not None)
+    assert len(proposals) == len(outcomes)
     return MultiTriggerExample(proposals, result.desired_replicas)
 
 

@@ -109,9 +109,9 @@ class Decision:
     def explained_metric(self) -> MetricLine:
         """The line that decided the count: the largest proposal (the composite one under
         ``scalingModifiers``), else the first line that has a value."""
-        proposed = [m for m in self.metrics if m.proposal is not None]
+        proposed = [(m.proposal, m) for m in self.metrics if m.proposal is not None]
         if proposed:
-            return max(proposed, key=lambda m: m.proposal)  # max keeps the first of equals
+            return max(proposed, key=lambda pair: pair[0])[1]  # max keeps the first of equals
         return next((m for m in self.metrics if m.value is not None), self.metrics[0])
 
     def outcome_text(self) -> str:
@@ -395,6 +395,7 @@ def _hpa_decision(autoscaler: Autoscaler, current: int, ready: int, values, valu
 def _scaled_object_decision(autoscaler: Autoscaler, current: int, ready: int, values, value_hint: str,
                             tolerance_frac: float) -> Decision:
     so, hpa = autoscaler.scaled_object, autoscaler.hpa
+    assert so is not None  # only ScaledObjects are routed here
     keys = [t.name for t in so.triggers]
     resolved = _resolve(keys, values, "trigger", value_hint)
     pods = _pods(current, ready, hpa)
@@ -483,12 +484,10 @@ def _reconcile(hpa, current, ready, readings, pods, tolerance_frac) -> tuple[Rec
                                       scaled_to_zero=current == 0 and hpa.effective_min_replicas == 0)
     result = controller.reconcile_autoscaler(0.0, current, readings, pods=pods)
     after = None
-    held = result.stabilization is not None and result.stabilization.reason in (
-        "ScaleDownStabilized", "ScaleUpStabilized"
-    )
-    if held:
+    stabilization = result.stabilization
+    if stabilization is not None and stabilization.reason in ("ScaleDownStabilized", "ScaleUpStabilized"):
         # the same inputs once the seeded record has left the window
-        window = _window_s(controller, scale_down=result.stabilization.reason == "ScaleDownStabilized")
+        window = _window_s(controller, scale_down=stabilization.reason == "ScaleDownStabilized")
         later = HorizontalController(
             hpa, tolerance=tolerance_frac, recommendations=controller.recommendations,
             scale_up_events=controller.scale_up_events, scale_down_events=controller.scale_down_events,
@@ -503,6 +502,7 @@ def _window_s(controller: HorizontalController, scale_down: bool) -> float:
     if behavior is None:
         return controller.downscale_stabilization_window_s
     rules = behavior.scale_down if scale_down else behavior.scale_up
+    assert rules is not None  # SetDefaults fills both directions
     window = rules.stabilization_window_seconds
     return controller.downscale_stabilization_window_s if window is None else float(window)
 

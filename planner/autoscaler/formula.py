@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from planner.errors import PlannerInputError
@@ -53,7 +53,7 @@ def _call_round(x: float) -> float:
     return math.copysign(math.floor(abs(x) + 0.5), x)
 
 
-ALLOWED_FUNCTIONS = {
+ALLOWED_FUNCTIONS: dict[str, Callable[..., float]] = {
     "max": lambda *xs: max(xs),
     "min": lambda *xs: min(xs),
     "abs": abs,
@@ -103,6 +103,7 @@ def _tokenize(source: str) -> list[_Token]:
                 f"unexpected character {char!r} at column {position + 1}: only {_ALLOWED_TEXT} are allowed"
             )
         kind = match.lastgroup
+        assert kind is not None  # every alternative of _TOKEN is a named group
         if kind != "space":
             text = match.group()
             if kind == "name" and text in ("and", "or", "not"):

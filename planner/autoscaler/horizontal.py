@@ -294,6 +294,7 @@ def compute_replicas_for_metric(
     target = spec.target
     try:
         if spec.type in (RESOURCE, CONTAINER_RESOURCE):
+            assert isinstance(reading, PodMetricsReading)  # _check_reading
             if target.average_value_milli is not None:
                 proposal = get_raw_resource_replicas(
                     spec_replicas, target.average_value_milli, spec.name, tolerances, pods,
@@ -313,6 +314,7 @@ def compute_replicas_for_metric(
             return _valid(index, spec, result.replica_count, result.utilization_pct,
                           result.usage_ratio, result.new_usage_ratio, tolerances)
         if spec.type == PODS:
+            assert isinstance(reading, PodMetricsReading)  # _check_reading
             if target.average_value_milli is None:
                 raise MetricUnavailableError("invalid pods metric source: no average value target was set")
             proposal = get_metric_replicas(
@@ -321,6 +323,7 @@ def compute_replicas_for_metric(
             return _valid(index, spec, proposal.replica_count, proposal.usage_milli,
                           proposal.usage_ratio, proposal.new_usage_ratio, tolerances)
         if spec.type == OBJECT:
+            assert isinstance(reading, ObjectReading)  # _check_reading
             if target.type == VALUE and target.value_milli is not None:
                 proposal = get_object_metric_replicas(
                     spec_replicas, target.value_milli, reading.value_milli, tolerances, pods
@@ -337,6 +340,7 @@ def compute_replicas_for_metric(
                 "invalid object metric source: neither a value target nor an average value target was set"
             )
         # External: an AverageValue target wins when both are set, as in horizontal.go.
+        assert isinstance(reading, ExternalReading)  # _check_reading
         if target.average_value_milli is not None:
             proposal = get_external_per_pod_metric_replicas(
                 status_replicas, target.average_value_milli, reading.values_milli, tolerances
@@ -393,6 +397,7 @@ def compute_replicas_for_metrics(
                 invalid_reason = outcome.condition_reason or ""
             invalid_metrics_count += 1
             continue
+        assert outcome.replica_count is not None  # a valid outcome carries its proposal
         if replicas == 0 or outcome.replica_count > replicas:
             replicas = outcome.replica_count
             metric = outcome.description
@@ -697,6 +702,7 @@ class HorizontalController:
         self, current_replicas: int, prenormalized_desired_replicas: int, min_replicas: int, now_s: float
     ) -> tuple[int, int, Condition, Condition]:
         """Legacy normalization (Go ``normalizeDesiredReplicas``)."""
+        assert self.recommendations is not None  # seeded by record_initial_recommendation
         stabilized, self.recommendations = stabilize_recommendation(
             self.recommendations, prenormalized_desired_replicas, now_s, self.downscale_stabilization_window_s
         )
@@ -726,6 +732,9 @@ class HorizontalController:
            smallest recommendation during last 5 minutes)
         """
         behavior = maybe_init_scale_down_stabilization_window(self.behavior, self.downscale_stabilization_window_s)
+        # Only called with spec.behavior set, and SetDefaults filled both directions.
+        assert behavior is not None and behavior.scale_up is not None and behavior.scale_down is not None
+        assert self.recommendations is not None  # seeded by record_initial_recommendation
         arg = NormalizationArg(
             scale_up_behavior=behavior.scale_up,
             scale_down_behavior=behavior.scale_down,

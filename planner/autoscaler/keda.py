@@ -63,6 +63,7 @@ from planner.autoscaler.horizontal import (
     FailedReading,
     HorizontalController,
     PodMetricsReading,
+    Reading,
     ReconcileResult,
 )
 from planner.autoscaler.hpa_spec import (
@@ -325,6 +326,7 @@ def hpa_for_scaled_object(so: ScaledObjectSpec) -> HorizontalPodAutoscalerSpec:
     specs.sort(key=lambda spec: spec.type)
     if so.is_using_modifiers:
         modifiers = so.scaling_modifiers
+        assert modifiers is not None  # is_using_modifiers
         metric_type = modifiers.metric_type or AVERAGE_VALUE
         target_milli = int(float(modifiers.target) * 1000)
         if metric_type == VALUE:
@@ -379,7 +381,7 @@ class TriggersEvaluation:
     """All triggers, plus the readings for the HPA's metrics in ``spec.metrics`` order."""
 
     triggers: tuple[TriggerEvaluation, ...]
-    readings: tuple
+    readings: tuple[Reading, ...]
     is_active: bool
     is_error: bool
     composite_value_milli: int | None = None
@@ -436,6 +438,7 @@ def evaluate_triggers(
             else:
                 value = raw
         if error is None:
+            assert value is not None  # no error: the query's value or the ignoreNullValues 0
             evaluation = TriggerEvaluation(
                 trigger, raw, keda_quantity_milli(value), value > trigger.activation_threshold
             )
@@ -448,7 +451,8 @@ def evaluate_triggers(
         by_metric_name[trigger.metric_name] = evaluation
 
     is_error = any(e.error is not None and not e.fallback_applied for e in results)
-    composite_milli = composite_error = None
+    composite_milli: int | None = None
+    composite_error: str | None = None
     if so.is_using_modifiers:
         composite_milli, composite_error, is_active = _composite(
             so, hpa, results, consecutive_failures, current_replicas, ready_replicas
@@ -457,7 +461,7 @@ def evaluate_triggers(
     else:
         is_active = any(e.active for e in results)
 
-    readings = []
+    readings: list[Reading] = []
     for index, spec in enumerate(hpa.metrics):
         if spec.type == RESOURCE:
             trigger = next(t for t in so.triggers if t.is_resource and t.type == spec.name)
@@ -466,12 +470,15 @@ def evaluate_triggers(
                 raise PlannerInputError(f"no per-pod samples given for the {spec.name} trigger (metric {index})")
             readings.append(reading)
         elif spec.name == COMPOSITE_METRIC_NAME:
-            readings.append(
-                FailedReading(composite_error) if composite_error else ExternalReading((composite_milli,))
-            )
+            if composite_error:
+                readings.append(FailedReading(composite_error))
+            else:
+                assert composite_milli is not None  # _composite returns a value or an error
+                readings.append(ExternalReading((composite_milli,)))
         else:
             evaluation = by_metric_name[spec.name]
             if evaluation.value_milli is None:
+                assert evaluation.error is not None  # a trigger without a value has an error
                 readings.append(FailedReading(evaluation.error))
             else:
                 readings.append(ExternalReading((evaluation.value_milli,)))
@@ -542,7 +549,9 @@ def _composite(so, hpa, results, consecutive_failures, current_replicas, ready_r
 
 @lru_cache(maxsize=64)
 def _compiled_formula(so: ScaledObjectSpec) -> Formula:
-    return validate_scaled_object(so)
+    formula = validate_scaled_object(so)
+    assert formula is not None  # only called when is_using_modifiers
+    return formula
 
 
 def _as_float(result) -> float:

@@ -600,7 +600,7 @@ def kv_cache_groups(model: ModelSpec, serving: ServingSpec) -> tuple[KvCacheGrou
         ((kind, layers),) = by_kind.items()
         return (KvCacheGroup(kind, tuple(layers)),)
     group_size = min(len(layers) for layers in by_kind.values())
-    groups = []
+    groups: list[KvCacheGroup] = []
     for kind, layers in by_kind.items():
         num_groups = -(-len(layers) // group_size)
         groups.extend(KvCacheGroup(kind, tuple(layers[i::num_groups]))
@@ -613,6 +613,7 @@ def _pages_per_max_request(kind: str, model: ModelSpec, serving: ServingSpec,
     """Pages one max-length request needs in one layer of ``kind`` (``max_memory_usage_bytes``)."""
     block = serving.block_size
     if kind == "sliding":
+        assert model.sliding_window is not None  # ModelSpec checks sliding layers have a window
         tokens = min(model.sliding_window - 1 + serving.max_num_batched_tokens, max_model_len)
         return -(-tokens // block) + 1
     return -(-max_model_len // block)
@@ -859,6 +860,7 @@ def kv_memory_range_for_tokens(model: ModelSpec, serving: ServingSpec,
 
 def _mean_tokens_held(kind: str, model: ModelSpec, tokens_per_request: float) -> float:
     if kind == "sliding":
+        assert model.sliding_window is not None  # ModelSpec checks sliding layers have a window
         return min(tokens_per_request, model.sliding_window)
     return tokens_per_request
 

@@ -373,6 +373,7 @@ class GpuEstimate:
         if self.replica is None:
             return f"No estimate for the {self.gpu_name}: {self.reason}."
         estimate = self.replica.estimate
+        assert estimate is not None  # the replica was sized from the GPU's memory
         return (f"On the {self.gpu_name} the estimate is {estimate.available_kv_gib:.1f} GiB "
                 f"of KV memory per GPU (give or take about {estimate.typical_error_gib:.1f} "
                 f"GiB), or about {self.replica.capacity.kv_tokens:,} tokens.")
@@ -555,7 +556,9 @@ def _fits_model(log, model, serving) -> bool:
         checks = _checks(log, model, serving)
     except PlannerInputError:
         return False
-    return bool(checks) and all(check.ok for check in checks)
+    if not checks:
+        return False
+    return all(check.ok for check in checks)
 
 
 def _parallel_from_workers(log: VllmStartupLog, tp: int, pp: int,

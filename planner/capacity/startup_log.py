@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from planner.capacity.kv_cache import GIB_BYTES, KvCapacity, ModelSpec, ServingSpec, kv_capacity
@@ -169,7 +170,7 @@ def _round2(value: float) -> float:
     return math.floor(value * 100 + 0.5) / 100
 
 
-def _check(figure: str, printed: float, ranges: list[tuple[float, float]]) -> LogCheck:
+def _check(figure: str, printed: float, ranges: Sequence[tuple[float, float]]) -> LogCheck:
     for low, high in ranges:
         if low <= printed <= high:
             return LogCheck(figure, "", printed, low, high)

@@ -179,6 +179,10 @@ class ScalingPlan:
     label_matchers: tuple[str, ...] = ()
 
 
+_Comment = tuple[tuple[str | int, ...], str]
+"""A comment and the path (keys and list indices) of the entry it is written beside."""
+
+
 @dataclass(frozen=True)
 class GeneratedManifest:
     """One YAML document to write, with its reasons.
@@ -202,7 +206,7 @@ class GeneratedManifest:
     file_stem: str
     document: dict
     header: str
-    comments: tuple[tuple[tuple, str], ...] = ()
+    comments: tuple[_Comment, ...] = ()
     is_kubernetes_object: bool = True
     is_patch: bool = False
 
@@ -399,7 +403,11 @@ def _labels(plan: ScalingPlan) -> dict[str, str]:
 def _match(plan: ScalingPlan) -> str:
     """The selector every generated query carries: the given matchers, then namespace and model name."""
     matchers = [m.strip() for m in plan.label_matchers]
-    named = {_MATCHER.fullmatch(m).group(1) for m in matchers}
+    named = set()
+    for m in matchers:
+        matcher = _MATCHER.fullmatch(m)
+        assert matcher is not None  # the plan's matchers were checked against _MATCHER
+        named.add(matcher.group(1))
     labels = {name: value for name, value in _labels(plan).items() if name not in named}
     extra = selector(labels)[1:-1] if labels else ""
     parts = matchers + ([extra] if extra else [])
@@ -499,7 +507,8 @@ def _signals(plan: ScalingPlan) -> list[_Signal]:
     return signals
 
 
-def _behavior(plan: ScalingPlan, window_s: int, period_s: int, dropped: str | None = None) -> tuple[dict, list]:
+def _behavior(plan: ScalingPlan, window_s: int, period_s: int,
+              dropped: str | None = None) -> tuple[dict, list[_Comment]]:
     # ``dropped``: why these versions would drop scaleUp.tolerance (None: they keep it).
     scale_up = {
         "stabilizationWindowSeconds": 0,
@@ -509,7 +518,7 @@ def _behavior(plan: ScalingPlan, window_s: int, period_s: int, dropped: str | No
             {"type": "Pods", "value": 4, "periodSeconds": HPA_SYNC_PERIOD_S},
         ],
     }
-    comments = [
+    comments: list[_Comment] = [
         (("scaleUp", "stabilizationWindowSeconds"), "react at once: a replica takes "
          f"{plan.warmup_s:g} s to warm up, so waiting only adds to it"),
         (("scaleUp", "policies"), "Kubernetes' defaults, written out: +100 % or +4 pods per 15 s, "
@@ -564,7 +573,7 @@ def _metadata(plan: ScalingPlan, name: str) -> dict:
 
 def _scaled_object(plan, signals, formula, behavior, behavior_comments) -> GeneratedManifest:
     triggers = []
-    comments = [
+    comments: list[_Comment] = [
         (("spec", "minReplicaCount"), "at least 1: the vLLM metrics vanish at 0 replicas, so "
          "nothing could scale the fleet back up"),
         (("spec", "maxReplicaCount"), "the ceiling: GPU quota / GPUs per replica"),
@@ -623,7 +632,7 @@ def _scaled_object(plan, signals, formula, behavior, behavior_comments) -> Gener
 
 def _hpa(plan, signals, behavior, behavior_comments) -> GeneratedManifest:
     metrics = []
-    comments = [
+    comments: list[_Comment] = [
         (("spec", "minReplicas"), "at least 1: the vLLM metrics vanish at 0 replicas, so even the "
          "HPA's own scale to zero (beta from Kubernetes 1.37) would have no External value to come back on"),
         (("spec", "maxReplicas"), "the ceiling: GPU quota / GPUs per replica"),
@@ -661,7 +670,7 @@ def _hpa(plan, signals, behavior, behavior_comments) -> GeneratedManifest:
 
 def _adapter_rules(plan, signals) -> GeneratedManifest:
     rules = []
-    comments = []
+    comments: list[_Comment] = []
     for index, signal in enumerate(signals):
         rules.append({
             "seriesQuery": signal.series,

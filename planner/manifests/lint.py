@@ -960,15 +960,15 @@ def _placeholders_in(path: tuple, text: str, shell: bool, config_data: bool) -> 
             found += [v for v in _SHELL_VAR.findall(text) if v not in found]
     if path in _NAME_PATHS:
         found += _NAME_PLACEHOLDER.findall(_PLACEHOLDER.sub("", text))
-    if path and path[-1] == "image" and _IMAGE_PLACEHOLDER.match(text):
-        found.append(_IMAGE_PLACEHOLDER.match(text).group(0))
+    if path and path[-1] == "image" and (image := _IMAGE_PLACEHOLDER.match(text)):
+        found.append(image.group(0))
     return found
 
 
 def _placeholders(document: YamlDocument) -> Iterable[Finding]:
     ctx = _Context(document)
     names: list[str] = []
-    first = None
+    first: tuple | None = None
     config = document.kind in ("ConfigMap", "Secret")
     for path, text, shell, _ in _strings(document.data):
         data = config and path[:1] in (("data",), ("stringData",))  # files, scripts: not the manifest's own
@@ -977,6 +977,7 @@ def _placeholders(document: YamlDocument) -> Iterable[Finding]:
                 names.append(name)
                 first = first or path
     if names:
+        assert first is not None  # set with the first name
         yield ctx.finding(
             "unsubstituted-placeholder", first,
             f"The manifest still holds {', '.join(names)}, which kubectl applies literally: the names are "

@@ -95,8 +95,8 @@ class Control:
                 mapped = signals.get(metric.name)
                 if mapped is not None:
                     query = parse_query(mapped)
-                elif metric_column(metric.name) is not None:
-                    query = parse_query(metric_column(metric.name))
+                elif (column := metric_column(metric.name)) is not None:
+                    query = parse_query(column)
                 else:
                     raise _unsupported(f"{metric.type} metric {metric.name}",
                                        "not a metric the simulated vLLM pods export", metric.name)
@@ -165,6 +165,7 @@ class Control:
             return replicas
         if not reconcile:
             return replicas
+        assert self.hpa is not None  # set whenever the autoscaler is not a ScaledObject
         readings = [self._reading(kind, query, store, now_s) for kind, query in self.metric_queries]
         seen = pods()
         result = self.hpa.reconcile_autoscaler(now_s, replicas, readings, status_replicas=len(seen), pods=seen)

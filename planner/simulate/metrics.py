@@ -223,6 +223,7 @@ class _Parser:
             if match is None or match.end() == position:
                 raise _Unsupported(f"cannot read {text[position:position + 20]!r}")
             kind = match.lastgroup
+            assert kind is not None  # a non-empty match is one of _TOKEN's named groups
             self.tokens.append((kind, match.group(kind)))
             position = match.end()
             while position < len(text) and text[position].isspace():

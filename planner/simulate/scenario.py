@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 
@@ -172,10 +173,12 @@ class Scenario:
         t = np.asarray(t_s, dtype=float)
         base = np.full_like(t, float(self.rate_rps))
         if self.kind == "ramp":
+            assert self.end_rate_rps is not None  # required for a ramp by __post_init__
             end_s = self.duration_s if self.ramp_end_s is None else self.ramp_end_s
             frac = np.clip((t - self.ramp_start_s) / (end_s - self.ramp_start_s), 0.0, 1.0)
             return self.rate_rps + (self.end_rate_rps - self.rate_rps) * frac
         if self.kind == "step":
+            assert self.step_rate_rps is not None  # required for a step by __post_init__
             return np.where(t >= self.step_at_s, float(self.step_rate_rps), base)
         if self.kind == "diurnal":
             return self.rate_rps * diurnal_factor(t, self.peak_to_trough, self.peak_at_s, self.period_s)
@@ -219,7 +222,8 @@ def scenario_from_dict(data: Mapping, *, where: str = "scenario") -> Scenario:
     for key in ("duration_s", "rate_rps"):
         if key not in data:
             raise PlannerInputError(f"{where}: missing key {key!r}")
-    values = {}
+    # A str, a float or None per key, as each field takes; Scenario.__post_init__ checks them.
+    values: dict[str, Any] = {}
     for key, value in data.items():
         if key in ("kind", "name", "token_distribution"):
             values[key] = str(value)

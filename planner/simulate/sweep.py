@@ -242,6 +242,7 @@ def _behavior(behavior, values: dict):
 
 def _scaled_object(autoscaler: Autoscaler, values: dict, behavior) -> Autoscaler:
     so = autoscaler.scaled_object
+    assert so is not None  # only ScaledObjects are routed here
     triggers = list(so.triggers)
     if "signal" in values or "target" in values:
         first = triggers[0]
@@ -312,7 +313,7 @@ def chunk_points(points: Sequence[SweepPoint], chunk_size: int | None = None,
     for point in points:
         values = point.as_dict()
         sets.setdefault(tuple(values.get(key) for key in FLEET_KEYS), []).append(point)
-    chunks = []
+    chunks: list[tuple[SweepPoint, ...]] = []
     for members in sets.values():
         if chunk_size is not None:
             size = chunk_size
