@@ -696,7 +696,7 @@ def plan_configuration(plan: Plan, current: Autoscaler, fleet: FleetSpec) -> fas
                                 pre_stop_s=float(grace.pre_stop_s), shutdown_timeout_s=float(grace.shutdown_timeout_s))
     if plan.recommendation.is_current:
         return fast.Configuration(current, fleet)
-    assert plan.emitted is not None  # run_plan emits manifests whenever it recommends a change
+    assert plan.emitted is not None  # make_plan emits manifests whenever it recommends a change
     return fast.Configuration(generated_autoscaler(plan.emitted), fleet)
 
 
