@@ -48,7 +48,6 @@ def cold_start_grid(cold_starts_s, metric_window_s: float, eval_interval_s: floa
         and ``model`` (a label from :data:`MODEL_LABELS`).
     """
     time_s = np.linspace(0.0, float(horizon_s), points)
-    per_replica = None not in (replicas_before, replicas_after, slots)
     frames = []
     for cold_start in np.asarray(cold_starts_s, dtype=float):
         reaction = reaction_time_s(metric_window_s, eval_interval_s, cold_start)
@@ -58,7 +57,7 @@ def cold_start_grid(cold_starts_s, metric_window_s: float, eval_interval_s: floa
                                                  capacity_after_rps, reaction)
         frames.append(pd.DataFrame({"cold_start_s": cold_start, "reaction_time_s": reaction, "t_s": times_s,
                                     "queue_requests": queue, "model": MODEL_LABELS[SHARED]}))
-        if per_replica:
+        if replicas_before is not None and replicas_after is not None and slots is not None:
             for router in (ROUND_ROBIN, LEAST_LOADED):
                 drain = step_drain(times_s, arrival_rate_rps, step_arrival_rate_rps, replicas_before,
                                    replicas_after, capacity_rps / replicas_before, slots, reaction, router,
@@ -78,7 +77,6 @@ def cold_start_table(cold_starts_s, metric_window_s: float, eval_interval_s: flo
     With ``arrival_rate_rps``, ``replicas_before``, ``replicas_after`` and
     ``slots``, also the time to clear the per-pod queues behind each router.
     """
-    per_replica = None not in (arrival_rate_rps, replicas_before, replicas_after, slots)
     rows = []
     for cold_start in np.asarray(cold_starts_s, dtype=float):
         reaction = reaction_time_s(metric_window_s, eval_interval_s, cold_start)
@@ -86,7 +84,8 @@ def cold_start_table(cold_starts_s, metric_window_s: float, eval_interval_s: flo
         clear = backlog_clear_s(peak, capacity_after_rps, step_arrival_rate_rps)
         row = {"cold start (s)": cold_start, "reaction time (s)": reaction,
                "peak backlog (requests)": round(peak), "time to clear it (s)": round(clear, 1)}
-        if per_replica:
+        if arrival_rate_rps is not None and replicas_before is not None and replicas_after is not None \
+                and slots is not None:
             # Round robin, the slower router, takes replicas_after / replicas_before times the shared
             # queue's time (planner.dynamics.replica_queues.round_robin_clear_s): simulate a little past that.
             horizon_s = reaction + 1.2 * clear * replicas_after / replicas_before + 30.0
@@ -126,6 +125,6 @@ def backlog_chart(grid: pd.DataFrame, initial_cold_start_s: float) -> alt.LayerC
     ready = chosen.transform_aggregate(reaction="max(reaction_time_s)").mark_rule(
         color="#54a24b", strokeDash=[6, 4]
     ).encode(x=alt.X("reaction:Q"))
-    return alt.layer(queue, ready).add_params(cold_start).properties(
+    return alt.LayerChart(layer=[queue, ready]).add_params(cold_start).properties(
         width=_WIDTH, height=220, title="The queue a step leaves; green: new replicas Ready"
     )

@@ -118,7 +118,7 @@ def cut_chart(grid: pd.DataFrame, initial_itl_ms: float) -> alt.LayerChart:
         tooltip=[alt.Tooltip("recommended_grace_s:Q", title="recommended grace (s)")])
     subtitle = (["Without a preStop, --shutdown-timeout 0 cuts every generation at any grace period."]
                 if pre_stop_s > 0 else [])
-    return alt.layer(lines, default, recommended).add_params(itl).properties(
+    return alt.LayerChart(layer=[lines, default, recommended]).add_params(itl).properties(
         width=_WIDTH, height=240,
         title=alt.TitleParams(f"Generations cut by one scale-down, {hook}", subtitle=subtitle),
     )

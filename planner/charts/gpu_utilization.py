@@ -80,7 +80,7 @@ def idle_chart(grid: pd.DataFrame, marked_in_flight: float) -> alt.LayerChart:
     rule = alt.Chart(pd.DataFrame({"mean_in_flight": [float(marked_in_flight)]})).mark_rule(
         color="#4c78a8", strokeDash=[4, 4]
     ).encode(x="mean_in_flight:Q")
-    return alt.layer(line, rule).properties(
+    return alt.LayerChart(layer=[line, rule]).properties(
         width=_WIDTH, height=200, title="Utilization under Poisson arrivals: near its ceiling after 3 in flight"
     )
 
@@ -115,6 +115,6 @@ def hpa_targets_chart(grid: pd.DataFrame, initial_target_pct: float, max_replica
         y="replicas:Q", color=alt.Color("label:N", title=None, legend=alt.Legend(orient="bottom"),
                                         scale=alt.Scale(range=["#e45756", "#54a24b"])),
     )
-    return alt.layer(replicas, rules).add_params(target).properties(
+    return alt.LayerChart(layer=[replicas, rules]).add_params(target).properties(
         width=_WIDTH, height=220, title="Replicas an HPA on GPU utilization asks for, at constant load"
     )

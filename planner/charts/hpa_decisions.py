@@ -236,7 +236,7 @@ def ready_chart(grid: pd.DataFrame, current_replicas: int, initial_value: float)
         over="sum(...) with AverageValue", colors=READY_TRIGGERS,
         tooltip=["trigger:N", "ready_replicas:Q", "proposal:Q"])
     now = alt.Chart(pd.DataFrame({"y": [current_replicas]})).mark_rule(color="#888", strokeDash=[4, 4]).encode(y="y:Q")
-    return alt.layer(band, line, now).add_params(value).properties(
+    return alt.LayerChart(layer=[band, line, now]).add_params(value).properties(
         width=WIDTH_PX, height=240,
         title=alt.TitleParams("While pods warm up, only Ready pods count", limit=WIDTH_PX + 60, subtitle=[
             "Where the lines coincide both ask for ceil(Ready pods x value / target);",
@@ -402,9 +402,9 @@ def or_grid(autoscaler: Autoscaler, current_replicas: int, values: dict, load_fa
     pandas.DataFrame
         ``load``, ``proposal_of`` (trigger, or ``HPA: the larger``), ``replicas``.
     """
-    if not has_several_triggers(autoscaler):
-        raise ValueError("or_grid needs a ScaledObject with several triggers and no scalingModifiers")
     so = autoscaler.scaled_object
+    if so is None or not has_several_triggers(autoscaler):
+        raise ValueError("or_grid needs a ScaledObject with several triggers and no scalingModifiers")
     ready = current_replicas if ready_replicas is None else ready_replicas
     base = {str(k): v for k, v in values.items()}
     caps = {}
@@ -415,7 +415,7 @@ def or_grid(autoscaler: Autoscaler, current_replicas: int, values: dict, load_fa
             caps[trigger.label] = full * (max(ready, 1) if trigger.metric_type == AVERAGE_VALUE else 1.0)
     rows = []
     for factor in load_factors:
-        scaled = {}
+        scaled: dict[str, float | None] = {}
         for key, value in base.items():
             trigger = so.trigger(key)
             if value is None:

@@ -109,7 +109,7 @@ def ramp_chart(grid: pd.DataFrame, goal_replicas: int, initial_target: float) ->
     goal_label = alt.Chart(pd.DataFrame({"goal": [goal_replicas], "warmup": [0.05],
                                          "text": [f"goal: {goal_replicas} replicas"]})).mark_text(
         align="left", baseline="bottom", dy=-3, color="#e45756").encode(x="warmup:Q", y="goal:Q", text="text:N")
-    return alt.layer(lines, goal, goal_label).add_params(target).properties(
+    return alt.LayerChart(layer=[lines, goal, goal_label]).add_params(target).properties(
         width=WIDTH_PX, height=260, title="A bounded ratio grows the fleet by at most 1/target per warmup"
     )
 
@@ -160,7 +160,7 @@ def sum_avg_chart(grid: pd.DataFrame, initial_kv: float) -> alt.LayerChart:
     ends = [float(grid["replicas"].min()), float(grid["replicas"].max())]
     diagonal = alt.Chart(pd.DataFrame({"replicas": ends, "proposal": ends, "trigger": NO_CHANGE})).mark_line(
         strokeDash=[2, 3]).encode(x="replicas:Q", y="proposal:Q", color=alt.Color("trigger:N"))
-    return alt.layer(band, line, twice, diagonal).add_params(kv).properties(
+    return alt.LayerChart(layer=[band, line, twice, diagonal]).add_params(kv).properties(
         width=WIDTH_PX, height=260,
         title=alt.TitleParams("Three ways to put KV usage in a trigger", limit=WIDTH_PX + 60, subtitle=[
             "sum with AverageValue = avg with Value: the red line runs inside the orange band;",
@@ -226,7 +226,7 @@ def pairing_chart(grid: pd.DataFrame, goal_replicas: int, initial_target: float)
     goal = alt.Chart(pd.DataFrame({"goal": [goal_replicas]})).mark_rule(color="#e45756", strokeDash=[6, 4]).encode(
         y="goal:Q"
     )
-    return alt.layer(lines, goal).add_params(target).properties(
+    return alt.LayerChart(layer=[lines, goal]).add_params(target).properties(
         width=WIDTH_PX, height=260, title="Pairing KV with an unbounded signal: KV becomes a floor"
     )
 

@@ -232,5 +232,5 @@ def prefix_sharing_chart(grid: pd.DataFrame, prefix_cache_hit_frac: float) -> al
     marker = alt.Chart(pd.DataFrame({"hit_frac": [prefix_cache_hit_frac]})).mark_rule(color="gray").encode(
         x="hit_frac:Q", tooltip=[alt.Tooltip("hit_frac:Q", title="this page's hit fraction",
                                              format=".1%")])
-    return alt.layer(lines, marker).properties(
+    return alt.LayerChart(layer=[lines, marker]).properties(
         width=380, height=240, title="Requests held as prompts share more of their prefix")

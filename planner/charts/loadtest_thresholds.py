@@ -99,7 +99,7 @@ def step_time_chart(points: pd.DataFrame, title: str) -> alt.LayerChart:
     )
     measured = base.transform_filter(alt.datum.source == "measured").mark_point(filled=True, size=60)
     fitted = base.transform_filter(alt.datum.source != "measured").mark_line(color="gray")
-    return alt.layer(fitted, measured).properties(width=420, height=240, title=title)
+    return alt.LayerChart(layer=[fitted, measured]).properties(width=420, height=240, title=title)
 
 
 def _nice_step(raw: float) -> float:

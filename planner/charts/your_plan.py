@@ -49,7 +49,7 @@ def pareto_chart(frame: pd.DataFrame, attainment_goal_frac: float) -> alt.LayerC
     front = base.transform_filter(alt.datum.kind != "dominated").mark_line(color="#2c7fb8", strokeDash=[4, 3])
     goal = alt.Chart(pd.DataFrame({"goal_pct": [100.0 * attainment_goal_frac]})).mark_rule(
         color="#555555", strokeDash=[2, 2]).encode(y="goal_pct:Q")
-    return alt.layer(front, points, goal).properties(width=WIDTH_PX, height=280)
+    return alt.LayerChart(layer=[front, points, goal]).properties(width=WIDTH_PX, height=280)
 
 
 def day_chart(series: Mapping[str, pd.DataFrame]) -> alt.Chart:

@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 from pathlib import Path
+from typing import TypedDict
 
 from planner.autoscaler.versions import (
     DEFAULT_KEDA_VERSION,
@@ -172,15 +173,15 @@ def run(args: argparse.Namespace) -> int:
             if problems:  # a bug here, or an input the schema refuses (a name, a label)
                 raise PlannerInputError("generated manifest fails its schema: " + "; ".join(map(str, problems)))
         files[f"{manifest.file_stem}.yaml"] = dump_manifest(manifest)
-    patch_summary = None
+    patch_summary: _PatchSummary | None = None
     if patch_text is not None:
         patch = patch_workload_text(patch_text, result.grace, source=args.patch, target_name=target,
                                     container_name=args.container)
         _check_patched(patch_text, patch.text, args.patch)
         name = Path(args.patch).name
         files[name] = patch.text
-        patch_summary = {"file": name, "document": patch.document_index + 1, "container": patch.container,
-                         "changes": list(patch.changes), "warnings": list(patch.warnings)}
+        patch_summary = _PatchSummary(file=name, document=patch.document_index + 1, container=patch.container,
+                                      changes=list(patch.changes), warnings=list(patch.warnings))
     written = _write(files, args.out, args.patch) if args.out else []
     if args.json:
         print_json(_summary(result, plan, written, patch_summary))
@@ -331,7 +332,17 @@ def _write(files: dict[str, str], out_dir: str, patch_input: str | None) -> list
     return written
 
 
-def _summary(result, plan, written, patch_summary) -> dict:
+class _PatchSummary(TypedDict):
+    """The workload file ``--patch`` edited, as ``--json`` reports it (``document`` is 1-based)."""
+
+    file: str
+    document: int
+    container: str
+    changes: list[str]
+    warnings: list[str]
+
+
+def _summary(result, plan, written, patch_summary: _PatchSummary | None) -> dict:
     return {
         "target": {"kind": plan.target_kind, "name": plan.target_name},
         "signals": list(result.signals),

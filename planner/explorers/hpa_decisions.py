@@ -123,6 +123,8 @@ def syncs_with_load_held(autoscaler: Autoscaler, start_replicas: int, metric_val
         The rows of :func:`planner.dynamics.hpa_ramp.step_through_warmup`.
     """
     so = autoscaler.scaled_object
+    if so is None:
+        raise ValueError("syncs_with_load_held needs a ScaledObject: it holds its first trigger's value")
     trigger = so.triggers[0]
     total = metric_value * start_replicas if trigger.metric_type == VALUE else metric_value
 
@@ -208,15 +210,16 @@ def explorer_opening(autoscaler: Autoscaler, decision: Decision) -> ExplorerOpen
     so = autoscaler.scaled_object
     min_replicas = so.effective_min_replica_count if so else hpa.effective_min_replicas
     activation = 0.0
-    if so is not None and so.is_using_modifiers:
-        activation = float(so.scaling_modifiers.activation_target or 0.0)
+    modifiers = so.scaling_modifiers if so is not None and so.is_using_modifiers else None
+    if modifiers is not None:
+        activation = float(modifiers.activation_target or 0.0)
     elif so is not None and line.index < len(so.triggers):
         activation = so.triggers[line.index].activation_threshold
     if decision.current_replicas == 0 and so is None:
         exact = False
         notes.append("A plain HPA at 0 replicas acts only if it took the target there itself (Kubernetes 1.37's "
                      "ScaledToZero condition); the explorer models KEDA, which can scale from 0.")
-    elif decision.current_replicas == 0 and len(so.triggers) > 1 and not so.is_using_modifiers:
+    elif decision.current_replicas == 0 and so is not None and len(so.triggers) > 1 and not so.is_using_modifiers:
         exact = False
         notes.append("At 0 replicas KEDA activates on any trigger; the explorer has only this one.")
     return ExplorerOpening(

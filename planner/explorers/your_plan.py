@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import ipywidgets as widgets
 
+from planner.errors import PlannerInputError
 from planner.simulate.sweep import SweepResult, cheapest_meeting
 
 __all__ = ["goal_explorer"]
@@ -40,6 +41,9 @@ def goal_explorer(results: Sequence[SweepResult], attainment_goal_frac: float = 
                              f"</b>, {100 * chosen.slo_attainment_frac:.2f} % for ${chosen.cost_usd:.2f} over the "
                              f"replayed day, {chosen.flap_cycles} flap cycles. {pick.reason}</p>")
             return
+        if max_flap_cycles is not None and not isinstance(max_flap_cycles, int):
+            # Without the current setting the pick is cheapest_meeting's, which counts whole cycles.
+            raise PlannerInputError(f"max flap cycles: expected an integer >= 0, got {max_flap_cycles!r}")
         best = cheapest_meeting(results, goal, max_flap_cycles)
         within = "" if max_flap_cycles is None else f" within {max_flap_cycles} flap cycles"
         if best is None:

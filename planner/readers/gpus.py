@@ -44,24 +44,26 @@ def read_gpu_table(path) -> dict[str, GpuMemory]:
         name = (row.get("name") or "").strip()
         if not name:
             raise PlannerInputError(f"{path}, row {number}: column 'name' is empty")
-        values = {}
+        values: dict[str, float | None] = {}
         for column in ("memory_gib", "reported_gib"):
             text = (row.get(column) or "").strip()
             if not text:
                 values[column] = None
                 continue
             try:
-                values[column] = float(text)
+                value = float(text)
             except ValueError:
                 raise PlannerInputError(
                     f"{path}, row {number}: column '{column}' must be a number, got {text!r}"
                 ) from None
-            if not values[column] > 0:
+            if not value > 0:
                 raise PlannerInputError(
                     f"{path}, row {number}: column '{column}' must be > 0, got {text!r}")
-        if values["memory_gib"] is None:
+            values[column] = value
+        memory_gib = values["memory_gib"]
+        if memory_gib is None:
             raise PlannerInputError(f"{path}, row {number}: column 'memory_gib' is empty")
-        table[name.lower()] = GpuMemory(name, values["memory_gib"], values["reported_gib"])
+        table[name.lower()] = GpuMemory(name, memory_gib, values["reported_gib"])
     return table
 
 

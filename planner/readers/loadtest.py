@@ -422,8 +422,9 @@ def _guidellm_row(bench: Mapping, where: str, path: Path, index: int, report_mod
     metrics = bench.get("metrics")
     if not isinstance(metrics, Mapping):
         raise PlannerInputError(f"{where}: key 'metrics' missing (expected GuideLLM metric summaries)")
-    config = bench.get("config") if isinstance(bench.get("config"), Mapping) else {}
-    legacy_args = bench.get("args") if isinstance(bench.get("args"), Mapping) else {}
+    raw_config, raw_args = bench.get("config"), bench.get("args")
+    config: Mapping = raw_config if isinstance(raw_config, Mapping) else {}
+    legacy_args: Mapping = raw_args if isinstance(raw_args, Mapping) else {}
     strategy = config.get("strategy") or legacy_args.get("strategy")
     if not isinstance(strategy, Mapping):
         raise PlannerInputError(f"{where}: key 'config.strategy' missing (expected the scheduling strategy)")
@@ -966,10 +967,8 @@ def describe_input(paths: str | Path | Sequence[str | Path], steps: pd.DataFrame
     steps : pandas.DataFrame
         What it returned.
     """
-    if isinstance(paths, str | Path):
-        paths = [paths]
-    paths = [Path(p) for p in paths]
-    files = [f for p in paths for f in (sorted(p.iterdir()) if p.is_dir() else [p]) if f.is_file()]
+    given = [Path(paths)] if isinstance(paths, str | Path) else [Path(p) for p in paths]
+    files = [f for p in given for f in (sorted(p.iterdir()) if p.is_dir() else [p]) if f.is_file()]
     synthetic = bool(files) and all(_SYNTHETIC_MARK in f.read_text(encoding="utf-8", errors="replace")[:400]
                                     for f in files)
     model = next((m for m in steps["model"] if m), "") or "an unnamed model"
@@ -980,7 +979,7 @@ def describe_input(paths: str | Path | Sequence[str | Path], steps: pd.DataFrame
         return (f"The input is a synthetic sweep bundled with the planner ({count} of {model} by {variable}, "
                 "written from the step-time model with noise; no GPU produced it).")
     tools = ", ".join(dict.fromkeys(_TOOL_NAMES.get(t, t) for t in steps["tool"]))
-    names = ", ".join(p.name for p in paths)
+    names = ", ".join(p.name for p in given)
     return f"The input is {names}: {count} of {model} by {variable}, written by {tools}."
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Literal, overload
 
 import yaml
 
@@ -79,6 +80,10 @@ class _Fields:
     def has(self, key: str) -> bool:
         return self.data.get(key) is not None
 
+    @overload
+    def sub(self, key: str, required: Literal[True]) -> _Fields: ...
+    @overload
+    def sub(self, key: str, required: bool = False) -> _Fields | None: ...
     def sub(self, key: str, required: bool = False) -> _Fields | None:
         value = self.data.get(key)
         if value is None:
@@ -95,6 +100,14 @@ class _Fields:
             raise self.fail(key, "a list", value)
         return [_Fields(self.source, f"{self.where(key)}[{i}]", item) for i, item in enumerate(value)]
 
+    # The overloads say what the checks below guarantee: a required field, or one with a
+    # default, is never None.
+    @overload
+    def string(self, key: str, default: str, required: bool = False) -> str: ...
+    @overload
+    def string(self, key: str, default: None = None, *, required: Literal[True]) -> str: ...
+    @overload
+    def string(self, key: str, default: str | None = None, required: bool = False) -> str | None: ...
     def string(self, key: str, default: str | None = None, required: bool = False) -> str | None:
         value = self.data.get(key)
         if value is None:
@@ -105,6 +118,12 @@ class _Fields:
             raise self.fail(key, "a string", value)
         return str(value)
 
+    @overload
+    def integer(self, key: str, *, minimum: int | None = None, maximum: int | None = None,
+                required: Literal[True]) -> int: ...
+    @overload
+    def integer(self, key: str, *, minimum: int | None = None, maximum: int | None = None,
+                required: bool = False) -> int | None: ...
     def integer(self, key: str, *, minimum: int | None = None, maximum: int | None = None,
                 required: bool = False) -> int | None:
         value = self.data.get(key)
@@ -119,6 +138,12 @@ class _Fields:
             raise self.fail(key, bounds, value)
         return value
 
+    @overload
+    def number(self, key: str, *, required: Literal[True], default: float | None = None) -> float: ...
+    @overload
+    def number(self, key: str, *, required: bool = False, default: float) -> float: ...
+    @overload
+    def number(self, key: str, *, required: bool = False, default: float | None = None) -> float | None: ...
     def number(self, key: str, *, required: bool = False, default: float | None = None) -> float | None:
         """A float given as a YAML number or a numeric string (KEDA metadata is all strings)."""
         value = self.data.get(key)
@@ -149,6 +174,10 @@ class _Fields:
             return False
         raise self.fail(key, "true or false", value)
 
+    @overload
+    def quantity_milli(self, key: str, required: Literal[True]) -> int: ...
+    @overload
+    def quantity_milli(self, key: str, required: bool = False) -> int | None: ...
     def quantity_milli(self, key: str, required: bool = False) -> int | None:
         value = self.data.get(key)
         if value is None:
@@ -160,6 +189,14 @@ class _Fields:
         except ValueError:
             raise self.fail(key, "a quantity such as 40, 0.8 or 500m", value) from None
 
+    @overload
+    def choice(self, key: str, options: tuple[str, ...], default: str, required: bool = False) -> str: ...
+    @overload
+    def choice(self, key: str, options: tuple[str, ...], default: None = None, *,
+               required: Literal[True]) -> str: ...
+    @overload
+    def choice(self, key: str, options: tuple[str, ...], default: str | None = None,
+               required: bool = False) -> str | None: ...
     def choice(self, key: str, options: tuple[str, ...], default: str | None = None,
                required: bool = False) -> str | None:
         value = self.string(key, default, required)
@@ -201,7 +238,7 @@ def load_autoscalers(path: str | Path) -> tuple[Autoscaler, ...]:
         if kind == "ScaledObject":
             found.append(_read_scaled_object(label, document))
         else:
-            found.append(_read_hpa(label, document, api_version))
+            found.append(_read_hpa(label, document, autoscaling_v1=api_version == "autoscaling/v1"))
     if not found:
         raise PlannerInputError(
             f"{source}: no HorizontalPodAutoscaler (autoscaling/v2) or ScaledObject (keda.sh/v1alpha1) found; "
@@ -235,7 +272,7 @@ def autoscaler_from_document(label: str, document) -> Autoscaler | None:
         return None
     if kind == "ScaledObject":
         return _read_scaled_object(label, document)
-    return _read_hpa(label, document, api_version)
+    return _read_hpa(label, document, autoscaling_v1=api_version == "autoscaling/v1")
 
 
 def _names(autoscalers) -> str:
@@ -247,7 +284,7 @@ def _metadata_name(source: str, document) -> str:
     return metadata.string("name", default="") or ""
 
 
-def _read_hpa(source: str, document, api_version: str) -> Autoscaler:
+def _read_hpa(source: str, document, *, autoscaling_v1: bool) -> Autoscaler:
     name = _metadata_name(source, document)
     spec = _Fields(source, "spec", document.get("spec"))
     target_ref = spec.sub("scaleTargetRef", required=True)
@@ -257,7 +294,8 @@ def _read_hpa(source: str, document, api_version: str) -> Autoscaler:
         raise PlannerInputError(
             f"{source}: spec.minReplicas: {min_replicas} is above spec.maxReplicas {max_replicas}"
         )
-    if api_version == "autoscaling/v1":
+    metrics: tuple[MetricSpec, ...]
+    if autoscaling_v1:
         target = spec.integer("targetCPUUtilizationPercentage", minimum=1) or DEFAULT_CPU_UTILIZATION_PCT
         metrics = (MetricSpec(RESOURCE, "cpu", MetricTarget(UTILIZATION, average_utilization_pct=target)),)
         behavior = None

@@ -19,6 +19,7 @@ import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TypedDict
 
 from planner.capacity.kv_cache import ModelSpec
 from planner.capacity.weights import (
@@ -414,9 +415,16 @@ def _derived_max_model_len(text: Mapping, field, model_type: str = "") -> int | 
     return int(derived)
 
 
+class _WeightLayout(TypedDict, total=False):
+    qkv_bias: bool
+    qk_norm: bool
+    experts_key: str
+    expert_width_key: str
+
+
 # Decoder layouts whose parameter count planner.capacity.weights covers, and the
 # config keys that switch on their optional parts.
-_WEIGHT_LAYOUTS = {
+_WEIGHT_LAYOUTS: dict[str, _WeightLayout] = {
     "llama": {}, "mistral": {}, "qwen2": {"qkv_bias": True}, "qwen3": {"qk_norm": True},
     "mixtral": {"experts_key": "num_local_experts", "expert_width_key": "intermediate_size"},
     "qwen2_moe": {"qkv_bias": True, "experts_key": "num_experts",

@@ -182,8 +182,36 @@ def parse_vllm_log(text: str, source: str = "log") -> VllmStartupLog:
         gpu_blocks=tuple(found["gpu_blocks"]),
         cpu_blocks=tuple(found["cpu_blocks"]),
         notes=tuple(found["notes"]),
-        **merged,
+        version=_text_setting(merged, "version"),
+        tensor_parallel_size=_int_setting(merged, "tensor_parallel_size"),
+        pipeline_parallel_size=_int_setting(merged, "pipeline_parallel_size"),
+        max_model_len=_int_setting(merged, "max_model_len"),
+        kv_cache_dtype=_text_setting(merged, "kv_cache_dtype"),
+        block_size=_int_setting(merged, "block_size"),
+        max_num_batched_tokens=_int_setting(merged, "max_num_batched_tokens"),
+        model=_text_setting(merged, "model"),
+        gpu_memory_utilization=_number_setting(merged, "gpu_memory_utilization"),
+        total_gpu_memory_gib=_number_setting(merged, "total_gpu_memory_gib"),
+        weights_gib=_number_setting(merged, "weights_gib"),
+        padding_layers=_int_setting(merged, "padding_layers"),
     )
+
+
+# The settings dict holds what the patterns parsed, plus the "non-default args" dict as
+# literal_eval read it; a value of another type than the field's is not a setting vLLM printed.
+def _int_setting(settings: dict[str, object], key: str) -> int | None:
+    value = settings.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _number_setting(settings: dict[str, object], key: str) -> float | None:
+    value = settings.get(key)
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _text_setting(settings: dict[str, object], key: str) -> str | None:
+    value = settings.get(key)
+    return value if isinstance(value, str) else None
 
 
 def _float(text: str) -> float:

@@ -577,12 +577,12 @@ def _pod_specs(node, path: tuple = ()) -> Iterator[tuple[tuple, Mapping, list]]:
     """
     if isinstance(node, Mapping):
         containers, model = node.get("containers"), node.get("model")
-        kserve = isinstance(model, Mapping) and isinstance(model.get("modelFormat"), Mapping)
-        if isinstance(containers, list) or kserve:
+        model_format = model.get("modelFormat") if isinstance(model, Mapping) else None
+        if isinstance(containers, list) or isinstance(model_format, Mapping):
             items = [((*path, "containers", i), c, False) for i, c in enumerate(containers or [])]
-            if kserve:
-                model_format = str(model["modelFormat"].get("name") or "").lower()
-                items.append(((*path, "model"), model, model_format in _KSERVE_VLLM_FORMATS))
+            if isinstance(model_format, Mapping):  # KServe
+                format_name = str(model_format.get("name") or "").lower()
+                items.append(((*path, "model"), model, format_name in _KSERVE_VLLM_FORMATS))
             yield path, node, items
             return
         for key, value in node.items():
@@ -727,7 +727,8 @@ def read_manifest_set(paths, *, strict: bool = True) -> ManifestSet:
         files.extend(_yaml_files(Path(path)))
     if strict:
         return manifest_set_from_documents([str(p) for p in files], [load_documents(p) for p in files])
-    per_file, problems = [], []
+    per_file: list[tuple[YamlDocument, ...]] = []
+    problems: list[ReadProblem] = []
     for path in files:
         try:
             text = path.read_text(encoding="utf-8")
@@ -748,7 +749,8 @@ def manifest_set_from_texts(texts, *, strict: bool = True) -> ManifestSet:
     names = list(texts)
     if strict:
         return manifest_set_from_documents(names, [documents_from_text(texts[name], name) for name in names])
-    per_file, problems = [], []
+    per_file: list[tuple[YamlDocument, ...]] = []
+    problems: list[ReadProblem] = []
     for name in names:
         documents, file_problems = _documents_lenient(texts[name], name)
         per_file.append(documents)
@@ -791,10 +793,11 @@ def _documents_lenient(text: str, source: str) -> tuple[tuple[YamlDocument, ...]
             nodes = list(yaml.compose_all(padded, Loader=_SAFE_LOADER))
         except yaml.YAMLError as error:
             mark = getattr(error, "problem_mark", None)
-            line = mark.line + 1 if mark is not None else offset + 1
+            line_number = mark.line + 1 if mark is not None else offset + 1
             problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-            problems.append(ReadProblem(source, number, line,
-                                        f"{source}: not valid YAML in document {number} at line {line}: {problem}"))
+            problems.append(ReadProblem(
+                source, number, line_number,
+                f"{source}: not valid YAML in document {number} at line {line_number}: {problem}"))
             continue
         text_lines = padded.splitlines()
         for data, node in zip(datas, nodes, strict=True):
@@ -867,13 +870,15 @@ def _kserve_scaled_object(document: YamlDocument) -> YamlDocument | None:
     if not isinstance(annotations, Mapping) or annotations.get("serving.kserve.io/autoscalerClass") != "keda":
         return None
     predictor = data.get("spec", {}).get("predictor") if isinstance(data.get("spec"), Mapping) else None
-    auto = predictor.get("autoScaling") if isinstance(predictor, Mapping) else None
+    if not isinstance(predictor, Mapping):
+        return None
+    auto = predictor.get("autoScaling")
     metrics = auto.get("metrics") if isinstance(auto, Mapping) else None
     if not isinstance(metrics, list):
         return None
     base = ("spec", "predictor", "autoScaling")
-    lines = {("spec",): document.line(base)}
-    triggers = []
+    lines: dict[tuple[str | int, ...], int] = {("spec",): document.line(base)}
+    triggers: list[dict[str, object]] = []
     for index, metric in enumerate(metrics):
         resource = metric.get("resource") if isinstance(metric, Mapping) else None
         if isinstance(resource, Mapping) and resource.get("name") in ("cpu", "memory") \
@@ -932,7 +937,10 @@ def manifest_set_from_documents(files, documents_per_file, *, strict: bool = Tru
     ``kind: List`` are read as documents; HPAs KEDA owns (``keda-hpa-*``) are kept as documents but
     not reviewed as autoscalers of their own.
     """
-    documents, autoscalers, workloads, problems = [], [], [], []
+    documents: list[YamlDocument] = []
+    autoscalers: list[tuple[YamlDocument, Autoscaler]] = []
+    workloads: list[Workload] = []
+    problems: list[ReadProblem] = []
     for file_documents in documents_per_file:
         queue = list(file_documents)
         while queue:
@@ -968,11 +976,14 @@ def manifest_set_from_documents(files, documents_per_file, *, strict: bool = Tru
             kserve = _kserve_scaled_object(document)
             if kserve is not None:
                 try:
-                    autoscalers.append((kserve, autoscaler_from_document(
-                        f"{label}: spec.predictor.autoScaling", without_placeholders(kserve.data))))
+                    kserve_autoscaler = autoscaler_from_document(
+                        f"{label}: spec.predictor.autoScaling", without_placeholders(kserve.data))
                 except PlannerInputError as error:
                     if strict:
                         raise
                     problems.append(ReadProblem(document.source, document.number, kserve.start_line, str(error)))
+                else:
+                    assert kserve_autoscaler is not None  # _kserve_scaled_object writes a keda.sh ScaledObject
+                    autoscalers.append((kserve, kserve_autoscaler))
             workloads.extend(workload_from_document(document))
     return ManifestSet(tuple(files), tuple(documents), tuple(autoscalers), tuple(workloads), tuple(problems))

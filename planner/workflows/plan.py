@@ -39,7 +39,7 @@ from planner.manifests.generate import ScalingPlan as GeneratedPlan
 from planner.manifests.generate import manifest_thresholds
 from planner.markdown import plural
 from planner.readers.manifest import autoscaler_from_document
-from planner.readers.workload import ManifestSet
+from planner.readers.workload import ManifestSet, Workload, YamlDocument
 from planner.simulate import fast, simulate
 from planner.simulate.calibration import replica_from_fit
 from planner.simulate.fleet import FleetSpec
@@ -125,13 +125,16 @@ def plan_fleet(result: LoadTestThresholds, *, kv_tokens: int, max_num_seqs: int,
         preStop, ``--shutdown-timeout``); without it, the simulator's defaults
         (Kubernetes' 30 s, vLLM's) as an unpatched Deployment has them.
     """
+    if result.tpot_fit is None:
+        raise PlannerInputError("the load test has no step-time fit (it needs two or more batch sizes)")
     replica = replica_from_fit(result.tpot_fit, max_num_seqs=max_num_seqs, kv_tokens=kv_tokens)
     replica = dataclasses.replace(replica, block_size_tokens=block_size_tokens)
-    drain = {} if grace is None else {"termination_grace_period_s": float(grace.termination_grace_period_s),
-                                      "pre_stop_s": float(grace.pre_stop_s),
-                                      "shutdown_timeout_s": float(grace.shutdown_timeout_s)}
-    return FleetSpec(replica=replica, warmup_s=warmup_s, usd_per_gpu_hour=usd_per_gpu_hour,
-                     gpus_per_replica=gpus_per_replica, ttft_slo_s=ttft_slo_s, itl_slo_ms=itl_slo_ms, **drain)
+    fleet = FleetSpec(replica=replica, warmup_s=warmup_s, usd_per_gpu_hour=usd_per_gpu_hour,
+                      gpus_per_replica=gpus_per_replica, ttft_slo_s=ttft_slo_s, itl_slo_ms=itl_slo_ms)
+    if grace is None:
+        return fleet
+    return dataclasses.replace(fleet, termination_grace_period_s=float(grace.termination_grace_period_s),
+                               pre_stop_s=float(grace.pre_stop_s), shutdown_timeout_s=float(grace.shutdown_timeout_s))
 
 
 def default_grid(concurrency_target: float, *, target_fracs: Sequence[float] = (0.5, 1.0),
@@ -483,16 +486,24 @@ def recommended_scaling_plan(base: GeneratedPlan, result: SweepResult | SweepPoi
     values = dict(result.values)
     changes: dict = {}
     if "target" in values:
-        changes["concurrency_target"] = float(values["target"])
+        changes["concurrency_target"] = float(_number_value(values, "target"))
         changes["knee_concurrency"] = None  # the comment then states the chosen target, not the knee's
         changes["growth_frac"] = None
     for key, field_name in (("min_replicas", "min_replicas"), ("max_replicas", "max_replicas"),
                             ("polling_interval_s", "polling_interval_s"),
                             ("scale_down_window_s", "scale_down_window_s")):
         if key in values:
-            value = values[key]
+            value = _number_value(values, key)
             changes[field_name] = int(value) if key != "polling_interval_s" or float(value).is_integer() else value
     return dataclasses.replace(base, **changes)
+
+
+def _number_value(values: Mapping[str, object], key: str) -> float:
+    """A numeric grid value (:func:`expand_grid` checks them; a hand-made point may not be)."""
+    value = values[key]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PlannerInputError(f"grid: {key}: expected a number, got {value!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -685,6 +696,7 @@ def plan_configuration(plan: Plan, current: Autoscaler, fleet: FleetSpec) -> fas
                                 pre_stop_s=float(grace.pre_stop_s), shutdown_timeout_s=float(grace.shutdown_timeout_s))
     if plan.recommendation.is_current:
         return fast.Configuration(current, fleet)
+    assert plan.emitted is not None  # make_plan emits manifests whenever it recommends a change
     return fast.Configuration(generated_autoscaler(plan.emitted), fleet)
 
 
@@ -696,9 +708,9 @@ DEFAULT_MAX_TOKENS = 4096
 class CurrentSetup:
     """The team's current autoscaler, its YAML document and the vLLM workload it scales (if in the files)."""
 
-    document: object
+    document: YamlDocument
     autoscaler: Autoscaler
-    workload: object | None
+    workload: Workload | None
 
     @property
     def matchers(self) -> tuple[str, ...]:

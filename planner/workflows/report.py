@@ -585,8 +585,10 @@ def inline_page(html_path: Path) -> str:
     return str(soup)
 
 
-def _local(url: str, base: Path) -> Path | None:
+def _local(url: str | list[str], base: Path) -> Path | None:
     """The file a relative URL names, or None for remote, data: or missing targets."""
+    if not isinstance(url, str):  # a multi-valued attribute (class, rel), never src or href
+        return None
     parts = urlsplit(url)
     if parts.scheme or parts.netloc or not parts.path:
         return None
