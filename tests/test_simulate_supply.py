@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -18,7 +19,9 @@ from planner.errors import PlannerInputError
 from planner.readers.fleet import fleet_spec_from_mapping
 from planner.simulate import simulate
 from planner.simulate.fleet import FleetSpec
+from planner.simulate.replica import ReplicaSpec
 from planner.simulate.supply import NodePoolSpec
+from planner.simulate.traffic import RequestTrace
 from tests.simulate_helpers import scaled_object, steady_trace, write_manifest
 
 # kaito issue 2325's phases (weights load is the remainder of its published 966 s).
@@ -152,3 +155,31 @@ def test_a_quota_below_the_minimum_is_refused_with_the_file(autoscaler):
     spec = fleet_spec_from_mapping({"nodes": {"max_nodes": 0}}, "FLEET.yaml")
     with pytest.raises(PlannerInputError, match=r"^FLEET\.yaml: nodes\.max_nodes: 0 nodes of 8 GPUs hold 0 pods"):
         simulate(BUSY, autoscaler, spec, duration_s=60.0)
+
+
+def test_the_hpa_over_scales_while_new_pods_load_and_the_rules_say_why(tmp_path):
+    # inference-sim issue 1109: a 60 s load and a 15 s loop give four scale-ups before the first new pod
+    # serves. Nothing here special-cases it; it follows from three rules of the port:
+    # 1. a KEDA trigger is an External AverageValue metric: desired = ceil(fleet total / threshold),
+    #    whatever the pod count, so pods that are loading (no metrics, not Ready) lower nothing;
+    # 2. the queue only grows until a new pod is Ready, so each sync asks for at least as much as the last;
+    # 3. the default scale-up policies allow max(+4 pods, +100 %) per 15 s, so the count doubles each sync.
+    autoscaler = write_manifest(tmp_path, scaled_object("chat", "sum(vllm:num_requests_waiting)", 10,
+                                                        max_replicas=32))
+    before = steady_trace(2.0, 120.0, 100, 200)
+    after = steady_trace(12.0, 600.0, 100, 200, start_s=120.0)
+    trace = RequestTrace(np.concatenate([before.arrival_s, after.arrival_s]),
+                         np.concatenate([before.input_tokens, after.input_tokens]),
+                         np.concatenate([before.output_tokens, after.output_tokens]), "step")
+    load_s, sync_s = 60.0, 15.0
+    spec = FleetSpec(replica=ReplicaSpec(max_num_seqs=8), warmup_s=load_s, hpa_sync_period_s=sync_s)
+    outcome = simulate(trace, autoscaler, spec, duration_s=400.0)
+    first_s = outcome.events[0][0]
+    while_loading = [event for event in outcome.events if first_s <= event[0] < first_s + load_s]
+    assert len(while_loading) == load_s / sync_s == 4
+    for _, before_replicas, after_replicas in while_loading:
+        assert before_replicas < after_replicas <= min(max(2 * before_replicas, before_replicas + 4), 32)  # 2, 3
+    series = outcome.timeseries.set_index("t_s")
+    assert (series.loc[first_s:first_s + load_s - 1, "replicas_ready"] == 1).all()  # rule 1: none serves yet
+    needed = math.ceil(12.0 / (8 / (6.0 + 8 * 0.25) * 1000.0 / 200))  # demand / one replica's request rate
+    assert needed == 3 and outcome.peak_replicas == 32  # ten times what the load needs
