@@ -21,6 +21,7 @@ from planner.simulate import simulate
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.replica import ReplicaSpec
 from planner.simulate.supply import NodePoolSpec
+from planner.simulate.sweep import apply_point, expand_grid, run_sweep
 from planner.simulate.traffic import RequestTrace
 from tests.simulate_helpers import scaled_object, steady_trace, write_manifest
 
@@ -183,3 +184,15 @@ def test_the_hpa_over_scales_while_new_pods_load_and_the_rules_say_why(tmp_path)
     assert (series.loc[first_s:first_s + load_s - 1, "replicas_ready"] == 1).all()  # rule 1: none serves yet
     needed = math.ceil(12.0 / (8 / (6.0 + 8 * 0.25) * 1000.0 / 200))  # demand / one replica's request rate
     assert needed == 3 and outcome.peak_replicas == 32  # ten times what the load needs
+
+
+def test_a_sweep_compares_warm_spares_with_faster_pulls_each_with_its_cost(autoscaler):
+    fleet = _fleet(_nodes(gpus_per_node=1, initial_nodes=None))
+    points = expand_grid({"placeholders": [0, 1], "image_pull_s": [101, 10]})
+    results = run_sweep(BUSY, autoscaler, fleet, points, duration_s=2000.0, progress=False)
+    by_values = {(r.as_dict()["placeholders"], r.as_dict()["image_pull_s"]): r for r in results}
+    # A warm spare costs a node for the whole run; a faster pull costs nothing but helps only cold nodes.
+    assert by_values[(1, 101.0)].cost_usd > by_values[(0, 101.0)].cost_usd
+    assert by_values[(0, 10.0)].cost_usd <= by_values[(0, 101.0)].cost_usd
+    with pytest.raises(PlannerInputError, match=r"grid point 0 .*placeholders: needs a fleet with a nodes: section"):
+        apply_point(autoscaler, FleetSpec(), expand_grid({"placeholders": [1]})[0])

@@ -22,7 +22,13 @@ key                        what it replaces (the manifest's value when the key i
                            value, periodSeconds); several joined by ``,``
 ``scale_down_policy``      ``behavior.scaleDown.policies``, same form
 ``select_policy``          ``selectPolicy`` of both directions: ``Max``, ``Min`` or ``Disabled``
-``warmup_s``               FLEET ``warmup_s``: pod request to Ready [s]
+``warmup_s``               FLEET ``warmup_s``: pod request to Ready (with ``nodes:``, the
+                           compile and graph capture after the weights load) [s]
+``placeholders``           FLEET ``placeholders``: pause pods holding warm GPUs (needs ``nodes:``)
+``image_pull_s``           FLEET ``pod.image_pull_s`` (needs ``nodes:``) [s]
+``provision_s``            FLEET ``nodes.provision_s`` [s]
+``scale_down_unneeded_s``  FLEET ``nodes.cluster_autoscaler.scale_down_unneeded_s`` [s]
+``consolidate_after_s``    FLEET ``nodes.karpenter.consolidate_after_s`` [s]
 =========================  ==============================================================
 
 Any other key is a :class:`~planner.errors.PlannerInputError` naming it.
@@ -80,11 +86,14 @@ __all__ = [
 
 # Without a chunk size, the points are cut into this many chunks per worker thread (see chunk_points).
 CHUNKS_PER_THREAD = 2
+# Grid keys of the node pool: they need a fleet with ``nodes:`` (see planner.simulate.supply).
+SUPPLY_KEYS = ("placeholders", "image_pull_s", "provision_s", "scale_down_unneeded_s", "consolidate_after_s")
 GRID_KEYS = ("signal", "target", "min_replicas", "max_replicas", "polling_interval_s", "scale_up_window_s",
-             "scale_down_window_s", "scale_up_policy", "scale_down_policy", "select_policy", "warmup_s")
-# Grid keys that change the simulated fleet (the warmup, and the initial pods a minimum sets): points
-# that differ in them cannot share one, so chunk_points keeps them apart.
-FLEET_KEYS = ("warmup_s", "min_replicas")
+             "scale_down_window_s", "scale_up_policy", "scale_down_policy", "select_policy", "warmup_s",
+             *SUPPLY_KEYS)
+# Grid keys that change the simulated fleet (the warmup, the initial pods a minimum sets, the node
+# pool): points that differ in them cannot share one, so chunk_points keeps them apart.
+FLEET_KEYS = ("warmup_s", "min_replicas", *SUPPLY_KEYS)
 RESULT_FIELDS = ("slo_attainment_frac", "cost_usd", "gpu_hours", "scale_events", "flap_cycles",
                  "peak_replicas", "peak_waiting", "cut_generations")
 
@@ -169,9 +178,9 @@ def _checked(source: str, key: str, value):
         raise PlannerInputError(f"{where}: expected a number, got {value!r}")
     if key in ("target", "polling_interval_s") and not value > 0:
         raise PlannerInputError(f"{where}: expected a number > 0, got {value!r}")
-    if key == "warmup_s" and value < 0:
+    if key in ("warmup_s", *SUPPLY_KEYS) and value < 0:
         raise PlannerInputError(f"{where}: expected a number >= 0, got {value!r}")
-    if key in ("min_replicas", "max_replicas", "scale_up_window_s", "scale_down_window_s"):
+    if key in ("min_replicas", "max_replicas", "scale_up_window_s", "scale_down_window_s", "placeholders"):
         if value != int(value) or value < 0:
             raise PlannerInputError(f"{where}: expected a whole number >= 0, got {value!r}")
         if key.endswith("window_s") and value > 3600:
@@ -208,6 +217,7 @@ def apply_point(autoscaler: Autoscaler, fleet: FleetSpec, point: SweepPoint) -> 
     try:
         if "warmup_s" in values:
             fleet = dataclasses.replace(fleet, warmup_s=values["warmup_s"])
+        fleet = _with_supply(fleet, values)
         behavior = _behavior(autoscaler.scaled_object.behavior if autoscaler.scaled_object is not None
                              else autoscaler.hpa.behavior, values)
         if autoscaler.scaled_object is not None:
@@ -218,6 +228,25 @@ def apply_point(autoscaler: Autoscaler, fleet: FleetSpec, point: SweepPoint) -> 
     except PlannerInputError as error:
         raise PlannerInputError(f"grid point {point.index} ({_shown(values)}): {error}") from None
     return Configuration(autoscaler, fleet)
+
+
+def _with_supply(fleet: FleetSpec, values: dict) -> FleetSpec:
+    given = [key for key in SUPPLY_KEYS if key in values]
+    if not given:
+        return fleet
+    if fleet.nodes is None:
+        raise PlannerInputError(f"{given[0]}: needs a fleet with a nodes: section")
+    nodes = fleet.nodes
+    if "provision_s" in values:
+        nodes = dataclasses.replace(nodes, provision_s=values["provision_s"])
+    if "scale_down_unneeded_s" in values:
+        nodes = dataclasses.replace(nodes, cluster_autoscaler=dataclasses.replace(
+            nodes.cluster_autoscaler, scale_down_unneeded_s=values["scale_down_unneeded_s"]))
+    if "consolidate_after_s" in values:
+        nodes = dataclasses.replace(nodes, karpenter=dataclasses.replace(
+            nodes.karpenter, consolidate_after_s=values["consolidate_after_s"]))
+    changes = {key: values[key] for key in ("placeholders", "image_pull_s") if key in values}
+    return dataclasses.replace(fleet, nodes=nodes, **changes)
 
 
 def _behavior(behavior, values: dict):
