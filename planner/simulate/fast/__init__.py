@@ -23,6 +23,7 @@ import hashlib
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from planner.autoscaler.spec import Autoscaler
 from planner.simulate.fast import lockstep
@@ -30,6 +31,9 @@ from planner.simulate.fast.lockstep import Configuration
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.outcome import Outcome
 from planner.simulate.traffic import RequestTrace
+
+if TYPE_CHECKING:
+    from planner.simulate.fast.compiled import Prepared
 
 __all__ = ["Configuration", "covers", "kernel_sources", "simulate", "simulate_many"]
 
@@ -49,7 +53,8 @@ def _use_kernel_cache_keyed_on_sources() -> None:
     # kernels cache into a folder named for a hash of their sources: any edit starts a fresh one.
     import numba
 
-    if numba.config.CACHE_DIR:
+    config: Any = numba.config  # its settings are module attributes set from the environment, untyped
+    if config.CACHE_DIR:
         return
     digest = hashlib.sha256()
     for source in kernel_sources():
@@ -60,7 +65,7 @@ def _use_kernel_cache_keyed_on_sources() -> None:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError:
         return  # numba's own default (beside the sources, or its user-wide folder)
-    numba.config.CACHE_DIR = str(folder)
+    config.CACHE_DIR = str(folder)
 
 
 _use_kernel_cache_keyed_on_sources()
@@ -134,7 +139,7 @@ def simulate_many(trace: RequestTrace, configurations: Sequence[Configuration], 
     duration_s, n_ticks = window.duration_s, window.n_ticks
     total_ticks = len(configurations) * n_ticks
     outcomes: list[Outcome | None] = [None] * len(configurations)
-    groups: dict[tuple, list[tuple[int, object]]] = {}
+    groups: dict[tuple, list[tuple[int, Prepared]]] = {}
     for index, config in enumerate(configurations):
         try:
             prepared = prepare(config.autoscaler, config.fleet)
@@ -161,4 +166,9 @@ def simulate_many(trace: RequestTrace, configurations: Sequence[Configuration], 
             outcomes[index] = outcome
     if on_tick is not None:
         on_tick(total_ticks, total_ticks)
-    return outcomes
+    finished: list[Outcome] = []
+    for outcome in outcomes:
+        if outcome is None:  # cannot happen: the lockstep engine runs whatever the kernels did not
+            raise RuntimeError("a configuration was not simulated")
+        finished.append(outcome)
+    return finished

@@ -226,8 +226,11 @@ class _Emitter:
             _, op, left_node, right_node = node
             left, right = self.emit(left_node), self.emit(right_node)
             if left is not None and right is not None:
-                # A number-only subtree never reads the store: let the Python evaluator fold it.
-                return Query("", node).evaluate(MetricStore(), 0.0)
+                # A number-only subtree never reads the store: let the Python evaluator fold it (to a number).
+                value: object = Query("", node).evaluate(MetricStore(), 0.0)
+                if not isinstance(value, (int, float)):
+                    raise NotCompilable("a number-only subtree did not fold to a number")
+                return float(value)
             if left is not None:
                 self.rows.append((OP_BINARY_NV, _OPERATORS[op], 0, left))
             elif right is not None:
