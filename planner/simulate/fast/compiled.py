@@ -276,6 +276,22 @@ def _take_snapshot(carry, first_open, req, pods, store, rng) -> _Snapshot:
                      tuple(np.copy(value) for value in pods), store.counts.copy(), rng.bit_generator.state)
 
 
+def deployment_params(spec: FleetSpec) -> fleet.DeploymentParams:
+    """The fleet kernels' :class:`planner.simulate.fast.fleet.DeploymentParams` for ``spec``."""
+    return fleet.DeploymentParams(
+        warmup_kind=_WARMUP_KINDS[spec.warmup_distribution], warmup_s=float(spec.warmup_s),
+        warmup_spread_s=float(spec.warmup_spread_s), pre_stop_s=float(spec.pre_stop_s),
+        grace_period_s=float(spec.termination_grace_period_s), shutdown_timeout_s=float(spec.shutdown_timeout_s),
+        router=fleet.ROUND_ROBIN if spec.router == ROUND_ROBIN else fleet.LEAST_LOADED)
+
+
+def replica_params_of(spec: FleetSpec) -> ReplicaParams:
+    """The replica kernel's :class:`planner.simulate.fast.replica.ReplicaParams` for ``spec.replica``."""
+    replica = spec.replica
+    return ReplicaParams(np.asarray(replica._step_table_s, dtype=float), int(replica.max_num_seqs),
+                         int(replica.kv_tokens), int(replica.block_size_tokens), float(replica.prefill_ms_per_token))
+
+
 def _first_open(req, start: int, stop: int) -> int:
     # The first request in start .. stop - 1 not yet done or cut (stop if none): earlier ones never change again.
     open_ = np.flatnonzero(req.status[start:stop] < DONE)
@@ -330,7 +346,6 @@ def simulate_group(group: Sequence[Prepared], arrival_s: np.ndarray, input_token
     pod_capacity, rows_per_scrape = max(r[0] for r in rooms), max(r[1] for r in rooms)
     pods_per_tick = max(p.pods_per_tick for p in group)
     replica = spec.replica
-    step_table_s = np.asarray(replica._step_table_s, dtype=float)
     capacity_tps = float(output_throughput_tps(replica.max_num_seqs, replica.fixed_ms, replica.per_sequence_ms))
     req = fleet.new_requests(arrival_s, input_tokens, output_tokens)
     pods = fleet.new_pods(pod_capacity, replica.max_num_seqs)
@@ -345,13 +360,8 @@ def simulate_group(group: Sequence[Prepared], arrival_s: np.ndarray, input_token
     run_params = engine.RunParams(tick_s=dt, n_ticks=n_ticks, scrape_every=scrape_every,
                                   initial_replicas=first.initial_replicas, pods_per_tick=pods_per_tick,
                                   capacity_tps=capacity_tps)
-    deployment = fleet.DeploymentParams(
-        warmup_kind=_WARMUP_KINDS[spec.warmup_distribution], warmup_s=float(spec.warmup_s),
-        warmup_spread_s=float(spec.warmup_spread_s), pre_stop_s=float(spec.pre_stop_s),
-        grace_period_s=float(spec.termination_grace_period_s), shutdown_timeout_s=float(spec.shutdown_timeout_s),
-        router=fleet.ROUND_ROBIN if spec.router == ROUND_ROBIN else fleet.LEAST_LOADED)
-    replica_params = ReplicaParams(step_table_s, int(replica.max_num_seqs), int(replica.kv_tokens),
-                                   int(replica.block_size_tokens), float(replica.prefill_ms_per_token))
+    deployment = deployment_params(spec)
+    replica_params = replica_params_of(spec)
     outcomes: list[Outcome | None] = [None] * len(group)
 
     stack: list[tuple[np.ndarray, int, _Snapshot | None]] = [(np.arange(len(group), dtype=np.int64), 0, None)]

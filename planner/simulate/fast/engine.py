@@ -39,7 +39,13 @@ from numba import njit
 
 from planner.simulate.fast import decision, fleet, metrics, replica
 from planner.simulate.fast._numeric import NRT_OFF
-from planner.simulate.fast.fleet import GATEWAY_QUEUED, PODS_CREATED, PODS_LIVE, PODS_TERMINATING, PODS_UP
+from planner.simulate.fast.fleet import (
+    GATEWAY_QUEUED,
+    PODS_CREATED,
+    PODS_LIVE,
+    PODS_TERMINATING,
+    PODS_UP,
+)
 
 __all__ = ["DONE", "FORK", "OUT_OF_PODS", "OUT_OF_SAMPLES", "Group", "Members", "Outputs", "Queries", "RunParams",
            "Store", "run"]
@@ -602,12 +608,25 @@ def run(req, pods, store, rng, run_params, deployment, replica_params, group, ou
         :data:`DONE`, :data:`FORK`, :data:`OUT_OF_PODS` or :data:`OUT_OF_SAMPLES`.
     """
     capacity = pods.ready_s.shape[0]
-    n_requests = req.arrival_s.shape[0]
+    scratch = new_scratch(capacity, req.arrival_s.shape[0], replica_params.max_num_seqs, group)
+    if carry[CARRY_STARTED] == 0:
+        if run_params.initial_replicas > capacity:
+            return OUT_OF_PODS
+        for _ in range(run_params.initial_replicas):
+            fleet.add_pod(pods, 0.0, True, rng, deployment)
+        carry[CARRY_SPEC_REPLICAS] = run_params.initial_replicas
+        carry[CARRY_STARTED] = 1
+    return _loop(req, pods, store, rng, run_params, deployment, replica_params, group, outputs, carry, scratch)
+
+
+@njit(cache=True, nogil=True)
+def new_scratch(capacity, n_requests, max_num_seqs, group):
+    """The :class:`Scratch` of a run for ``capacity`` pods, ``n_requests`` requests and ``group``'s queries."""
     rows = max(group.queries.code_offsets.shape[0] - 1, 1)
     most_queries = max(group.members.query_of.shape[1], 1)
-    scratch = Scratch(
+    return Scratch(
         endpoints=np.empty(capacity, dtype=np.int64), deletion_keys=np.empty((capacity, 4), dtype=np.int64),
-        replica=replica.new_scratch(replica_params.max_num_seqs, max(n_requests, 1)),
+        replica=replica.new_scratch(max_num_seqs, max(n_requests, 1)),
         completed=np.empty(n_requests + 1, dtype=np.int64), query_work=metrics.workspace_arrays(capacity),
         group_results=QueryResults(np.zeros(rows, dtype=np.int64), np.zeros(rows, dtype=np.int64),
                                    np.zeros((rows, capacity + 1), dtype=np.int64), np.zeros((rows, capacity + 1))),
@@ -620,14 +639,6 @@ def run(req, pods, store, rng, run_params, deployment, replica_params, group, ou
         control_pods=ControlPods(np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.bool_),
                                  np.empty(capacity), np.empty(capacity)),
     )
-    if carry[CARRY_STARTED] == 0:
-        if run_params.initial_replicas > capacity:
-            return OUT_OF_PODS
-        for _ in range(run_params.initial_replicas):
-            fleet.add_pod(pods, 0.0, True, rng, deployment)
-        carry[CARRY_SPEC_REPLICAS] = run_params.initial_replicas
-        carry[CARRY_STARTED] = 1
-    return _loop(req, pods, store, rng, run_params, deployment, replica_params, group, outputs, carry, scratch)
 
 
 # Without NRT: the loop takes every array it uses from its caller and allocates none, so numba emits no
