@@ -1,14 +1,35 @@
 """The compiled tick loop: :mod:`planner.simulate.reference`'s six steps, for a group of configurations.
 
-Each tick, in the reference's order: control (the HPA/KEDA decision kernel,
-on the ticks it is due), fleet (create or delete pods, finish terminations,
-release the gateway), route, serve (the replica kernel for every pod whose
-server is up and holds work), scrape (the simulated Prometheus, on scrape
-ticks) and record (one row of the time series). The kernels are
-:mod:`planner.simulate.fast.fleet`, :mod:`planner.simulate.fast.replica`,
-:mod:`planner.simulate.fast.metrics` and :mod:`planner.simulate.fast.decision`;
-each is held to its Python counterpart bit for bit by its own differential
-test, and this loop to the reference engine by ``tests/test_simulate_fast.py``.
+Each tick, in the reference's order, one step kernel each (the reference's
+function of the same name is its twin; :func:`room_step` first checks the
+tick fits the arrays):
+
+1. :func:`control_step` - the HPA/KEDA decision kernel for every member, on
+   the ticks its control is due (:func:`record_event` keeps the scale event);
+2. :func:`fleet_step` - create or delete pods, finish terminations, release the gateway;
+3. :func:`route_step` - the tick's arrivals to the Service's endpoints;
+4. :func:`serve_step` - the replica kernel for every pod whose server is up and holds work;
+5. :func:`scrape_step` - the simulated Prometheus, on scrape ticks;
+6. :func:`record_step` - one row of the time series, and :func:`signal_step`
+   the members' signal column.
+
+The kernels are inlined into the loop (``inline="always"``), so the split
+costs nothing at run time. They call :mod:`planner.simulate.fast.fleet`,
+:mod:`planner.simulate.fast.replica`, :mod:`planner.simulate.fast.metrics`
+and :mod:`planner.simulate.fast.decision`; each is held to its Python
+counterpart bit for bit by its own differential test, the step kernels to the
+reference's steps by ``tests/test_simulate_fast_twins.py``, and the loop to
+the reference engine by ``tests/test_simulate_fast.py``.
+
+The kernels take a few named tuples, not loose scalars and arrays:
+:class:`RunParams` (ticks, scrapes, the replica's capacity),
+:class:`planner.simulate.fast.fleet.DeploymentParams` (warmup, drain, router),
+:class:`planner.simulate.fast.replica.ReplicaParams`, the state
+(:class:`planner.simulate.fast.fleet.Pods`, :class:`planner.simulate.fast.fleet.Requests`,
+:class:`Store`), the :class:`Group` simulated, its :class:`Outputs` and the
+run's :class:`Scratch`. Slot constants say what each slot holds: ``CARRY_*``
+(``carry``), ``STORE_*`` (``Store.counts``), ``SERIES_*`` (the time series'
+columns) and ``fleet.PODS_*`` / ``fleet.GATEWAY_*`` (``Pods.count``).
 
 **A group shares one fleet.** The configurations handed to :func:`run` (its
 *members*) share everything but their autoscalers: the trace, the fleet and
@@ -16,7 +37,7 @@ replica parameters. Two such configurations hold the same fleet for as long
 as their controllers write the same replica counts, so the loop simulates
 that fleet once and asks every member's controller for its decision on it.
 When the decisions differ, :func:`run` stops right after the control step and
-returns :data:`FORK` with each member's wanted count; the caller
+returns :data:`FORK` with each member's wanted count (``Outputs.wanted``); the caller
 (:mod:`planner.simulate.fast.compiled`) splits the members by it and
 resumes each part from that point. A member's own state (its controller
 history) is touched only while it is in the running group.
