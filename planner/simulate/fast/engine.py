@@ -357,8 +357,12 @@ def _signal(signal_kind, q, results):
 
 @njit(cache=True, nogil=True, inline="always")
 def room_step(pods, store, pods_per_tick, scrape_due):
-    # Room for this tick, checked before any of it is done (the caller grows the arrays and resumes):
-    # _ROOM, OUT_OF_PODS or OUT_OF_SAMPLES.
+    """Whether this tick fits the arrays, checked before any of it is done (the caller grows them, resumes).
+
+    Returns ``_ROOM``, :data:`OUT_OF_PODS` (a scale-up of ``pods_per_tick``
+    pods would not fit) or :data:`OUT_OF_SAMPLES` (this tick's scrape, when
+    ``scrape_due``, would not fit the store).
+    """
     count = pods.count
     if count[PODS_CREATED] + pods_per_tick > pods.ready_s.shape[0]:
         return OUT_OF_PODS
@@ -386,8 +390,28 @@ def _reorder_results(m, members, group_results, member_results):
 
 @njit(cache=True, nogil=True, inline="always")
 def control_step(tick, start_s, spec_replicas, pods, store, group, wanted_out, scratch):
-    # 1. control: every active member's controller decides on the same fleet (Control.step for each).
-    # Returns the first member's decision and whether every member agrees with it (and it is no failure).
+    """1. control: every active member's controller decides on the same fleet (reference ``control_step``).
+
+    Parameters
+    ----------
+    tick : int
+        The tick (its control is due when the tick is a multiple of a member's poll or reconcile period).
+    start_s : float
+        Its start. [s]
+    spec_replicas : int
+        ``spec.replicas`` before the step.
+    pods, store, group, scratch
+        The fleet, the scrapes, the group, the run's work arrays.
+    wanted_out : numpy.ndarray of int64
+        Each active member's decision; written.
+
+    Returns
+    -------
+    wanted : int
+        The first member's decision (``spec_replicas`` when nothing was due).
+    agreed : bool
+        Every member decided the same, and no decision failed (a negative code).
+    """
     view = scratch.control_pods
     live, ready_s, requested_s = pods.live, pods.ready_s, pods.requested_s
     n_pods = 0
@@ -437,7 +461,10 @@ def control_step(tick, start_s, spec_replicas, pods, store, group, wanted_out, s
 
 @njit(cache=True, nogil=True, inline="always")
 def record_event(events, n_events, start_s, spec_replicas, wanted):
-    # A scale event (Control.step's record): the count the controller wrote, and when; the new count.
+    """Row ``n_events`` of ``events``: (``start_s``, from, to), as the reference's ``control_step`` appends it.
+
+    Returns the new number of events.
+    """
     events[n_events, 0] = start_s
     events[n_events, 1] = spec_replicas
     events[n_events, 2] = wanted
@@ -446,8 +473,10 @@ def record_event(events, n_events, start_s, spec_replicas, wanted):
 
 @njit(cache=True, nogil=True, inline="always")
 def fleet_step(pods, req, rng, spec_replicas, start_s, deployment, scratch):
-    # 2. fleet: create or delete pods, finish terminations, release the gateway (Fleet.scale_to,
-    # finish_terminations, release_gateway). Each hands over the whole state: skipped when there is nothing to do.
+    """2. fleet: create or delete pods, finish terminations, release the gateway (reference ``fleet_step``).
+
+    Each of the three hands over the whole state, so it is skipped when there is nothing to do.
+    """
     count = pods.count
     if spec_replicas != count[PODS_LIVE]:
         fleet.scale_to(pods, spec_replicas, start_s, rng, deployment, scratch.deletion_keys)
@@ -459,9 +488,13 @@ def fleet_step(pods, req, rng, spec_replicas, start_s, deployment, scratch):
 
 @njit(cache=True, nogil=True, inline="always")
 def route_step(pods, req, next_arrival, start_s, end_s, router, endpoints):
-    # 3. route the tick's arrivals (Fleet.route_all); returns the next request to arrive. A request's per-run
-    # fields are set here, at its arrival: a resumed group finds whatever an earlier run left in the entries
-    # of requests that had not arrived yet.
+    """3. route: requests arriving before ``end_s`` go to the Service's endpoints (reference ``route_step``).
+
+    Returns the next request to arrive: the tick's arrivals are ``next_arrival``
+    up to it. A request's per-run fields are set here, at its arrival: a
+    resumed group finds whatever an earlier run left in the entries of
+    requests that had not arrived yet.
+    """
     first = next_arrival
     arrival_s = req.arrival_s
     n_requests = arrival_s.shape[0]
@@ -482,8 +515,11 @@ def route_step(pods, req, next_arrival, start_s, end_s, router, endpoints):
 
 @njit(cache=True, nogil=True, inline="always")
 def serve_step(pods, req, start_s, tick_s, replica_params, scratch):
-    # 4. serve: the replica kernel for every pod whose server is up and holds work (replica.advance_replica
-    # per pod in Fleet order). Returns the sequences preempted, or -1 when the replica scratch was too small.
+    """4. serve: every pod whose server is up runs a tick of continuous batching (reference ``serve_step``).
+
+    Updates each pod's counters, busy fraction and last completion. Returns
+    the sequences preempted, or -1 when the replica scratch was too small.
+    """
     up, ready_s, stop_at_s = pods.up, pods.ready_s, pods.stop_s
     run_n, wq_n = pods.run_n, pods.wq_n
     counters, busy_frac, last_done_s = pods.counters, pods.busy_frac, pods.last_done_s
@@ -517,7 +553,10 @@ def serve_step(pods, req, start_s, tick_s, replica_params, scratch):
 
 @njit(cache=True, nogil=True, inline="always")
 def scrape_step(pods, req, store, end_s, replica_params):
-    # 5. scrape: every up pod exists; every Ready one is sampled (MetricStore.scrape).
+    """5. scrape at ``end_s`` (the reference's ``scrape_step``).
+
+    Every pod not yet removed exists (``kube_pod_info``); every Ready one is sampled.
+    """
     up, ready_s, run_n, wq_n = pods.up, pods.ready_s, pods.run_n, pods.wq_n
     busy_frac, counters = pods.busy_frac, pods.counters
     sample_pod, sample_values, existing_pod = store.sample_pod, store.sample_values, store.existing_pod
@@ -551,7 +590,11 @@ def scrape_step(pods, req, store, end_s, replica_params):
 
 @njit(cache=True, nogil=True, inline="always")
 def signal_step(tick, end_s, store, group, signal_out, scratch):
-    # The signal column at the tick end, per member (Control.signal).
+    """6. record, the signal column: each active member's trigger or metric at ``end_s`` (``Control.signal``).
+
+    A query is evaluated again only when it may have changed (a range
+    function, another scrape, or the scrape gone stale).
+    """
     last = metrics.last_index(store.scrape_time_s, store.counts[STORE_SCRAPES], end_s)
     stale = last < 0 or end_s - store.scrape_time_s[last] > metrics.STALENESS_S
     queries = group.queries
@@ -574,7 +617,11 @@ def signal_step(tick, end_s, store, group, signal_out, scratch):
 @njit(cache=True, nogil=True, inline="always")
 def record_step(tick, end_s, first_arrival, next_arrival, spec_replicas, pods, req, run_params, outputs,
                  endpoints):
-    # 6. record: one row of the time series at the tick end (the reference's _record).
+    """6. record: row ``tick`` of the time series at ``end_s`` (the reference's ``record_step`` but the signal).
+
+    Demand counts the output tokens of requests ``first_arrival`` to
+    ``next_arrival - 1`` (the tick's arrivals). [tokens/s]
+    """
     up, ready_s, run_n, wq_n = pods.up, pods.ready_s, pods.run_n, pods.wq_n
     count = pods.count
     waiting = count[GATEWAY_QUEUED]
