@@ -127,10 +127,10 @@ def sweep_child(trace_name: str, distinct_fleets: int = 0) -> None:
     real_run = compiled.engine.run
 
     def counted(*args):
-        carry = args[-3]
-        start = int(carry[engine.C_TICK])
+        carry = args[-1]
+        start = int(carry[engine.CARRY_TICK])
         code = real_run(*args)
-        simulated_ticks.append(int(carry[engine.C_TICK]) - start)
+        simulated_ticks.append(int(carry[engine.CARRY_TICK]) - start)
         return code
 
     compiled.engine.run = counted

@@ -15,6 +15,53 @@ group (:mod:`planner.simulate.fast.compiled`): the fleet once, for as long as
 their controllers write the same replica counts, then split where they part.
 A sweep over thresholds and windows thus simulates far fewer fleet-days than
 it has configurations, with each configuration's result what it gets alone.
+
+**Where each function's twin is.** Every compiled function computes what a
+Python function of the reference engine or of the HPA/KEDA port computes,
+bit for bit, on arrays instead of objects, and a differential test holds it
+to that (``tests/test_simulate_fast_twins.py`` runs the step kernels beside
+the reference's steps, tick by tick). ``engine.room_step`` has no twin: the
+kernels' arrays are allocated ahead, and it checks that a tick fits them;
+``_numeric.pairwise_sum`` is numpy's own pairwise sum. The ports of
+Kubernetes' functions in ``decision`` (``get_metric_replicas``,
+``stabilize_recommendation``, ``calculate_scale_up_limit_with_scaling_rules``,
+``store_scale_event`` and the others) have the names of their twins in
+``autoscaler.replica_calculator``, ``autoscaler.horizontal``,
+``autoscaler.behavior`` and ``autoscaler.keda``.
+
+=================================  ===================================================================
+fast function                      its reference twin (in planner)
+=================================  ===================================================================
+``engine.run``                     ``simulate.reference.simulate``
+``engine.control_step``            ``simulate.reference.control_step``
+``engine.record_event``            ``simulate.reference.control_step``
+``engine.fleet_step``              ``simulate.reference.fleet_step``
+``engine.route_step``              ``simulate.reference.route_step``
+``engine.serve_step``              ``simulate.reference.serve_step``
+``engine.scrape_step``             ``simulate.reference.scrape_step``
+``engine.record_step``             ``simulate.reference.record_step``
+``engine.signal_step``             ``simulate.control.Control.signal``
+``fleet.add_pod``                  ``simulate.fleet.Fleet.add_pod``
+``fleet.scale_to``                 ``simulate.fleet.Fleet.scale_to``
+``fleet.finish_terminations``      ``simulate.fleet.Fleet.finish_terminations``
+``fleet.routable``                 ``simulate.fleet.Fleet.routable``
+``fleet.route_arrivals``           ``simulate.fleet.Fleet.route_all``
+``fleet.release_gateway``          ``simulate.fleet.Fleet.release_gateway``
+``replica.advance_pod``            ``simulate.replica.advance_replica``
+``replica.advance_replica``        ``simulate.replica.advance_replica``
+``replica.kv_usage_frac``          ``simulate.replica.kv_usage_frac``
+``metrics.compile_query``          ``simulate.metrics.parse_query``
+``metrics.evaluate``               ``simulate.metrics.Query.evaluate``
+``metrics.scalar``                 ``simulate.metrics.Query.scalar``
+``metrics.last_index``             ``simulate.metrics.MetricStore._last_index``
+``decision.decide``                ``simulate.control.Control.decide``
+``decision.keda_poll``             ``autoscaler.keda.KedaController.poll``
+``decision.keda_readings``         ``autoscaler.keda.KedaController.reconcile``
+``decision.reconcile_autoscaler``  ``autoscaler.horizontal.HorizontalController.reconcile_autoscaler``
+``outcome.request_summary``        ``simulate.outcome.slo_met``
+``compiled.simulate_group``        ``simulate.reference.simulate``
+``lockstep.simulate_many``         ``simulate.reference.simulate``
+=================================  ===================================================================
 """
 
 from __future__ import annotations
@@ -23,6 +70,7 @@ import hashlib
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from planner.autoscaler.spec import Autoscaler
 from planner.simulate.fast import lockstep
@@ -30,6 +78,9 @@ from planner.simulate.fast.lockstep import Configuration
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.outcome import Outcome
 from planner.simulate.traffic import RequestTrace
+
+if TYPE_CHECKING:
+    from planner.simulate.fast.compiled import Prepared
 
 __all__ = ["Configuration", "covers", "kernel_sources", "simulate", "simulate_many"]
 
@@ -49,7 +100,8 @@ def _use_kernel_cache_keyed_on_sources() -> None:
     # kernels cache into a folder named for a hash of their sources: any edit starts a fresh one.
     import numba
 
-    if numba.config.CACHE_DIR:
+    config: Any = numba.config  # its settings are module attributes set from the environment, untyped
+    if config.CACHE_DIR:
         return
     digest = hashlib.sha256()
     for source in kernel_sources():
@@ -60,7 +112,7 @@ def _use_kernel_cache_keyed_on_sources() -> None:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError:
         return  # numba's own default (beside the sources, or its user-wide folder)
-    numba.config.CACHE_DIR = str(folder)
+    config.CACHE_DIR = str(folder)
 
 
 _use_kernel_cache_keyed_on_sources()
@@ -134,7 +186,7 @@ def simulate_many(trace: RequestTrace, configurations: Sequence[Configuration], 
     duration_s, n_ticks = window.duration_s, window.n_ticks
     total_ticks = len(configurations) * n_ticks
     outcomes: list[Outcome | None] = [None] * len(configurations)
-    groups: dict[tuple, list[tuple[int, object]]] = {}
+    groups: dict[tuple, list[tuple[int, Prepared]]] = {}
     for index, config in enumerate(configurations):
         try:
             prepared = prepare(config.autoscaler, config.fleet)
@@ -161,4 +213,9 @@ def simulate_many(trace: RequestTrace, configurations: Sequence[Configuration], 
             outcomes[index] = outcome
     if on_tick is not None:
         on_tick(total_ticks, total_ticks)
-    return outcomes
+    finished: list[Outcome] = []
+    for outcome in outcomes:
+        if outcome is None:  # cannot happen: the lockstep engine runs whatever the kernels did not
+            raise RuntimeError("a configuration was not simulated")
+        finished.append(outcome)
+    return finished

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import njit
 
-__all__ = ["pairwise_sum"]
+__all__ = ["NRT_OFF", "NRT_ON", "pairwise_sum"]
+
+# numba's private ``_nrt`` flag (reference counting on or off for one kernel), which its typing omits:
+# spread into ``njit(...)`` as keywords. A callee compiles with its caller's setting unless it sets its own.
+NRT_ON: dict[str, Any] = {"_nrt": True}
+NRT_OFF: dict[str, Any] = {"_nrt": False}
 
 _BLOCK = 128  # numpy's PW_BLOCKSIZE
 
@@ -63,7 +70,7 @@ def pairwise_sum(values, start, n):
     return _halving_sum(values, start, n)
 
 
-@njit(cache=True, nogil=True, _nrt=True)
+@njit(cache=True, nogil=True, **NRT_ON)
 def _halving_sum(values, start, n):
     # pairwise_sum above one block. The halving is walked with an explicit stack, not by recursion:
     # numba's cache cannot reload a recursive function that other cached kernels call. It allocates

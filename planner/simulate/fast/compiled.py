@@ -40,6 +40,7 @@ from planner.capacity.step_time import output_throughput_tps
 from planner.simulate.control import Control
 from planner.simulate.fast import decision, engine, fleet, metrics
 from planner.simulate.fast.outcome import request_summary
+from planner.simulate.fast.replica import ReplicaParams
 from planner.simulate.fleet import ROUND_ROBIN, FleetSpec
 from planner.simulate.outcome import Outcome, count_flaps
 from planner.simulate.reference import _check_cadence, _check_node_quota
@@ -138,8 +139,7 @@ def _every(period_s: float, tick_s: float) -> int:
     return max(round(period_s / tick_s), 1)
 
 
-def _concatenate(compiled: Sequence[metrics.CompiledQuery]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                                   np.ndarray]:
+def _concatenate(compiled: Sequence[metrics.CompiledQuery]) -> engine.Queries:
     # One code array and one constants array with offsets, so the loop takes any number of queries.
     codes = [c.code for c in compiled]
     consts = [c.consts for c in compiled]
@@ -151,16 +151,17 @@ def _concatenate(compiled: Sequence[metrics.CompiledQuery]) -> tuple[np.ndarray,
     width = codes[0].shape[1] if codes else 3
     code = np.concatenate(codes) if codes else np.zeros((0, width), dtype=np.int64)
     const = np.concatenate(consts) if consts else np.zeros(0)
-    return np.ascontiguousarray(code, dtype=np.int64), code_off, np.ascontiguousarray(const, dtype=float), consts_off
+    return engine.Queries(np.ascontiguousarray(code, dtype=np.int64), code_off,
+                          np.ascontiguousarray(const, dtype=float), consts_off)
 
 
-def pack_members(group: Sequence[Prepared]) -> tuple[engine.Members, tuple, np.ndarray]:
+def pack_members(group: Sequence[Prepared]) -> tuple[engine.Members, engine.Queries, np.ndarray]:
     """The group's controls as :data:`planner.simulate.fast.engine.Members`, and its distinct queries.
 
     Returns
     -------
     members : Members
-    queries : tuple of four arrays
+    queries : Queries
         The distinct queries of all members, as code (see :func:`_concatenate`).
     query_has_range : numpy.ndarray of bool
     """
@@ -233,24 +234,24 @@ def pack_members(group: Sequence[Prepared]) -> tuple[engine.Members, tuple, np.n
 def metrics_store(n_scrapes: int, n_rows: int):
     """Empty store arrays for ``n_scrapes`` scrapes of ``n_rows`` pod samples in all."""
     return engine.Store(
-        scr_t=np.zeros(n_scrapes + 2), scr_off=np.zeros(n_scrapes + 3, dtype=np.int64),
-        smp_pod=np.zeros(n_rows, dtype=np.int64), smp_val=np.zeros((n_rows, 8)),
-        ex_off=np.zeros(n_scrapes + 3, dtype=np.int64), ex_pod=np.zeros(n_rows, dtype=np.int64),
-        count=np.zeros(3, dtype=np.int64),
+        scrape_time_s=np.zeros(n_scrapes + 2), scrape_rows=np.zeros(n_scrapes + 3, dtype=np.int64),
+        sample_pod=np.zeros(n_rows, dtype=np.int64), sample_values=np.zeros((n_rows, 8)),
+        existing_rows=np.zeros(n_scrapes + 3, dtype=np.int64), existing_pod=np.zeros(n_rows, dtype=np.int64),
+        counts=np.zeros(3, dtype=np.int64),
     )
 
 
 def _grown_store(store, n_rows: int):
     # Room for n_rows samples, the scrapes so far copied over.
-    grown = metrics_store(len(store.scr_t) - 2, n_rows)
-    rows, exist = int(store.count[engine.N_ROWS]), int(store.count[engine.N_EXIST])
-    grown.scr_t[:] = store.scr_t
-    grown.scr_off[:] = store.scr_off
-    grown.ex_off[:] = store.ex_off
-    grown.smp_pod[:rows] = store.smp_pod[:rows]
-    grown.smp_val[:rows] = store.smp_val[:rows]
-    grown.ex_pod[:exist] = store.ex_pod[:exist]
-    grown.count[:] = store.count
+    grown = metrics_store(len(store.scrape_time_s) - 2, n_rows)
+    n_samples, n_existing = int(store.counts[engine.STORE_SAMPLES]), int(store.counts[engine.STORE_EXISTING])
+    grown.scrape_time_s[:] = store.scrape_time_s
+    grown.scrape_rows[:] = store.scrape_rows
+    grown.existing_rows[:] = store.existing_rows
+    grown.sample_pod[:n_samples] = store.sample_pod[:n_samples]
+    grown.sample_values[:n_samples] = store.sample_values[:n_samples]
+    grown.existing_pod[:n_existing] = store.existing_pod[:n_existing]
+    grown.counts[:] = store.counts
     return grown
 
 
@@ -273,10 +274,26 @@ class _Snapshot:
 
 
 def _take_snapshot(carry, first_open, req, pods, store, rng) -> _Snapshot:
-    stop = int(carry[engine.C_NEXT_ARRIVAL])
+    stop = int(carry[engine.CARRY_NEXT_ARRIVAL])
     return _Snapshot(carry.copy(), first_open,
                      tuple(getattr(req, name)[first_open:stop].copy() for name in _REQUEST_STATE),
-                     tuple(np.copy(value) for value in pods), store.count.copy(), rng.bit_generator.state)
+                     tuple(np.copy(value) for value in pods), store.counts.copy(), rng.bit_generator.state)
+
+
+def deployment_params(spec: FleetSpec) -> fleet.DeploymentParams:
+    """The fleet kernels' :class:`planner.simulate.fast.fleet.DeploymentParams` for ``spec``."""
+    return fleet.DeploymentParams(
+        warmup_kind=_WARMUP_KINDS[spec.warmup_distribution], warmup_s=float(spec.warmup_s),
+        warmup_spread_s=float(spec.warmup_spread_s), pre_stop_s=float(spec.pre_stop_s),
+        grace_period_s=float(spec.termination_grace_period_s), shutdown_timeout_s=float(spec.shutdown_timeout_s),
+        router=fleet.ROUND_ROBIN if spec.router == ROUND_ROBIN else fleet.LEAST_LOADED)
+
+
+def replica_params_of(spec: FleetSpec) -> ReplicaParams:
+    """The replica kernel's :class:`planner.simulate.fast.replica.ReplicaParams` for ``spec.replica``."""
+    replica = spec.replica
+    return ReplicaParams(np.asarray(replica._step_table_s, dtype=float), int(replica.max_num_seqs),
+                         int(replica.kv_tokens), int(replica.block_size_tokens), float(replica.prefill_ms_per_token))
 
 
 def _first_open(req, start: int, stop: int) -> int:
@@ -333,19 +350,22 @@ def simulate_group(group: Sequence[Prepared], arrival_s: np.ndarray, input_token
     pod_capacity, rows_per_scrape = max(r[0] for r in rooms), max(r[1] for r in rooms)
     pods_per_tick = max(p.pods_per_tick for p in group)
     replica = spec.replica
-    step_table_s = np.asarray(replica._step_table_s, dtype=float)
     capacity_tps = float(output_throughput_tps(replica.max_num_seqs, replica.fixed_ms, replica.per_sequence_ms))
     req = fleet.new_requests(arrival_s, input_tokens, output_tokens)
     pods = fleet.new_pods(pod_capacity, replica.max_num_seqs)
     store = metrics_store(n_scrapes, n_scrapes * rows_per_scrape)
-    rec_f = np.empty((n_ticks, 3))
-    rec_i = np.empty((n_ticks, 5), dtype=np.int64)
-    events = np.empty((int(np.count_nonzero(control_due)) + 1, 3))
+    outputs = engine.Outputs(
+        series_values=np.empty((n_ticks, 3)), series_counts=np.empty((n_ticks, 5), dtype=np.int64),
+        events=np.empty((int(np.count_nonzero(control_due)) + 1, 3)),
+        wanted=np.zeros(len(group), dtype=np.int64),
+        signal=np.full((len(group), n_ticks), np.nan) if timeseries else np.zeros((0, 0)))
     carry = np.zeros(engine.CARRY_SLOTS, dtype=np.int64)
-    wanted_out = np.zeros(len(group), dtype=np.int64)
-    signal_out = np.full((len(group), n_ticks), np.nan) if timeseries else np.zeros((0, 0))
     rng = np.random.default_rng(spec.seed)
-    router = fleet.ROUND_ROBIN if spec.router == ROUND_ROBIN else fleet.LEAST_LOADED
+    run_params = engine.RunParams(tick_s=dt, n_ticks=n_ticks, scrape_every=scrape_every,
+                                  initial_replicas=first.initial_replicas, pods_per_tick=pods_per_tick,
+                                  capacity_tps=capacity_tps)
+    deployment = deployment_params(spec)
+    replica_params = replica_params_of(spec)
     outcomes: list[Outcome | None] = [None] * len(group)
 
     stack: list[tuple[np.ndarray, int, _Snapshot | None]] = [(np.arange(len(group), dtype=np.int64), 0, None)]
@@ -354,25 +374,19 @@ def simulate_group(group: Sequence[Prepared], arrival_s: np.ndarray, input_token
         first_open = 0
         if snapshot is not None:
             carry[:] = snapshot.carry
-            carry[engine.C_WANTED] = wanted
+            carry[engine.CARRY_WANTED] = wanted
             first_open = snapshot.first_open
-            stop = int(carry[engine.C_NEXT_ARRIVAL])
+            stop = int(carry[engine.CARRY_NEXT_ARRIVAL])
             for name, saved in zip(_REQUEST_STATE, snapshot.requests, strict=True):
                 getattr(req, name)[first_open:stop] = saved
             if len(snapshot.pods[0]) != len(pods.ready_s):
                 pods = fleet.new_pods(len(pods.ready_s), replica.max_num_seqs)
             _copy_pods(snapshot.pods, pods)
-            store.count[:] = snapshot.store_count
+            store.counts[:] = snapshot.store_count
             rng.bit_generator.state = snapshot.rng_state
         while True:
-            code = engine.run(
-                req, pods, store, rng, dt, n_ticks, scrape_every, first.initial_replicas, pods_per_tick,
-                _WARMUP_KINDS[spec.warmup_distribution], float(spec.warmup_s), float(spec.warmup_spread_s),
-                float(spec.pre_stop_s), float(spec.termination_grace_period_s), float(spec.shutdown_timeout_s),
-                router, step_table_s, int(replica.max_num_seqs), int(replica.kv_tokens),
-                int(replica.block_size_tokens), float(replica.prefill_ms_per_token), capacity_tps,
-                members, active, control_due, queries, has_range, rec_f, rec_i, events, carry, wanted_out,
-                signal_out)
+            code = engine.run(req, pods, store, rng, run_params, deployment, replica_params,
+                              engine.Group(members, active, control_due, queries, has_range), outputs, carry)
             if code == engine.OUT_OF_PODS:
                 grown = fleet.new_pods(4 * len(pods.ready_s), replica.max_num_seqs)
                 _copy_pods(pods, grown)
@@ -383,14 +397,13 @@ def simulate_group(group: Sequence[Prepared], arrival_s: np.ndarray, input_token
                 store = _grown_store(store, n_scrapes * rows_per_scrape)
                 continue
             if code == engine.DONE:
-                _finish(active, req, pods, first, events, carry, rec_f, rec_i, signal_out, n_ticks * dt,
-                        timeseries, per_request, outcomes)
+                _finish(active, req, pods, first, outputs, carry, n_ticks * dt, timeseries, per_request, outcomes)
                 if on_done is not None:
                     on_done(len(active))
                 break
             if code != engine.FORK:
                 raise RuntimeError(f"the compiled engine stopped with code {code}")
-            decided = wanted_out[active]
+            decided = outputs.wanted[active]
             failed = active[decided < 0]
             if failed.size and on_done is not None:
                 on_done(len(failed))  # left as None: the caller runs them in Python
@@ -399,12 +412,12 @@ def simulate_group(group: Sequence[Prepared], arrival_s: np.ndarray, input_token
                 break
             values = list(dict.fromkeys(decided.tolist()))  # in the order the members first want them
             if len(values) > 1:
-                first_open = _first_open(req, first_open, int(carry[engine.C_NEXT_ARRIVAL]))
+                first_open = _first_open(req, first_open, int(carry[engine.CARRY_NEXT_ARRIVAL]))
                 split = _take_snapshot(carry, first_open, req, pods, store, rng)
                 for value in reversed(values[1:]):
                     stack.append((active[decided == value], value, split))
             active = active[decided == values[0]]
-            carry[engine.C_WANTED] = values[0]
+            carry[engine.CARRY_WANTED] = values[0]
     return outcomes
 
 
@@ -418,20 +431,21 @@ def simulate_prepared(prepared: Prepared, arrival_s: np.ndarray, input_tokens: n
     return outcome
 
 
-def _finish(active, req, pods, prepared: Prepared, events, carry, rec_f, rec_i, signal_out, end_s: float,
+def _finish(active, req, pods, prepared: Prepared, outputs: engine.Outputs, carry, end_s: float,
             timeseries: bool, per_request: bool, outcomes: list) -> None:
     # The members that ran to the end together share every result but their signal column.
-    arrived = int(carry[engine.C_NEXT_ARRIVAL])
+    arrived = int(carry[engine.CARRY_NEXT_ARRIVAL])
     if arrived < len(req.arrival_s):  # requests after the last tick: as they started
         fresh = fleet.new_requests(req.arrival_s[arrived:], req.input_tokens[arrived:], req.output_tokens[arrived:])
         for name in _REQUEST_STATE:
             getattr(req, name)[arrived:] = getattr(fresh, name)
-    outcome = _outcome(req, pods, prepared.spec, events[:carry[engine.C_EVENTS]], int(carry[engine.C_PREEMPTIONS]),
-                       rec_f, rec_i, end_s, timeseries, per_request)
+    outcome = _outcome(req, pods, prepared.spec, outputs.events[:carry[engine.CARRY_EVENTS]],
+                       int(carry[engine.CARRY_PREEMPTIONS]), outputs.series_values, outputs.series_counts, end_s,
+                       timeseries, per_request)
     for m in active.tolist():
         if timeseries:
             series = outcome.timeseries.copy()
-            series["signal"] = signal_out[m].copy()  # not a view that would keep every member's row alive
+            series["signal"] = outputs.signal[m].copy()  # not a view that would keep every member's row alive
             outcomes[m] = dataclasses.replace(outcome, timeseries=series)
         else:
             outcomes[m] = outcome
@@ -440,15 +454,15 @@ def _finish(active, req, pods, prepared: Prepared, events, carry, rec_f, rec_i, 
 def _gpu_hours(pods, spec: FleetSpec, end_s: float) -> float:
     # Fleet.gpu_hours, pod by pod in creation order.
     total_s = 0.0
-    n = int(pods.count[fleet.N_PODS])
+    n = int(pods.count[fleet.PODS_CREATED])
     for requested, removed in zip(pods.requested_s[:n].tolist(), pods.removed_s[:n].tolist(), strict=True):
         removed = removed if not math.isnan(removed) else end_s
         total_s += max(min(removed, end_s) - requested, 0.0)
     return total_s * spec.gpus_per_replica / 3600.0
 
 
-def _outcome(req, pods, spec: FleetSpec, events: np.ndarray, preemptions: int, rec_f: np.ndarray,
-             rec_i: np.ndarray, end_s: float, timeseries: bool, per_request: bool = True) -> Outcome:
+def _outcome(req, pods, spec: FleetSpec, events: np.ndarray, preemptions: int, series_values: np.ndarray,
+             series_counts: np.ndarray, end_s: float, timeseries: bool, per_request: bool = True) -> Outcome:
     # The reference's _outcome, from the kernel's arrays (the signal column is the caller's); the
     # per-request latencies and their counts come from one compiled pass (fast.outcome).
     n = len(req.arrival_s)
@@ -468,15 +482,17 @@ def _outcome(req, pods, spec: FleetSpec, events: np.ndarray, preemptions: int, r
     changes, flaps = count_flaps(event_list)
     if timeseries:
         series = pd.DataFrame({
-            "t_s": rec_f[:, engine.F_T], "demand_tps": rec_f[:, engine.F_DEMAND],
-            "ready_capacity_tps": rec_f[:, engine.F_CAPACITY], "running": rec_i[:, engine.I_RUNNING],
-            "waiting": rec_i[:, engine.I_WAITING], "replicas_requested": rec_i[:, engine.I_REQUESTED],
-            "replicas_ready": rec_i[:, engine.I_READY], "replicas_live": rec_i[:, engine.I_LIVE],
-            "signal": np.full(len(rec_f), np.nan),
+            "t_s": series_values[:, engine.SERIES_T_S], "demand_tps": series_values[:, engine.SERIES_DEMAND_TPS],
+            "ready_capacity_tps": series_values[:, engine.SERIES_CAPACITY_TPS],
+            "running": series_counts[:, engine.SERIES_RUNNING], "waiting": series_counts[:, engine.SERIES_WAITING],
+            "replicas_requested": series_counts[:, engine.SERIES_REQUESTED],
+            "replicas_ready": series_counts[:, engine.SERIES_READY],
+            "replicas_live": series_counts[:, engine.SERIES_LIVE],
+            "signal": np.full(len(series_values), np.nan),
         }, columns=TIMESERIES_COLUMNS)
     else:
         series = pd.DataFrame(columns=TIMESERIES_COLUMNS)
-    n_rows = len(rec_i)
+    n_rows = len(series_counts)
     if per_request:
         arrival_s, latency_s = req.arrival_s.copy(), req.done_s - req.arrival_s
     else:
@@ -494,8 +510,8 @@ def _outcome(req, pods, spec: FleetSpec, events: np.ndarray, preemptions: int, r
         scale_events=len(event_list),
         direction_changes=changes,
         flap_cycles=flaps,
-        peak_replicas=int(max(rec_i[:, engine.I_LIVE].max(), 0)) if n_rows else 0,
-        peak_waiting=int(rec_i[:, engine.I_WAITING].max()) if n_rows else 0,
+        peak_replicas=int(max(series_counts[:, engine.SERIES_LIVE].max(), 0)) if n_rows else 0,
+        peak_waiting=int(series_counts[:, engine.SERIES_WAITING].max()) if n_rows else 0,
         cut_generations=int(n_cut),
         preemptions=preemptions,
         events=event_list,

@@ -53,6 +53,7 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -347,7 +348,9 @@ def compile_control(control) -> CompiledControl:
         fallback = so.fallback
         if fallback is not None and fallback.behavior not in _FALLBACK_CODES:
             raise NotCompilable(f"fallback.behavior {fallback.behavior!r}")
-        keda_part = dict(
+        # CompiledControl's KEDA and behavior fields, by name (mixed types: checked by the constructor's
+        # keywords at run time, not by mypy).
+        keda_part: dict[str, Any] = dict(
             keda_min_replicas=_bounded(so.effective_min_replica_count, "minReplicaCount"),
             has_idle=so.idle_replica_count is not None,
             idle_replicas=_bounded(so.idle_replica_count or 0, "idleReplicaCount"),
@@ -392,7 +395,7 @@ def compile_control(control) -> CompiledControl:
         if down_window is None:  # maybeInitScaleDownStabilizationWindow
             down_window = int(controller.downscale_stabilization_window_s)
         up_policies, down_policies = _policies(up, "scaleUp"), _policies(down, "scaleDown")
-        behavior_part = dict(
+        behavior_part: dict[str, Any] = dict(
             up_window_s=float(_bounded(up.stabilization_window_seconds, "scaleUp.stabilizationWindowSeconds")),
             down_window_s=float(_bounded(down_window, "scaleDown.stabilizationWindowSeconds")),
             up_select=_select(up.select_policy), down_select=_select(down.select_policy),

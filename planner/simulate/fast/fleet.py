@@ -27,13 +27,16 @@ from __future__ import annotations
 
 import math
 from collections import namedtuple
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
+from planner.simulate.fast._numeric import NRT_ON
 from planner.simulate.replica import CUT, GATEWAY, WAITING
 
 __all__ = [
+    "DeploymentParams",
     "Pods",
     "Requests",
     "add_pod",
@@ -46,13 +49,41 @@ __all__ = [
     "scale_to",
 ]
 
-# Pods.count slots.
-N_PODS, N_LIVE, N_UP, N_TERM, GW_HEAD, GW_TAIL, GW_N, NEXT_TURN = range(8)
+# Pods.count slots: pods created so far, the lengths of the live, up and term lists, the gateway's
+# queue (first and last request held, -1 if none, and how many), and the round-robin router's next turn.
+(PODS_CREATED, PODS_LIVE, PODS_UP, PODS_TERMINATING, GATEWAY_HEAD, GATEWAY_TAIL, GATEWAY_QUEUED,
+ ROUND_ROBIN_TURN) = range(8)
 # Warmup distributions (FleetSpec.warmup_distribution).
 WARMUP_FIXED, WARMUP_UNIFORM, WARMUP_LOGNORMAL = 0, 1, 2
 # Routers (FleetSpec.router).
 LEAST_LOADED, ROUND_ROBIN = 0, 1
 UID_HIGH = 2**62  # Fleet.add_pod draws UIDs in [0, 2**62)
+
+
+
+class DeploymentParams(NamedTuple):
+    """The Deployment's scalars (:class:`planner.simulate.fleet.FleetSpec`), as the kernels take them.
+
+    Attributes
+    ----------
+    warmup_kind : int
+        :data:`WARMUP_FIXED`, :data:`WARMUP_UNIFORM` or :data:`WARMUP_LOGNORMAL`.
+    warmup_s, warmup_spread_s : float
+        Time from creation to Ready, and its spread. [s]
+    pre_stop_s, grace_period_s, shutdown_timeout_s : float
+        The preStop hook, ``terminationGracePeriodSeconds`` and vLLM's shutdown timeout. [s]
+    router : int
+        :data:`LEAST_LOADED` or :data:`ROUND_ROBIN`.
+    """
+
+    warmup_kind: int
+    warmup_s: float
+    warmup_spread_s: float
+    pre_stop_s: float
+    grace_period_s: float
+    shutdown_timeout_s: float
+    router: int
+
 
 Pods = namedtuple("Pods", [
     "requested_s", "ready_s", "deleted_s", "sigterm_s", "stop_s", "removed_s", "uid", "last_done_s",
@@ -68,7 +99,7 @@ def new_pods(capacity: int, max_num_seqs: int) -> Pods:
     """Empty pod arrays for at most ``capacity`` pods over the run."""
     nan = np.full(capacity, np.nan)
     count = np.zeros(8, dtype=np.int64)
-    count[GW_HEAD] = count[GW_TAIL] = -1
+    count[GATEWAY_HEAD] = count[GATEWAY_TAIL] = -1
     return Pods(
         requested_s=nan.copy(), ready_s=nan.copy(), deleted_s=nan.copy(), sigterm_s=nan.copy(),
         stop_s=nan.copy(), removed_s=nan.copy(), uid=np.zeros(capacity, dtype=np.int64),
@@ -125,7 +156,7 @@ def _insert(ids, slot, count, p):
 def routable(pods, now_s, out):
     """The Service's endpoints at ``now_s`` (Ready, not terminating), ascending, into ``out``; returns how many."""
     n = 0
-    for j in range(pods.count[N_LIVE]):
+    for j in range(pods.count[PODS_LIVE]):
         p = pods.live[j]
         if pods.ready_s[p] <= now_s:
             out[n] = p
@@ -146,23 +177,27 @@ def _warmup_s(rng, kind, warmup_s, spread_s):
     return warmup_s
 
 
-# _nrt=True on the functions below that allocate (here: numba's random draws, the victims list): numba
+# NRT_ON on the functions below that allocate (here: numba's random draws, the victims list): numba
 # compiles a callee with its caller's NRT setting unless told, and the engine's loop runs without NRT.
-@njit(cache=True, nogil=True, _nrt=True)
-def add_pod(pods, now_s, warm, rng, warmup_kind, warmup_s, spread_s):
-    """Create one pod at ``now_s`` (Ready at once if ``warm``); its number, or -1 when out of capacity."""
+@njit(cache=True, nogil=True, **NRT_ON)
+def add_pod(pods, now_s, warm, rng, deployment):
+    """Create one pod at ``now_s`` (Ready at once if ``warm``); its number, or -1 when out of capacity.
+
+    ``deployment`` is a :class:`DeploymentParams` (its warmup is drawn from ``rng``).
+    """
     count = pods.count
-    p = count[N_PODS]
+    p = count[PODS_CREATED]
     if p >= pods.ready_s.shape[0]:
         return -1
     pods.requested_s[p] = now_s
-    pods.ready_s[p] = now_s if warm else now_s + _warmup_s(rng, warmup_kind, warmup_s, spread_s)
+    pods.ready_s[p] = now_s if warm else now_s + _warmup_s(rng, deployment.warmup_kind, deployment.warmup_s,
+                                                           deployment.warmup_spread_s)
     pods.uid[p] = rng.integers(0, UID_HIGH)
-    count[N_PODS] = p + 1
-    pods.live[count[N_LIVE]] = p
-    count[N_LIVE] += 1
-    pods.up[count[N_UP]] = p
-    count[N_UP] += 1
+    count[PODS_CREATED] = p + 1
+    pods.live[count[PODS_LIVE]] = p
+    count[PODS_LIVE] += 1
+    pods.up[count[PODS_UP]] = p
+    count[PODS_UP] += 1
     return p
 
 
@@ -183,30 +218,30 @@ def _key_less(a, b):
 
 
 @njit(cache=True, nogil=True)
-def _delete_pod(pods, p, now_s, pre_stop_s, grace_s, shutdown_timeout_s):
+def _delete_pod(pods, p, now_s, pre_stop_s, grace_period_s, shutdown_timeout_s):
     # Fleet.delete_pod: out of the Service now, SIGTERM after preStop, stopped at the deadline.
     pods.deleted_s[p] = now_s
-    pods.sigterm_s[p] = now_s + min(pre_stop_s, grace_s)
+    pods.sigterm_s[p] = now_s + min(pre_stop_s, grace_period_s)
     if pods.ready_s[p] > now_s:
         pods.stop_s[p] = now_s  # never served: stopped at once
     else:
-        pods.stop_s[p] = min(now_s + grace_s, pods.sigterm_s[p] + shutdown_timeout_s)
-    _remove(pods.live, N_LIVE, pods.count, p)
-    _insert(pods.term, N_TERM, pods.count, p)
+        pods.stop_s[p] = min(now_s + grace_period_s, pods.sigterm_s[p] + shutdown_timeout_s)
+    _remove(pods.live, PODS_LIVE, pods.count, p)
+    _insert(pods.term, PODS_TERMINATING, pods.count, p)
 
 
-@njit(cache=True, nogil=True, _nrt=True)
-def scale_to(pods, replicas, now_s, rng, warmup_kind, warmup_s, spread_s, pre_stop_s, grace_s,
-             shutdown_timeout_s, keys):
+@njit(cache=True, nogil=True, **NRT_ON)
+def scale_to(pods, replicas, now_s, rng, deployment, keys):
     """Create or delete pods so that ``replicas`` are live (Fleet.scale_to); -1 when out of capacity.
 
-    Deletions follow :func:`planner.simulate.fleet.deletion_order`; ``keys`` is
-    a work array of shape (pods capacity, 4).
+    ``deployment`` is a :class:`DeploymentParams`. Deletions follow
+    :func:`planner.simulate.fleet.deletion_order`; ``keys`` is a work array of
+    shape (pods capacity, 4).
     """
-    n_live = pods.count[N_LIVE]
+    n_live = pods.count[PODS_LIVE]
     if replicas > n_live:
         for _ in range(replicas - n_live):
-            if add_pod(pods, now_s, False, rng, warmup_kind, warmup_s, spread_s) < 0:
+            if add_pod(pods, now_s, False, rng, deployment) < 0:
                 return -1
     elif replicas < n_live:
         for i in range(n_live):
@@ -230,7 +265,8 @@ def scale_to(pods, replicas, now_s, rng, warmup_kind, warmup_s, spread_s, pre_st
         for k in range(n_live - replicas):
             victims[k] = pods.live[keys[k, 3]]
         for k in range(n_live - replicas):
-            _delete_pod(pods, victims[k], now_s, pre_stop_s, grace_s, shutdown_timeout_s)
+            _delete_pod(pods, victims[k], now_s, deployment.pre_stop_s, deployment.grace_period_s,
+                        deployment.shutdown_timeout_s)
     return 0
 
 
@@ -239,7 +275,7 @@ def finish_terminations(pods, req, now_s):
     """Remove pods that exited by ``now_s``, cutting what they hold at the deadline; returns requests cut."""
     cut = 0
     j = 0
-    while j < pods.count[N_TERM]:
+    while j < pods.count[PODS_TERMINATING]:
         p = pods.term[j]
         held = pods.run_n[p] > 0 or pods.wq_n[p] > 0
         if not held and now_s >= pods.sigterm_s[p]:
@@ -260,8 +296,8 @@ def finish_terminations(pods, req, now_s):
         else:
             j += 1
             continue
-        _remove(pods.term, N_TERM, pods.count, p)
-        _remove(pods.up, N_UP, pods.count, p)
+        _remove(pods.term, PODS_TERMINATING, pods.count, p)
+        _remove(pods.up, PODS_UP, pods.count, p)
     return cut
 
 
@@ -287,12 +323,12 @@ def _hold(pods, req, i):
     count = pods.count
     req.status[i] = GATEWAY
     req.next_req[i] = -1
-    if count[GW_TAIL] >= 0:
-        req.next_req[count[GW_TAIL]] = i
+    if count[GATEWAY_TAIL] >= 0:
+        req.next_req[count[GATEWAY_TAIL]] = i
     else:
-        count[GW_HEAD] = i
-    count[GW_TAIL] = i
-    count[GW_N] += 1
+        count[GATEWAY_HEAD] = i
+    count[GATEWAY_TAIL] = i
+    count[GATEWAY_QUEUED] += 1
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -302,8 +338,8 @@ def _route(pods, req, i, endpoints, n_endpoints, router):
         _hold(pods, req, i)
         return
     if router == ROUND_ROBIN:
-        p = endpoints[pods.count[NEXT_TURN] % n_endpoints]
-        pods.count[NEXT_TURN] += 1
+        p = endpoints[pods.count[ROUND_ROBIN_TURN] % n_endpoints]
+        pods.count[ROUND_ROBIN_TURN] += 1
     else:
         p = endpoints[0]
         best = pods.run_n[p] + pods.wq_n[p]
@@ -330,9 +366,9 @@ def release_gateway(pods, req, now_s, endpoints, router):
     if n_endpoints == 0:
         return
     count = pods.count
-    i = count[GW_HEAD]
-    count[GW_HEAD] = count[GW_TAIL] = -1
-    count[GW_N] = 0
+    i = count[GATEWAY_HEAD]
+    count[GATEWAY_HEAD] = count[GATEWAY_TAIL] = -1
+    count[GATEWAY_QUEUED] = 0
     while i >= 0:
         after = req.next_req[i]
         _route(pods, req, i, endpoints, n_endpoints, router)

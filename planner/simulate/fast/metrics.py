@@ -12,11 +12,17 @@ it on a stack of vectors held in a :data:`Workspace`.
 The store is laid out as the engine fills it (arrays may be longer than the
 scrapes so far):
 
-* ``scr_t[k]``: time of scrape ``k`` [s], strictly ascending; ``n_scr`` scrapes so far;
-* ``scr_off[k]:scr_off[k + 1]``: the rows of scrape ``k`` in ``smp_pod`` (pod
-  ids >= 0, ascending within a scrape) and ``smp_val`` (shape (rows, 8),
-  columns in :data:`planner.simulate.metrics.COLUMNS` order);
-* ``ex_off[k]:ex_off[k + 1]``: the pods that exist at scrape ``k`` (``kube_pod_info``) in ``ex_pod``.
+* ``scrape_time_s[k]``: time of scrape ``k`` [s], strictly ascending;
+  ``n_scrapes`` scrapes so far;
+* ``scrape_rows[k]:scrape_rows[k + 1]``: the rows of scrape ``k`` in
+  ``sample_pod`` (pod ids >= 0, ascending within a scrape) and
+  ``sample_values`` (shape (rows, 8), columns in
+  :data:`planner.simulate.metrics.COLUMNS` order);
+* ``existing_rows[k]:existing_rows[k + 1]``: the pods that exist at scrape
+  ``k`` (``kube_pod_info``) in ``existing_pod``.
+
+(:class:`StoreArrays` keeps these arrays under short names: ``scr_t``,
+``n_scr``, ``scr_off``, ``smp_pod``, ``smp_val``, ``ex_off``, ``ex_pod``.)
 
 A vector's series key is the pod id, or -1 for the Python key ``()``.
 """
@@ -226,8 +232,11 @@ class _Emitter:
             _, op, left_node, right_node = node
             left, right = self.emit(left_node), self.emit(right_node)
             if left is not None and right is not None:
-                # A number-only subtree never reads the store: let the Python evaluator fold it.
-                return Query("", node).evaluate(MetricStore(), 0.0)
+                # A number-only subtree never reads the store: let the Python evaluator fold it (to a number).
+                value: object = Query("", node).evaluate(MetricStore(), 0.0)
+                if not isinstance(value, (int, float)):
+                    raise NotCompilable("a number-only subtree did not fold to a number")
+                return float(value)
             if left is not None:
                 self.rows.append((OP_BINARY_NV, _OPERATORS[op], 0, left))
             elif right is not None:
@@ -311,12 +320,12 @@ def as_python(kind: int, n: int, out_keys: np.ndarray, out_vals: np.ndarray):
 # rows are indexed in place.
 
 @njit(cache=True, nogil=True)
-def last_index(scr_t, n_scr, now_s):
+def last_index(scrape_time_s, n_scrapes, now_s):
     """``MetricStore._last_index``: the latest scrape at or before ``now_s`` (within 1e-9 s), -1 if none."""
-    lo, hi = 0, n_scr
+    lo, hi = 0, n_scrapes
     while lo < hi:
         mid = (lo + hi) // 2
-        if scr_t[mid] <= now_s + 1e-9:
+        if scrape_time_s[mid] <= now_s + 1e-9:
             lo = mid + 1
         else:
             hi = mid
@@ -324,37 +333,38 @@ def last_index(scr_t, n_scr, now_s):
 
 
 @njit(cache=True, nogil=True)
-def fresh_index(scr_t, n_scr, now_s):
+def fresh_index(scrape_time_s, n_scrapes, now_s):
     """The scrape an instant selector reads at ``now_s``: :func:`last_index`, or -1 once older than ``STALENESS_S``."""
-    k = last_index(scr_t, n_scr, now_s)
+    k = last_index(scrape_time_s, n_scrapes, now_s)
     fresh = k
-    if k < 0 or now_s - scr_t[k] > STALENESS_S:
+    if k < 0 or now_s - scrape_time_s[k] > STALENESS_S:
         fresh = -1
-    return fresh + 0 * scr_t.size
+    return fresh + 0 * scrape_time_s.size
 
 
 @njit(cache=True, nogil=True)
-def _instant(column, k, scr_off, smp_pod, smp_val, ex_off, ex_pod, keys, vals, row):
+def _instant(column, k, scrape_rows, sample_pod, sample_values, existing_rows, existing_pod, keys, vals, row):
     # MetricStore.instant at the fresh scrape k (-1: none) into keys/vals[row]: series in row order.
     # Returns how many, -1 if out of room.
     n = 0
     if k >= 0 and column == POD_INFO_COLUMN:
-        lo = ex_off[k]
-        n = ex_off[k + 1] - lo
+        lo = existing_rows[k]
+        n = existing_rows[k + 1] - lo
         if n > keys.shape[1]:
             n = -1
         for i in range(n):
-            keys[row, i] = ex_pod[lo + i]
+            keys[row, i] = existing_pod[lo + i]
             vals[row, i] = 1.0
     elif k >= 0:
-        lo = scr_off[k]
-        n = scr_off[k + 1] - lo
+        lo = scrape_rows[k]
+        n = scrape_rows[k + 1] - lo
         if n > keys.shape[1]:
             n = -1
         for i in range(n):
-            keys[row, i] = smp_pod[lo + i]
-            vals[row, i] = smp_val[lo + i, column]
-    return n + 0 * (scr_off.size + smp_pod.size + smp_val.size + ex_off.size + ex_pod.size + keys.size + vals.size)
+            keys[row, i] = sample_pod[lo + i]
+            vals[row, i] = sample_values[lo + i, column]
+    return n + 0 * (scrape_rows.size + sample_pod.size + sample_values.size + existing_rows.size + existing_pod.size
+                    + keys.size + vals.size)
 
 
 # ---- arithmetic ---------------------------------------------------------------------------------
@@ -473,7 +483,7 @@ def _extrapolated_rate(result, first_t, first_v, last_t, last_v, n_samples, rang
 # ---- range functions ----------------------------------------------------------------------------
 
 @njit(cache=True, nogil=True)
-def _range(function, column, window_s, k, now_s, scr_t, scr_off, smp_pod, smp_val, work, row):
+def _range(function, column, window_s, k, now_s, scrape_time_s, scrape_rows, sample_pod, sample_values, work, row):
     # MetricStore.window + _range_value for every series, into the stack's row; returns how many, or
     # OUT_OF_ROOM, or ZERO_DIVISION where Python divides by zero (two scrapes at one time). window() meets the series walking back from scrape k, so the dict order is the
     # pods of the latest scrape first; each series' first-met sample is its last one.
@@ -482,7 +492,7 @@ def _range(function, column, window_s, k, now_s, scr_t, scr_off, smp_pod, smp_va
     acc_n, acc = work.acc_n, work.acc
     room = min(slot_pod.shape[0], keys.shape[1])
     first = k
-    while first >= 0 and scr_t[first] > now_s - window_s + 1e-9:
+    while first >= 0 and scrape_time_s[first] > now_s - window_s + 1e-9:
         first -= 1
     first += 1
     # Walk back: new pods of each scrape get the next slots, then join the ascending index.
@@ -491,8 +501,8 @@ def _range(function, column, window_s, k, now_s, scr_t, scr_off, smp_pod, smp_va
     for j in range(k, first - 1, -1):
         i = 0
         q = m
-        for r in range(scr_off[j], scr_off[j + 1]):
-            p = smp_pod[r]
+        for r in range(scrape_rows[j], scrape_rows[j + 1]):
+            p = sample_pod[r]
             while i < m and sorted_pod[i] < p:
                 i += 1
             if i < m and sorted_pod[i] == p:
@@ -502,8 +512,8 @@ def _range(function, column, window_s, k, now_s, scr_t, scr_off, smp_pod, smp_va
                 break
             slot_pod[q] = p
             acc_n[q] = 0
-            acc[_LAST_T, q] = scr_t[j]
-            acc[_LAST_V, q] = smp_val[r, column]
+            acc[_LAST_T, q] = scrape_time_s[j]
+            acc[_LAST_V, q] = sample_values[r, column]
             q += 1
         if not fits:
             break
@@ -524,14 +534,14 @@ def _range(function, column, window_s, k, now_s, scr_t, scr_off, smp_pod, smp_va
         first = k + 1
     # Walk forward: each series' samples in time order, as _range_value reads the reversed lists.
     for j in range(first, k + 1):
-        t_s = scr_t[j]
+        t_s = scrape_time_s[j]
         i = 0
-        for r in range(scr_off[j], scr_off[j + 1]):
-            p = smp_pod[r]
+        for r in range(scrape_rows[j], scrape_rows[j + 1]):
+            p = sample_pod[r]
             while sorted_pod[i] < p:
                 i += 1
             s = sorted_slot[i]
-            v = smp_val[r, column]
+            v = sample_values[r, column]
             seen = acc_n[s]
             if function == IRATE:
                 acc[_A, s] = acc[_C, s]
@@ -592,7 +602,7 @@ def _range(function, column, window_s, k, now_s, scr_t, scr_off, smp_pod, smp_va
         n = OUT_OF_ROOM
     elif not defined:
         n = ZERO_DIVISION
-    return n + 0 * (scr_t.size + scr_off.size + smp_pod.size + smp_val.size + keys.size + vals.size
+    return n + 0 * (scrape_time_s.size + scrape_rows.size + sample_pod.size + sample_values.size + keys.size + vals.size
                     + slot_pod.size + sorted_pod.size + sorted_slot.size + acc_n.size + acc.size)
 
 
@@ -613,15 +623,15 @@ def _find(keys, row, n, key, hint):
 
 
 @njit(cache=True, nogil=True)
-def evaluate(code, consts, scr_t, n_scr, scr_off, smp_pod, smp_val, ex_off, ex_pod, now_s, work, out_keys,
-             out_vals):
+def evaluate(code, consts, scrape_time_s, n_scrapes, scrape_rows, sample_pod, sample_values, existing_rows,
+             existing_pod, now_s, work, out_keys, out_vals):
     """``Query.evaluate`` at ``now_s``, bit for bit and in the dict's order.
 
     Parameters
     ----------
     code, consts : numpy.ndarray
         :attr:`CompiledQuery.code` and :attr:`CompiledQuery.consts`.
-    scr_t, n_scr, scr_off, smp_pod, smp_val, ex_off, ex_pod
+    scrape_time_s, n_scrapes, scrape_rows, sample_pod, sample_values, existing_rows, existing_pod
         The store (see the module docstring); times in [s].
     now_s : float
         Evaluation time. [s]
@@ -647,8 +657,8 @@ def evaluate(code, consts, scr_t, n_scr, scr_off, smp_pod, smp_val, ex_off, ex_p
         if kind == NUMBER:
             out_vals[0] = consts[0]
     else:
-        k = last_index(scr_t, n_scr, now_s)
-        fresh = k if k >= 0 and not now_s - scr_t[k] > STALENESS_S else -1
+        k = last_index(scrape_time_s, n_scrapes, now_s)
+        fresh = k if k >= 0 and not now_s - scrape_time_s[k] > STALENESS_S else -1
         top = 0  # stack levels in use
         for i in range(code.shape[0]):
             op = code[i, 0]
@@ -657,10 +667,11 @@ def evaluate(code, consts, scr_t, n_scr, scr_off, smp_pod, smp_val, ex_off, ex_p
                     kind = OUT_OF_ROOM
                     break
                 if op == OP_SELECT:
-                    n = _instant(code[i, 1], fresh, scr_off, smp_pod, smp_val, ex_off, ex_pod, keys, vals, top)
+                    n = _instant(code[i, 1], fresh, scrape_rows, sample_pod, sample_values, existing_rows,
+                                 existing_pod, keys, vals, top)
                 elif op == OP_RANGE:
-                    n = _range(code[i, 1], code[i, 2], consts[i], k, now_s, scr_t, scr_off, smp_pod, smp_val,
-                               work, top)
+                    n = _range(code[i, 1], code[i, 2], consts[i], k, now_s, scrape_time_s, scrape_rows,
+                               sample_pod, sample_values, work, top)
                 else:
                     keys[top, 0] = NOT_A_POD
                     vals[top, 0] = consts[i]
@@ -735,14 +746,15 @@ def evaluate(code, consts, scr_t, n_scr, scr_off, smp_pod, smp_val, ex_off, ex_p
         for j in range(n):
             out_keys[j] = keys[0, j]
             out_vals[j] = vals[0, j]
-    held = (code.size + consts.size + scr_t.size + scr_off.size + smp_pod.size + smp_val.size + ex_off.size
-            + ex_pod.size + keys.size + vals.size + stack_n.size + work.acc.size + out_keys.size + out_vals.size)
+    held = (code.size + consts.size + scrape_time_s.size + scrape_rows.size + sample_pod.size + sample_values.size
+            + existing_rows.size + existing_pod.size + keys.size + vals.size + stack_n.size + work.acc.size
+            + out_keys.size + out_vals.size)
     return kind, n + 0 * held
 
 
 @njit(cache=True, nogil=True)
-def scalar(code, consts, scr_t, n_scr, scr_off, smp_pod, smp_val, ex_off, ex_pod, now_s, work, out_keys,
-           out_vals):
+def scalar(code, consts, scrape_time_s, n_scrapes, scrape_rows, sample_pod, sample_values, existing_rows,
+           existing_pod, now_s, work, out_keys, out_vals):
     """``Query.scalar`` (as KEDA's Prometheus scaler reads a query); arguments as :func:`evaluate`.
 
     Returns
@@ -754,8 +766,8 @@ def scalar(code, consts, scr_t, n_scr, scr_off, smp_pod, smp_val, ex_off, ex_pod
         of room. ``RAISES`` (4): Python raises ``ZeroDivisionError``. ``value``
         is NaN unless the status is ``VALUE``.
     """
-    kind, n = evaluate(code, consts, scr_t, n_scr, scr_off, smp_pod, smp_val, ex_off, ex_pod, now_s, work,
-                       out_keys, out_vals)
+    kind, n = evaluate(code, consts, scrape_time_s, n_scrapes, scrape_rows, sample_pod, sample_values,
+                       existing_rows, existing_pod, now_s, work, out_keys, out_vals)
     value = math.nan
     status = VALUE
     if kind == OUT_OF_ROOM:
@@ -768,6 +780,6 @@ def scalar(code, consts, scr_t, n_scr, scr_off, smp_pod, smp_val, ex_off, ex_pod
         status = EMPTY
     else:
         status = MULTIPLE
-    held = (code.size + consts.size + scr_t.size + scr_off.size + smp_pod.size + smp_val.size + ex_off.size
-            + ex_pod.size + work.acc.size + out_keys.size + out_vals.size)
+    held = (code.size + consts.size + scrape_time_s.size + scrape_rows.size + sample_pod.size + sample_values.size
+            + existing_rows.size + existing_pod.size + work.acc.size + out_keys.size + out_vals.size)
     return value, status + 0 * held

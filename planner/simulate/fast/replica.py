@@ -1,6 +1,7 @@
 """The ``replica`` kernel: one vLLM replica's tick, compiled, bit for bit equal to the Python model.
 
-:func:`advance_replica` and :func:`kv_usage_frac` compute exactly what
+:func:`advance_pod` (and :func:`advance_replica`, the same on loose arrays) and
+:func:`kv_usage_frac` compute exactly what
 :func:`planner.simulate.replica.advance_replica` and
 :func:`planner.simulate.replica.kv_usage_frac` compute, on the fast engine's
 data layout (the differential test ``tests/test_simulate_fast_replica.py``
@@ -41,7 +42,11 @@ __all__ = [
     "BAD_LAYOUT",
     "NEEDS_CAPACITY",
     "CompiledReplica",
+    "ReplicaParams",
+    "ReplicaQueues",
+    "ReplicaRequests",
     "ReplicaScratch",
+    "advance_pod",
     "advance_replica",
     "kv_usage_frac",
     "new_scratch",
@@ -83,6 +88,78 @@ class CompiledReplica:
         table.setflags(write=False)
         return cls(table, int(spec.max_num_seqs), int(spec.kv_tokens), int(spec.block_size_tokens),
                    float(spec.prefill_ms_per_token))
+
+    def params(self) -> ReplicaParams:
+        """The same values as the kernels' :class:`ReplicaParams`."""
+        return ReplicaParams(self.step_table_s, self.max_num_seqs, self.kv_tokens, self.block_size_tokens,
+                             self.prefill_ms_per_token)
+
+
+class ReplicaParams(NamedTuple):
+    """:class:`CompiledReplica` as the kernels take it (a named tuple numba compiles to a struct).
+
+    Attributes
+    ----------
+    step_table_s : numpy.ndarray of float64
+        Step time for batches 0 to ``max_num_seqs``. [s]
+    max_num_seqs : int
+        Largest running batch. [sequences]
+    kv_tokens, block_size_tokens : int
+        KV-cache capacity and block size. [tokens]
+    prefill_ms_per_token : float
+        Prefill time per prompt token. [ms/token]
+    """
+
+    step_table_s: np.ndarray
+    max_num_seqs: int
+    kv_tokens: int
+    block_size_tokens: int
+    prefill_ms_per_token: float
+
+
+class ReplicaQueues(NamedTuple):
+    """Every pod's running batch and waiting queue (the fields of :class:`planner.simulate.fast.fleet.Pods`
+    the replica kernel reads; ``Pods`` itself is handed over in the engine).
+
+    Attributes
+    ----------
+    run, run_n : numpy.ndarray of int64
+        Running batches (pods x at least ``max_num_seqs``), oldest admission first, and their lengths.
+    wq_head, wq_tail, wq_n : numpy.ndarray of int64
+        Per pod: first and last queued request (-1 if none) and the queue's length.
+    """
+
+    run: np.ndarray
+    run_n: np.ndarray
+    wq_head: np.ndarray
+    wq_tail: np.ndarray
+    wq_n: np.ndarray
+
+
+class ReplicaRequests(NamedTuple):
+    """The request arrays the replica kernel reads and writes (the fields of
+    :class:`planner.simulate.fast.fleet.Requests` it uses; ``Requests`` itself is handed over in the engine).
+
+    Attributes
+    ----------
+    next_req : numpy.ndarray of int64
+        The next request in its pod's queue (-1 at the tail).
+    arrival_s, input_tokens, output_tokens, status, admit_s, first_token_s, done_s, generated, \
+prefill_left_s, preemptions : numpy.ndarray
+        As :class:`planner.simulate.replica.RequestState`.
+    """
+
+    next_req: np.ndarray
+    arrival_s: np.ndarray
+    input_tokens: np.ndarray
+    output_tokens: np.ndarray
+    status: np.ndarray
+    admit_s: np.ndarray
+    first_token_s: np.ndarray
+    done_s: np.ndarray
+    generated: np.ndarray
+    prefill_left_s: np.ndarray
+    preemptions: np.ndarray
 
 
 class ReplicaScratch(NamedTuple):
@@ -260,10 +337,14 @@ def _union_s(busy_from_s, busy_to_s, n):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _preempt_to_fit(p, run, run_n, wq_head, wq_tail, wq_n, next_req, input_tokens, output_tokens, status,
-                    generated, prefill_left_s, preemptions, step_table_s, max_num_seqs, kv_tokens,
-                    block_size_tokens, dt_s, batch_values):
+def _preempt_to_fit(p, queues, requests, replica, dt_s, batch_values):
     # Recompute preemption: drop the newest sequences until the batch's growth this tick fits.
+    run, run_n, wq_head, wq_tail, wq_n = queues.run, queues.run_n, queues.wq_head, queues.wq_tail, queues.wq_n
+    next_req, input_tokens, output_tokens = requests.next_req, requests.input_tokens, requests.output_tokens
+    status, generated, prefill_left_s = requests.status, requests.generated, requests.prefill_left_s
+    preemptions = requests.preemptions
+    step_table_s, max_num_seqs = replica.step_table_s, replica.max_num_seqs
+    kv_tokens, block_size_tokens = replica.kv_tokens, replica.block_size_tokens
     n = run_n[p]
     if n == 0:
         return 0
@@ -306,11 +387,14 @@ def _preempt_to_fit(p, run, run_n, wq_head, wq_tail, wq_n, next_req, input_token
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _tick_batch(t0_s, end_s, p, run, run_n, wq_head, wq_n, next_req, arrival_s, output_tokens, generated,
-                prefill_left_s, step_table_s, max_num_seqs, batch_values):
+def _tick_batch(t0_s, end_s, p, queues, requests, replica, batch_values):
     # The batch that sets the tick's step time: the batch averaged over the part of the tick the replica
     # is busy. Each running sequence is active until it finishes (at the step time of the batch it starts
     # in), each queued request from its arrival; capped at max_num_seqs.
+    run, run_n, wq_head, wq_n = queues.run, queues.run_n, queues.wq_head, queues.wq_n
+    next_req, arrival_s, output_tokens = requests.next_req, requests.arrival_s, requests.output_tokens
+    generated, prefill_left_s = requests.generated, requests.prefill_left_s
+    step_table_s, max_num_seqs = replica.step_table_s, replica.max_num_seqs
     span_s = end_s - t0_s
     active_s = 0.0
     busy_s = 0.0
@@ -346,9 +430,10 @@ def _tick_batch(t0_s, end_s, p, run, run_n, wq_head, wq_n, next_req, arrival_s, 
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _progress(i, start_s, end_s, step_s, output_tokens, status, first_token_s, done_s, generated,
-              prefill_left_s):
+def _progress(i, start_s, end_s, step_s, requests):
     # Advance request i from start_s to end_s; return its finish time if it finishes, else NaN.
+    output_tokens, status, first_token_s = requests.output_tokens, requests.status, requests.first_token_s
+    done_s, generated, prefill_left_s = requests.done_s, requests.generated, requests.prefill_left_s
     status[i] = RUNNING
     prefill = prefill_left_s[i]
     if start_s + prefill >= end_s:
@@ -378,6 +463,22 @@ def advance_replica(t0_s, dt_s, stop_s, p, run, run_n, wq_head, wq_tail, wq_n, n
                     generated, prefill_left_s, preemptions,
                     step_table_s, max_num_seqs, kv_tokens, block_size_tokens, prefill_ms_per_token,
                     scratch, completed_out):
+    """:func:`advance_pod` on loose arrays: the Python model's signature, for the differential test.
+
+    The engine calls :func:`advance_pod` with its named tuples; this packs
+    the same arrays into :class:`ReplicaQueues`, :class:`ReplicaRequests` and
+    :class:`ReplicaParams` (see :func:`advance_pod` for the parameters).
+    """
+    return advance_pod(t0_s, dt_s, stop_s, p, ReplicaQueues(run, run_n, wq_head, wq_tail, wq_n),
+                       ReplicaRequests(next_req, arrival_s, input_tokens, output_tokens, status, admit_s,
+                                       first_token_s, done_s, generated, prefill_left_s, preemptions),
+                       ReplicaParams(step_table_s, max_num_seqs, kv_tokens, block_size_tokens,
+                                     prefill_ms_per_token),
+                       scratch, completed_out)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def advance_pod(t0_s, dt_s, stop_s, p, queues, requests, replica, scratch, completed_out):
     """Run pod ``p``'s replica from ``t0_s`` for ``dt_s`` seconds (or until ``stop_s``), in place.
 
     Parameters
@@ -388,30 +489,23 @@ def advance_replica(t0_s, dt_s, stop_s, p, run, run_n, wq_head, wq_tail, wq_n, n
         The replica stops serving at this time (a terminating pod's deadline; ``inf`` if none). [s]
     p : int
         Pod.
-    run, run_n : numpy.ndarray of int64
-        Running batches (pods x at least ``max_num_seqs``), oldest admission
-        first, and their lengths; row ``p`` is updated.
-    wq_head, wq_tail, wq_n : numpy.ndarray of int64
-        Per pod: first and last queued request (-1 if none) and queue length; entry ``p`` is updated.
-    next_req : numpy.ndarray of int64
-        Per request: the next one in its queue (-1 at the tail); a request
-        leaving the queue gets -1, a preempted one is linked in at the head.
-    arrival_s, input_tokens, output_tokens : numpy.ndarray
-        Per request, from the trace (float64, int64, int64). [s], [tokens], [tokens]
-    status : numpy.ndarray of int8
-        Per request status code (WAITING 2, RUNNING 3, DONE 4); updated.
-    admit_s, first_token_s, done_s : numpy.ndarray of float64
-        First admission, first token, last token (NaN until then); updated. [s]
-    generated, prefill_left_s : numpy.ndarray of float64
-        Output tokens so far (fractional) and prefill still to run; updated. [tokens], [s]
-    preemptions : numpy.ndarray of int64
-        Times each request was preempted; updated.
-    step_table_s : numpy.ndarray of float64
-        :attr:`CompiledReplica.step_table_s` (``max_num_seqs + 1`` entries). [s]
-    max_num_seqs, kv_tokens, block_size_tokens : int
-        As :class:`planner.simulate.replica.ReplicaSpec`. [sequences], [tokens], [tokens]
-    prefill_ms_per_token : float
-        As :class:`planner.simulate.replica.ReplicaSpec`. [ms/token]
+    queues : ReplicaQueues or planner.simulate.fast.fleet.Pods
+        ``run``, ``run_n`` (running batches, oldest admission first, and
+        their lengths; row ``p`` is updated) and ``wq_head``, ``wq_tail``,
+        ``wq_n`` (per pod: first and last queued request, -1 if none, and
+        the queue's length; entry ``p`` is updated).
+    requests : ReplicaRequests or planner.simulate.fast.fleet.Requests
+        Per request: ``next_req`` (the next one in its queue, -1 at the
+        tail; a request leaving the queue gets -1, a preempted one is linked
+        in at the head); ``arrival_s``, ``input_tokens``, ``output_tokens``
+        from the trace; ``status`` (WAITING 2, RUNNING 3, DONE 4),
+        ``admit_s``, ``first_token_s``, ``done_s`` (NaN until then),
+        ``generated``, ``prefill_left_s`` and ``preemptions``, updated.
+        [s], [tokens]
+    replica : ReplicaParams
+        ``step_table_s`` (``max_num_seqs + 1`` entries), ``max_num_seqs``,
+        ``kv_tokens``, ``block_size_tokens``, ``prefill_ms_per_token``, as
+        :class:`planner.simulate.replica.ReplicaSpec`. [s], [sequences], [tokens], [ms/token]
     scratch : ReplicaScratch
         From :func:`new_scratch`.
     completed_out : numpy.ndarray of int64
@@ -433,6 +527,13 @@ def advance_replica(t0_s, dt_s, stop_s, p, run, run_n, wq_head, wq_tail, wq_n, n
         Sequences preempted at the tick start.
     """
     batch_values, free_at_s, freed_at_s, freed_tokens, busy_from_s, busy_to_s = scratch
+    run, run_n, wq_head, wq_tail, wq_n = queues.run, queues.run_n, queues.wq_head, queues.wq_tail, queues.wq_n
+    next_req, arrival_s, input_tokens = requests.next_req, requests.arrival_s, requests.input_tokens
+    output_tokens, status, admit_s = requests.output_tokens, requests.status, requests.admit_s
+    first_token_s, done_s, generated = requests.first_token_s, requests.done_s, requests.generated
+    prefill_left_s = requests.prefill_left_s
+    step_table_s, max_num_seqs, kv_tokens = replica.step_table_s, replica.max_num_seqs, replica.kv_tokens
+    block_size_tokens, prefill_ms_per_token = replica.block_size_tokens, replica.prefill_ms_per_token
     if (run_n[p] > max_num_seqs or run.shape[1] < max_num_seqs or step_table_s.shape[0] < max_num_seqs + 1
             or batch_values.shape[0] < max_num_seqs or free_at_s.shape[0] < max_num_seqs):
         return 0.0, BAD_LAYOUT, 0.0, 0, 0
@@ -448,12 +549,8 @@ def advance_replica(t0_s, dt_s, stop_s, p, run, run_n, wq_head, wq_tail, wq_n, n
         end_s = stop_s
     if end_s <= t0_s:
         return 0.0, 0, 0.0, 0, 0
-    preempted = _preempt_to_fit(p, run, run_n, wq_head, wq_tail, wq_n, next_req, input_tokens, output_tokens,
-                                status, generated, prefill_left_s, preemptions, step_table_s, max_num_seqs,
-                                kv_tokens, block_size_tokens, end_s - t0_s, batch_values)
-    step_s = _step_s(step_table_s,
-                     _tick_batch(t0_s, end_s, p, run, run_n, wq_head, wq_n, next_req, arrival_s, output_tokens,
-                                 generated, prefill_left_s, step_table_s, max_num_seqs, batch_values),
+    preempted = _preempt_to_fit(p, queues, requests, replica, end_s - t0_s, batch_values)
+    step_s = _step_s(step_table_s, _tick_batch(t0_s, end_s, p, queues, requests, replica, batch_values),
                      max_num_seqs)
     n_run = run_n[p]
     n_completed = 0
@@ -563,8 +660,7 @@ def advance_replica(t0_s, dt_s, stop_s, p, run, run_n, wq_head, wq_tail, wq_n, n
         prompt_tokens += tokens_to_prefill
         prefill_left_s[i] = tokens_to_prefill * prefill_ms_per_token / 1000.0
         generated_before += generated[i]
-        finish_s = _progress(i, at, end_s, step_s, output_tokens, status, first_token_s, done_s, generated,
-                             prefill_left_s)
+        finish_s = _progress(i, at, end_s, step_s, requests)
         busy_from_s[n_busy] = at
         if math.isnan(finish_s):
             busy_to_s[n_busy] = end_s

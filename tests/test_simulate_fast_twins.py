@@ -1,0 +1,251 @@
+"""Each step kernel of the compiled engine against its reference twin, step by step, bit for bit.
+
+The reference engine's tick is six functions of a :class:`RunState`
+(:mod:`planner.simulate.reference`); the fast engine's is the same six as
+step kernels on arrays (:mod:`planner.simulate.fast.engine`). Here both run
+side by side on small fleets, and after every step of every tick the two
+states must be equal: the pods and their batches and queues, the requests'
+arrays (compared as bits), the scrapes, the time-series row and the signal.
+A difference names the first step that departs, which the whole-run
+differential test (``tests/test_simulate_fast.py``) cannot.
+
+The module docstring of :mod:`planner.simulate.fast` maps each fast function
+to its twin; the table is checked to name functions that exist.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import re
+
+import numpy as np
+import pytest
+
+from planner.capacity.step_time import output_throughput_tps
+from planner.simulate import fast, reference
+from planner.simulate.control import Control
+from planner.simulate.fast import compiled, engine
+from planner.simulate.fast import fleet as fast_fleet
+from planner.simulate.fast.metrics import store_arrays
+from planner.simulate.fleet import Fleet, FleetSpec
+from planner.simulate.replica import ReplicaSpec, RequestState
+from tests.simulate_helpers import poisson_trace, scaled_object, write_manifest
+
+IN_FLIGHT = "sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting)"
+REQUEST_FIELDS = ("status", "replica", "admit_s", "first_token_s", "done_s", "generated", "prefill_left_s",
+                  "preemptions")
+POD_FIELDS = ("requested_s", "ready_s", "deleted_s", "sigterm_s", "stop_s", "removed_s", "uid")
+
+
+def _twin_rows() -> list[tuple[str, str]]:
+    # (fast function, reference twin) per row of the table in planner.simulate.fast's docstring.
+    return re.findall(r"^``([\w.]+)``\s+``([\w.]+)``", fast.__doc__ or "", flags=re.MULTILINE)
+
+
+def _resolve(dotted: str, package: str = "planner"):
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            target = importlib.import_module(".".join([package, *parts[:cut]]))
+        except ModuleNotFoundError:
+            continue
+        for name in parts[cut:]:
+            target = getattr(target, name)
+        return target
+    raise AssertionError(f"{dotted}: no such module under {package}")
+
+
+def test_the_twin_table_names_functions_that_exist_and_every_step_kernel():
+    rows = _twin_rows()
+    assert len(rows) >= 25
+    for fast_name, twin in rows:
+        assert callable(_resolve(fast_name, "planner.simulate.fast")), fast_name
+        assert callable(_resolve(twin)), twin
+    listed = {fast_name for fast_name, _ in rows}
+    steps = {f"engine.{name}" for name in dir(engine) if name.endswith("_step") and name != "room_step"}
+    assert steps and steps <= listed
+
+
+def test_the_ports_of_kubernetes_functions_have_their_twins_names():
+    # The table leaves them out: each public function of fast.decision not in it is named as its twin.
+    from planner.autoscaler import behavior, horizontal, keda, replica_calculator
+    from planner.simulate.fast import decision
+
+    listed = {fast_name.split(".", 1)[1] for fast_name, _ in _twin_rows() if fast_name.startswith("decision.")}
+    ports = {name for name, value in vars(decision).items()
+             if not name.startswith("_") and getattr(getattr(value, "py_func", None), "__module__", "") == decision.__name__
+             and name not in listed}
+    assert len(ports) >= 10
+    for name in sorted(ports):
+        assert any(hasattr(module, name) for module in (behavior, horizontal, keda, replica_calculator)), name
+
+
+def _bits(values: np.ndarray) -> np.ndarray:
+    return values.view(np.int64) if values.dtype == np.float64 else values
+
+
+class Twins:
+    """One fleet twice: the reference's RunState and the fast engine's arrays, advanced step by step."""
+
+    def __init__(self, tmp_path, spec: FleetSpec, trace, threshold: float):
+        autoscaler = write_manifest(tmp_path, scaled_object("chat", IN_FLIGHT, threshold, max_replicas=6,
+                                                            down_window_s=0))
+        self.spec = spec
+        control = Control(autoscaler, spec.signal_map, spec.hpa_sync_period_s)
+        self.state = reference.RunState(spec, control, RequestState(trace.arrival_s, trace.input_tokens,
+                                                                    trace.output_tokens), Fleet(spec))
+        prepared = compiled.prepare(autoscaler, spec)
+        members, queries, has_range = compiled.pack_members([prepared])
+        self.n_ticks = 240
+        self.scrape_every = round(spec.scrape_interval_s / spec.tick_s)
+        self.group = engine.Group(members, np.zeros(1, dtype=np.int64), np.ones(self.n_ticks, dtype=np.bool_),
+                                  queries, has_range)
+        self.req = fast_fleet.new_requests(trace.arrival_s, trace.input_tokens, trace.output_tokens)
+        self.pods = fast_fleet.new_pods(256, spec.replica.max_num_seqs)
+        self.store = compiled.metrics_store(self.n_ticks, 256 * self.n_ticks)
+        self.rng = np.random.default_rng(spec.seed)
+        self.deployment = compiled.deployment_params(spec)
+        self.replica = compiled.replica_params_of(spec)
+        replica = spec.replica
+        self.capacity_tps = float(output_throughput_tps(replica.max_num_seqs, replica.fixed_ms,
+                                                        replica.per_sequence_ms))
+        self.run_params = engine.RunParams(spec.tick_s, self.n_ticks, self.scrape_every,
+                                           prepared.initial_replicas, prepared.pods_per_tick, self.capacity_tps)
+        self.scratch = engine.new_scratch(256, len(trace.arrival_s), replica.max_num_seqs, self.group)
+        self.outputs = engine.Outputs(np.empty((self.n_ticks, 3)), np.empty((self.n_ticks, 5), dtype=np.int64),
+                                      np.empty((self.n_ticks + 1, 3)), np.zeros(1, dtype=np.int64),
+                                      np.full((1, self.n_ticks), np.nan))
+        for _ in range(prepared.initial_replicas):
+            self.state.fleet.add_pod(0.0, warm=True)
+            fast_fleet.add_pod(self.pods, 0.0, True, self.rng, self.deployment)
+        self.state.spec_replicas = self.spec_replicas = prepared.initial_replicas
+        self.next_arrival = 0
+        self.n_events = 0
+        self.preemptions = 0
+
+    # -- comparisons ------------------------------------------------------------------------------
+    def same_pods(self, step: str) -> None:
+        ref, pods = self.state.fleet, self.pods
+        count = pods.count
+        n = int(count[fast_fleet.PODS_CREATED])
+        assert n == len(ref.uid), step
+        for name in POD_FIELDS:
+            assert np.array_equal(_bits(getattr(pods, name)[:n]), _bits(np.asarray(getattr(ref, name), dtype=getattr(
+                pods, name).dtype))), f"{step}: {name}"
+        assert pods.live[:count[fast_fleet.PODS_LIVE]].tolist() == ref.live(), step
+        for p in range(n):
+            assert pods.run[p, :pods.run_n[p]].tolist() == ref.running[p], f"{step}: batch of pod {p}"
+            assert self._chain(int(pods.wq_head[p]), int(pods.wq_n[p])) == list(ref.waiting[p]), f"{step}: queue {p}"
+        gateway = self._chain(int(count[fast_fleet.GATEWAY_HEAD]), int(count[fast_fleet.GATEWAY_QUEUED]))
+        assert gateway == list(ref.gateway), step
+
+    def _chain(self, head: int, n: int) -> list[int]:
+        out, i = [], head
+        for _ in range(n):
+            out.append(i)
+            i = int(self.req.next_req[i])
+        assert i == -1
+        return out
+
+    def same_requests(self, step: str) -> None:
+        for name in REQUEST_FIELDS:
+            ref = getattr(self.state.req, name)
+            assert np.array_equal(_bits(getattr(self.req, name)), _bits(ref.astype(getattr(self.req, name).dtype))), (
+                f"{step}: {name}")
+
+    def same_serving(self, step: str) -> None:
+        n = len(self.state.busy_frac)
+        assert np.array_equal(_bits(self.pods.busy_frac[:n]), _bits(self.state.busy_frac)), step
+        assert np.array_equal(_bits(self.pods.counters[:n]), _bits(self.state.counters)), step
+        assert self.preemptions == self.state.preemptions, step
+
+    def same_store(self, step: str) -> None:
+        ref, store = store_arrays(self.state.store), self.store
+        n = ref.n_scr
+        assert store.counts[engine.STORE_SCRAPES] == n, step
+        assert np.array_equal(store.scrape_time_s[:n], ref.scr_t), step
+        assert np.array_equal(store.scrape_rows[:n + 1], ref.scr_off), step
+        assert np.array_equal(store.existing_rows[:n + 1], ref.ex_off), step
+        rows, existing = int(ref.scr_off[-1]), int(ref.ex_off[-1])
+        assert np.array_equal(store.sample_pod[:rows], ref.smp_pod), step
+        assert np.array_equal(_bits(store.sample_values[:rows]), _bits(ref.smp_val)), step
+        assert np.array_equal(store.existing_pod[:existing], ref.ex_pod), step
+
+    # -- one tick, step by step ---------------------------------------------------------------------
+    def tick(self, k: int) -> None:
+        dt = self.spec.tick_s
+        t0_s, t1_s = k * dt, (k + 1) * dt
+        state = self.state
+
+        reference.control_step(state, t0_s)
+        wanted, agreed = engine.control_step(k, t0_s, self.spec_replicas, self.pods, self.store, self.group,
+                                             self.outputs.wanted, self.scratch)
+        assert agreed and wanted == state.spec_replicas, f"tick {k}: control"
+        if wanted != self.spec_replicas:
+            self.n_events = engine.record_event(self.outputs.events, self.n_events, t0_s, self.spec_replicas, wanted)
+            self.spec_replicas = wanted
+        assert [tuple(row) for row in self.outputs.events[:self.n_events].tolist()] == [
+            (float(t), float(a), float(b)) for t, a, b in state.events], f"tick {k}: events"
+
+        reference.fleet_step(state, t0_s)
+        engine.fleet_step(self.pods, self.req, self.rng, self.spec_replicas, t0_s, self.deployment, self.scratch)
+        self.same_pods(f"tick {k}: fleet")
+        self.same_requests(f"tick {k}: fleet")
+
+        arrived = reference.route_step(state, t0_s, t1_s)
+        first = self.next_arrival
+        self.next_arrival = engine.route_step(self.pods, self.req, first, t0_s, t1_s, self.deployment.router,
+                                              self.scratch.endpoints)
+        assert range(first, self.next_arrival) == arrived, f"tick {k}: route"
+        self.same_pods(f"tick {k}: route")
+        self.same_requests(f"tick {k}: route")
+
+        reference.serve_step(state, t0_s)
+        preempted = engine.serve_step(self.pods, self.req, t0_s, dt, self.replica, self.scratch)
+        assert preempted >= 0
+        self.preemptions += preempted
+        self.same_pods(f"tick {k}: serve")
+        self.same_requests(f"tick {k}: serve")
+        self.same_serving(f"tick {k}: serve")
+
+        if (k + 1) % self.scrape_every == 0:
+            reference.scrape_step(state, t1_s)
+            engine.scrape_step(self.pods, self.req, self.store, t1_s, self.replica)
+            self.same_store(f"tick {k}: scrape")
+
+        reference.record_step(state, t1_s, arrived, self.capacity_tps)
+        engine.signal_step(k, t1_s, self.store, self.group, self.outputs.signal, self.scratch)
+        engine.record_step(k, t1_s, first, self.next_arrival, self.spec_replicas, self.pods, self.req,
+                           self.run_params, self.outputs, self.scratch.endpoints)
+        row = state.rows[-1]
+        fast_row = (*self.outputs.series_values[k].tolist(), *self.outputs.series_counts[k].tolist(),
+                    float(self.outputs.signal[0, k]))
+        assert np.array_equal(np.asarray(fast_row), np.asarray(row, dtype=float), equal_nan=True), f"tick {k}: record"
+
+
+FLEETS = {
+    "least-loaded, fixed warmup": FleetSpec(warmup_s=20.0),
+    "round-robin, uniform warmup, drain": FleetSpec(warmup_s=20.0, warmup_distribution="uniform",
+                                                    warmup_spread_s=10.0, router="round-robin", pre_stop_s=5.0,
+                                                    shutdown_timeout_s=20.0, seed=7),
+    "small KV cache (preemptions), lognormal warmup": FleetSpec(
+        replica=ReplicaSpec(max_num_seqs=8, kv_tokens=2_000), warmup_s=10.0, warmup_distribution="lognormal",
+        warmup_spread_s=5.0, initial_replicas=0, seed=3),
+}
+
+
+@pytest.mark.parametrize("name", list(FLEETS))
+def test_every_step_kernel_matches_its_reference_twin_tick_by_tick(tmp_path, name):
+    spec = FLEETS[name]
+    # Load that rises, drops and rises again, so pods are created, drained and deleted.
+    trace = poisson_trace(lambda t: 12.0 if 40 <= t < 110 or t >= 170 else 1.0, 230.0, 300, 160, seed=5)
+    twins = Twins(tmp_path, spec, trace, threshold=6)
+    for k in range(twins.n_ticks):
+        twins.tick(k)
+    assert twins.n_events >= 2 and twins.pods.count[fast_fleet.PODS_CREATED] > 2
+    assert math.isfinite(twins.req.done_s[0])
+    if spec.replica.kv_tokens < 10_000:
+        assert twins.preemptions > 0
+    if spec.shutdown_timeout_s > 0:
+        assert np.isfinite(twins.pods.removed_s).any()  # a drained pod went
