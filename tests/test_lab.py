@@ -6,8 +6,8 @@ import pytest
 
 from planner.errors import PlannerInputError
 from planner.readers.manifest import load_autoscaler
-from planner.simulate.fleet import FleetSpec
 from planner.simulate import simulate
+from planner.simulate.fleet import FleetSpec
 from planner.simulate.replica import ReplicaSpec
 from planner.workflows.lab import (
     SIGNAL_QUERIES,
