@@ -59,9 +59,12 @@ notebooks: $(STAMP)
 nbval: $(STAMP)
 	$(BIN)/python -m pytest --nbval-lax book -q -n 2 --dist loadfile
 
+# Each notebook is executed once per change of its code cells or of the fingerprint of
+# planner/, data/ and the pins (tests/execution_cache.py); the notebook tests read these runs.
 build-strict: setup
 	rm -rf _build/html _build/.doctrees
-	$(BIN)/jupyter-book build . -W -n --keep-going
+	$(BIN)/python -m tests.execution_cache _build/_config.cache.yml
+	$(BIN)/jupyter-book build . --config _build/_config.cache.yml -W -n --keep-going
 	$(BIN)/python tests/check_built_book.py _build/html
 
 test: setup

@@ -42,13 +42,23 @@ NOTEBOOK_MODULES = {
     "test_book_kv_capacity", "test_book_lab", "test_book_littles_law", "test_book_manifest_review",
     "test_book_your_plan", "test_loadtest_thresholds_notebook", "test_book_executed",
     # tiny books built by jupyter-book, nbval, and `planner report` (papermill + jupyter-book)
-    "test_book_pipeline", "test_page_assets", "test_cli_report",
+    "test_book_pipeline", "test_page_assets", "test_cli_report", "test_status_page",
 }
 BROWSER_MODULES = {
     # the system Chromium through Playwright
     "test_check_built_book", "test_lab_rendering", "test_cli_report", "test_book_your_plan",
 }
+# Slow whatever the hypothesis profile: a test-local kernel compiled afresh, a property
+# test whose own @given (inside the test, out of the profile's reach) must see enough
+# cases to cover every branch, a Dask cluster.
 SLOW_MODULES: set[str] = set()
+SLOW_TESTS = {
+    "test_simulate_fast_decision::test_the_kernel_runs_inside_another_kernel",
+    "test_simulate_fast_replica::test_the_kernel_equals_the_python_model_on_generated_replicas",
+    "test_simulate_fast_replica::test_the_kernel_equals_the_python_model_on_large_batches",
+    "test_cli_sweep::test_unreachable_scheduler_exits_2",
+    "test_cli_sweep::test_dask_cluster_gives_the_local_results_even_when_a_worker_is_killed",
+}
 
 
 def cap_max_examples(items, cap: int) -> None:
@@ -67,7 +77,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.notebook)
         if module in BROWSER_MODULES:
             item.add_marker(pytest.mark.browser)
-        if module in SLOW_MODULES:
+        if module in SLOW_MODULES or f"{module}::{getattr(item, 'originalname', item.name)}" in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
     if settings.get_current_profile_name() in CAPPED_PROFILES:
         cap_max_examples(items, settings.default.max_examples)

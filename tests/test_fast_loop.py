@@ -8,18 +8,20 @@ from types import SimpleNamespace
 
 import nbformat
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from tests import conftest
+from tests import execution_cache as keying
 from tests.conftest import REPO_ROOT
-from tests.execution_cache import cell_errors, executed_notebook, keying
+from tests.execution_cache import cell_errors, executed_notebook
 
 TESTS = REPO_ROOT / "tests"
 # What makes a module start a kernel or a browser, as its source says it.
 STARTS_A_KERNEL = re.compile(r"\brun_chapter\(|papermill\.execute_notebook|--nbval|\"jupyter-book\"|"
-                             r"\[\"report\"|NotebookClient|write_report\(")
+                             r"\[\"report\"|NotebookClient|write_report\(|_strict_build\(|_tiny_book\(")
 STARTS_A_BROWSER = re.compile(r"\bchromium\(\)|sync_playwright|lab_check")
 
 
@@ -34,18 +36,28 @@ def test_a_module_that_starts_a_kernel_or_a_browser_is_marked(path):
         assert path.stem in conftest.BROWSER_MODULES, f"add {path.stem} to BROWSER_MODULES in tests/conftest.py"
 
 
-def test_every_marked_module_exists():
+def test_every_marked_module_and_test_exists():
     names = {path.stem for path in TESTS.glob("test_*.py")}
     assert conftest.NOTEBOOK_MODULES | conftest.BROWSER_MODULES | conftest.SLOW_MODULES <= names
+    for test in conftest.SLOW_TESTS:
+        module, name = test.split("::")
+        assert f"def {name}(" in (TESTS / f"{module}.py").read_text(encoding="utf-8"), test
 
 
-def test_the_markers_are_set_on_collected_items(request):
-    own = [item for item in request.session.items if item.path.stem == "test_fast_loop"]
-    assert own and not [item for item in own if item.get_closest_marker("notebook")]
-    item = SimpleNamespace(path=TESTS / "test_book_backlog.py", markers=[])
+def _marked(module: str, name: str) -> list[str]:
+    item = SimpleNamespace(path=TESTS / f"{module}.py", name=f"{name}[x]", originalname=name, markers=[])
     item.add_marker = item.markers.append
     conftest.pytest_collection_modifyitems(None, [item])
-    assert [m.name for m in item.markers] == ["notebook"]
+    return [marker.name for marker in item.markers]
+
+
+def test_the_markers_are_set_by_module_and_by_name(request):
+    own = [item for item in request.session.items if item.path.stem == "test_fast_loop"]
+    assert own and not [item for item in own if item.get_closest_marker("notebook")]
+    assert _marked("test_book_backlog", "test_anything") == ["notebook"]
+    assert _marked("test_cli_report", "test_anything") == ["notebook", "browser"]
+    assert _marked("test_cli_sweep", "test_unreachable_scheduler_exits_2") == ["slow"]
+    assert _marked("test_cli_sweep", "test_stretch_day_sweeps_a_day_of_the_trace") == []
 
 
 def test_the_dev_profile_caps_what_a_test_asks_for():
@@ -138,20 +150,18 @@ def test_a_cached_run_is_read_only_while_code_cells_and_fingerprint_match(tmp_pa
     assert executed_notebook(path, build, root) is None
 
 
-def test_the_build_keys_its_cache_and_drops_older_ones(tmp_path):
-    root = _tiny_root(tmp_path)
-    stale = tmp_path / "_build" / ".jupyter_cache" / "0123456789abcdef"
+def test_the_strict_builds_config_is_the_books_with_a_keyed_cache(tmp_path):
+    root, build = _tiny_root(tmp_path), tmp_path / "_build"
+    shutil.copy(REPO_ROOT / "_config.yml", root / "_config.yml")
+    stale = build / ".jupyter_cache" / "0123456789abcdef"
     stale.mkdir(parents=True)
-    config = SimpleNamespace(nb_execution_mode="cache", nb_execution_cache_path="")
-    app = SimpleNamespace(srcdir=str(root), outdir=str(tmp_path / "_build" / "html"))
-    keying._key_the_cache(app, config)
-    assert config.nb_execution_cache_path == str(keying.cache_dir(tmp_path / "_build", root))
-    assert not stale.exists()
-    # A tiny test book (no planner/ beside it) or force mode keeps myst-nb's own choice.
-    shutil.rmtree(root / "planner")
-    other = SimpleNamespace(nb_execution_mode="cache", nb_execution_cache_path="")
-    keying._key_the_cache(app, other)
-    assert other.nb_execution_cache_path == ""
+    folder = keying.write_cached_config(build / "_config.cache.yml", build, root)
+    assert folder == keying.cache_dir(build, root) and not stale.exists()
+    book = yaml.safe_load((REPO_ROOT / "_config.yml").read_text(encoding="utf-8"))
+    written = yaml.safe_load((build / "_config.cache.yml").read_text(encoding="utf-8"))
+    assert book["execute"]["execute_notebooks"] == "force"  # make book, and the tests' tiny books
+    assert written["execute"] == {**book["execute"], "execute_notebooks": "cache", "cache": str(folder.resolve())}
+    assert {k: v for k, v in written.items() if k != "execute"} == {k: v for k, v in book.items() if k != "execute"}
 
 
 def test_a_cell_that_raised_or_did_not_run_is_reported():
