@@ -42,7 +42,7 @@ NOTEBOOK_MODULES = {
     "test_book_kv_capacity", "test_book_lab", "test_book_littles_law", "test_book_manifest_review",
     "test_book_your_plan", "test_loadtest_thresholds_notebook", "test_book_executed",
     # tiny books built by jupyter-book, nbval, and `planner report` (papermill + jupyter-book)
-    "test_book_pipeline", "test_page_assets", "test_cli_report", "test_status_page",
+    "test_book_pipeline", "test_page_assets", "test_cli_report", "test_status_page", "test_book_cache_build",
 }
 BROWSER_MODULES = {
     # the system Chromium through Playwright

@@ -65,6 +65,10 @@ def write_cached_config(target: Path, build_dir: Path = BUILD_DIR, root: Path = 
             shutil.rmtree(old)
     config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
     config["execute"] = {**config.get("execute", {}), "execute_notebooks": "cache", "cache": str(folder.resolve())}
+    # jupyter-book takes local extension folders relative to the config file.
+    sphinx = config.get("sphinx", {})
+    sphinx["local_extensions"] = {
+        name: str((root / folder).resolve()) for name, folder in (sphinx.get("local_extensions") or {}).items()}
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text("# Written by tests/execution_cache.py from _config.yml for make build-strict.\n"
                       + yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")

@@ -161,6 +161,9 @@ def test_the_strict_builds_config_is_the_books_with_a_keyed_cache(tmp_path):
     written = yaml.safe_load((build / "_config.cache.yml").read_text(encoding="utf-8"))
     assert book["execute"]["execute_notebooks"] == "force"  # make book, and the tests' tiny books
     assert written["execute"] == {**book["execute"], "execute_notebooks": "cache", "cache": str(folder.resolve())}
+    assert written["sphinx"]["local_extensions"] == {
+        name: str((root / folder).resolve()) for name, folder in book["sphinx"]["local_extensions"].items()}
+    del written["sphinx"]["local_extensions"], book["sphinx"]["local_extensions"]
     assert {k: v for k, v in written.items() if k != "execute"} == {k: v for k, v in book.items() if k != "execute"}
 
 
