@@ -35,7 +35,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.enviro
 
 # Markers by module, so `make unit-fast` can leave out what starts a kernel, a
 # browser or a long simulation (`-m "not notebook and not browser and not slow"`).
-# tests/test_markers.py fails when a module starts one of these unmarked.
+# tests/test_fast_loop.py fails when a module starts a kernel or a browser unmarked.
 NOTEBOOK_MODULES = {
     # papermill runs of the chapters (a default run is read from the build's cache)
     "test_book_backlog", "test_book_drain", "test_book_flapping", "test_book_hpa_chapters",
@@ -48,10 +48,9 @@ BROWSER_MODULES = {
     # the system Chromium through Playwright
     "test_check_built_book", "test_lab_rendering", "test_cli_report", "test_book_your_plan",
 }
-# Slow whatever the hypothesis profile: a test-local kernel compiled afresh, a property
-# test whose own @given (inside the test, out of the profile's reach) must see enough
-# cases to cover every branch, a Dask cluster.
-SLOW_MODULES: set[str] = set()
+# Slow whatever the hypothesis profile, by name: a test-local kernel compiled afresh, a
+# property test whose own @given (inside the test, out of the profile's reach) must see
+# enough cases to cover every branch, a Dask cluster.
 SLOW_TESTS = {
     "test_simulate_fast_decision::test_the_kernel_runs_inside_another_kernel",
     "test_simulate_fast_replica::test_the_kernel_equals_the_python_model_on_generated_replicas",
@@ -77,7 +76,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.notebook)
         if module in BROWSER_MODULES:
             item.add_marker(pytest.mark.browser)
-        if module in SLOW_MODULES or f"{module}::{getattr(item, 'originalname', item.name)}" in SLOW_TESTS:
+        if f"{module}::{getattr(item, 'originalname', item.name)}" in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
     if settings.get_current_profile_name() in CAPPED_PROFILES:
         cap_max_examples(items, settings.default.max_examples)

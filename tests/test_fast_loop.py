@@ -38,7 +38,7 @@ def test_a_module_that_starts_a_kernel_or_a_browser_is_marked(path):
 
 def test_every_marked_module_and_test_exists():
     names = {path.stem for path in TESTS.glob("test_*.py")}
-    assert conftest.NOTEBOOK_MODULES | conftest.BROWSER_MODULES | conftest.SLOW_MODULES <= names
+    assert conftest.NOTEBOOK_MODULES | conftest.BROWSER_MODULES <= names
     for test in conftest.SLOW_TESTS:
         module, name = test.split("::")
         assert f"def {name}(" in (TESTS / f"{module}.py").read_text(encoding="utf-8"), test
