@@ -70,6 +70,7 @@ def cap_max_examples(items, cap: int) -> None:
 
 
 def pytest_collection_modifyitems(config, items):
+    slow = set()
     for item in items:
         module = item.path.stem
         if item.path.suffix == ".ipynb" or module in NOTEBOOK_MODULES:
@@ -78,5 +79,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.browser)
         if f"{module}::{getattr(item, 'originalname', item.name)}" in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
+            slow.add(id(item))
+    # The longest tests first, so the two xdist workers do not wait on one at the end.
+    items.sort(key=lambda item: id(item) not in slow)
     if settings.get_current_profile_name() in CAPPED_PROFILES:
         cap_max_examples(items, settings.default.max_examples)

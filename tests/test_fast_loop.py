@@ -60,6 +60,14 @@ def test_the_markers_are_set_by_module_and_by_name(request):
     assert _marked("test_cli_sweep", "test_stretch_day_sweeps_a_day_of_the_trace") == []
 
 
+def test_slow_tests_are_run_first():
+    names = ["test_a", "test_the_kernel_runs_inside_another_kernel", "test_b"]
+    items = [SimpleNamespace(path=TESTS / "test_simulate_fast_decision.py", name=n, originalname=n,
+                             add_marker=lambda marker: None) for n in names]
+    conftest.pytest_collection_modifyitems(None, items)
+    assert [item.name for item in items] == [names[1], names[0], names[2]]
+
+
 def test_the_dev_profile_caps_what_a_test_asks_for():
     seen = []
 
