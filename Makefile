@@ -9,11 +9,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 VENDOR_STAMP := book/_vendor/.vendored
 
-.PHONY: help setup book test lint unit nbval build-strict lab test-lab bench clean report
+.PHONY: help setup book test lint unit unit-fast notebooks nbval build-strict lab test-lab bench clean report
 
 help:
 	@echo "make book   build the static book into _build/html (sets everything up)"
-	@echo "make test   lint, unit tests, notebooks under nbval, strict book build"
+	@echo "make test   lint, unit tests, strict book build, notebook tests (each chapter runs once)"
+	@echo "make unit-fast  unit tests without notebooks, browsers or slow tests, few hypothesis examples (< 1 min)"
 	@echo "make lab    open the notebooks in JupyterLab"
 	@echo "make bench  time the planner's hot paths"
 	@echo "make test-lab  run every chapter in a headless JupyterLab and move each explorer"
@@ -41,22 +42,36 @@ book: setup
 lint: $(STAMP)
 	$(BIN)/ruff check planner tests book
 
+# Markers are set by module in tests/conftest.py.
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests -q -n 2
+	$(BIN)/python -m pytest tests -q -n 2 -m "not notebook"
 
+unit-fast: $(STAMP)
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-dev} $(BIN)/python -m pytest tests -q -n 2 -m "not notebook and not browser and not slow"
+
+# After build-strict: a chapter run with its default parameters, and the check that
+# every cell of every notebook ran without error (what nbval-lax checks), read the
+# build's execution cache; runs on other parameters execute.
+notebooks: $(STAMP)
+	$(BIN)/python -m pytest tests -q -n 2 -m notebook
+
+# Executes every notebook again, on its own; `make test` reads the build's runs instead.
 nbval: $(STAMP)
 	$(BIN)/python -m pytest --nbval-lax book -q -n 2 --dist loadfile
 
+# Each notebook is executed once per change of its code cells or of the fingerprint of
+# planner/, data/ and the pins (tests/execution_cache.py); the notebook tests read these runs.
 build-strict: setup
 	rm -rf _build/html _build/.doctrees
-	$(BIN)/jupyter-book build . -W -n --keep-going
+	$(BIN)/python -m tests.execution_cache _build/_config.cache.yml
+	$(BIN)/jupyter-book build . --config _build/_config.cache.yml -W -n --keep-going
 	$(BIN)/python tests/check_built_book.py _build/html
 
 test: setup
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory unit
-	$(MAKE) --no-print-directory nbval
 	$(MAKE) --no-print-directory build-strict
+	$(MAKE) --no-print-directory notebooks
 
 # Jupyter refuses to run as root unless told; containers often are root.
 LAB_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)

@@ -25,7 +25,62 @@ def shared_dir() -> Path:
 
 
 # Property tests: no per-example deadline (a loaded 2-core CI machine is slow
-# at random), and in CI a fixed example sequence so a failure reproduces.
+# at random), and in CI a fixed example sequence so a failure reproduces. "dev"
+# (make unit-fast) tries a few examples per test, however many the test asks for.
 settings.register_profile("default", deadline=None)
 settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True)
-settings.load_profile("ci" if os.environ.get("CI") else "default")
+settings.register_profile("dev", deadline=None, max_examples=10)
+CAPPED_PROFILES = {"dev"}
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "default"))
+
+# Markers by module, so `make unit-fast` can leave out what starts a kernel, a
+# browser or a long simulation (`-m "not notebook and not browser and not slow"`).
+# tests/test_fast_loop.py fails when a module starts a kernel or a browser unmarked.
+NOTEBOOK_MODULES = {
+    # papermill runs of the chapters (a default run is read from the build's cache)
+    "test_book_backlog", "test_book_drain", "test_book_flapping", "test_book_hpa_chapters",
+    "test_book_kv_capacity", "test_book_lab", "test_book_littles_law", "test_book_manifest_review",
+    "test_book_your_plan", "test_loadtest_thresholds_notebook", "test_book_executed",
+    # tiny books built by jupyter-book, nbval, and `planner report` (papermill + jupyter-book)
+    "test_book_pipeline", "test_page_assets", "test_cli_report", "test_status_page", "test_book_cache_build",
+}
+BROWSER_MODULES = {
+    # the system Chromium through Playwright
+    "test_check_built_book", "test_lab_rendering", "test_cli_report", "test_book_your_plan",
+}
+# Slow whatever the hypothesis profile, by name: a test-local kernel compiled afresh, a
+# property test whose own @given (inside the test, out of the profile's reach) must see
+# enough cases to cover every branch, a Dask cluster.
+SLOW_TESTS = {
+    "test_simulate_fast_decision::test_the_kernel_runs_inside_another_kernel",
+    "test_simulate_fast_replica::test_the_kernel_equals_the_python_model_on_generated_replicas",
+    "test_simulate_fast_replica::test_the_kernel_equals_the_python_model_on_large_batches",
+    "test_cli_sweep::test_unreachable_scheduler_exits_2",
+    "test_cli_sweep::test_dask_cluster_gives_the_local_results_even_when_a_worker_is_killed",
+}
+
+
+def cap_max_examples(items, cap: int) -> None:
+    """Lower every hypothesis test's own ``max_examples`` to ``cap`` (a test may ask for 3,000)."""
+    for item in items:
+        function = getattr(getattr(item, "obj", None), "__func__", getattr(item, "obj", None))
+        own = getattr(function, "_hypothesis_internal_use_settings", None)
+        if own is not None and own.max_examples > cap:
+            function._hypothesis_internal_use_settings = settings(own, max_examples=cap)
+
+
+def pytest_collection_modifyitems(config, items):
+    slow = set()
+    for item in items:
+        module = item.path.stem
+        if item.path.suffix == ".ipynb" or module in NOTEBOOK_MODULES:
+            item.add_marker(pytest.mark.notebook)
+        if module in BROWSER_MODULES:
+            item.add_marker(pytest.mark.browser)
+        if f"{module}::{getattr(item, 'originalname', item.name)}" in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
+            slow.add(id(item))
+    # The longest tests first, so the two xdist workers do not wait on one at the end.
+    items.sort(key=lambda item: id(item) not in slow)
+    if settings.get_current_profile_name() in CAPPED_PROFILES:
+        cap_max_examples(items, settings.default.max_examples)

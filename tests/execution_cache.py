@@ -1,0 +1,112 @@
+"""The strict book build's execution cache, keyed by what the notebooks run on, and read back by the tests.
+
+`make build-strict` builds with a copy of ``_config.yml`` written by this module
+(``python -m tests.execution_cache _build/_config.cache.yml``) that sets
+``execute_notebooks: cache``. myst-nb then reuses a notebook's stored outputs while its
+code cells are unchanged. jupyter-cache compares the cells only, so the cache folder
+is named by a fingerprint of everything else the chapters read: ``planner/``,
+``data/``, the JavaScript pins the status page reports, and the pinned requirements.
+A change to any of them starts an empty cache; older folders are removed.
+
+The notebook tests read the same folder: a chapter run with its default parameters is
+the build's run (:func:`executed_notebook`). A miss (no build yet, a build of other code,
+a cell changed since) returns ``None`` and the caller executes the chapter itself, so no
+test sees outputs of other code. ``_config.yml`` itself keeps ``force``: `make book`
+and any direct ``jupyter-book build`` execute every page.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+import yaml
+
+from tests.conftest import REPO_ROOT
+
+BUILD_DIR = REPO_ROOT / "_build"
+# What a chapter's outputs depend on besides its own code cells.
+FINGERPRINTED = ("planner", "data", "book/_js", "requirements.txt", "pyproject.toml")
+# Build products, not inputs (bytecode, numba's on-disk cache, npm's download folder).
+_SKIPPED_DIRS = {"__pycache__", "node_modules"}
+_SKIPPED_SUFFIXES = {".pyc", ".pyo", ".nbi", ".nbc"}
+_FINGERPRINT = re.compile(r"[0-9a-f]{16}")
+
+
+def fingerprint(root: Path = REPO_ROOT) -> str:
+    """A 16-hex-digit hash of every file of :data:`FINGERPRINTED` under ``root``, and the Python version."""
+    digest = hashlib.sha256(sys.version.encode())
+    for name in FINGERPRINTED:
+        top = root / name
+        files = [top] if top.is_file() else sorted(
+            path for path in top.rglob("*")
+            if path.is_file() and path.suffix not in _SKIPPED_SUFFIXES
+            and not _SKIPPED_DIRS.intersection(path.relative_to(top).parts))
+        for path in files:
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def cache_dir(build_dir: Path = BUILD_DIR, root: Path = REPO_ROOT) -> Path:
+    """The jupyter-cache folder for the current inputs of the book at ``root``."""
+    return build_dir / ".jupyter_cache" / fingerprint(root)
+
+
+def write_cached_config(target: Path, build_dir: Path = BUILD_DIR, root: Path = REPO_ROOT) -> Path:
+    """Write ``root/_config.yml`` with cache-mode execution into ``target``; drop caches of older inputs."""
+    folder = cache_dir(build_dir, root)
+    for old in folder.parent.glob("*"):
+        if old != folder and old.is_dir() and _FINGERPRINT.fullmatch(old.name):
+            shutil.rmtree(old)
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+    config["execute"] = {**config.get("execute", {}), "execute_notebooks": "cache", "cache": str(folder.resolve())}
+    # jupyter-book takes local extension folders relative to the config file.
+    sphinx = config.get("sphinx", {})
+    sphinx["local_extensions"] = {
+        name: str((root / folder).resolve()) for name, folder in (sphinx.get("local_extensions") or {}).items()}
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("# Written by tests/execution_cache.py from _config.yml for make build-strict.\n"
+                      + yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return folder
+
+
+def executed_notebook(path: Path, build_dir: Path = BUILD_DIR, root: Path = REPO_ROOT):
+    """The notebook at ``path`` with the outputs of the build's run, or ``None`` if there is none.
+
+    The outputs are the cache's only if the fingerprint of ``root``'s inputs and the
+    notebook's code cells both match the ones the build executed.
+    """
+    folder = cache_dir(build_dir, root)
+    if not (folder / "global.db").is_file():
+        return None
+    from jupyter_cache import get_cache
+
+    notebook = nbformat.read(path, as_version=4)
+    try:
+        _, merged = get_cache(folder).merge_match_into_notebook(notebook)
+    except KeyError:
+        return None
+    return merged
+
+
+def cell_errors(notebook: nbformat.NotebookNode) -> list[str]:
+    """What nbval-lax fails on: a code cell that did not run, or one that raised."""
+    problems = []
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code" or not cell.source.strip():
+            continue
+        if cell.get("execution_count") is None:
+            problems.append(f"cell {index} did not run")
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                problems.append(f"cell {index} raised {output.get('ename')}: {output.get('evalue')}")
+    return problems
+
+
+if __name__ == "__main__":
+    print(f"execution cache: {write_cached_config(Path(sys.argv[1])).relative_to(REPO_ROOT)}")
