@@ -41,6 +41,7 @@ book: setup
 
 lint: $(STAMP)
 	$(BIN)/ruff check planner tests book
+	$(BIN)/mypy
 
 # Markers are set by module in tests/conftest.py.
 unit: $(STAMP)
