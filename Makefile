@@ -40,7 +40,8 @@ book: setup
 	@echo "Book built. Open: file://$(CURDIR)/_build/html/index.html"
 
 lint: $(STAMP)
-	$(BIN)/ruff check planner tests book
+	$(BIN)/ruff check planner tests book data
+	$(BIN)/ruff format --check planner tests book data
 	$(BIN)/mypy
 
 # Markers are set by module in tests/conftest.py.

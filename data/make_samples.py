@@ -86,24 +86,45 @@ def simulate_step(replica: SyntheticReplica, concurrency: int, rng: np.random.Ge
     duration_s = n * mean_latency_s / concurrency
     start_s = np.sort(rng.uniform(0, duration_s - mean_latency_s * 0.5, n))
     return {
-        "concurrency": concurrency, "input_tokens": input_tokens, "output_tokens": output_tokens,
-        "ttft_ms": ttft_ms, "latency_ms": latency_ms, "tpot_ms": tpot_ms, "itl_ms": per_token.ravel(),
-        "start_s": start_s, "duration_s": duration_s, "kv_usage_frac": kv_usage, "preemptions": preemptions,
+        "concurrency": concurrency,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "ttft_ms": ttft_ms,
+        "latency_ms": latency_ms,
+        "tpot_ms": tpot_ms,
+        "itl_ms": per_token.ravel(),
+        "start_s": start_s,
+        "duration_s": duration_s,
+        "kv_usage_frac": kv_usage,
+        "preemptions": preemptions,
         "mean_concurrency": float(latency_ms.sum() / 1000.0 / duration_s),
     }
 
 
 def _stats(values: np.ndarray) -> dict:
     return {
-        "mean": float(values.mean()), "median": float(np.median(values)), "std": float(values.std()),
+        "mean": float(values.mean()),
+        "median": float(np.median(values)),
+        "std": float(values.std()),
         **{f"p{p}": float(np.percentile(values, p)) for p in (50, 90, 95, 99)},
-        "min": float(values.min()), "max": float(values.max()), "count": int(values.size),
+        "min": float(values.min()),
+        "max": float(values.max()),
+        "count": int(values.size),
     }
 
 
 def write_canonical(replica: SyntheticReplica, steps: list[dict]) -> None:
-    columns = ["model", "concurrency", "mean_concurrency", "completed_requests", "duration_s",
-               "request_throughput_rps", "output_throughput_tps", "mean_input_tokens", "mean_output_tokens"]
+    columns = [
+        "model",
+        "concurrency",
+        "mean_concurrency",
+        "completed_requests",
+        "duration_s",
+        "request_throughput_rps",
+        "output_throughput_tps",
+        "mean_input_tokens",
+        "mean_output_tokens",
+    ]
     for metric in ("ttft", "itl", "tpot", "e2e"):
         columns += [f"{metric}_{s}_ms" for s in ("mean", "p50", "p90", "p95", "p99")]
     columns += ["preemptions", "kv_usage_frac"]
@@ -112,11 +133,23 @@ def write_canonical(replica: SyntheticReplica, steps: list[dict]) -> None:
         writer = csv.writer(handle)
         writer.writerow(columns)
         for step in steps:
-            values = {"ttft": step["ttft_ms"], "itl": step["itl_ms"], "tpot": step["tpot_ms"], "e2e": step["latency_ms"]}
-            row = [replica.model, step["concurrency"], round(step["mean_concurrency"], 3), REQUESTS_PER_STEP,
-                   round(step["duration_s"], 3), round(REQUESTS_PER_STEP / step["duration_s"], 4),
-                   round(step["output_tokens"].sum() / step["duration_s"], 2),
-                   round(step["input_tokens"].mean(), 2), round(step["output_tokens"].mean(), 2)]
+            values = {
+                "ttft": step["ttft_ms"],
+                "itl": step["itl_ms"],
+                "tpot": step["tpot_ms"],
+                "e2e": step["latency_ms"],
+            }
+            row = [
+                replica.model,
+                step["concurrency"],
+                round(step["mean_concurrency"], 3),
+                REQUESTS_PER_STEP,
+                round(step["duration_s"], 3),
+                round(REQUESTS_PER_STEP / step["duration_s"], 4),
+                round(step["output_tokens"].sum() / step["duration_s"], 2),
+                round(step["input_tokens"].mean(), 2),
+                round(step["output_tokens"].mean(), 2),
+            ]
             for metric in ("ttft", "itl", "tpot", "e2e"):
                 s = _stats(values[metric])
                 row += [round(s[k], 3) for k in ("mean", "p50", "p90", "p95", "p99")]
@@ -131,25 +164,51 @@ def write_per_request(replica: SyntheticReplica, steps: list[dict]) -> None:
         writer.writerow(["step", "concurrency", "start_s", "ttft_ms", "latency_ms", "input_tokens", "output_tokens"])
         for step in steps:
             for i in range(REQUESTS_PER_STEP):
-                writer.writerow([f"c{step['concurrency']}", step["concurrency"], round(step["start_s"][i], 4),
-                                 round(step["ttft_ms"][i], 3), round(step["latency_ms"][i], 3),
-                                 int(step["input_tokens"][i]), int(step["output_tokens"][i])])
+                writer.writerow(
+                    [
+                        f"c{step['concurrency']}",
+                        step["concurrency"],
+                        round(step["start_s"][i], 4),
+                        round(step["ttft_ms"][i], 3),
+                        round(step["latency_ms"][i], 3),
+                        int(step["input_tokens"][i]),
+                        int(step["output_tokens"][i]),
+                    ]
+                )
 
 
 def vllm_result(replica: SyntheticReplica, step: dict, index: int) -> dict:
     result = {
-        "date": f"20250101-{100000 + index:06d}", "endpoint_type": "openai", "backend": "vllm",
-        "label": None, "model_id": replica.model, "tokenizer_id": replica.model,
-        "num_prompts": REQUESTS_PER_STEP, "synthetic": SYNTHETIC_NOTE,
-        "request_rate": "inf", "burstiness": 1.0, "max_concurrency": step["concurrency"],
-        "duration": step["duration_s"], "completed": REQUESTS_PER_STEP, "failed": 0,
-        "total_input_tokens": int(step["input_tokens"].sum()), "total_output_tokens": int(step["output_tokens"].sum()),
-        "request_throughput": REQUESTS_PER_STEP / step["duration_s"], "request_goodput": None,
+        "date": f"20250101-{100000 + index:06d}",
+        "endpoint_type": "openai",
+        "backend": "vllm",
+        "label": None,
+        "model_id": replica.model,
+        "tokenizer_id": replica.model,
+        "num_prompts": REQUESTS_PER_STEP,
+        "synthetic": SYNTHETIC_NOTE,
+        "request_rate": "inf",
+        "burstiness": 1.0,
+        "max_concurrency": step["concurrency"],
+        "duration": step["duration_s"],
+        "completed": REQUESTS_PER_STEP,
+        "failed": 0,
+        "total_input_tokens": int(step["input_tokens"].sum()),
+        "total_output_tokens": int(step["output_tokens"].sum()),
+        "request_throughput": REQUESTS_PER_STEP / step["duration_s"],
+        "request_goodput": None,
         "output_throughput": float(step["output_tokens"].sum() / step["duration_s"]),
-        "total_token_throughput": float((step["output_tokens"].sum() + step["input_tokens"].sum()) / step["duration_s"]),
+        "total_token_throughput": float(
+            (step["output_tokens"].sum() + step["input_tokens"].sum()) / step["duration_s"]
+        ),
         "max_concurrent_requests": step["concurrency"],
     }
-    for key, values in (("ttft", step["ttft_ms"]), ("tpot", step["tpot_ms"]), ("itl", step["itl_ms"]), ("e2el", step["latency_ms"])):
+    for key, values in (
+        ("ttft", step["ttft_ms"]),
+        ("tpot", step["tpot_ms"]),
+        ("itl", step["itl_ms"]),
+        ("e2el", step["latency_ms"]),
+    ):
         s = _stats(values)
         result[f"mean_{key}_ms"], result[f"median_{key}_ms"], result[f"std_{key}_ms"] = s["mean"], s["median"], s["std"]
         for p in (90, 95, 99):
@@ -171,51 +230,94 @@ def write_vllm(replica: SyntheticReplica, steps: list[dict]) -> None:
 
 def _distribution(values: np.ndarray) -> dict:
     s = _stats(values)
-    percentiles = {"p001": float(np.percentile(values, 0.1)), "p01": float(np.percentile(values, 1)),
-                   **{f"p{p:02d}": float(np.percentile(values, p)) for p in (5, 10, 25, 50, 75, 90, 95, 99)},
-                   "p999": float(np.percentile(values, 99.9))}
-    summary = {"mean": s["mean"], "median": s["median"], "mode": s["median"], "variance": s["std"] ** 2,
-               "std_dev": s["std"], "min": s["min"], "max": s["max"], "count": s["count"],
-               "total_sum": float(values.sum()), "percentiles": percentiles, "pdf": None}
+    percentiles = {
+        "p001": float(np.percentile(values, 0.1)),
+        "p01": float(np.percentile(values, 1)),
+        **{f"p{p:02d}": float(np.percentile(values, p)) for p in (5, 10, 25, 50, 75, 90, 95, 99)},
+        "p999": float(np.percentile(values, 99.9)),
+    }
+    summary = {
+        "mean": s["mean"],
+        "median": s["median"],
+        "mode": s["median"],
+        "variance": s["std"] ** 2,
+        "std_dev": s["std"],
+        "min": s["min"],
+        "max": s["max"],
+        "count": s["count"],
+        "total_sum": float(values.sum()),
+        "percentiles": percentiles,
+        "pdf": None,
+    }
     return {"successful": summary}
 
 
 def write_guidellm(replica: SyntheticReplica, steps: list[dict], new_shape: bool) -> None:
     benchmarks = []
     for index, step in enumerate(steps):
-        strategy = {"type_": "concurrent", "worker_count": min(step["concurrency"], 10),
-                    "max_concurrency": step["concurrency"], "streams": step["concurrency"], "rampup_duration": 0.0}
+        strategy = {
+            "type_": "concurrent",
+            "worker_count": min(step["concurrency"], 10),
+            "max_concurrency": step["concurrency"],
+            "streams": step["concurrency"],
+            "rampup_duration": 0.0,
+        }
         rps = REQUESTS_PER_STEP / step["duration_s"]
-        benchmarks.append({
-            "type_": "generative_benchmark",
-            "config": {"id_": f"synthetic-{replica.name}-{index}", "run_index": index, "strategy": strategy,
-                       "backend": {"target": "http://localhost:8000", "model": replica.model}},
-            "scheduler_metrics": {"measure_start_time": 0.0, "measure_end_time": step["duration_s"],
-                                  "requests_made": {"successful": REQUESTS_PER_STEP, "errored": 0, "incomplete": 0,
-                                                    "total": REQUESTS_PER_STEP}},
-            "metrics": {
-                "request_totals": {"successful": REQUESTS_PER_STEP, "errored": 0, "incomplete": 0, "total": REQUESTS_PER_STEP},
-                "requests_per_second": _distribution(np.array([rps])),
-                "request_concurrency": _distribution(np.array([step["mean_concurrency"]])),
-                "request_latency": _distribution(step["latency_ms"] / 1000.0),
-                "prompt_token_count": _distribution(step["input_tokens"]),
-                "output_token_count": _distribution(step["output_tokens"]),
-                "time_to_first_token_ms": _distribution(step["ttft_ms"]),
-                "time_per_output_token_ms": _distribution((step["latency_ms"]) / step["output_tokens"]),
-                "inter_token_latency_ms": _distribution(step["itl_ms"]),
-                "output_tokens_per_second": _distribution(np.array([step["output_tokens"].sum() / step["duration_s"]])),
-            },
-        })
+        benchmarks.append(
+            {
+                "type_": "generative_benchmark",
+                "config": {
+                    "id_": f"synthetic-{replica.name}-{index}",
+                    "run_index": index,
+                    "strategy": strategy,
+                    "backend": {"target": "http://localhost:8000", "model": replica.model},
+                },
+                "scheduler_metrics": {
+                    "measure_start_time": 0.0,
+                    "measure_end_time": step["duration_s"],
+                    "requests_made": {
+                        "successful": REQUESTS_PER_STEP,
+                        "errored": 0,
+                        "incomplete": 0,
+                        "total": REQUESTS_PER_STEP,
+                    },
+                },
+                "metrics": {
+                    "request_totals": {
+                        "successful": REQUESTS_PER_STEP,
+                        "errored": 0,
+                        "incomplete": 0,
+                        "total": REQUESTS_PER_STEP,
+                    },
+                    "requests_per_second": _distribution(np.array([rps])),
+                    "request_concurrency": _distribution(np.array([step["mean_concurrency"]])),
+                    "request_latency": _distribution(step["latency_ms"] / 1000.0),
+                    "prompt_token_count": _distribution(step["input_tokens"]),
+                    "output_token_count": _distribution(step["output_tokens"]),
+                    "time_to_first_token_ms": _distribution(step["ttft_ms"]),
+                    "time_per_output_token_ms": _distribution((step["latency_ms"]) / step["output_tokens"]),
+                    "inter_token_latency_ms": _distribution(step["itl_ms"]),
+                    "output_tokens_per_second": _distribution(
+                        np.array([step["output_tokens"].sum() / step["duration_s"]])
+                    ),
+                },
+            }
+        )
     if new_shape:
-        report = {"metadata": {"version": 2, "guidellm_version": "0.7.3", "synthetic": SYNTHETIC_NOTE},
-                  "config": {"backend": {"model": replica.model}, "profile": {"type_": "concurrent",
-                             "streams": [s["concurrency"] for s in steps]}},
-                  "benchmarks": benchmarks}
+        report = {
+            "metadata": {"version": 2, "guidellm_version": "0.7.3", "synthetic": SYNTHETIC_NOTE},
+            "config": {
+                "backend": {"model": replica.model},
+                "profile": {"type_": "concurrent", "streams": [s["concurrency"] for s in steps]},
+            },
+            "benchmarks": benchmarks,
+        }
     else:
-        report = {"metadata": {"version": 1, "guidellm_version": "0.5.0", "synthetic": SYNTHETIC_NOTE},
-                  "args": {"model": replica.model, "profile": "concurrent",
-                           "rate": [float(s["concurrency"]) for s in steps]},
-                  "benchmarks": benchmarks}
+        report = {
+            "metadata": {"version": 1, "guidellm_version": "0.5.0", "synthetic": SYNTHETIC_NOTE},
+            "args": {"model": replica.model, "profile": "concurrent", "rate": [float(s["concurrency"]) for s in steps]},
+            "benchmarks": benchmarks,
+        }
     (OUT / f"{replica.name}_guidellm_benchmarks.json").write_text(json.dumps(report) + "\n")
 
 

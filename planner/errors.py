@@ -24,8 +24,9 @@ class PlannerInputError(ValueError):
         message with the flag the user typed instead of the parameter name.
     """
 
-    def __init__(self, message: str, *, parameter: str | None = None, expected: str | None = None,
-                 value: object = None) -> None:
+    def __init__(
+        self, message: str, *, parameter: str | None = None, expected: str | None = None, value: object = None
+    ) -> None:
         super().__init__(message)
         self.parameter = parameter
         self.expected = expected
@@ -71,13 +72,15 @@ def _require(name: str, value, ok: Callable, expected: str):
     try:
         array = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
-        raise PlannerInputError(f"{name} must be {expected}, got {value!r}", parameter=name,
-                                expected=expected, value=value) from None
+        raise PlannerInputError(
+            f"{name} must be {expected}, got {value!r}", parameter=name, expected=expected, value=value
+        ) from None
     bad = ~np.isfinite(array) | ~np.asarray(ok(array), dtype=bool)
     if np.any(bad):
         shown = float(array.flat[int(np.argmax(bad.ravel()))]) if array.ndim else value
-        raise PlannerInputError(f"{name} must be {expected}, got {shown!r}", parameter=name,
-                                expected=expected, value=shown)
+        raise PlannerInputError(
+            f"{name} must be {expected}, got {shown!r}", parameter=name, expected=expected, value=shown
+        )
     if array.ndim == 0:
         return float(array)
     return array

@@ -1,4 +1,4 @@
-"""Text for the book's pages: Markdown tables, counted nouns, shares and inline Markdown as HTML (string building only)."""
+"""Text for the book's pages: Markdown tables, counted nouns, shares and inline Markdown as HTML."""
 
 from __future__ import annotations
 

@@ -68,8 +68,13 @@ _CSS_IMPORT = re.compile(r"@import\s+(?:url\()?['\"]?((?:https?:)?//[^'\")\s]+)"
 
 CHROMIUM_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
 CHROMIUM_ARGS = (
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 )
 
 
@@ -212,7 +217,9 @@ def chromium() -> Iterator[object]:
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
-            executable_path=find_chromium(), headless=True, args=list(CHROMIUM_ARGS),
+            executable_path=find_chromium(),
+            headless=True,
+            args=list(CHROMIUM_ARGS),
         )
         try:
             yield browser
@@ -231,8 +238,7 @@ class PageReport:
     problems: list[str] = field(default_factory=list)
 
 
-_REFRESH = re.compile(
-    r"""<meta\s+http-equiv=["']?refresh["']?\s+content=["'][^"']*url=([^"']+)["']""", re.IGNORECASE)
+_REFRESH = re.compile(r"""<meta\s+http-equiv=["']?refresh["']?\s+content=["'][^"']*url=([^"']+)["']""", re.IGNORECASE)
 
 
 def refresh_target(path: Path) -> str | None:
@@ -351,10 +357,17 @@ _SHOWS_WIDGETS = """() => !!document.querySelector(
     'script[type="application/vnd.jupyter.widget-view+json"], .jupyter-widgets')"""
 
 
-def check_page(browser, url: str, name: str, screenshot: Path | None = None,
-               allowed_origin: str | None = None, redirect_to: str | None = None,
-               viewport: Viewport = DESKTOP, budget_bytes: int | None = None,
-               require_favicon: bool = False) -> PageReport:
+def check_page(
+    browser,
+    url: str,
+    name: str,
+    screenshot: Path | None = None,
+    allowed_origin: str | None = None,
+    redirect_to: str | None = None,
+    viewport: Viewport = DESKTOP,
+    budget_bytes: int | None = None,
+    require_favicon: bool = False,
+) -> PageReport:
     """Open ``url`` in a fresh context and return what went wrong there.
 
     Requests to anything but ``allowed_origin`` (scheme://host:port; file: and
@@ -368,7 +381,10 @@ def check_page(browser, url: str, name: str, screenshot: Path | None = None,
     report = PageReport(name)
     context = browser.new_context(
         viewport={"width": viewport.width, "height": viewport.height},
-        is_mobile=viewport.mobile, has_touch=viewport.mobile, device_scale_factor=1)
+        is_mobile=viewport.mobile,
+        has_touch=viewport.mobile,
+        device_scale_factor=1,
+    )
     page = context.new_page()
     finished = []
 
@@ -386,8 +402,7 @@ def check_page(browser, url: str, name: str, screenshot: Path | None = None,
     def on_console(message):
         if message.type == "error":
             where = message.location.get("url", "") if message.location else ""
-            report.problems.append(f"{name}: console error: {message.text}"
-                                   + (f" ({where})" if where else ""))
+            report.problems.append(f"{name}: console error: {message.text}" + (f" ({where})" if where else ""))
 
     page.route("**/*", on_route)
     page.on("console", on_console)
@@ -439,7 +454,7 @@ def _check_charts(page, name: str, report: PageReport) -> None:
     report.charts = len(charts)
     elements = page.query_selector_all("div.planner-altair")
     for chart, element in zip(charts, elements, strict=True):
-        label = f"chart {chart['index'] + 1} \"{chart['label']}\""
+        label = f'chart {chart["index"] + 1} "{chart["label"]}"'
         if not chart["drawn"]:
             report.problems.append(f"{name}: {label} drew no SVG or canvas: {chart['text']!r}")
             continue
@@ -449,14 +464,16 @@ def _check_charts(page, name: str, report: PageReport) -> None:
             old, new = slider.evaluate(_MOVE_SLIDER)
             try:
                 page.wait_for_function(
-                    f"([el, before]) => ({_FINGERPRINT})(el) !== before", arg=[element, before],
-                    timeout=5_000)
+                    f"([el, before]) => ({_FINGERPRINT})(el) !== before", arg=[element, before], timeout=5_000
+                )
             except PlaywrightTimeout:
                 report.problems.append(
-                    f"{name}: {label}: moving slider {k + 1} from {old} to {new} did not change the chart")
+                    f"{name}: {label}: moving slider {k + 1} from {old} to {new} did not change the chart"
+                )
             slider.evaluate(
-                "(input, value) => { input.value = value;"
-                " input.dispatchEvent(new Event('input', {bubbles: true})); }", old)
+                "(input, value) => { input.value = value; input.dispatchEvent(new Event('input', {bubbles: true})); }",
+                old,
+            )
 
 
 def _check_width(page, name: str, report: PageReport) -> None:
@@ -467,8 +484,7 @@ def _check_width(page, name: str, report: PageReport) -> None:
     for text in window["wide"]:
         report.problems.append(f"{name}: wider than the window: {text}")
     if window["page"] > window["window"] + 1 and not (column["wide"] or window["wide"]):
-        report.problems.append(
-            f"{name}: the page is {window['page']} px wide in a {window['window']} px window")
+        report.problems.append(f"{name}: the page is {window['page']} px wide in a {window['window']} px window")
 
 
 def _check_icons(page, name: str, report: PageReport) -> None:
@@ -497,23 +513,26 @@ def _check_loads(page, finished, name: str, report: PageReport, budget_bytes: in
             size = sum(paths[p] for p in loaded)
             report.problems.append(
                 f"{name}: loads {library} ({', '.join(p.rsplit('/', 1)[-1] for p in loaded)}; "
-                f"{size / 1e6:.2f} MB) but has no {used_by}")
+                f"{size / 1e6:.2f} MB) but has no {used_by}"
+            )
     for path, size in paths.items():
         if path.endswith(FONTAWESOME_JS):
-            report.problems.append(f"{name}: loads {FONTAWESOME_JS} ({size / 1e6:.2f} MB); "
-                                   "the theme's stylesheet draws its icons from a web font")
+            report.problems.append(
+                f"{name}: loads {FONTAWESOME_JS} ({size / 1e6:.2f} MB); "
+                "the theme's stylesheet draws its icons from a web font"
+            )
     if budget_bytes is not None and not uses["charts"]:
         budget_bytes = min(budget_bytes, TEXT_PAGE_BUDGET_BYTES)
     if budget_bytes is not None and report.loaded_bytes > budget_bytes:
         heaviest = sorted(paths.items(), key=lambda item: -item[1])[:3]
         report.problems.append(
             f"{name}: loads {report.loaded_bytes / 1e6:.2f} MB, over the {budget_bytes / 1e6:.1f} MB budget; "
-            "heaviest: " + ", ".join(f"{p.rsplit('/', 1)[-1]} {s / 1e6:.2f} MB" for p, s in heaviest))
+            "heaviest: " + ", ".join(f"{p.rsplit('/', 1)[-1]} {s / 1e6:.2f} MB" for p, s in heaviest)
+        )
 
 
 def _check_favicon(page, context, name: str, report: PageReport) -> None:
-    href = page.evaluate("() => { const l = document.querySelector('link[rel~=\"icon\"]');"
-                         " return l ? l.href : null; }")
+    href = page.evaluate("() => { const l = document.querySelector('link[rel~=\"icon\"]'); return l ? l.href : null; }")
     if not href:
         report.problems.append(f"{name}: declares no favicon, so browsers ask for /favicon.ico and get a 404")
         return
@@ -534,8 +553,9 @@ def screenshot_path(screenshots: Path, relative: Path, viewport: Viewport = DESK
     return screenshots / str(viewport.width) / relative.with_suffix(".png")
 
 
-def browse_book(root: Path, pages: list[Path], screenshots: Path, browser=None,
-                viewports: tuple[Viewport, ...] = VIEWPORTS) -> list[PageReport]:
+def browse_book(
+    root: Path, pages: list[Path], screenshots: Path, browser=None, viewports: tuple[Viewport, ...] = VIEWPORTS
+) -> list[PageReport]:
     """Open every page of the built book at ``root`` in each of ``viewports`` and check it.
 
     ``browser`` reuses a running Playwright browser; by default one is started.
@@ -552,11 +572,19 @@ def browse_book(root: Path, pages: list[Path], screenshots: Path, browser=None,
                 relative = page.relative_to(root)
                 url = base + relative.as_posix()
                 target = refresh_target(page)
-                reports.append(check_page(
-                    browser, url, f"{relative.as_posix()} at {viewport.label}",
-                    screenshot=screenshot_path(screenshots, relative, viewport), allowed_origin=origin,
-                    redirect_to=urljoin(url, target) if target else None, viewport=viewport,
-                    budget_bytes=PAGE_BUDGET_BYTES, require_favicon=True))
+                reports.append(
+                    check_page(
+                        browser,
+                        url,
+                        f"{relative.as_posix()} at {viewport.label}",
+                        screenshot=screenshot_path(screenshots, relative, viewport),
+                        allowed_origin=origin,
+                        redirect_to=urljoin(url, target) if target else None,
+                        viewport=viewport,
+                        budget_bytes=PAGE_BUDGET_BYTES,
+                        require_favicon=True,
+                    )
+                )
     return reports
 
 
@@ -573,8 +601,10 @@ def main(argv: list[str], browser=None) -> int:
         for ref in remote_references(page):
             problems.append(f"{page.relative_to(root)}: loads from another host: {ref}")
         for flag in dashed_flags(page):
-            problems.append(f"{page.relative_to(root)}: a flag renders with a dash that cannot be copied: {flag!r} "
-                            "(write it as inline code)")
+            problems.append(
+                f"{page.relative_to(root)}: a flag renders with a dash that cannot be copied: {flag!r} "
+                "(write it as inline code)"
+            )
     for css in sorted(root.rglob("*.css")):
         for url in _CSS_IMPORT.findall(css.read_text(encoding="utf-8", errors="replace")):
             problems.append(f"{css.relative_to(root)}: imports from another host: {url}")
@@ -592,11 +622,13 @@ def main(argv: list[str], browser=None) -> int:
             for report in reports:
                 problems.extend(report.problems)
             heaviest = max(reports, key=lambda r: r.loaded_bytes)
-            summary += (f"; opened in Chromium at {' and '.join(v.label for v in VIEWPORTS)}: "
-                        f"{sum(r.charts for r in reports)} charts drawn, "
-                        f"{sum(r.sliders for r in reports)} sliders moved, no console errors, "
-                        f"nothing too wide, no unused library, heaviest page {heaviest.name} "
-                        f"({heaviest.loaded_bytes / 1e6:.2f} MB); screenshots in {screenshots}")
+            summary += (
+                f"; opened in Chromium at {' and '.join(v.label for v in VIEWPORTS)}: "
+                f"{sum(r.charts for r in reports)} charts drawn, "
+                f"{sum(r.sliders for r in reports)} sliders moved, no console errors, "
+                f"nothing too wide, no unused library, heaviest page {heaviest.name} "
+                f"({heaviest.loaded_bytes / 1e6:.2f} MB); screenshots in {screenshots}"
+            )
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:

@@ -38,15 +38,30 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.enviro
 # tests/test_fast_loop.py fails when a module starts a kernel or a browser unmarked.
 NOTEBOOK_MODULES = {
     # papermill runs of the chapters (a default run is read from the build's cache)
-    "test_book_backlog", "test_book_drain", "test_book_flapping", "test_book_hpa_chapters",
-    "test_book_kv_capacity", "test_book_lab", "test_book_littles_law", "test_book_manifest_review",
-    "test_book_your_plan", "test_loadtest_thresholds_notebook", "test_book_executed",
+    "test_book_backlog",
+    "test_book_drain",
+    "test_book_flapping",
+    "test_book_hpa_chapters",
+    "test_book_kv_capacity",
+    "test_book_lab",
+    "test_book_littles_law",
+    "test_book_manifest_review",
+    "test_book_your_plan",
+    "test_loadtest_thresholds_notebook",
+    "test_book_executed",
     # tiny books built by jupyter-book, nbval, and `planner report` (papermill + jupyter-book)
-    "test_book_pipeline", "test_page_assets", "test_cli_report", "test_status_page", "test_book_cache_build",
+    "test_book_pipeline",
+    "test_page_assets",
+    "test_cli_report",
+    "test_status_page",
+    "test_book_cache_build",
 }
 BROWSER_MODULES = {
     # the system Chromium through Playwright
-    "test_check_built_book", "test_lab_rendering", "test_cli_report", "test_book_your_plan",
+    "test_check_built_book",
+    "test_lab_rendering",
+    "test_cli_report",
+    "test_book_your_plan",
 }
 # Slow whatever the hypothesis profile, by name: a test-local kernel compiled afresh, a
 # property test whose own @given (inside the test, out of the profile's reach) must see

@@ -42,10 +42,17 @@ def fingerprint(root: Path = REPO_ROOT) -> str:
     digest = hashlib.sha256(sys.version.encode())
     for name in FINGERPRINTED:
         top = root / name
-        files = [top] if top.is_file() else sorted(
-            path for path in top.rglob("*")
-            if path.is_file() and path.suffix not in _SKIPPED_SUFFIXES
-            and not _SKIPPED_DIRS.intersection(path.relative_to(top).parts))
+        files = (
+            [top]
+            if top.is_file()
+            else sorted(
+                path
+                for path in top.rglob("*")
+                if path.is_file()
+                and path.suffix not in _SKIPPED_SUFFIXES
+                and not _SKIPPED_DIRS.intersection(path.relative_to(top).parts)
+            )
+        )
         for path in files:
             digest.update(path.relative_to(root).as_posix().encode() + b"\0")
             digest.update(path.read_bytes() + b"\0")
@@ -68,10 +75,14 @@ def write_cached_config(target: Path, build_dir: Path = BUILD_DIR, root: Path = 
     # jupyter-book takes local extension folders relative to the config file.
     sphinx = config.get("sphinx", {})
     sphinx["local_extensions"] = {
-        name: str((root / folder).resolve()) for name, folder in (sphinx.get("local_extensions") or {}).items()}
+        name: str((root / folder).resolve()) for name, folder in (sphinx.get("local_extensions") or {}).items()
+    }
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text("# Written by tests/execution_cache.py from _config.yml for make build-strict.\n"
-                      + yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    target.write_text(
+        "# Written by tests/execution_cache.py from _config.yml for make build-strict.\n"
+        + yaml.safe_dump(config, sort_keys=False, allow_unicode=True),
+        encoding="utf-8",
+    )
     return folder
 
 

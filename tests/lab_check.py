@@ -31,8 +31,13 @@ import yaml
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LOG_DIR = REPO_ROOT / "_build" / "lab"
 CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 RUN_TIMEOUT_S = 240.0
 # A chapter's whole budget: open, run, move a slider. Past it the watchdog closes the browser,
@@ -47,8 +52,7 @@ def chapters() -> list[str]:
     strict build run them.
     """
     toc = yaml.safe_load((REPO_ROOT / "_toc.yml").read_text())
-    files = [entry["file"] for part in toc["parts"] if part.get("caption") != "Reference"
-             for entry in part["chapters"]]
+    files = [entry["file"] for part in toc["parts"] if part.get("caption") != "Reference" for entry in part["chapters"]]
     return [f for f in files if (REPO_ROOT / f"{f}.ipynb").exists()]
 
 
@@ -60,8 +64,7 @@ def _free_port() -> int:
 
 def _wait_for_server(port: int, token: str, process: subprocess.Popen, timeout_s: float = 120.0) -> None:
     deadline = time.monotonic() + timeout_s
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/status",
-                                     headers={"Authorization": f"token {token}"})
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/status", headers={"Authorization": f"token {token}"})
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"JupyterLab exited with status {process.returncode} before it answered")
@@ -139,12 +142,14 @@ def check_chapter(page, base_url: str, chapter: str) -> list[str]:
     """Open one chapter, run it, move a slider; return what went wrong."""
     problems: list[str] = []
     page.goto(f"{base_url}/lab/tree/{chapter}.ipynb")
-    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
-                           " && window.jupyterapp.shell.currentWidget.sessionContext"
-                           " && window.jupyterapp.shell.currentWidget.sessionContext.session"
-                           " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
-                           " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
-                           timeout=120_000)
+    page.wait_for_function(
+        "() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
+        " && window.jupyterapp.shell.currentWidget.sessionContext"
+        " && window.jupyterapp.shell.currentWidget.sessionContext.session"
+        " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
+        " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
+        timeout=120_000,
+    )
     _fire(page, "notebook:run-all-cells")
     issued = time.monotonic()
     deadline = issued + RUN_TIMEOUT_S
@@ -182,7 +187,9 @@ def check_chapter(page, base_url: str, chapter: str) -> list[str]:
             page.wait_for_function(
                 "([panel, before]) => { const el = [...document.querySelectorAll(panel + "
                 "' .jp-OutputArea .widget-html-content')].pop(); return el && el.innerText !== before; }",
-                arg=[panel, before], timeout=30_000)
+                arg=[panel, before],
+                timeout=30_000,
+            )
             return problems
         except Exception:
             continue
@@ -191,8 +198,9 @@ def check_chapter(page, base_url: str, chapter: str) -> list[str]:
 
 
 def _kernels_api(base_url: str, token: str, path: str = "", method: str = "GET"):
-    request = urllib.request.Request(f"{base_url}/api/kernels{path}", method=method,
-                                     headers={"Authorization": f"token {token}"})
+    request = urllib.request.Request(
+        f"{base_url}/api/kernels{path}", method=method, headers={"Authorization": f"token {token}"}
+    )
     with urllib.request.urlopen(request, timeout=30) as response:
         body = response.read()
     return json.loads(body) if body else None
@@ -267,21 +275,33 @@ def main() -> int:
         root = Path(work) / "root"
         # The whole book folder (chapters read pages beside them, such as lint_rules.md), without
         # the vendored scripts; the notebooks are copies, so autosave cannot write into book/.
-        shutil.copytree(REPO_ROOT / "book", root / "book",
-                        ignore=shutil.ignore_patterns("_vendor", "_build", ".ipynb_checkpoints", "__pycache__"))
+        shutil.copytree(
+            REPO_ROOT / "book",
+            root / "book",
+            ignore=shutil.ignore_patterns("_vendor", "_build", ".ipynb_checkpoints", "__pycache__"),
+        )
         os.symlink(REPO_ROOT / "data", root / "data")
         raw_log = Path(work) / "server.log"
-        env = dict(os.environ, JUPYTER_TOKEN=token, JUPYTER_CONFIG_DIR=str(Path(work) / "config"),
-                   JUPYTERLAB_SETTINGS_DIR=str(Path(work) / "settings"),
-                   JUPYTERLAB_WORKSPACES_DIR=str(Path(work) / "workspaces"))
-        command = [str(Path(sys.executable).with_name("jupyter-lab")), "--no-browser", "--ip=127.0.0.1",
-                   f"--port={port}", f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
-                   "--ServerApp.port_retries=0"]
+        env = dict(
+            os.environ,
+            JUPYTER_TOKEN=token,
+            JUPYTER_CONFIG_DIR=str(Path(work) / "config"),
+            JUPYTERLAB_SETTINGS_DIR=str(Path(work) / "settings"),
+            JUPYTERLAB_WORKSPACES_DIR=str(Path(work) / "workspaces"),
+        )
+        command = [
+            str(Path(sys.executable).with_name("jupyter-lab")),
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            f"--ServerApp.root_dir={root}",
+            "--LabApp.expose_app_in_browser=True",
+            "--ServerApp.port_retries=0",
+        ]
         if os.geteuid() == 0:
             command.append("--allow-root")
         with raw_log.open("w") as log:
-            server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                      start_new_session=True)
+            server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         problems: list[str] = []
         started = time.monotonic()
         try:

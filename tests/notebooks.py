@@ -28,8 +28,12 @@ def run_chapter(name: str, output_dir: Path, **parameters) -> nbformat.NotebookN
             nbformat.write(built, output)
             return built
     papermill.execute_notebook(
-        str(BOOK_DIR / f"{name}.ipynb"), str(output), parameters=parameters,
-        cwd=str(BOOK_DIR), kernel_name="python3", progress_bar=False,
+        str(BOOK_DIR / f"{name}.ipynb"),
+        str(output),
+        parameters=parameters,
+        cwd=str(BOOK_DIR),
+        kernel_name="python3",
+        progress_bar=False,
     )
     return nbformat.read(output, as_version=4)
 

@@ -7,16 +7,18 @@ import numpy as np
 from planner.simulate.traffic import RequestTrace
 
 
-def steady_trace(rate_rps: float, duration_s: float, input_tokens: int, output_tokens: int,
-                 start_s: float = 0.0) -> RequestTrace:
+def steady_trace(
+    rate_rps: float, duration_s: float, input_tokens: int, output_tokens: int, start_s: float = 0.0
+) -> RequestTrace:
     """Evenly spaced arrivals, as a load generator with a fixed interval sends them."""
     arrival_s = start_s + np.arange(0.0, duration_s, 1.0 / rate_rps)
     n = len(arrival_s)
     return RequestTrace(arrival_s, np.full(n, input_tokens), np.full(n, output_tokens), f"steady {rate_rps} req/s")
 
 
-def poisson_trace(rate_rps, duration_s: float, input_tokens: int, output_tokens: int, seed: int = 0,
-                  tick_s: float = 1.0) -> RequestTrace:
+def poisson_trace(
+    rate_rps, duration_s: float, input_tokens: int, output_tokens: int, seed: int = 0, tick_s: float = 1.0
+) -> RequestTrace:
     """Poisson arrivals at ``rate_rps`` (a number, or a function of time evaluated per tick)."""
     rng = np.random.default_rng(seed)
     rate = rate_rps if callable(rate_rps) else (lambda t: rate_rps)
@@ -29,21 +31,33 @@ def poisson_trace(rate_rps, duration_s: float, input_tokens: int, output_tokens:
     return RequestTrace(arrival_s, np.full(n, input_tokens), np.full(n, output_tokens), f"poisson seed {seed}")
 
 
-def scaled_object(name: str, query: str, threshold: float, *, min_replicas: int = 1, max_replicas: int = 16,
-                  polling_s: int = 15, down_window_s: int | None = None, down_policy: str = "",
-                  cached: bool = False) -> str:
+def scaled_object(
+    name: str,
+    query: str,
+    threshold: float,
+    *,
+    min_replicas: int = 1,
+    max_replicas: int = 16,
+    polling_s: int = 15,
+    down_window_s: int | None = None,
+    down_policy: str = "",
+    cached: bool = False,
+) -> str:
     """A KEDA ScaledObject with one Prometheus trigger (``useCachedMetrics`` when ``cached``), as YAML text."""
     behavior = ""
     if down_window_s is not None or down_policy:
-        behavior = ("  advanced:\n    horizontalPodAutoscalerConfig:\n      behavior:\n        scaleDown:\n"
-                    + (f"          stabilizationWindowSeconds: {down_window_s}\n" if down_window_s is not None else "")
-                    + down_policy)
+        behavior = (
+            "  advanced:\n    horizontalPodAutoscalerConfig:\n      behavior:\n        scaleDown:\n"
+            + (f"          stabilizationWindowSeconds: {down_window_s}\n" if down_window_s is not None else "")
+            + down_policy
+        )
     return (
         "apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\n"
         f"metadata:\n  name: {name}\nspec:\n  scaleTargetRef:\n    name: {name}\n"
         f"  minReplicaCount: {min_replicas}\n  maxReplicaCount: {max_replicas}\n  pollingInterval: {polling_s}\n"
         + behavior
-        + "  triggers:\n  - type: prometheus\n" + ("    useCachedMetrics: true\n" if cached else "")
+        + "  triggers:\n  - type: prometheus\n"
+        + ("    useCachedMetrics: true\n" if cached else "")
         + "    metadata:\n      serverAddress: http://prometheus:9090\n"
         f"      query: '{query}'\n      threshold: '{threshold}'\n"
     )
@@ -60,8 +74,15 @@ def pods_hpa(name: str, metric: str, average_value: float, *, min_replicas: int 
     )
 
 
-def external_hpa(name: str, metric: str, average_value: float, *, min_replicas: int = 0, max_replicas: int = 16,
-                 down_window_s: int = 0) -> str:
+def external_hpa(
+    name: str,
+    metric: str,
+    average_value: float,
+    *,
+    min_replicas: int = 0,
+    max_replicas: int = 16,
+    down_window_s: int = 0,
+) -> str:
     """An autoscaling/v2 HPA on one External metric (a fleet total), as YAML text; it may scale to zero."""
     return (
         "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\n"

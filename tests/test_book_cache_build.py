@@ -13,7 +13,10 @@ def _cached_strict_build(root) -> subprocess.CompletedProcess:
     write_cached_config(config, root / "_build", root)
     return subprocess.run(
         [str(BIN / "jupyter-book"), "build", str(root), "--config", str(config), "-W", "-n", "--keep-going"],
-        capture_output=True, text=True, timeout=600, cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=root,
     )
 
 

@@ -19,8 +19,21 @@ TOC = yaml.safe_load((REPO_ROOT / "_toc.yml").read_text(encoding="utf-8"))
 PAGES = [chapter["file"] for part in TOC["parts"] for chapter in part["chapters"]]
 NOTEBOOKS = [page for page in PAGES if (REPO_ROOT / f"{page}.ipynb").exists()]
 # What the course covers, in order: each is in the title of a later page than the one before it.
-COURSE = ("GPU utilization", "Little's law", "KV", "load test", "HPA", "bounded", "backlog", "drain", "flap",
-          "lab", "manifests", "plan", "glossary")
+COURSE = (
+    "GPU utilization",
+    "Little's law",
+    "KV",
+    "load test",
+    "HPA",
+    "bounded",
+    "backlog",
+    "drain",
+    "flap",
+    "lab",
+    "manifests",
+    "plan",
+    "glossary",
+)
 CAPTION_MIN_CHARS = 40
 
 
@@ -67,9 +80,14 @@ def _glued_charts(cell) -> list[str]:
     """Names under which a code cell glues a chart: ``glue("name", something_chart(...), ...)``."""
     names = []
     for node in ast.walk(ast.parse(cell.source)):
-        if (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "glue" and len(node.args) >= 2
-                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[1], ast.Call)
-                and getattr(node.args[1].func, "id", "").endswith("_chart")):
+        if (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "id", "") == "glue"
+            and len(node.args) >= 2
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[1], ast.Call)
+            and getattr(node.args[1].func, "id", "").endswith("_chart")
+        ):
             names.append(node.args[0].value)
     return names
 
@@ -98,7 +116,8 @@ def test_every_chart_has_a_caption_and_its_code_is_hidden(notebook):
         else:
             after = nb.cells[i + 1] if i + 1 < len(nb.cells) else None
             assert after is not None and after.cell_type == "markdown" and after.source.startswith("Figure: "), (
-                f"{notebook} cell {i}: a chart must be followed by a markdown cell 'Figure: ...'")
+                f"{notebook} cell {i}: a chart must be followed by a markdown cell 'Figure: ...'"
+            )
             assert len(after.source) >= CAPTION_MIN_CHARS, f"{notebook} cell {i + 1}: the caption says too little"
 
 

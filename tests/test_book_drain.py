@@ -22,15 +22,28 @@ from planner.simulate.reference import simulate
 from tests.conftest import DATA_DIR
 from tests.notebooks import glued, run_chapter
 
-OTHER = dict(max_output_tokens=8192, itl_ms=35.0, ttft_ms=800.0, output_length_shape="uniform",
-             in_flight_requests=24.0, termination_grace_period_s=120.0, shutdown_timeout_s=90.0,
-             pre_stop_s=15.0, planned_pre_stop_s=15.0, margin_frac=0.2)
+OTHER = dict(
+    max_output_tokens=8192,
+    itl_ms=35.0,
+    ttft_ms=800.0,
+    output_length_shape="uniform",
+    in_flight_requests=24.0,
+    termination_grace_period_s=120.0,
+    shutdown_timeout_s=90.0,
+    pre_stop_s=15.0,
+    planned_pre_stop_s=15.0,
+    margin_frac=0.2,
+)
 
 
 def _pasted_as_text(notebook) -> set[str]:
     """Keys the page's prose pastes with ``{glue:text}`` (Sphinx's smart quotes apply to those)."""
-    return {key for cell in notebook.cells if cell.cell_type == "markdown"
-            for key in re.findall(r"\{glue:text\}`([^`:]+)", cell.source)}
+    return {
+        key
+        for cell in notebook.cells
+        if cell.cell_type == "markdown"
+        for key in re.findall(r"\{glue:text\}`([^`:]+)", cell.source)
+    }
 
 
 def _glued_markdown(notebook, name: str) -> str:
@@ -63,10 +76,30 @@ def test_default_run_is_w37(tmp_path):
 def test_other_inputs_match_the_command_line(tmp_path):
     values = glued(run_chapter("drain", tmp_path, **OTHER))
     cli = subprocess.run(
-        [sys.executable, "-m", "planner.cli", "grace", "--json", "--max-tokens", "8192", "--itl-ms", "35",
-         "--ttft-ms", "800", "--pre-stop-s", "15", "--margin-frac", "0.2", "--grace-period-s", "120",
-         "--shutdown-timeout-s", "90"],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "planner.cli",
+            "grace",
+            "--json",
+            "--max-tokens",
+            "8192",
+            "--itl-ms",
+            "35",
+            "--ttft-ms",
+            "800",
+            "--pre-stop-s",
+            "15",
+            "--margin-frac",
+            "0.2",
+            "--grace-period-s",
+            "120",
+            "--shutdown-timeout-s",
+            "90",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert cli.returncode == 1, cli.stderr  # the current settings cut generations off
     expected = json.loads(cli.stdout)
@@ -81,10 +114,18 @@ def test_other_inputs_match_the_command_line(tmp_path):
     frac = cut_frac(105.0, output_lengths(8192, "uniform"), 35.0, 800.0)
     assert values["cut_now_pct"] == f"{frac:.1%}" and values["cut_now"] == f"{24 * frac:.1f}"
     # The simulated fleet runs with the page's current settings: the same replay done here agrees.
-    rig = dataclasses.replace(read_fleet(DATA_DIR / "fleets" / "seed003-rig.yaml"), termination_grace_period_s=120.0,
-                              shutdown_timeout_s=90.0, pre_stop_s=15.0)
-    run = simulate(read_trace(DATA_DIR / "traces" / "steady-0.6rps-12min.csv"),
-                   load_autoscaler(DATA_DIR / "manifests" / "flapping-waiting.yaml"), rig, duration_s=900.0)
+    rig = dataclasses.replace(
+        read_fleet(DATA_DIR / "fleets" / "seed003-rig.yaml"),
+        termination_grace_period_s=120.0,
+        shutdown_timeout_s=90.0,
+        pre_stop_s=15.0,
+    )
+    run = simulate(
+        read_trace(DATA_DIR / "traces" / "steady-0.6rps-12min.csv"),
+        load_autoscaler(DATA_DIR / "manifests" / "flapping-waiting.yaml"),
+        rig,
+        duration_s=900.0,
+    )
     assert values["sim_current_cut"] == run.cut_generations
     assert values["sim_current_cost"] == f"{run.cost_usd:.2f}"
 

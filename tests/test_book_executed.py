@@ -20,7 +20,8 @@ NOTEBOOKS = sorted(path.stem for path in BOOK_DIR.glob("*.ipynb"))
 def _toc_files(entry) -> set[str]:
     if isinstance(entry, dict):
         return ({entry["file"]} if "file" in entry else set()).union(
-            *(_toc_files(value) for key, value in entry.items() if key in ("parts", "chapters", "sections")))
+            *(_toc_files(value) for key, value in entry.items() if key in ("parts", "chapters", "sections"))
+        )
     return set().union(*(_toc_files(item) for item in entry)) if isinstance(entry, list) else set()
 
 

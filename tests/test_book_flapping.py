@@ -12,8 +12,9 @@ def test_flapping_default_run_is_w35_against_w36(tmp_path):
 
 def test_flapping_parameters_reach_the_simulation(tmp_path):
     # The KV design as the one under test, with a shorter cold start: the page follows.
-    values = glued(run_chapter("flapping", tmp_path, manifest_path="../data/manifests/flapping-kv-sum.yaml",
-                               warmup_s=30.0))
+    values = glued(
+        run_chapter("flapping", tmp_path, manifest_path="../data/manifests/flapping-kv-sum.yaml", warmup_s=30.0)
+    )
     assert values["tested_name"] == "qwen-kv-sum"
     assert values["tested_flaps"] == 0
 

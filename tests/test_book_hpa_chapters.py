@@ -20,8 +20,12 @@ REAL_MANIFESTS = [
     # ScaledObject, two triggers without names: the OR section runs on this manifest itself
     ("14-aks-qwen-keda-running-waiting.yaml", 3, -1, {"0": 6.0, "1": 9.0}),
     # ScaledObject with a scalingModifiers formula over four triggers and an immediate scale-up
-    ("10-llmd-keda-epp-queue-guard-scalingmodifiers.yaml", 2, -1,
-     {"queue": 5.0, "running": 40.0, "pending": 0.0, "replicas": 2.0}),
+    (
+        "10-llmd-keda-epp-queue-guard-scalingmodifiers.yaml",
+        2,
+        -1,
+        {"queue": 5.0, "running": 40.0, "pending": 0.0, "replicas": 2.0},
+    ),
     # ScaledObject on summed KV-cache usage, scale-up limited to one pod per 180 s
     ("12-llmd-keda-decode-kv-cache-sum.yaml", 3, -1, {"decode-kv-utilization": 2.9}),
     # HPA on an External metric with a 120-s scale-up window; at one replica the OR example sits below its minimum
@@ -52,13 +56,23 @@ def test_hpa_decisions_default_run(tmp_path):
     assert "proposes 10" in values["decision_text"] and "sets 8" in values["decision_text"]
 
 
-@pytest.mark.parametrize(("name", "current", "ready", "metric_values"), REAL_MANIFESTS,
-                         ids=[m[0].split("-")[0] for m in REAL_MANIFESTS])
-def test_hpa_decisions_on_real_manifests_equals_the_cli(tmp_path, capsys, shared_dir, name, current, ready,
-                                                         metric_values):
+@pytest.mark.parametrize(
+    ("name", "current", "ready", "metric_values"), REAL_MANIFESTS, ids=[m[0].split("-")[0] for m in REAL_MANIFESTS]
+)
+def test_hpa_decisions_on_real_manifests_equals_the_cli(
+    tmp_path, capsys, shared_dir, name, current, ready, metric_values
+):
     path = shared_dir / "real-world" / "manifests" / name
-    values = glued(run_chapter("hpa_decisions", tmp_path, manifest_path=str(path), current_replicas=current,
-                               ready_replicas=ready, metric_values=metric_values))
+    values = glued(
+        run_chapter(
+            "hpa_decisions",
+            tmp_path,
+            manifest_path=str(path),
+            current_replicas=current,
+            ready_replicas=ready,
+            metric_values=metric_values,
+        )
+    )
     cli = _cli_json(capsys, path, current, ready, metric_values)
     assert values["desired"] == cli["desired_replicas"]
     assert values["proposal"] == cli["max_proposal"]

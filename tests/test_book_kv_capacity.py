@@ -30,9 +30,13 @@ CHAPTER = BOOK_DIR / "kv_capacity.ipynb"
 REAL_RUNS = [
     ("gemma-3-4b-it", "orbit-ai-gemma-3-4b-rocm.log", "", (1, 1)),
     # The fixture keeps only the KV lines; the run's command line gave the sizes.
-    ("deepseek-v2-lite", "vllm-20665-deepseek-v2-lite-pp2-tp2.log",
-     "$ vllm serve deepseek-ai/DeepSeek-V2-Lite --tensor-parallel-size=2 "
-     "--pipeline-parallel-size=2 --max-model-len 1024\n", (2, 2)),
+    (
+        "deepseek-v2-lite",
+        "vllm-20665-deepseek-v2-lite-pp2-tp2.log",
+        "$ vllm serve deepseek-ai/DeepSeek-V2-Lite --tensor-parallel-size=2 "
+        "--pipeline-parallel-size=2 --max-model-len 1024\n",
+        (2, 2),
+    ),
     ("gpt-oss-120b", "dennislee22-gpt-oss-120b-tp4.log", "", (4, 1)),
 ]
 
@@ -42,27 +46,22 @@ def _cli_json(capsys, *argv) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-@pytest.mark.parametrize(("stem", "log_name", "command_line", "parallel"), REAL_RUNS,
-                         ids=[run[0] for run in REAL_RUNS])
-def test_chapter_equals_the_cli_on_real_logs(tmp_path, capsys, stem, log_name, command_line,
-                                             parallel):
+@pytest.mark.parametrize(("stem", "log_name", "command_line", "parallel"), REAL_RUNS, ids=[run[0] for run in REAL_RUNS])
+def test_chapter_equals_the_cli_on_real_logs(tmp_path, capsys, stem, log_name, command_line, parallel):
     own = tmp_path / "my-model"
     own.mkdir()
     config = own / "config.json"
     shutil.copy(DATA_DIR / "models" / f"{stem}.json", config)
     log = own / "vllm.log"
     log.write_text(command_line + (LOGS / log_name).read_text())
-    values = glued(run_chapter("kv_capacity", tmp_path, model_config_path=str(config),
-                               vllm_log_path=str(log)))
-    cli = _cli_json(capsys, "--config", str(config), "--vllm-log", str(log),
-                    "--tokens-per-request", "1000")
+    values = glued(run_chapter("kv_capacity", tmp_path, model_config_path=str(config), vllm_log_path=str(log)))
+    cli = _cli_json(capsys, "--config", str(config), "--vllm-log", str(log), "--tokens-per-request", "1000")
     assert values["kv_tokens_count"] == cli["kv_tokens"]
     assert values["kv_tokens"] == f"{cli['kv_tokens']:,}"
     assert values["max_concurrency_value"] == cli["max_concurrency"]
     assert values["max_concurrency"] == f"{cli['max_concurrency']:.2f}"
     assert values["requests"] == f"{cli['concurrent_requests']:,.0f}"
-    assert (values["tp"], values["pp"]) == parallel == (
-        cli["tensor_parallel_size"], cli["pipeline_parallel_size"])
+    assert (values["tp"], values["pp"]) == parallel == (cli["tensor_parallel_size"], cli["pipeline_parallel_size"])
     assert values["memory_source"] == "the start-up log"
     # The page reproduces what vLLM printed, and says so.
     assert cli["log_consistent"] is True
@@ -77,12 +76,15 @@ def test_chapter_equals_the_cli_on_real_logs(tmp_path, capsys, stem, log_name, c
 
 
 def test_help_notebook_lists_every_parameter():
-    cell = next(c for c in nbformat.read(CHAPTER, as_version=4).cells
-                if "parameters" in c.metadata.get("tags", []))
-    assigned = {node.target.id for node in ast.parse(cell.source).body
-                if isinstance(node, ast.AnnAssign)}
-    assert {"kv_cache_dtype", "vllm_log_path", "pipeline_parallel_size",
-            "max_num_batched_tokens", "vllm_version"} <= assigned
+    cell = next(c for c in nbformat.read(CHAPTER, as_version=4).cells if "parameters" in c.metadata.get("tags", []))
+    assigned = {node.target.id for node in ast.parse(cell.source).body if isinstance(node, ast.AnnAssign)}
+    assert {
+        "kv_cache_dtype",
+        "vllm_log_path",
+        "pipeline_parallel_size",
+        "max_num_batched_tokens",
+        "vllm_version",
+    } <= assigned
     # papermill skips a line holding a second "=", so no comment may contain one.
     assert set(papermill.inspect_notebook(str(CHAPTER))) == assigned
 
@@ -103,8 +105,7 @@ def test_explorer_opens_on_the_page_inputs():
 
 def test_explorer_keeps_per_stage_memory_of_a_pipeline_log(tmp_path):
     log = tmp_path / "vllm.log"
-    log.write_text("vllm serve m -tp 2 -pp 2\n"
-                   + (LOGS / "vllm-20665-deepseek-v2-lite-pp2-tp2.log").read_text())
+    log.write_text("vllm serve m -tp 2 -pp 2\n" + (LOGS / "vllm-20665-deepseek-v2-lite-pp2-tp2.log").read_text())
     deepseek = read_model_config(DATA_DIR / "models" / "deepseek-v2-lite.json")
     replica = replica_kv(deepseek, log=read_vllm_log(log), tokens_per_request=1000.0)
     memory, *_, summary = kv_capacity_explorer(replica).children
@@ -114,8 +115,7 @@ def test_explorer_keeps_per_stage_memory_of_a_pipeline_log(tmp_path):
 
 def test_default_chapter_reads_hybrids_prefixes_and_the_published_log_right(tmp_path):
     values = glued(run_chapter("kv_capacity", tmp_path))
-    prose = "\n".join(c.source for c in nbformat.read(CHAPTER, as_version=4).cells
-                      if c.cell_type == "markdown")
+    prose = "\n".join(c.source for c in nbformat.read(CHAPTER, as_version=4).cells if c.cell_type == "markdown")
     # Hybrids: the page's own table shows Gemma 3 holding fewer requests than tokens / length.
     assert "fit more requests than their token count suggests" not in prose
     assert "more for sliding-window hybrids" not in prose

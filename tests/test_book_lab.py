@@ -15,28 +15,45 @@ from tests.notebooks import glued, run_chapter
 
 def _simulate_json(capsys, trace, manifest, fleet) -> dict:
     capsys.readouterr()
-    assert main(["simulate", "--trace", str(trace), "--manifest", str(manifest), "--fleet", str(fleet),
-                 "--json"]) == 0
+    assert main(["simulate", "--trace", str(trace), "--manifest", str(manifest), "--fleet", str(fleet), "--json"]) == 0
     return json.loads(capsys.readouterr().out)
 
 
 def _canonical_csv(trace, path, until_s: float):
     keep = trace.arrival_s < until_s
-    pd.DataFrame({"arrival_s": trace.arrival_s[keep], "input_tokens": trace.input_tokens[keep],
-                  "output_tokens": trace.output_tokens[keep]}).to_csv(path, index=False)
+    pd.DataFrame(
+        {
+            "arrival_s": trace.arrival_s[keep],
+            "input_tokens": trace.input_tokens[keep],
+            "output_tokens": trace.output_tokens[keep],
+        }
+    ).to_csv(path, index=False)
     return path
 
 
 def test_lab_replays_ten_minutes_of_azure_traffic_through_a_real_manifest(tmp_path, capsys, shared_dir):
-    trace = _canonical_csv(read_trace(shared_dir / "traces" / "AzureLLMInferenceTrace_conv.csv"),
-                           tmp_path / "conv-10min.csv", 600.0)
+    trace = _canonical_csv(
+        read_trace(shared_dir / "traces" / "AzureLLMInferenceTrace_conv.csv"), tmp_path / "conv-10min.csv", 600.0
+    )
     manifest = shared_dir / "real-world" / "manifests" / "91-seed001-chat-model.yaml"
     fleet = tmp_path / "fleet.yaml"
-    fleet.write_text((DATA_DIR / "fleets" / "lab-8b.yaml").read_text()
-                     .replace("usd_per_gpu_hour: 4.0", "usd_per_gpu_hour: 2.5")
-                     .replace("warmup_s: 60", "warmup_s: 120"))
-    values = glued(run_chapter("lab", tmp_path, trace_path=str(trace), manifest_path=str(manifest),
-                               fleet_path=str(fleet), usd_per_gpu_hour=2.5, warmup_s=120.0))
+    fleet.write_text(
+        (DATA_DIR / "fleets" / "lab-8b.yaml")
+        .read_text()
+        .replace("usd_per_gpu_hour: 4.0", "usd_per_gpu_hour: 2.5")
+        .replace("warmup_s: 60", "warmup_s: 120")
+    )
+    values = glued(
+        run_chapter(
+            "lab",
+            tmp_path,
+            trace_path=str(trace),
+            manifest_path=str(manifest),
+            fleet_path=str(fleet),
+            usd_per_gpu_hour=2.5,
+            warmup_s=120.0,
+        )
+    )
     cli = _simulate_json(capsys, trace, manifest, fleet)
     assert values["your_slo_attainment_frac"] == cli["slo_attainment_frac"]
     assert values["your_cost_usd"] == cli["cost_usd"]
@@ -58,9 +75,18 @@ def test_flapping_chapter_on_a_faster_load_and_the_articles_own_manifests(tmp_pa
     kv_sum = manifests / "93-seed003-attempt3-kv-sum.yaml"
     fleet = tmp_path / "rig.yaml"
     fleet.write_text((DATA_DIR / "fleets" / "seed003-rig.yaml").read_text() + "usd_per_gpu_hour: 1.1\n")
-    values = glued(run_chapter("flapping", tmp_path, trace_path=str(trace), manifest_path=str(waiting),
-                               compare_manifest_path=str(kv_sum), fleet_path=str(fleet), usd_per_gpu_hour=1.1,
-                               duration_s=0.0))
+    values = glued(
+        run_chapter(
+            "flapping",
+            tmp_path,
+            trace_path=str(trace),
+            manifest_path=str(waiting),
+            compare_manifest_path=str(kv_sum),
+            fleet_path=str(fleet),
+            usd_per_gpu_hour=1.1,
+            duration_s=0.0,
+        )
+    )
     assert values["tested_flaps_during_load"] >= 2 and values["compared_flaps_during_load"] == 0
     cli_waiting = _simulate_json(capsys, trace, waiting, fleet)
     cli_steady = _simulate_json(capsys, trace, kv_sum, fleet)
@@ -93,8 +119,11 @@ def test_lab_page_reads_as_prose_not_as_code(tmp_path):
     import re
 
     notebook = run_chapter("lab", tmp_path)
-    html = "\n".join(str(output.get("data", {}).get("text/html", "")) for cell in notebook.cells
-                     for output in cell.get("outputs", []))
+    html = "\n".join(
+        str(output.get("data", {}).get("text/html", ""))
+        for cell in notebook.cells
+        for output in cell.get("outputs", [])
+    )
     headers = re.findall(r"<th[^>]*>([^<]*)</th>", html)
     assert headers and not [h for h in headers if re.search(r"[a-z]_[a-z]", h)], headers
     titles = re.findall(r'"title": \{"text": "([^"]*)"|"title": "([^"]*)"', html)

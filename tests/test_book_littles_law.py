@@ -11,11 +11,18 @@ def test_default_run_glues_the_worked_example(tmp_path):
 
 
 def test_papermill_parameters_reach_every_number(tmp_path):
-    values = glued(run_chapter(
-        "littles_law", tmp_path,
-        knee_concurrency=64.0, request_duration_s=9.5, target_concurrency=52.0,
-        arrival_rate_rps=30.0, step_arrival_rate_rps=45.0, warmup_s=120.0,
-    ))
+    values = glued(
+        run_chapter(
+            "littles_law",
+            tmp_path,
+            knee_concurrency=64.0,
+            request_duration_s=9.5,
+            target_concurrency=52.0,
+            arrival_rate_rps=30.0,
+            step_arrival_rate_rps=45.0,
+            warmup_s=120.0,
+        )
+    )
     # 30 x 9.5 = 285 in flight -> ceil(285 / 52) = 6 replicas; mu = 64 / 9.5 per replica.
     assert values["in_flight"] == "285"
     assert values["replicas"] == 6
@@ -30,8 +37,11 @@ def test_one_knee_the_target_line_at_the_target_and_a_legend(tmp_path):
     # The TPOT objective binds at the knee: 6 + 0.25 x 48 = 18 ms.
     assert values["largest_batch"] == 48
     assert values["knee_verdict"].startswith("exactly the knee")
-    html = "".join(str(output.get("data", {}).get("text/html", ""))
-                   for cell in notebook.cells for output in cell.get("outputs", []))
+    html = "".join(
+        str(output.get("data", {}).get("text/html", ""))
+        for cell in notebook.cells
+        for output in cell.get("outputs", [])
+    )
     assert "...while TPOT rises too" in html
     assert '"target T = 40"' in html and '"knee K = 48"' in html and '"TPOT objective 18 ms"' in html
     assert '"target T = 32"' not in html

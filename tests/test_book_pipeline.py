@@ -37,9 +37,7 @@ def _tiny_book(root: Path, page_source: str = "x = 1", intro_extra: str = "") ->
     shutil.copytree(REPO_ROOT / "book" / "_ext", root / "book" / "_ext")
     (root / "book" / "intro.md").write_text(f"# Intro\n\n{intro_extra}\n")
     _notebook(root / "book" / "page.ipynb", page_source)
-    (root / "_toc.yml").write_text(
-        "format: jb-book\nroot: book/intro\nchapters:\n  - file: book/page\n"
-    )
+    (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n  - file: book/page\n")
     vendor = REPO_ROOT / "book" / "_vendor"
     if vendor.is_dir():
         shutil.copytree(vendor, root / "book" / "_vendor")
@@ -51,7 +49,9 @@ def _tiny_book(root: Path, page_source: str = "x = 1", intro_extra: str = "") ->
 def _strict_build(root: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [str(BIN / "jupyter-book"), "build", str(root), "-W", "-n", "--keep-going"],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
 
 
@@ -59,7 +59,10 @@ def test_nbval_fails_on_a_raising_cell(tmp_path):
     _notebook(tmp_path / "bad.ipynb", "assert 1 + 1 == 3, 'arithmetic is broken'")
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "--nbval-lax", "-p", "no:cacheprovider", "-q", str(tmp_path / "bad.ipynb")],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
     )
     assert result.returncode != 0
     assert "arithmetic is broken" in result.stdout

@@ -56,4 +56,7 @@ def test_a_script_without_pins_is_refused(tmp_path):
 
 def test_versions_markdown():
     assert versions_markdown((ComponentVersion("vega", "6.4.0"),), "npm package").splitlines() == [
-        "| npm package | version |", "|---|---|", "| `vega` | 6.4.0 |"]
+        "| npm package | version |",
+        "|---|---|",
+        "| `vega` | 6.4.0 |",
+    ]

@@ -23,8 +23,9 @@ def test_table_gives_backlog_and_time_to_clear():
 
 
 def test_per_replica_grid_draws_one_line_per_queue_model_with_a_legend():
-    grid = cold_start_grid([60.0], 30.0, 15.0, 30.0, 75.0, 36.0, 92.0, 800.0, replicas_before=9,
-                           replicas_after=23, slots=48.0)
+    grid = cold_start_grid(
+        [60.0], 30.0, 15.0, 30.0, 75.0, 36.0, 92.0, 800.0, replicas_before=9, replicas_after=23, slots=48.0
+    )
     assert set(grid["model"]) == set(MODEL_LABELS.values())
     # The same step fills the old replicas' queues whatever the router; round robin drains them last.
     peaks = grid.groupby("model")["queue_requests"].max()
@@ -38,8 +39,9 @@ def test_per_replica_grid_draws_one_line_per_queue_model_with_a_legend():
 
 
 def test_table_gives_the_time_to_clear_behind_each_router():
-    table = cold_start_table([60.0], 30.0, 15.0, 75.0, 36.0, 92.0, arrival_rate_rps=30.0, replicas_before=9,
-                             replicas_after=23, slots=48.0)
+    table = cold_start_table(
+        [60.0], 30.0, 15.0, 75.0, 36.0, 92.0, arrival_rate_rps=30.0, replicas_before=9, replicas_after=23, slots=48.0
+    )
     # Round robin: about 447 / (4 - 75 / 23) s; least-loaded: about as fast as the shared queue.
     assert table["round robin (s)"].iloc[0] == pytest.approx(605, abs=3)
     assert table["least loaded (s)"].iloc[0] <= table["time to clear it (s)"].iloc[0]

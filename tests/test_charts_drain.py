@@ -24,8 +24,12 @@ def test_grid_compares_aborting_with_draining():
 
 
 def test_table_names_each_setting_and_its_cut():
-    table = settings_table([("defaults", 30, 0, 0), ("drain", 30, 25, 0), ("planned", 241, 226, 10)],
-                           output_lengths(4096, "max"), 50.0, 40.0)
+    table = settings_table(
+        [("defaults", 30, 0, 0), ("drain", 30, 25, 0), ("planned", 241, 226, 10)],
+        output_lengths(4096, "max"),
+        50.0,
+        40.0,
+    )
     assert table["time to finish (s)"].tolist() == [0.0, 25.0, 236.0]
     assert table["in flight cut"].tolist() == ["100.0%", f"{1 - 25 / 204.8:.1%}", "0.0%"]
     assert table["cut per scale-down"].tolist() == [40.0, round(40 * (1 - 25 / 204.8), 1), 0.0]

@@ -1,4 +1,4 @@
-"""Chart functions of the two HPA chapters: grids from the HPA port, charts that follow the manifest and fit the column."""
+"""The two HPA chapters' charts: grids from the HPA port, charts that follow the manifest and fit."""
 
 import numpy as np
 import pytest
@@ -158,7 +158,7 @@ def test_kv_ramp_grid_stops_at_the_goal():
     for _, one in bounded.groupby("target"):  # every ramp holds from its first count at or past the goal
         counts = one.sort_values("warmup").replicas.to_numpy()
         reached = np.flatnonzero(counts >= 10)
-        assert reached.size == 0 or (counts[reached[0]:] == counts[reached[0]]).all()
+        assert reached.size == 0 or (counts[reached[0] :] == counts[reached[0]]).all()
     assert bounded.replicas.max() == 20  # target 0.45: 4 -> 9 -> 20, one step past the goal at most
     assert bounded[bounded.target == 0.95].replicas.tolist() == [4] * (n + 1)  # inside the tolerance
     chart = ramp_chart(ramp, 10, 0.8)
@@ -169,10 +169,21 @@ def test_kv_ramp_grid_stops_at_the_goal():
 def test_kv_charts_fit_and_pairing_summary_matches_the_chart():
     sums = sum_avg_grid([10], [0.95], 0.8)
     assert dict(zip(sums.trigger, sums.proposal, strict=True)) == {
-        "sum(kv) with AverageValue": 12, "avg(kv) with Value": 12, "avg(kv) with AverageValue": 2}
+        "sum(kv) with AverageValue": 12,
+        "avg(kv) with Value": 12,
+        "avg(kv) with AverageValue": 2,
+    }
     _fits_the_column(sum_avg_chart(sums, 0.95))
-    pairs = pairing_grid([0.8, 0.95], start_replicas=4, in_flight_total=400.0, kv_capacity_requests=48.0,
-                         in_flight_target=40.0, warmup_s=240.0, duration_s=1440.0, max_replicas=40)
+    pairs = pairing_grid(
+        [0.8, 0.95],
+        start_replicas=4,
+        in_flight_total=400.0,
+        kv_capacity_requests=48.0,
+        in_flight_target=40.0,
+        warmup_s=240.0,
+        duration_s=1440.0,
+        max_replicas=40,
+    )
     first = pairs[pairs.ready_replicas >= 10].groupby(["kv_target", "triggers"]).t_s.min()
     assert first[(0.8, "KV usage + in-flight")] < first[(0.8, "KV usage alone")]
     summary = pairing_summary(pairs, 0.8, 10)
@@ -210,10 +221,12 @@ def test_coinciding_series_are_both_visible_and_the_chart_says_why():
     band, line = lines["avg(...) with Value"]["mark"], lines["sum(...) with AverageValue"]["mark"]
     assert band["strokeWidth"] >= 3 * line["strokeWidth"] and band["opacity"] < 1 and line["point"]
     assert spec["layer"].index(lines["avg(...) with Value"]["layer"]) < spec["layer"].index(
-        lines["sum(...) with AverageValue"]["layer"])  # the band is drawn first, the line on top
+        lines["sum(...) with AverageValue"]["layer"]
+    )  # the band is drawn first, the line on top
     assert "coincide" in " ".join(spec["title"]["subtitle"])
-    grid = ready_grid(6, [0.5, 1.0, 1.5], 0.8).pivot_table(index=["per_pod_value", "ready_replicas"],
-                                                           columns="trigger", values="proposal")
+    grid = ready_grid(6, [0.5, 1.0, 1.5], 0.8).pivot_table(
+        index=["per_pod_value", "ready_replicas"], columns="trigger", values="proposal"
+    )
     parted = grid[grid["avg(...) with Value"] != grid["sum(...) with AverageValue"]]
     assert (parted == 6).any(axis=1).all()  # where they part, one of them kept the current count
 
@@ -238,6 +251,9 @@ def test_tolerance_legend_says_what_a_colour_means_not_true_or_false():
 
 def test_ramp_chart_names_the_goal_the_unbounded_line_covers():
     spec = ramp_chart(ramp_grid(4, [0.8], 5, 10), 10, 0.8).to_dict()
-    texts = [layer for layer in spec["layer"] if (layer["mark"]["type"] if isinstance(layer["mark"], dict)
-                                                  else layer["mark"]) == "text"]
+    texts = [
+        layer
+        for layer in spec["layer"]
+        if (layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"]) == "text"
+    ]
     assert len(texts) == 1 and "goal: 10 replicas" in str(spec)

@@ -53,8 +53,7 @@ def test_comparison_table_hides_the_index_and_picks_the_nearest_memory():
 
 
 def test_geometry_text_follows_the_model():
-    assert geometry_text(read_bundled_model_config("qwen2.5-7b-instruct-awq")) == (
-        "28 layers, 4 KV heads of 128")
+    assert geometry_text(read_bundled_model_config("qwen2.5-7b-instruct-awq")) == ("28 layers, 4 KV heads of 128")
     assert "latent vector of 576" in geometry_text(read_bundled_model_config("deepseek-v2-lite"))
     gemma = geometry_text(read_bundled_model_config("gemma-3-27b-it"))
     assert "62 layers" in gemma and "52 layers keep a 1,024-token window" in gemma
@@ -92,8 +91,7 @@ def test_hybrids_hold_at_least_printed_tokens_over_length_up_to_0_19():
 
 def test_comparison_table_shows_the_division_beside_the_count():
     qwen = read_model_config(DATA_DIR / "models" / "qwen3-8b.json")
-    grid = architecture_grid(comparison_setups("Qwen3-8B", qwen, ServingSpec(), _references()),
-                             [20.0], 1000.0)
+    grid = architecture_grid(comparison_setups("Qwen3-8B", qwen, ServingSpec(), _references()), [20.0], 1000.0)
     columns = list(comparison_table(grid, 20.0).data.columns)
     assert columns[-2:] == ["tokens ÷ length", "requests held"]
 

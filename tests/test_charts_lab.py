@@ -20,8 +20,10 @@ MANIFESTS = DATA_DIR / "manifests"
 @pytest.fixture(scope="module")
 def runs():
     trace = steady_trace(0.6, 120.0, 100, 300)
-    return {name: simulate(trace, load_autoscaler(MANIFESTS / f"flapping-{name}.yaml"), duration_s=120.0)
-            for name in ("waiting", "kv-sum")}
+    return {
+        name: simulate(trace, load_autoscaler(MANIFESTS / f"flapping-{name}.yaml"), duration_s=120.0)
+        for name in ("waiting", "kv-sum")
+    }
 
 
 def _widths(spec) -> list[int]:
@@ -53,8 +55,11 @@ def test_selector_offers_every_configuration_and_starts_on_the_one_asked_for(run
     assert param["value"] == "kv-sum"
     assert len(spec["vconcat"]) == 3
     # Every panel filters the data by the selector: the page switches runs without recomputing.
-    assert all(f"datum.configuration === {param['name']}" in json.dumps(panel) or
-               f"(datum.configuration === {param['name']})" in json.dumps(panel) for panel in spec["vconcat"])
+    assert all(
+        f"datum.configuration === {param['name']}" in json.dumps(panel)
+        or f"(datum.configuration === {param['name']})" in json.dumps(panel)
+        for panel in spec["vconcat"]
+    )
     assert max(_widths(spec)) <= 560
 
 
@@ -73,10 +78,12 @@ def test_flapping_timeline_has_replicas_over_queue(runs):
 
 
 def test_fixed_point_chart_draws_each_signal_and_the_diagonal():
-    curves = {"sum": pd.DataFrame({"replicas": [1, 2, 3], "query_value": [0.9, 0.9, 0.9],
-                                   "desired_replicas": [2, 2, 2]}),
-              "waiting": pd.DataFrame({"replicas": [1, 2, 3], "query_value": [30.0, 0.0, 0.0],
-                                       "desired_replicas": [3, 1, 1]})}
+    curves = {
+        "sum": pd.DataFrame({"replicas": [1, 2, 3], "query_value": [0.9, 0.9, 0.9], "desired_replicas": [2, 2, 2]}),
+        "waiting": pd.DataFrame(
+            {"replicas": [1, 2, 3], "query_value": [30.0, 0.0, 0.0], "desired_replicas": [3, 1, 1]}
+        ),
+    }
     frame = recommendation_frame(curves)
     assert frame.groupby("signal").size().to_dict() == {"sum": 3, "waiting": 3}
     spec = fixed_point_chart(frame).to_dict()

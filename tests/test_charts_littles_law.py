@@ -50,8 +50,11 @@ def _layers(spec):
 def test_step_time_chart_marks_the_knee_and_the_target_where_they_are_with_a_legend():
     spec = step_time_chart(step_time_grid(np.arange(1, 65), 6.0, 0.25), 18.0, 40, knee_batch=48).to_dict()
     datasets = spec["datasets"]
-    vertical = [layer for layer in _layers(spec) if layer["mark"]["type"] == "rule"
-                and layer["encoding"].get("x", {}).get("field") == "batch_size"]
+    vertical = [
+        layer
+        for layer in _layers(spec)
+        if layer["mark"]["type"] == "rule" and layer["encoding"].get("x", {}).get("field") == "batch_size"
+    ]
     assert vertical
     rows = datasets[vertical[0]["data"]["name"]]
     assert {(row["line"], row["batch_size"]) for row in rows} == {("knee K = 48", 48.0), ("target T = 40", 40.0)}

@@ -27,7 +27,9 @@ def test_charts_build_and_hold_the_knee():
     assert set(long["metric"]) == {"TTFT", "ITL"} and len(long) == 6 * len(steps)
     spec = latency_chart(long, "concurrency", result.knee.step, 2000, 50).to_dict()
     assert '"knee 32"' in str(spec).replace("'", '"')
-    points = step_time_points(result.fit_batch, steps["tpot_mean_ms"].iloc[list(result.fit_step_indices)], result.tpot_fit)
+    points = step_time_points(
+        result.fit_batch, steps["tpot_mean_ms"].iloc[list(result.fit_step_indices)], result.tpot_fit
+    )
     fitted = points[points["source"] != "measured"]["step_ms"].to_numpy()
     np.testing.assert_allclose(fitted, result.tpot_fit.predict_ms(np.array(result.fit_batch)))
     assert isinstance(step_time_chart(points, "t").to_dict(), dict)
@@ -41,10 +43,15 @@ def test_infinite_rate_step_is_left_off_the_axis():
 
 # ---------------------------------------------------------------- the objectives slider
 
+
 def _slider_inputs(path=SAMPLE, ttft_ms=2000.0, itl_ms=50.0):
     steps = read_loadtest(path)
-    grid = knee_grid(steps, select_objectives_ms(steps["ttft_p99_ms"], ttft_ms),
-                     slider_objectives_ms(steps["itl_p99_ms"], itl_ms), growth_frac=0.2)
+    grid = knee_grid(
+        steps,
+        select_objectives_ms(steps["ttft_p99_ms"], ttft_ms),
+        slider_objectives_ms(steps["itl_p99_ms"], itl_ms),
+        growth_frac=0.2,
+    )
     return steps, grid
 
 
@@ -99,22 +106,30 @@ def test_slider_chart_binds_a_range_and_a_select_to_the_planners_grid():
 
 def test_slider_rows_say_when_no_step_passes_and_when_every_step_does():
     _, grid = _slider_inputs()
-    spec = knee_slider_chart(latency_long(read_loadtest(SAMPLE), "concurrency"), grid, "concurrency",
-                             2000.0, 50.0).to_dict()
+    spec = knee_slider_chart(
+        latency_long(read_loadtest(SAMPLE), "concurrency"), grid, "concurrency", 2000.0, 50.0
+    ).to_dict()
     (rows,) = [data for data in spec["datasets"].values() if data and "knee_step" in data[0]]
     tightest = next(r for r in rows if r["itl_p99_slo_ms"] == grid["itl_p99_slo_ms"].min())
     assert tightest["knee_step"] is None
     assert tightest["label"].startswith("No step meets these objectives:\nthe lightest misses")
-    loosest = [r for r in rows if r["ttft_p99_slo_ms"] == grid["ttft_p99_slo_ms"].max()
-               and r["itl_p99_slo_ms"] == grid["itl_p99_slo_ms"].max()]
+    loosest = [
+        r
+        for r in rows
+        if r["ttft_p99_slo_ms"] == grid["ttft_p99_slo_ms"].max() and r["itl_p99_slo_ms"] == grid["itl_p99_slo_ms"].max()
+    ]
     assert loosest[0]["label"].startswith(("Every step passes", "Knee"))
 
 
 def test_slider_chart_on_a_rate_sweep_with_an_infinite_step():
     steps = read_loadtest(Path(__file__).resolve().parent / "data/loadtests/vllm_llama3.3-70b_tp8_qps")
     steps.loc[len(steps) - 1, "request_rate_rps"] = np.inf
-    grid = knee_grid(steps, select_objectives_ms(steps["ttft_p99_ms"], 200.0),
-                     slider_objectives_ms(steps["itl_p99_ms"], 45.0), growth_frac=0.2)
+    grid = knee_grid(
+        steps,
+        select_objectives_ms(steps["ttft_p99_ms"], 200.0),
+        slider_objectives_ms(steps["itl_p99_ms"], 45.0),
+        growth_frac=0.2,
+    )
     assert np.isinf(grid["knee_step"]).any()
     spec = knee_slider_chart(latency_long(steps, "request_rate_rps"), grid, "request_rate_rps", 200.0, 45.0)
     text = str(spec.to_dict())
@@ -143,8 +158,9 @@ def _estimated_width(spec: dict) -> float:
         return max(_estimated_width(c) for c in spec["vconcat"])
     colors = [node["color"] for node in _walk(spec) if isinstance(node.get("color"), dict) and "field" in node["color"]]
     # A colour encoding draws a legend on the right unless told otherwise (or told not to).
-    right_legend = any("legend" not in c or (c["legend"] is not None and c["legend"].get("orient", "right") == "right")
-                       for c in colors)
+    right_legend = any(
+        "legend" not in c or (c["legend"] is not None and c["legend"].get("orient", "right") == "right") for c in colors
+    )
     return spec.get("width", 0) + AXIS_PX + (RIGHT_LEGEND_PX if right_legend else 0)
 
 
@@ -154,15 +170,17 @@ def test_every_chart_fits_the_content_column(path):
     variable = steps.attrs["step_variable"]
     result = thresholds_from_loadtest(steps, ttft_p99_slo_ms=2000, itl_p99_slo_ms=50)
     long = latency_long(steps, variable)
-    grid = knee_grid(steps, select_objectives_ms(steps["ttft_p99_ms"], 2000.0),
-                     slider_objectives_ms(steps["itl_p99_ms"], 50.0))
+    grid = knee_grid(
+        steps, select_objectives_ms(steps["ttft_p99_ms"], 2000.0), slider_objectives_ms(steps["itl_p99_ms"], 50.0)
+    )
     charts = {
         "latency": latency_chart(long, variable, result.knee.step, 2000, 50),
         "slider": knee_slider_chart(long, grid, variable, 2000.0, 50.0),
     }
     if result.tpot_fit is not None:
-        points = step_time_points(result.fit_batch, steps["tpot_mean_ms"].iloc[list(result.fit_step_indices)],
-                                  result.tpot_fit)
+        points = step_time_points(
+            result.fit_batch, steps["tpot_mean_ms"].iloc[list(result.fit_step_indices)], result.tpot_fit
+        )
         charts["step time"] = step_time_chart(points, "t")
     for name, chart in charts.items():
         assert _estimated_width(chart.to_dict()) <= COLUMN_PX, name
@@ -178,8 +196,9 @@ def test_latency_chart_without_a_knee_draws_no_knee_rule():
 
 def test_slider_captions_are_two_short_lines():
     _, grid = _slider_inputs()
-    spec = knee_slider_chart(latency_long(read_loadtest(SAMPLE), "concurrency"), grid, "concurrency",
-                             2000.0, 50.0).to_dict()
+    spec = knee_slider_chart(
+        latency_long(read_loadtest(SAMPLE), "concurrency"), grid, "concurrency", 2000.0, 50.0
+    ).to_dict()
     (rows,) = [data for data in spec["datasets"].values() if data and "knee_step" in data[0]]
     for row in rows:
         lines = row["label"].split("\n")

@@ -10,11 +10,19 @@ from planner.charts.simulation import fleet_timeline_chart, timeline_long
 
 def _series():
     t = [float(i) for i in range(1, 21)]
-    return pd.DataFrame({
-        "t_s": t, "demand_tps": [100.0] * 10 + [300.0] * 10, "ready_capacity_tps": [200.0] * 20,
-        "running": [5] * 20, "waiting": [0] * 10 + list(range(10)), "replicas_requested": [1] * 10 + [2] * 10,
-        "replicas_ready": [1] * 20, "replicas_live": [1] * 10 + [2] * 10, "signal": [0.0] * 20,
-    })
+    return pd.DataFrame(
+        {
+            "t_s": t,
+            "demand_tps": [100.0] * 10 + [300.0] * 10,
+            "ready_capacity_tps": [200.0] * 20,
+            "running": [5] * 20,
+            "waiting": [0] * 10 + list(range(10)),
+            "replicas_requested": [1] * 10 + [2] * 10,
+            "replicas_ready": [1] * 20,
+            "replicas_live": [1] * 10 + [2] * 10,
+            "signal": [0.0] * 20,
+        }
+    )
 
 
 def test_timeline_is_thinned_by_the_mean_over_each_bucket():

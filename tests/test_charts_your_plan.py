@@ -48,8 +48,11 @@ def _plan(current, results, recommended_index):
     plan.front = plan_front((current, *results))
     plan.recommended = next(r for r in (current, *results) if r.index == recommended_index)
     plan.recommendation = Recommendation(plan.recommended, "kept", "")
-    plan.weekly = lambda r: {"setting": "x", "cost_usd_per_week": 7 * r.cost_usd,
-                             "flap_cycles_per_week": 7 * r.flap_cycles}
+    plan.weekly = lambda r: {
+        "setting": "x",
+        "cost_usd_per_week": 7 * r.cost_usd,
+        "flap_cycles_per_week": 7 * r.flap_cycles,
+    }
     return plan
 
 

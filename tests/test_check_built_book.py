@@ -52,22 +52,37 @@ def _chart(width: int = 300, slider_used: bool = True) -> str:
     factor = alt.param(name="factor", value=1, bind=alt.binding_range(min=1, max=4, step=1))
     data = pd.DataFrame({"x": ["a", "b"], "y": [1.0, 2.0]})
     y = alt.Y("scaled:Q", scale=alt.Scale(domain=[0, 8])) if slider_used else alt.Y("y:Q")
-    chart = (alt.Chart(data, title="test chart", width=width).mark_bar()
-             .encode(x="x:N", y=y).add_params(factor)
-             .transform_calculate(scaled="datum.y * factor"))
+    chart = (
+        alt.Chart(data, title="test chart", width=width)
+        .mark_bar()
+        .encode(x="x:N", y=y)
+        .add_params(factor)
+        .transform_calculate(scaled="datum.y * factor")
+    )
     return offline_renderer(chart.to_dict())["text/html"]
 
 
-def _open(browser, folder: Path, body: str, with_vega: bool = True, name: str = "page.html",
-          fit: bool = False, head: str = "", column: str = "width: 600px", **options):
+def _open(
+    browser,
+    folder: Path,
+    body: str,
+    with_vega: bool = True,
+    name: str = "page.html",
+    fit: bool = False,
+    head: str = "",
+    column: str = "width: 600px",
+    **options,
+):
     head = (_scripts(folder, fit) if with_vega else "") + head
     (folder / name).write_text(
         "<html><head><meta name='viewport' content='width=device-width, initial-scale=1'>"
         f"{head}</head><body style='margin: 0'><main><article class='bd-article' style='{column}'>"
-        f"{body}</article></main></body></html>")
+        f"{body}</article></main></body></html>"
+    )
     with serve(folder) as base:
-        return check_page(browser, base + name, name, screenshot=folder / "shot.png",
-                          allowed_origin=base.rstrip("/"), **options)
+        return check_page(
+            browser, base + name, name, screenshot=folder / "shot.png", allowed_origin=base.rstrip("/"), **options
+        )
 
 
 def test_a_clean_page_passes_and_its_slider_is_moved(browser, tmp_path):
@@ -86,8 +101,7 @@ def test_a_chart_that_is_not_drawn_is_named(browser, tmp_path):
 
 def test_a_slider_that_changes_nothing_is_reported(browser, tmp_path):
     report = _open(browser, tmp_path, _chart(slider_used=False))
-    assert report.problems == [
-        'page.html: chart 1 "test chart": moving slider 1 from 1 to 4 did not change the chart']
+    assert report.problems == ['page.html: chart 1 "test chart": moving slider 1 from 1 to 4 did not change the chart']
 
 
 def test_a_console_error_and_an_uncaught_exception_are_reported(browser, tmp_path):
@@ -133,15 +147,19 @@ def test_a_chart_wider_than_the_column_is_reported_even_in_a_scroller(browser, t
 
 def test_every_page_of_a_folder_is_opened_at_both_widths_with_screenshots(browser, tmp_path, capsys):
     (tmp_path / "html" / "book").mkdir(parents=True)
-    (tmp_path / "html" / "index.html").write_text(
-        '<meta http-equiv="Refresh" content="0; url=book/page.html" />')
+    (tmp_path / "html" / "index.html").write_text('<meta http-equiv="Refresh" content="0; url=book/page.html" />')
     (tmp_path / "html" / "book" / "page.html").write_text(
-        "<html><body><main><script>console.error('bad page')</script></main></body></html>")
+        "<html><body><main><script>console.error('bad page')</script></main></body></html>"
+    )
     assert check_built_book.main(["check", str(tmp_path / "html")], browser) == 1
     err = [line for line in capsys.readouterr().err.splitlines() if "console error" in line]
     # The redirect page is checked where it lands, so the bad page is reported for both, at each width.
     assert [line.split(": console error: bad page (")[0] for line in err] == [
-        "book/page.html at 1280 px", "index.html at 1280 px", "book/page.html at 390 px", "index.html at 390 px"]
+        "book/page.html at 1280 px",
+        "index.html at 1280 px",
+        "book/page.html at 390 px",
+        "index.html at 390 px",
+    ]
     for width in ("1280", "390"):
         assert (tmp_path / "screenshots" / width / "index.png").is_file()
         assert (tmp_path / "screenshots" / width / "book" / "page.png").is_file()
@@ -149,28 +167,47 @@ def test_every_page_of_a_folder_is_opened_at_both_widths_with_screenshots(browse
 
 # --------------------------------------------------------------------------- phone width
 
+
 def _concat_chart(width: int = 260) -> str:
     data = pd.DataFrame({"x": [1.0, 2.0, 3.0], "y": [1.0, 3.0, 2.0]})
     factor = alt.param(name="factor", value=1, bind=alt.binding_range(min=1, max=4, step=1))
     base = alt.Chart(data).mark_line().encode(x="x:Q", y=alt.Y("scaled:Q", scale=alt.Scale(domain=[0, 12])))
     left = base.properties(width=width, height=120, title="left").transform_calculate(scaled="datum.y * factor")
     right = base.properties(width=width, height=120, title="right").transform_calculate(scaled="datum.y")
-    chart = alt.vconcat(alt.hconcat(left, right), base.properties(width=2 * width, height=80)
-                        .transform_calculate(scaled="datum.y"), title="concat chart").add_params(factor)
+    chart = alt.vconcat(
+        alt.hconcat(left, right),
+        base.properties(width=2 * width, height=80).transform_calculate(scaled="datum.y"),
+        title="concat chart",
+    ).add_params(factor)
     return offline_renderer(chart.to_dict())["text/html"]
 
 
 def _legend_chart() -> str:
     """A long title, a legend on the right with long labels, a long x-axis title: none shrinks with the plot."""
-    data = pd.DataFrame({"x": [1.0, 2.0, 1.0, 2.0], "y": [1.0, 2.0, 2.0, 1.0],
-                         "series": ["requests in flight per replica, summed"] * 2 + ["KV cache usage, averaged"] * 2})
+    data = pd.DataFrame(
+        {
+            "x": [1.0, 2.0, 1.0, 2.0],
+            "y": [1.0, 2.0, 2.0, 1.0],
+            "series": ["requests in flight per replica, summed"] * 2 + ["KV cache usage, averaged"] * 2,
+        }
+    )
     factor = alt.param(name="factor", value=1, bind=alt.binding_range(min=1, max=4, step=1))
-    chart = (alt.Chart(data, title="A title far longer than a phone is wide, as chart titles in the book are",
-                       width=500, height=200).mark_line()
-             .encode(x=alt.X("x:Q", title="Seconds after the step, until the fleet has caught up"),
-                     y=alt.Y("scaled:Q", scale=alt.Scale(domain=[0, 8])),
-                     color=alt.Color("series:N", legend=alt.Legend(labelLimit=0)))
-             .add_params(factor).transform_calculate(scaled="datum.y * factor"))
+    chart = (
+        alt.Chart(
+            data,
+            title="A title far longer than a phone is wide, as chart titles in the book are",
+            width=500,
+            height=200,
+        )
+        .mark_line()
+        .encode(
+            x=alt.X("x:Q", title="Seconds after the step, until the fleet has caught up"),
+            y=alt.Y("scaled:Q", scale=alt.Scale(domain=[0, 8])),
+            color=alt.Color("series:N", legend=alt.Legend(labelLimit=0)),
+        )
+        .add_params(factor)
+        .transform_calculate(scaled="datum.y * factor")
+    )
     return offline_renderer(chart.to_dict())["text/html"]
 
 
@@ -194,18 +231,22 @@ def _drawn_layout(browser, folder: Path, body: str, viewport) -> dict:
     """How charts.js drew the page's one chart: its layout mark, its scale and its width in px."""
     (folder / "layout.html").write_text(
         f"<html><head>{_scripts(folder, fit=True)}</head><body><main><article class='bd-article'>"
-        f"{body}</article></main></body></html>")
+        f"{body}</article></main></body></html>"
+    )
     context = browser.new_context(viewport={"width": viewport.width, "height": viewport.height})
     try:
         with serve(folder) as base:
             page = context.new_page()
             page.goto(base + "layout.html")
-            page.wait_for_function("() => ['fits', 'too-wide'].includes("
-                                   "document.querySelector('.planner-altair').dataset.layout)")
-            return page.evaluate("() => { const el = document.querySelector('.planner-altair');"
-                                 " return {layout: el.dataset.layout, scale: el.dataset.scale || null,"
-                                 " width: el.querySelector('svg, canvas').getBoundingClientRect().width,"
-                                 " panels: el.querySelectorAll('.mark-line').length}; }")
+            page.wait_for_function(
+                "() => ['fits', 'too-wide'].includes(document.querySelector('.planner-altair').dataset.layout)"
+            )
+            return page.evaluate(
+                "() => { const el = document.querySelector('.planner-altair');"
+                " return {layout: el.dataset.layout, scale: el.dataset.scale || null,"
+                " width: el.querySelector('svg, canvas').getBoundingClientRect().width,"
+                " panels: el.querySelectorAll('.mark-line').length}; }"
+            )
     finally:
         context.close()
 
@@ -227,10 +268,13 @@ def test_charts_js_stacks_side_by_side_panels_on_a_phone(browser, tmp_path):
 def test_charts_js_refits_when_the_window_widens_and_keeps_the_slider_where_it_was(browser, tmp_path):
     (tmp_path / "resize.html").write_text(
         f"<html><head>{_scripts(tmp_path, fit=True)}</head><body><main><article class='bd-article'>"
-        f"{_chart(width=560)}</article></main></body></html>")
+        f"{_chart(width=560)}</article></main></body></html>"
+    )
     context = browser.new_context(viewport={"width": PHONE.width, "height": PHONE.height})
-    state = ("() => { const el = document.querySelector('.planner-altair');"
-             " return [el.dataset.layout, el.dataset.scale || null, el.querySelector('input[type=range]').value]; }")
+    state = (
+        "() => { const el = document.querySelector('.planner-altair');"
+        " return [el.dataset.layout, el.dataset.scale || null, el.querySelector('input[type=range]').value]; }"
+    )
     settled = "() => ['fits', 'too-wide'].includes(document.querySelector('.planner-altair').dataset.layout)"
     try:
         with serve(tmp_path) as base:
@@ -239,8 +283,10 @@ def test_charts_js_refits_when_the_window_widens_and_keeps_the_slider_where_it_w
             page.wait_for_function(settled)
             layout, scale, _ = page.evaluate(state)
             assert layout == "fits" and float(scale) < 1
-            page.evaluate("() => { const input = document.querySelector('input[type=range]'); input.value = '3';"
-                          " input.dispatchEvent(new Event('input', {bubbles: true})); }")
+            page.evaluate(
+                "() => { const input = document.querySelector('input[type=range]'); input.value = '3';"
+                " input.dispatchEvent(new Event('input', {bubbles: true})); }"
+            )
             page.set_viewport_size({"width": 1280, "height": 900})
             page.wait_for_function("() => !document.querySelector('.planner-altair').dataset.scale", timeout=5_000)
             page.wait_for_function(settled)
@@ -250,15 +296,24 @@ def test_charts_js_refits_when_the_window_widens_and_keeps_the_slider_where_it_w
 
 
 def test_long_inline_code_widens_a_phone_page_unless_the_book_css_wraps_it(browser, tmp_path):
-    body = ("<p>Set <code class='docutils literal notranslate'><span class='pre long'>"
-            "--horizontal-pod-autoscaler-downscale-stabilization-window-duration</span></code> first.</p>")
+    body = (
+        "<p>Set <code class='docutils literal notranslate'><span class='pre long'>"
+        "--horizontal-pod-autoscaler-downscale-stabilization-window-duration</span></code> first.</p>"
+    )
     _copy_book_css(tmp_path)
     sphinx = "<style>span.pre { hyphens: none; white-space: nowrap; }</style>"  # Sphinx's basic.css
-    bare = _open(browser, tmp_path, body, with_vega=False, column=_FULL_COLUMN, viewport=PHONE,
-                 head=sphinx).problems
+    bare = _open(browser, tmp_path, body, with_vega=False, column=_FULL_COLUMN, viewport=PHONE, head=sphinx).problems
     assert any("wider than the content column: code.docutils.literal" in p for p in bare), bare
-    styled = _open(browser, tmp_path, body, with_vega=False, column=_FULL_COLUMN, viewport=PHONE,
-                   head=sphinx + "<link rel='stylesheet' href='book.css'>", name="styled.html")
+    styled = _open(
+        browser,
+        tmp_path,
+        body,
+        with_vega=False,
+        column=_FULL_COLUMN,
+        viewport=PHONE,
+        head=sphinx + "<link rel='stylesheet' href='book.css'>",
+        name="styled.html",
+    )
     assert styled.problems == []
 
 
@@ -268,12 +323,23 @@ def _copy_book_css(folder: Path) -> None:
 
 def test_a_wide_output_table_scrolls_in_its_own_box_with_the_book_css(browser, tmp_path):
     _copy_book_css(tmp_path)
-    body = ("<div class='cell_output'><div class='output text_html'><table><tr>"
-            + "<td>snake_case_column_name</td>" * 20 + "</tr></table></div></div>")
+    body = (
+        "<div class='cell_output'><div class='output text_html'><table><tr>"
+        + "<td>snake_case_column_name</td>" * 20
+        + "</tr></table></div></div>"
+    )
     bare = _open(browser, tmp_path, body, with_vega=False, column=_FULL_COLUMN, viewport=PHONE).problems
     assert any("wider than the content column: table" in p for p in bare), bare
-    styled = _open(browser, tmp_path, body, with_vega=False, column=_FULL_COLUMN, viewport=PHONE,
-                   head="<link rel='stylesheet' href='book.css'>", name="styled.html")
+    styled = _open(
+        browser,
+        tmp_path,
+        body,
+        with_vega=False,
+        column=_FULL_COLUMN,
+        viewport=PHONE,
+        head="<link rel='stylesheet' href='book.css'>",
+        name="styled.html",
+    )
     assert styled.problems == []
 
 
@@ -282,14 +348,15 @@ def test_an_element_wider_than_the_window_outside_the_column_is_reported(browser
     (tmp_path / "page.html").write_text(
         "<html><head><meta name='viewport' content='width=device-width, initial-scale=1'></head><body>"
         "<header style='width: 600px'>wide header</header><main><article class='bd-article'>"
-        f"{body}</article></main></body></html>")
+        f"{body}</article></main></body></html>"
+    )
     with serve(tmp_path) as base:
-        report = check_page(browser, base + "page.html", "page.html", allowed_origin=base.rstrip("/"),
-                            viewport=PHONE)
+        report = check_page(browser, base + "page.html", "page.html", allowed_origin=base.rstrip("/"), viewport=PHONE)
     assert any(p.startswith("page.html: wider than the window: header") for p in report.problems), report.problems
 
 
 # --------------------------------------------------------------------------- what a page loads
+
 
 def test_vega_on_a_page_without_a_chart_is_reported(browser, tmp_path):
     problems = _open(browser, tmp_path, "<p>text only</p>").problems
@@ -322,8 +389,14 @@ def test_a_page_over_its_budget_names_its_heaviest_files(browser, tmp_path):
 
 def test_a_text_page_has_a_smaller_budget_than_a_chart_page(browser, tmp_path):
     (tmp_path / "big.js").write_text("var x = 1;" + " " * 1_600_000)
-    report = _open(browser, tmp_path, "<p>text</p>", with_vega=False, head="<script src='big.js'></script>",
-                   budget_bytes=check_built_book.PAGE_BUDGET_BYTES)
+    report = _open(
+        browser,
+        tmp_path,
+        "<p>text</p>",
+        with_vega=False,
+        head="<script src='big.js'></script>",
+        budget_bytes=check_built_book.PAGE_BUDGET_BYTES,
+    )
     assert len(report.problems) == 1 and "over the 1.5 MB budget; heaviest: big.js 1.60 MB" in report.problems[0]
 
 
@@ -331,18 +404,37 @@ def test_a_missing_favicon_is_reported_and_a_present_one_accepted(browser, tmp_p
     problems = _open(browser, tmp_path, "<p>x</p>", with_vega=False, require_favicon=True).problems
     assert problems == ["page.html: declares no favicon, so browsers ask for /favicon.ico and get a 404"]
     (tmp_path / "icon.svg").write_text("<svg xmlns='http://www.w3.org/2000/svg'/>")
-    assert _open(browser, tmp_path, "<p>x</p>", with_vega=False, require_favicon=True, name="icon.html",
-                 head="<link rel='icon' href='icon.svg'>").problems == []
-    problems = _open(browser, tmp_path, "<p>x</p>", with_vega=False, require_favicon=True, name="gone.html",
-                     head="<link rel='icon' href='gone.svg'>").problems
+    assert (
+        _open(
+            browser,
+            tmp_path,
+            "<p>x</p>",
+            with_vega=False,
+            require_favicon=True,
+            name="icon.html",
+            head="<link rel='icon' href='icon.svg'>",
+        ).problems
+        == []
+    )
+    problems = _open(
+        browser,
+        tmp_path,
+        "<p>x</p>",
+        with_vega=False,
+        require_favicon=True,
+        name="gone.html",
+        head="<link rel='icon' href='gone.svg'>",
+    ).problems
     assert "gone.html: favicon http://127.0.0.1" in problems[-1] and problems[-1].endswith("gone.svg answers HTTP 404")
 
 
 def test_icons_without_their_font_are_reported(browser, tmp_path):
-    head = ("<style>@font-face { font-family: 'Font Awesome 6 Free'; font-weight: 900;"
-            " src: url(missing.woff2) format('woff2'); }"
-            " .fa-solid { font-family: 'Font Awesome 6 Free'; font-weight: 900; }"
-            " .fa-bars::before { content: '\\f0c9'; }</style>")
+    head = (
+        "<style>@font-face { font-family: 'Font Awesome 6 Free'; font-weight: 900;"
+        " src: url(missing.woff2) format('woff2'); }"
+        " .fa-solid { font-family: 'Font Awesome 6 Free'; font-weight: 900; }"
+        " .fa-bars::before { content: '\\f0c9'; }</style>"
+    )
     problems = _open(browser, tmp_path, "<i class='fa-solid fa-bars'></i>", with_vega=False, head=head).problems
     assert any("1 icon(s) drawn without their font" in p for p in problems), problems
 

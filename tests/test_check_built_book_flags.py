@@ -8,7 +8,9 @@ def test_en_dash_flag_is_found_and_code_or_prose_dashes_are_not(tmp_path):
     page.write_text(
         "<html><body><main><p>add <strong>\u2013shutdown-timeout=226</strong> to vllm serve</p>"
         "<p>pages 3\u20134, a pause \u2013 then more, <code>--max-num-seqs</code></p>"
-        "<script>var s = '\u2013not-text';</script></main></body></html>", encoding="utf-8")
+        "<script>var s = '\u2013not-text';</script></main></body></html>",
+        encoding="utf-8",
+    )
     assert dashed_flags(page) == ["\u2013shutdown-timeout"]
     page.write_text("<p>an em dash \u2014max-model-len</p>", encoding="utf-8")
     assert dashed_flags(page) == ["\u2014max-model-len"]

@@ -18,8 +18,20 @@ def run_json(capsys, *argv):
 
 def test_replicas_reproduces_the_worked_example(capsys):
     status, out = run_json(
-        capsys, "replicas", "--arrival-rate-rps", "10", "--duration-s", "12", "--knee", "48",
-        "--target", "40", "--step-arrival-rate-rps", "16", "--warmup-s", "240",
+        capsys,
+        "replicas",
+        "--arrival-rate-rps",
+        "10",
+        "--duration-s",
+        "12",
+        "--knee",
+        "48",
+        "--target",
+        "40",
+        "--step-arrival-rate-rps",
+        "16",
+        "--warmup-s",
+        "240",
     )
     assert status == 0
     assert out["in_flight_requests"] == 120.0 and out["replicas"] == 3  # W11
@@ -45,8 +57,18 @@ def test_grace_flags_the_default_grace_period(capsys):
 
 def test_grace_accepts_good_settings(capsys):
     status, out = run_json(
-        capsys, "grace", "--max-tokens", "4096", "--itl-ms", "50", "--pre-stop-s", "10",
-        "--grace-period-s", "241", "--shutdown-timeout-s", "226",
+        capsys,
+        "grace",
+        "--max-tokens",
+        "4096",
+        "--itl-ms",
+        "50",
+        "--pre-stop-s",
+        "10",
+        "--grace-period-s",
+        "241",
+        "--shutdown-timeout-s",
+        "226",
     )
     assert status == 0 and out["current_ok"] is True and out["problems"] == []
 
@@ -58,13 +80,29 @@ def test_grace_accepts_good_settings(capsys):
         (["replicas", "--arrival-rate-rps", "nan", "--duration-s", "12", "--knee", "48"], "--arrival-rate-rps must be"),
         # The maths calls it time_in_system_s; the user typed --duration-s.
         (["replicas", "--arrival-rate-rps", "10", "--duration-s", "0", "--knee", "48"], "--duration-s must be"),
-        (["replicas", "--arrival-rate-rps", "10", "--duration-s", "12", "--knee", "48",
-          "--step-arrival-rate-rps", "16", "--warmup-s", "-3"], "--warmup-s must be"),
+        (
+            [
+                "replicas",
+                "--arrival-rate-rps",
+                "10",
+                "--duration-s",
+                "12",
+                "--knee",
+                "48",
+                "--step-arrival-rate-rps",
+                "16",
+                "--warmup-s",
+                "-3",
+            ],
+            "--warmup-s must be",
+        ),
         (["grace", "--max-tokens", "-5", "--itl-ms", "50"], "--max-tokens must be"),
         (["grace", "--max-tokens", "5", "--itl-ms", "50", "--grace-period-s", "0"], "--grace-period-s must be"),
         # A target above the knee is a mistake, not a negative headroom.
-        (["replicas", "--arrival-rate-rps", "10", "--duration-s", "12", "--knee", "48", "--target", "60"],
-         "--target 60 is above --knee 48"),
+        (
+            ["replicas", "--arrival-rate-rps", "10", "--duration-s", "12", "--knee", "48", "--target", "60"],
+            "--target 60 is above --knee 48",
+        ),
     ],
 )
 def test_bad_values_exit_2_with_one_line(capsys, argv, message):

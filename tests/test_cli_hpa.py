@@ -44,8 +44,9 @@ def _json(capsys, args) -> dict:
 
 @pytest.mark.parametrize(("total", "proposal"), [("20", 10), ("9", 5), ("8.6", 4)], ids=["W1", "W2", "W3"])
 def test_queue_depth_worked_examples(capsys, queue_manifest, total, proposal):
-    out = _json(capsys, ["hpa", "--manifest", str(queue_manifest), "--current-replicas", "4",
-                         "--metric", f"waiting={total}"])
+    out = _json(
+        capsys, ["hpa", "--manifest", str(queue_manifest), "--current-replicas", "4", "--metric", f"waiting={total}"]
+    )
     (trigger,) = out["triggers"]
     assert trigger["proposal"] == proposal and out["max_proposal"] == proposal
     # no behavior: the legacy path limits a scale-up to max(2 x 4, 4) = 8
@@ -61,8 +62,7 @@ def test_index_names_and_text_output(capsys, queue_manifest):
 
 
 def test_scale_down_reports_the_window(capsys, queue_manifest):
-    out = _json(capsys, ["hpa", "--manifest", str(queue_manifest), "--current-replicas", "6",
-                         "--metric", "waiting=2"])
+    out = _json(capsys, ["hpa", "--manifest", str(queue_manifest), "--current-replicas", "6", "--metric", "waiting=2"])
     assert out["desired_replicas"] == 6  # held by the 300 s window seeded with the current count
     assert out["after_window_replicas"] == 1
     assert out["conditions"]["AbleToScale"]["reason"] == "ScaleDownStabilized"
@@ -70,8 +70,22 @@ def test_scale_down_reports_the_window(capsys, queue_manifest):
 
 def test_ready_replicas_matter_for_value_targets(capsys, shared_dir):
     manifest = shared_dir / "real-world" / "manifests" / "90-seed000-llama-vllm.yaml"
-    out = _json(capsys, ["hpa", "--manifest", str(manifest), "--current-replicas", "6", "--ready-replicas", "4",
-                         "--metric", "0=0", "--metric", "1=1.0"])
+    out = _json(
+        capsys,
+        [
+            "hpa",
+            "--manifest",
+            str(manifest),
+            "--current-replicas",
+            "6",
+            "--ready-replicas",
+            "4",
+            "--metric",
+            "0=0",
+            "--metric",
+            "1=1.0",
+        ],
+    )
     kv = out["triggers"][1]
     assert kv["proposal"] == 5  # ceil(1.25 x 4 Ready), not x 6
     assert out["keda"]["active"] is True
@@ -93,8 +107,10 @@ def test_empty_result_counts_as_zero(capsys, queue_manifest):
 
 def test_plain_hpa_manifest(capsys, shared_dir):
     manifest = shared_dir / "real-world" / "manifests" / "04-k8sexamples-hpa-running.yaml"
-    out = _json(capsys, ["hpa", "--manifest", str(manifest), "--current-replicas", "2",
-                         "--metric", "vllm_num_requests_running=10"])
+    out = _json(
+        capsys,
+        ["hpa", "--manifest", str(manifest), "--current-replicas", "2", "--metric", "vllm_num_requests_running=10"],
+    )
     # scaleUp is defaulted (+4 pods or +100 % per 15 s): 2 -> 5 at once
     assert out["triggers"][0]["proposal"] == 5 and out["desired_replicas"] == 5
 
@@ -127,12 +143,18 @@ def test_missing_file_and_non_autoscaler_exit_2(capsys, tmp_path):
 
 def test_formula_injection_exits_2(capsys, tmp_path):
     path = tmp_path / "evil.yaml"
-    path.write_text(textwrap.dedent(QUEUE_SO) + textwrap.indent(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent(QUEUE_SO)
+        + textwrap.indent(
+            textwrap.dedent("""\
         advanced:
           scalingModifiers:
             target: "1"
             formula: "__import__('os').system('touch pwned')"
-        """), "  "))
+        """),
+            "  ",
+        )
+    )
     assert main(["hpa", "--manifest", str(path), "--current-replicas", "1", "--metric", "waiting=1"]) == 2
     assert "scalingModifiers.formula" in capsys.readouterr().err
     assert not (Path.cwd() / "pwned").exists()
@@ -150,23 +172,39 @@ def test_argparse_errors_exit_2(capsys):
 def test_console_script(queue_manifest):
     planner = shutil.which("planner") or str(Path(sys.executable).parent / "planner")
     done = subprocess.run(
-        [planner, "hpa", "--manifest", str(queue_manifest), "--current-replicas", "4", "--metric", "waiting=20",
-         "--json"], capture_output=True, text=True, check=False,
+        [
+            planner,
+            "hpa",
+            "--manifest",
+            str(queue_manifest),
+            "--current-replicas",
+            "4",
+            "--metric",
+            "waiting=20",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["desired_replicas"] == 8
-    done = subprocess.run([planner, "hpa", "--manifest", str(queue_manifest), "--current-replicas", "4",
-                           "--metric", "x=1"], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [planner, "hpa", "--manifest", str(queue_manifest), "--current-replicas", "4", "--metric", "x=1"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 2 and "no trigger named 'x'" in done.stderr
 
 
 def test_conditions_after_a_rescale_read_as_kubectl_shows_them(capsys, queue_manifest):
     """W1 scales 4 -> 8: AbleToScale is SucceededRescale (the text names the new count), and the
     stabilization verdict the rescale overwrote still explains the steps."""
-    out = _json(capsys, ["hpa", "--manifest", str(queue_manifest), "--current-replicas", "4",
-                         "--metric", "waiting=20"])
+    out = _json(capsys, ["hpa", "--manifest", str(queue_manifest), "--current-replicas", "4", "--metric", "waiting=20"])
     assert out["conditions"]["AbleToScale"] == {
-        "status": True, "reason": "SucceededRescale",
+        "status": True,
+        "reason": "SucceededRescale",
         "message": "the HPA controller was able to update the target scale to 8",
     }
     assert out["conditions"]["ScalingLimited"]["reason"] == "ScaleUpLimit"

@@ -15,19 +15,41 @@ SAMPLES = ROOT / "data" / "loadtests"
 
 
 def test_knee_json_contract(capsys):
-    code = main(["knee", str(SAMPLES / "llama-3.1-8b_canonical.csv"), "--ttft-p99-ms", "2000",
-                 "--itl-p99-ms", "50", "--warmup-s", "120", "--growth-frac", "0.25", "--wait-budget-s", "5", "--json"])
+    code = main(
+        [
+            "knee",
+            str(SAMPLES / "llama-3.1-8b_canonical.csv"),
+            "--ttft-p99-ms",
+            "2000",
+            "--itl-p99-ms",
+            "50",
+            "--warmup-s",
+            "120",
+            "--growth-frac",
+            "0.25",
+            "--wait-budget-s",
+            "5",
+            "--json",
+        ]
+    )
     assert code == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["knee_concurrency"] == 64
     assert payload["concurrency_target"] == pytest.approx(64 / 1.25)
     assert payload["kv_usage_target"] == pytest.approx(0.8533 * 0.95)
-    assert payload["drain_rate_rps"] > 0 and payload["queue_threshold_requests"] == pytest.approx(5 * payload["drain_rate_rps"])
+    assert payload["drain_rate_rps"] > 0 and payload["queue_threshold_requests"] == pytest.approx(
+        5 * payload["drain_rate_rps"]
+    )
     assert payload["step_time_fit_tpot"]["r_squared"] > 0.99
 
 
 def test_knee_json_without_kv_omits_kv_target(capsys):
-    assert main(["knee", str(SAMPLES / "llama-3.1-8b_vllm_bench"), "--ttft-p99-ms", "2000", "--itl-p99-ms", "50", "--json"]) == 0
+    assert (
+        main(
+            ["knee", str(SAMPLES / "llama-3.1-8b_vllm_bench"), "--ttft-p99-ms", "2000", "--itl-p99-ms", "50", "--json"]
+        )
+        == 0
+    )
     payload = json.loads(capsys.readouterr().out)
     assert "kv_usage_target" not in payload and payload["knee_concurrency"] == 64
 
@@ -46,15 +68,18 @@ def test_knee_table(capsys):
     assert "knee concurrency [requests]" in out and "itl_p99+preemptions" in out and "R^2" in out
 
 
-@pytest.mark.parametrize("content, message", [
-    ("concurrency,ttft_p99_ms\n1,10\n", "missing column 'itl_p99_ms'"),
-    ("concurrency,ttft_p99_min,itl_p99_ms\n1,10,1\n", "unknown unit 'min'"),
-    ("concurrency,ttft_p99_ms,itl_p99_ms\n1,nan,1\n", "is empty or NaN"),
-    ("concurrency,ttft_p99_ms,itl_p99_ms\n1,-5,1\n", "is negative"),
-    ("concurrency,ttft_p99_ms,itl_p99_ms\n4,10,1\n2,10,1\n", "steps must increase"),
-    ("concurrency,ttft_p99_ms,itl_p99_ms\n4,10,1\n4,10,1\n", "duplicated step"),
-    ("model,concurrency,ttft_p99_ms,itl_p99_ms\na,1,10,1\nb,2,10,1\n", "mixed models"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("concurrency,ttft_p99_ms\n1,10\n", "missing column 'itl_p99_ms'"),
+        ("concurrency,ttft_p99_min,itl_p99_ms\n1,10,1\n", "unknown unit 'min'"),
+        ("concurrency,ttft_p99_ms,itl_p99_ms\n1,nan,1\n", "is empty or NaN"),
+        ("concurrency,ttft_p99_ms,itl_p99_ms\n1,-5,1\n", "is negative"),
+        ("concurrency,ttft_p99_ms,itl_p99_ms\n4,10,1\n2,10,1\n", "steps must increase"),
+        ("concurrency,ttft_p99_ms,itl_p99_ms\n4,10,1\n4,10,1\n", "duplicated step"),
+        ("model,concurrency,ttft_p99_ms,itl_p99_ms\na,1,10,1\nb,2,10,1\n", "mixed models"),
+    ],
+)
 def test_knee_bad_input_exits_2_with_one_line(tmp_path, capsys, content, message):
     path = tmp_path / "steps.csv"
     path.write_text(content)
@@ -64,8 +89,21 @@ def test_knee_bad_input_exits_2_with_one_line(tmp_path, capsys, content, message
 
 
 def test_knee_bad_option_exits_2(capsys):
-    assert main(["knee", str(SAMPLES / "llama-3.1-8b_canonical.csv"), "--ttft-p99-ms", "2000",
-                 "--itl-p99-ms", "50", "--warmup-s", "-1"]) == 2
+    assert (
+        main(
+            [
+                "knee",
+                str(SAMPLES / "llama-3.1-8b_canonical.csv"),
+                "--ttft-p99-ms",
+                "2000",
+                "--itl-p99-ms",
+                "50",
+                "--warmup-s",
+                "-1",
+            ]
+        )
+        == 2
+    )
     assert "--warmup-s must be" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exit_info:
         main(["knee", "x.csv", "--itl-p99-ms", "50"])  # --ttft-p99-ms missing: argparse usage error
@@ -92,13 +130,29 @@ def test_metrics_table_and_bad_scrape(tmp_path, capsys):
 
 def test_console_script_end_to_end(tmp_path):
     planner = shutil.which("planner") or str(Path(sys.executable).parent / "planner")
-    done = subprocess.run([planner, "knee", str(SAMPLES / "qwen2.5-7b_guidellm_benchmarks.json"),
-                           "--ttft-p99-ms", "2000", "--itl-p99-ms", "50", "--json"],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [
+            planner,
+            "knee",
+            str(SAMPLES / "qwen2.5-7b_guidellm_benchmarks.json"),
+            "--ttft-p99-ms",
+            "2000",
+            "--itl-p99-ms",
+            "50",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["knee_concurrency"] == 32
-    missing = subprocess.run([planner, "knee", str(tmp_path / "none.json"), "--ttft-p99-ms", "1", "--itl-p99-ms", "1"],
-                             capture_output=True, text=True, check=False)
+    missing = subprocess.run(
+        [planner, "knee", str(tmp_path / "none.json"), "--ttft-p99-ms", "1", "--itl-p99-ms", "1"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
 
 
@@ -130,8 +184,9 @@ def test_knee_no_passing_step_is_a_finding_exit_0(capsys, shared_dir):
     assert payload["knee_concurrency"] is None and payload["concurrency_target"] is None
     (miss,) = payload["lightest_misses"]
     assert miss["metric"] == "itl_p99" and miss["objective"] == 50 and miss["excess"] == pytest.approx(69.94, abs=0.01)
-    assert payload["finding"].startswith("No step meets the objectives: the lightest step (1 request/s) "
-                                         "already misses ITL p99 by 70 ms")
+    assert payload["finding"].startswith(
+        "No step meets the objectives: the lightest step (1 request/s) already misses ITL p99 by 70 ms"
+    )
     assert main(["knee", path, "--ttft-p99-ms", "2000", "--itl-p99-ms", "50"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0] == payload["finding"] and "lightest step misses" in out

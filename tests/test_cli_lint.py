@@ -35,8 +35,9 @@ def lint_json(capsys, *args) -> tuple[int, dict]:
     return status, json.loads(capsys.readouterr().out)
 
 
-@pytest.mark.parametrize(("text", "status"), [(CLEAN, 0), (WARNING_ONLY, 0), (ERROR, 1)],
-                         ids=["clean", "warning", "error"])
+@pytest.mark.parametrize(
+    ("text", "status"), [(CLEAN, 0), (WARNING_ONLY, 0), (ERROR, 1)], ids=["clean", "warning", "error"]
+)
 def test_exit_status(capsys, tmp_path, text, status):
     path = tmp_path / "so.yaml"
     path.write_text(text)
@@ -51,8 +52,15 @@ def test_json_finding_fields(capsys, tmp_path):
     _, out = lint_json(capsys, path)
     (finding,) = [f for f in out["findings"] if f["rule"] == "min-zero-pod-metric"]
     assert finding == {
-        "rule": "min-zero-pod-metric", "severity": "error", "file": str(path), "document": 1,
-        "path": "spec.minReplicaCount", "line": 6, "why": finding["why"], "fix": finding["fix"], "template": "",
+        "rule": "min-zero-pod-metric",
+        "severity": "error",
+        "file": str(path),
+        "document": 1,
+        "path": "spec.minReplicaCount",
+        "line": 6,
+        "why": finding["why"],
+        "fix": finding["fix"],
+        "template": "",
     }
 
 
@@ -88,12 +96,18 @@ def test_folder_reads_yaml_files_only(capsys, tmp_path):
     assert status == 1 and [p.split("/")[-1] for p in out["files"]] == ["a.yaml", "b.yml"]
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("{not: yaml: at all\n", "not valid YAML"),
-    ("just a string\n", "(document 1): not a Kubernetes object"),
-    ("apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: x}\nspec: {scaleTargetRef: {name: x}}\n",
-     "(document 1): spec.triggers: at least one trigger is required"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{not: yaml: at all\n", "not valid YAML"),
+        ("just a string\n", "(document 1): not a Kubernetes object"),
+        (
+            "apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: x}\nspec: {scaleTargetRef: "
+            "{name: x}}\n",
+            "(document 1): spec.triggers: at least one trigger is required",
+        ),
+    ],
+)
 def test_unreadable_input_is_a_finding_and_json_is_printed(capsys, tmp_path, text, message):
     # Issue 20: an unreadable document used to stop the run with exit 2 and no JSON at all.
     path = tmp_path / "bad.yaml"
@@ -122,9 +136,14 @@ def test_bad_flag_value_exits_2(capsys, tmp_path):
 
 def test_formula_that_runs_code_is_refused_without_traceback(tmp_path):
     path = tmp_path / "so.yaml"
-    path.write_text(CLEAN.replace("  triggers:", "  advanced:\n    scalingModifiers:\n"
-                                  "      formula: \"__import__('os').system('touch /tmp/pwned')\"\n"
-                                  "      target: '1'\n  triggers:"))
+    path.write_text(
+        CLEAN.replace(
+            "  triggers:",
+            "  advanced:\n    scalingModifiers:\n"
+            "      formula: \"__import__('os').system('touch /tmp/pwned')\"\n"
+            "      target: '1'\n  triggers:",
+        )
+    )
     before = path.read_bytes()
     run = subprocess.run([sys.executable, "-m", "planner.cli", "lint", str(path)], capture_output=True, text=True)
     assert run.returncode == 1 and "Traceback" not in run.stderr + run.stdout
@@ -150,11 +169,15 @@ def test_scrape_option_reads_the_servers_metric_names(capsys, tmp_path, shared_d
 GENERATE = ["manifests", "--warmup-s", "240", "--max-tokens", "4096", "--itl-ms", "50", "--max-replicas", "12"]
 
 
-@pytest.mark.parametrize("signals", [
-    ["--concurrency-target", "24"],
-    ["--concurrency-target", "24", "--kv-target", "0.8"],
-    ["--concurrency-target", "24", "--kv-target", "0.8", "--queue-threshold", "129"],
-], ids=["in-flight", "in-flight+kv", "in-flight+kv+queue"])
+@pytest.mark.parametrize(
+    "signals",
+    [
+        ["--concurrency-target", "24"],
+        ["--concurrency-target", "24", "--kv-target", "0.8"],
+        ["--concurrency-target", "24", "--kv-target", "0.8", "--queue-threshold", "129"],
+    ],
+    ids=["in-flight", "in-flight+kv", "in-flight+kv+queue"],
+)
 def test_generated_manifests_lint_clean(capsys, tmp_path, signals):
     user = tmp_path / "chat.yaml"
     user.write_text((DATA_DIR / "manifests" / "review" / "chat-deployment.yaml").read_text())
@@ -169,13 +192,22 @@ def test_generated_manifests_lint_clean(capsys, tmp_path, signals):
     assert {f["rule"] for f in lint_json(capsys, user)[1]["findings"]} == {"short-grace", "shutdown-timeout-vs-grace"}
 
 
-TOLERANCE = CLEAN.replace("  triggers:\n", "  advanced:\n    horizontalPodAutoscalerConfig:\n      behavior:\n"
-                          "        scaleUp:\n          tolerance: \"0\"\n  triggers:\n")
+TOLERANCE = CLEAN.replace(
+    "  triggers:\n",
+    "  advanced:\n    horizontalPodAutoscalerConfig:\n      behavior:\n"
+    '        scaleUp:\n          tolerance: "0"\n  triggers:\n',
+)
 
 
-@pytest.mark.parametrize(("flags", "dropped"), [((), False), (("--keda-version", "2.17"), True),
-                                                (("--kubernetes-version", "1.34"), True),
-                                                (("--kubernetes-version", "1.35", "--keda-version", "2.18"), False)])
+@pytest.mark.parametrize(
+    ("flags", "dropped"),
+    [
+        ((), False),
+        (("--keda-version", "2.17"), True),
+        (("--kubernetes-version", "1.34"), True),
+        (("--kubernetes-version", "1.35", "--keda-version", "2.18"), False),
+    ],
+)
 def test_version_flags_give_an_info_finding_where_tolerance_is_dropped(capsys, tmp_path, flags, dropped):
     path = tmp_path / "so.yaml"
     path.write_text(TOLERANCE)

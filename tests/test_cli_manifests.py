@@ -24,9 +24,25 @@ T, KV, Q = 40, 0.8, 129
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory):
     out = tmp_path_factory.mktemp("generated")
-    status = main([*BASE, "--target", "llama-vllm", "--concurrency-target", str(T), "--kv-target", str(KV),
-                   "--queue-threshold", str(Q), "--namespace", "llm", "--model-name", "llama",
-                   "--out", str(out)])
+    status = main(
+        [
+            *BASE,
+            "--target",
+            "llama-vllm",
+            "--concurrency-target",
+            str(T),
+            "--kv-target",
+            str(KV),
+            "--queue-threshold",
+            str(Q),
+            "--namespace",
+            "llm",
+            "--model-name",
+            "llama",
+            "--out",
+            str(out),
+        ]
+    )
     assert status == 0
     return out
 
@@ -34,8 +50,24 @@ def generated(tmp_path_factory):
 @pytest.fixture(scope="module")
 def cluster_tolerance(tmp_path_factory):
     out = tmp_path_factory.mktemp("cluster-tolerance")
-    assert main([*BASE, "--target", "llama-vllm", "--concurrency-target", str(T), "--kv-target", str(KV),
-                 "--scale-up-tolerance", "cluster", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                *BASE,
+                "--target",
+                "llama-vllm",
+                "--concurrency-target",
+                str(T),
+                "--kv-target",
+                str(KV),
+                "--scale-up-tolerance",
+                "cluster",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     return out
 
 
@@ -57,8 +89,9 @@ def test_generated_files_follow_the_lint_rules(generated):
     assert all(t["metadata"]["ignoreNullValues"] == "false" for t in spec["triggers"])  # ignore-null-values
     assert not any("avg(" in q for q in queries)  # avg-with-averagevalue
     assert any("num_requests_running" in q for q in queries)  # waiting-only-trigger
-    assert not any(old in q for q in queries for old in ("gpu_cache_usage_perc", "num_requests_swapped",
-                                                         "cpu_cache_usage_perc"))  # deprecated-metric
+    assert not any(
+        old in q for q in queries for old in ("gpu_cache_usage_perc", "num_requests_swapped", "cpu_cache_usage_perc")
+    )  # deprecated-metric
     assert "scalingModifiers" in spec["advanced"]  # multi-trigger-or
     assert spec["maxReplicaCount"] == 12 and spec["minReplicaCount"] >= 1  # no-max, min-zero-pod-metric
     down = spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"]
@@ -94,8 +127,22 @@ def test_hpa_on_the_scaled_object_gives_the_promised_decisions(generated):
 
 
 def test_the_cli_reads_the_generated_scaled_object(generated, capsys):
-    status = main(["hpa", "--manifest", str(generated / "scaledobject.yaml"), "--current-replicas", "3",
-                   "--metric", f"inflight={3 * T + 1}", "--metric", "kv=0", "--metric", "waiting=0", "--json"])
+    status = main(
+        [
+            "hpa",
+            "--manifest",
+            str(generated / "scaledobject.yaml"),
+            "--current-replicas",
+            "3",
+            "--metric",
+            f"inflight={3 * T + 1}",
+            "--metric",
+            "kv=0",
+            "--metric",
+            "waiting=0",
+            "--json",
+        ]
+    )
     assert status == 0
     assert json.loads(capsys.readouterr().out)["desired_replicas"] == 4
 
@@ -105,15 +152,18 @@ def loaded(generated):
     return load_autoscaler(generated / "scaledobject.yaml"), load_autoscaler(generated / "hpa.yaml")
 
 
-@given(current=st.integers(2, 12), inflight=st.integers(0, 800),
-       kv=st.floats(0, 12, allow_nan=False).map(lambda x: round(x, 2)), waiting=st.integers(0, 600))
+@given(
+    current=st.integers(2, 12),
+    inflight=st.integers(0, 800),
+    kv=st.floats(0, 12, allow_nan=False).map(lambda x: round(x, 2)),
+    waiting=st.integers(0, 600),
+)
 def test_scaled_object_and_hpa_decide_as_promised(loaded, current, inflight, kv, waiting):
     needed = _composite_replicas(inflight, kv, waiting)
     so, hpa = loaded
     values = {"inflight": str(inflight), "kv": str(kv), "waiting": str(waiting)}
     assert evaluate_decision(so, current, values).desired_replicas == _expected(current, needed)
-    per_metric = max(math.ceil(round(inflight / T, 9)), math.ceil(round(kv / KV, 9)),
-                     math.ceil(round(waiting / Q, 9)))
+    per_metric = max(math.ceil(round(inflight / T, 9)), math.ceil(round(kv / KV, 9)), math.ceil(round(waiting / Q, 9)))
     decision = evaluate_decision(hpa, current, {"0": str(inflight), "1": str(kv), "2": str(waiting)})
     assert decision.desired_replicas == _expected(current, per_metric)
 
@@ -126,25 +176,99 @@ def test_with_the_cluster_tolerance_small_excesses_are_ignored(cluster_tolerance
 
 def test_thresholds_from_a_knee_file_and_from_the_load_test_agree(tmp_path, capsys):
     loadtest = str(DATA_DIR / "loadtests" / "llama-3.1-8b_canonical.csv")
-    assert main(["knee", loadtest, "--ttft-p99-ms", "2000", "--itl-p99-ms", "50", "--warmup-s", "240",
-                 "--wait-budget-s", "5", "--json"]) == 0
+    assert (
+        main(
+            [
+                "knee",
+                loadtest,
+                "--ttft-p99-ms",
+                "2000",
+                "--itl-p99-ms",
+                "50",
+                "--warmup-s",
+                "240",
+                "--wait-budget-s",
+                "5",
+                "--json",
+            ]
+        )
+        == 0
+    )
     knee = json.loads(capsys.readouterr().out)
     knee_file = tmp_path / "knee.json"
     knee_file.write_text(json.dumps(knee))
-    from_knee = _summary(capsys, ["manifests", "--knee-json", str(knee_file), "--max-tokens", "4096",
-                                  "--itl-ms", "50", "--max-replicas", "8", "--target", "llama", "--json"])
-    from_test = _summary(capsys, ["manifests", "--loadtest", loadtest, "--ttft-p99-ms", "2000",
-                                  "--itl-p99-ms", "50", "--wait-budget-s", "5", "--warmup-s", "240",
-                                  "--max-tokens", "4096", "--itl-ms", "50", "--max-replicas", "8",
-                                  "--target", "llama", "--json"])
-    for key in ("concurrency_target", "kv_usage_target", "queue_threshold_requests", "formula",
-                "scale_down_window_s", "termination_grace_period_s"):
+    from_knee = _summary(
+        capsys,
+        [
+            "manifests",
+            "--knee-json",
+            str(knee_file),
+            "--max-tokens",
+            "4096",
+            "--itl-ms",
+            "50",
+            "--max-replicas",
+            "8",
+            "--target",
+            "llama",
+            "--json",
+        ],
+    )
+    from_test = _summary(
+        capsys,
+        [
+            "manifests",
+            "--loadtest",
+            loadtest,
+            "--ttft-p99-ms",
+            "2000",
+            "--itl-p99-ms",
+            "50",
+            "--wait-budget-s",
+            "5",
+            "--warmup-s",
+            "240",
+            "--max-tokens",
+            "4096",
+            "--itl-ms",
+            "50",
+            "--max-replicas",
+            "8",
+            "--target",
+            "llama",
+            "--json",
+        ],
+    )
+    for key in (
+        "concurrency_target",
+        "kv_usage_target",
+        "queue_threshold_requests",
+        "formula",
+        "scale_down_window_s",
+        "termination_grace_period_s",
+    ):
         assert from_knee[key] == from_test[key], key
     assert from_knee["concurrency_target"] == pytest.approx(knee["concurrency_target"])
     assert from_knee["warmup_s"] == 240  # taken from the knee file
-    overridden = _summary(capsys, ["manifests", "--knee-json", str(knee_file), "--concurrency-target", "30",
-                                   "--max-tokens", "4096", "--itl-ms", "50", "--max-replicas", "8",
-                                   "--target", "llama", "--json"])
+    overridden = _summary(
+        capsys,
+        [
+            "manifests",
+            "--knee-json",
+            str(knee_file),
+            "--concurrency-target",
+            "30",
+            "--max-tokens",
+            "4096",
+            "--itl-ms",
+            "50",
+            "--max-replicas",
+            "8",
+            "--target",
+            "llama",
+            "--json",
+        ],
+    )
     assert overridden["concurrency_target"] == 30
 
 
@@ -162,8 +286,9 @@ def test_stdout_without_out(capsys):
 def test_patch_writes_a_copy_and_never_touches_the_input(shared_dir, tmp_path, capsys):
     [source] = (shared_dir / "real-world" / "manifests").glob("55-*.yaml")
     before = source.read_bytes()
-    summary = _summary(capsys, [*BASE, "--concurrency-target", "40", "--patch", str(source),
-                                "--out", str(tmp_path / "out"), "--json"])
+    summary = _summary(
+        capsys, [*BASE, "--concurrency-target", "40", "--patch", str(source), "--out", str(tmp_path / "out"), "--json"]
+    )
     assert source.read_bytes() == before
     assert summary["target"]["name"] == "vllm-gemma-deployment"  # taken from the file
     patched = (tmp_path / "out" / source.name).read_text()
@@ -190,11 +315,14 @@ def test_target_at_the_batch_limit_is_refused(shared_dir, tmp_path, capsys):
     assert main([*BASE, "--target", "x", "--concurrency-target", "40", "--max-num-seqs", "32"]) == 2
 
 
-@pytest.mark.parametrize(("content", "extra", "message"), [
-    ("not json {", [], "knee.txt: not JSON"),
-    ('{"knee_step": 3}', [], "knee.txt: expected the output of `planner knee --json`"),
-    ('{"concurrency_target": "forty"}', [], "knee.txt: concurrency_target: expected a number"),
-])
+@pytest.mark.parametrize(
+    ("content", "extra", "message"),
+    [
+        ("not json {", [], "knee.txt: not JSON"),
+        ('{"knee_step": 3}', [], "knee.txt: expected the output of `planner knee --json`"),
+        ('{"concurrency_target": "forty"}', [], "knee.txt: concurrency_target: expected a number"),
+    ],
+)
 def test_bad_knee_file_exits_2_naming_it(tmp_path, capsys, content, extra, message):
     path = tmp_path / "knee.txt"
     path.write_text(content)
@@ -203,11 +331,14 @@ def test_bad_knee_file_exits_2_naming_it(tmp_path, capsys, content, extra, messa
     assert status == 2 and message in err and err.count("\n") == 1
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    ("a: [1, 2\n", "deploy.yaml: not valid YAML at line"),
-    ("apiVersion: v1\nkind: Service\nmetadata: {name: s}\n", "deploy.yaml: holds 0 Deployments"),
-    ("- just\n- a list\n", "deploy.yaml: holds 0 Deployments"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("a: [1, 2\n", "deploy.yaml: not valid YAML at line"),
+        ("apiVersion: v1\nkind: Service\nmetadata: {name: s}\n", "deploy.yaml: holds 0 Deployments"),
+        ("- just\n- a list\n", "deploy.yaml: holds 0 Deployments"),
+    ],
+)
 def test_bad_patch_file_exits_2_naming_it(tmp_path, capsys, content, message):
     path = tmp_path / "deploy.yaml"
     path.write_text(content)
@@ -217,14 +348,17 @@ def test_bad_patch_file_exits_2_naming_it(tmp_path, capsys, content, message):
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--target", "x"], "no concurrency target"),
-    (["--target", "x", "--concurrency-target", "40", "--min-replicas", "0"], "min_replicas must be at least 1"),
-    (["--concurrency-target", "40"], "--target NAME is required"),
-    (["--target", "x", "--concurrency-target", "40", "--scale-up-tolerance", "lots"], "--scale-up-tolerance"),
-    (["--target", "x", "--loadtest", "missing.csv"], "needs --ttft-p99-ms"),
-    (["--target", "x", "--knee-json", "missing.json"], "no such file: missing.json"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--target", "x"], "no concurrency target"),
+        (["--target", "x", "--concurrency-target", "40", "--min-replicas", "0"], "min_replicas must be at least 1"),
+        (["--concurrency-target", "40"], "--target NAME is required"),
+        (["--target", "x", "--concurrency-target", "40", "--scale-up-tolerance", "lots"], "--scale-up-tolerance"),
+        (["--target", "x", "--loadtest", "missing.csv"], "needs --ttft-p99-ms"),
+        (["--target", "x", "--knee-json", "missing.json"], "no such file: missing.json"),
+    ],
+)
 def test_bad_arguments_exit_2(capsys, args, message):
     assert main([*BASE, *args]) == 2
     assert message in capsys.readouterr().err
@@ -233,9 +367,21 @@ def test_bad_arguments_exit_2(capsys, args, message):
 def test_a_load_test_without_a_target_says_why(tmp_path, capsys, shared_dir):
     # One step is too few for a knee, so `planner knee` withholds the target; manifests say so.
     one_step = str(shared_dir / "real-world/vllm_bench/er0080-opt125m-vllm0.25.1/bench_serve_v0.25.1.json")
-    args = ["manifests", "--target", "vllm", "--warmup-s", "240", "--max-tokens", "4096", "--itl-ms", "50",
-            "--max-replicas", "12",
-            "--out", str(tmp_path / "out")]
+    args = [
+        "manifests",
+        "--target",
+        "vllm",
+        "--warmup-s",
+        "240",
+        "--max-tokens",
+        "4096",
+        "--itl-ms",
+        "50",
+        "--max-replicas",
+        "12",
+        "--out",
+        str(tmp_path / "out"),
+    ]
     assert main([*args, "--loadtest", one_step, "--ttft-p99-ms", "2000", "--itl-p99-ms", "50"]) == 2
     assert "--loadtest gives no concurrency target: " in capsys.readouterr().err
     assert main(["knee", one_step, "--ttft-p99-ms", "2000", "--itl-p99-ms", "50", "--json"]) == 0
@@ -254,9 +400,12 @@ def test_version_flags_decide_whether_tolerance_is_written(tmp_path, capsys):
         assert main([*BASE, "--target", "llama-vllm", "--concurrency-target", str(T), *flags, "--out", str(out)]) == 0
         so = yaml.safe_load((out / "scaledobject.yaml").read_text())["spec"]["advanced"]
         hpa = yaml.safe_load((out / "hpa.yaml").read_text())["spec"]
-        return (hpa["behavior"]["scaleUp"].get("tolerance"),
-                so["horizontalPodAutoscalerConfig"]["behavior"]["scaleUp"].get("tolerance"),
-                (out / "hpa.yaml").read_text(), capsys.readouterr().out)
+        return (
+            hpa["behavior"]["scaleUp"].get("tolerance"),
+            so["horizontalPodAutoscalerConfig"]["behavior"]["scaleUp"].get("tolerance"),
+            (out / "hpa.yaml").read_text(),
+            capsys.readouterr().out,
+        )
 
     assert run()[:2] == ("0", "0")
     hpa_t, so_t, _, printed = run("--keda-version", "2.17")
@@ -273,10 +422,28 @@ def test_a_bad_version_is_a_one_line_error(tmp_path, capsys):
 def test_the_teams_matcher_and_the_patched_workloads_namespace_scope_the_queries(tmp_path, capsys):
     # Issue 20: the review chapter's chat model keeps {model_name="chat"}; the Deployment adds namespace="llm".
     deployment = DATA_DIR / "manifests" / "review" / "chat-deployment.yaml"
-    assert main([*BASE, "--target", "chat", "--concurrency-target", "24", "--match", 'model_name="chat"',
-                 "--patch", str(deployment), "--out", str(tmp_path)]) == 0
+    assert (
+        main(
+            [
+                *BASE,
+                "--target",
+                "chat",
+                "--concurrency-target",
+                "24",
+                "--match",
+                'model_name="chat"',
+                "--patch",
+                str(deployment),
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     so = yaml.safe_load((tmp_path / "scaledobject.yaml").read_text(encoding="utf-8"))
     query = so["spec"]["triggers"][0]["metadata"]["query"]
-    assert query == ('sum(vllm:num_requests_running{model_name="chat",namespace="llm"}) + '
-                     'sum(vllm:num_requests_waiting{model_name="chat",namespace="llm"})')
+    assert query == (
+        'sum(vllm:num_requests_running{model_name="chat",namespace="llm"}) + '
+        'sum(vllm:num_requests_waiting{model_name="chat",namespace="llm"})'
+    )

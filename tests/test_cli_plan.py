@@ -28,13 +28,28 @@ def _plan(capsys, *argv: str) -> dict:
 
 
 def _as_result(row: dict) -> SweepResult:
-    return SweepResult(row["index"], (), row["slo_attainment_frac"], row["cost_usd_per_week"], 0.0, 0,
-                       row["flap_cycles_per_week"], row["peak_replicas"], 0, 0)
+    return SweepResult(
+        row["index"],
+        (),
+        row["slo_attainment_frac"],
+        row["cost_usd_per_week"],
+        0.0,
+        0,
+        row["flap_cycles_per_week"],
+        row["peak_replicas"],
+        0,
+        0,
+    )
 
 
 def _check_rules(plan: dict) -> None:
-    keys = ("cost_usd_per_week", "slo_attainment_frac", "flap_cycles_per_week", "scale_events_per_week",
-            "peak_replicas")
+    keys = (
+        "cost_usd_per_week",
+        "slo_attainment_frac",
+        "flap_cycles_per_week",
+        "scale_events_per_week",
+        "peak_replicas",
+    )
     for row in (plan["current"], plan["recommended"], *plan["front"]):
         assert all(key in row for key in keys)
     candidates = [_as_result(r) for r in (plan["current"], *plan["configurations"])]
@@ -46,8 +61,13 @@ def _check_rules(plan: dict) -> None:
     per_trace_limit = limit * weeks if limit is not None else None
     current = _as_result(plan["current"])
     if meets_goals(current, goal, per_trace_limit):
-        cheaper = [c for c in candidates[1:] if meets_goals(c, goal, per_trace_limit)
-                   and c.cost_usd < current.cost_usd and c.flap_cycles <= current.flap_cycles]
+        cheaper = [
+            c
+            for c in candidates[1:]
+            if meets_goals(c, goal, per_trace_limit)
+            and c.cost_usd < current.cost_usd
+            and c.flap_cycles <= current.flap_cycles
+        ]
         assert (plan["case"] == "kept") == (not cheaper and plan["case"] != "same-cost-better")
     # What is written lints clean together with the patched Deployment.
     assert [f for f in plan["findings"] if f["severity"] == "error"] == []
@@ -58,16 +78,33 @@ def _check_rules(plan: dict) -> None:
 def _emitted_values(plan: dict) -> dict:
     autoscaler = autoscaler_from_document("scaledobject.yaml", yaml.safe_load(plan["manifests"]))
     so = autoscaler.scaled_object
-    return {"target": so.triggers[0].threshold, "min_replicas": so.min_replica_count,
-            "max_replicas": so.max_replica_count,
-            "scale_down_window_s": so.behavior.scale_down.stabilization_window_seconds}
+    return {
+        "target": so.triggers[0].threshold,
+        "min_replicas": so.min_replica_count,
+        "max_replicas": so.max_replica_count,
+        "scale_down_window_s": so.behavior.scale_down.stabilization_window_seconds,
+    }
 
 
 def test_half_an_hour_of_growing_traffic_on_a_slow_replica_replaces_the_waiting_queue(capsys):
     # The chapter's made-up team on the slow replica: its waiting-queue ScaledObject misses 95 %.
-    plan = _plan(capsys, "--trace", str(DATA_DIR / "scenarios" / "plan_half_hour.yaml"), "--manifest", str(CURRENT),
-                 "--fleet", str(SLOW_FLEET), "--grid", str(GRID), "--concurrency-target", "48",
-                 "--attainment-goal", "0.95", "--max-flap-cycles", "4")
+    plan = _plan(
+        capsys,
+        "--trace",
+        str(DATA_DIR / "scenarios" / "plan_half_hour.yaml"),
+        "--manifest",
+        str(CURRENT),
+        "--fleet",
+        str(SLOW_FLEET),
+        "--grid",
+        str(GRID),
+        "--concurrency-target",
+        "48",
+        "--attainment-goal",
+        "0.95",
+        "--max-flap-cycles",
+        "4",
+    )
     _check_rules(plan)
     assert plan["case"] == "current-misses" and plan["recommended"]["meets_goals"]
     assert _emitted_values(plan) == {"max_replicas": 12, **plan["recommended"]["values"]}
@@ -84,8 +121,22 @@ def test_real_conversation_traffic_on_a_slow_replica_replaces_a_failing_setting(
     # A real waiting-queue ScaledObject with no selector and at most 3 pods, on an hour of Azure's
     # conversation trace stretched to a day; each replica drains about 3.4 requests/s.
     manifest = shared_dir / "real-world" / "manifests" / "92-seed003-attempt2-waiting.yaml"
-    plan = _plan(capsys, "--trace", str(conv_trace), "--manifest", str(manifest), "--fleet", str(SLOW_FLEET),
-                 "--grid", str(GRID), "--concurrency-target", "48", "--max-flap-cycles", "20", "--stretch-day")
+    plan = _plan(
+        capsys,
+        "--trace",
+        str(conv_trace),
+        "--manifest",
+        str(manifest),
+        "--fleet",
+        str(SLOW_FLEET),
+        "--grid",
+        str(GRID),
+        "--concurrency-target",
+        "48",
+        "--max-flap-cycles",
+        "20",
+        "--stretch-day",
+    )
     _check_rules(plan)
     assert plan["weeks_per_trace"] == 7
     assert plan["case"] == "current-misses" and not plan["current"]["meets_goals"]
@@ -98,9 +149,23 @@ def test_real_conversation_traffic_on_a_slow_replica_replaces_a_failing_setting(
 
 def test_real_code_traffic_finds_a_cheaper_setting_that_flaps_no_more(shared_dir, capsys, tmp_path):
     code = shared_dir / "traces" / "AzureLLMInferenceTrace_code.csv"
-    plan = _plan(capsys, "--trace", str(code), "--manifest", str(CURRENT), "--fleet", str(SLOW_FLEET),
-                 "--grid", str(GRID), "--concurrency-target", "48", "--max-flap-cycles", "4",
-                 "--out", str(tmp_path / "out"))
+    plan = _plan(
+        capsys,
+        "--trace",
+        str(code),
+        "--manifest",
+        str(CURRENT),
+        "--fleet",
+        str(SLOW_FLEET),
+        "--grid",
+        str(GRID),
+        "--concurrency-target",
+        "48",
+        "--max-flap-cycles",
+        "4",
+        "--out",
+        str(tmp_path / "out"),
+    )
     _check_rules(plan)
     assert plan["case"] == "cheaper" and plan["current"]["meets_goals"]
     assert plan["recommended"]["cost_usd_per_week"] < plan["current"]["cost_usd_per_week"]
@@ -114,8 +179,21 @@ def test_real_code_traffic_finds_a_cheaper_setting_that_flaps_no_more(shared_dir
 
 
 def test_real_conversation_traffic_keeps_a_current_setting_that_is_best(conv_trace, capsys):
-    plan = _plan(capsys, "--trace", str(conv_trace), "--manifest", str(CURRENT), "--fleet", str(SLOW_FLEET),
-                 "--grid", str(GRID), "--concurrency-target", "48", "--max-flap-cycles", "20")
+    plan = _plan(
+        capsys,
+        "--trace",
+        str(conv_trace),
+        "--manifest",
+        str(CURRENT),
+        "--fleet",
+        str(SLOW_FLEET),
+        "--grid",
+        str(GRID),
+        "--concurrency-target",
+        "48",
+        "--max-flap-cycles",
+        "20",
+    )
     _check_rules(plan)
     assert plan["case"] == "kept" and plan["recommended"] == plan["current"]
     assert plan["reason"].startswith("Keep the current setting")
@@ -123,14 +201,27 @@ def test_real_conversation_traffic_keeps_a_current_setting_that_is_best(conv_tra
     assert kept == [d for d in yaml.safe_load_all(CURRENT.read_text(encoding="utf-8"))][1]  # the team's own
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--grid", str(PLAN_DATA / "bad-grid.yaml")], "'warmup_s' is not a value planner plan can write"),
-    (["--attainment-goal", "2"], "--attainment-goal: expected a fraction"),
-    (["--max-flap-cycles", "-1"], "--max-flap-cycles: expected a number >= 0"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--grid", str(PLAN_DATA / "bad-grid.yaml")], "'warmup_s' is not a value planner plan can write"),
+        (["--attainment-goal", "2"], "--attainment-goal: expected a fraction"),
+        (["--max-flap-cycles", "-1"], "--max-flap-cycles: expected a number >= 0"),
+    ],
+)
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys, args, message):
     (PLAN_DATA / "bad-grid.yaml").exists() or pytest.fail("missing test data")
-    status = main(["plan", "--trace", str(DATA_DIR / "scenarios" / "plan_half_hour.yaml"), "--manifest",
-                   str(CURRENT), "--concurrency-target", "48", *args])
+    status = main(
+        [
+            "plan",
+            "--trace",
+            str(DATA_DIR / "scenarios" / "plan_half_hour.yaml"),
+            "--manifest",
+            str(CURRENT),
+            "--concurrency-target",
+            "48",
+            *args,
+        ]
+    )
     err = capsys.readouterr().err
     assert status == 2 and message in err and len(err.strip().splitlines()) == 1

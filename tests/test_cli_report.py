@@ -38,15 +38,26 @@ def _report(tmp_path_factory, chapter, *params, cwd=None):
 @pytest.fixture(scope="module")
 def loadtest_report(tmp_path_factory):
     # A relative path from the user's folder, not from book/.
-    return _report(tmp_path_factory, "loadtest_thresholds",
-                   "loadtest_path=loadtests/qwen2.5-7b_guidellm_benchmarks.json",
-                   "ttft_p99_slo_ms=1500", "itl_p99_slo_ms=40", cwd=REPO_ROOT / "data")
+    return _report(
+        tmp_path_factory,
+        "loadtest_thresholds",
+        "loadtest_path=loadtests/qwen2.5-7b_guidellm_benchmarks.json",
+        "ttft_p99_slo_ms=1500",
+        "itl_p99_slo_ms=40",
+        cwd=REPO_ROOT / "data",
+    )
 
 
 @pytest.fixture(scope="module")
 def littles_law_report(tmp_path_factory):
-    return _report(tmp_path_factory, "littles_law", "knee_concurrency=64",
-                   "request_duration_s=9.5", "target_concurrency=52", "arrival_rate_rps=10")
+    return _report(
+        tmp_path_factory,
+        "littles_law",
+        "knee_concurrency=64",
+        "request_duration_s=9.5",
+        "target_concurrency=52",
+        "arrival_rate_rps=10",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -82,8 +93,12 @@ def test_the_littles_law_report_has_the_cli_numbers(littles_law_report, capsys):
     assert status == 0
     notebook = nbformat.read(out / "littles_law.ipynb", as_version=4)
     assert notebook.metadata.papermill.parameters["knee_concurrency"] == 64.0
-    assert main(["replicas", "--arrival-rate-rps", "10", "--duration-s", "9.5", "--knee", "64",
-                 "--target", "52", "--json"]) == 0
+    assert (
+        main(
+            ["replicas", "--arrival-rate-rps", "10", "--duration-s", "9.5", "--knee", "64", "--target", "52", "--json"]
+        )
+        == 0
+    )
     cli = json.loads(capsys.readouterr().out)
     assert glued(notebook)["replicas"] == cli["replicas"]
     # The page says what it was run on; the notebook stays as papermill wrote it.
@@ -102,8 +117,9 @@ def test_the_page_opens_offline_with_every_chart_drawn(which, request, browser, 
     text = page.read_text(encoding="utf-8")
     assert "{glue" not in text
     # Only the page itself may be read: every script, style and font is inside it.
-    result = check_page(browser, page.as_uri(), page.name, screenshot=tmp_path / "page.png",
-                        allowed_origin=page.as_uri())
+    result = check_page(
+        browser, page.as_uri(), page.name, screenshot=tmp_path / "page.png", allowed_origin=page.as_uri()
+    )
     assert result.charts >= 2
     # Layout is checked on the built book (check_built_book); here the page must load and draw.
     assert [p for p in result.problems if "wider than the content column" not in p] == []
@@ -112,8 +128,9 @@ def test_the_page_opens_offline_with_every_chart_drawn(which, request, browser, 
 def test_a_failing_cell_exits_2_with_its_message_and_writes_nothing(tmp_path, capsys):
     not_a_loadtest = REPO_ROOT / "data" / "manifests" / "queue-keda.yaml"
     out = tmp_path / "reports" / "bad"
-    status = main(["report", "loadtest_thresholds", "--quiet", "--out", str(out),
-                   "--param", f"loadtest_path={not_a_loadtest}"])
+    status = main(
+        ["report", "loadtest_thresholds", "--quiet", "--out", str(out), "--param", f"loadtest_path={not_a_loadtest}"]
+    )
     assert status == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err
@@ -127,11 +144,15 @@ def test_refusals_exit_2_before_running_anything(tmp_path, capsys):
     cases = [
         (["report", "nope", "--out", str(tmp_path / "x")], "unknown chapter 'nope'"),
         (["report", "littles_law"], "--out DIR is required"),
-        (["report", "littles_law", "--out", str(tmp_path / "x"), "--param", "knee=3"],
-         "the chapter has no parameter 'knee'; its parameters: knee_concurrency (float)"),
+        (
+            ["report", "littles_law", "--out", str(tmp_path / "x"), "--param", "knee=3"],
+            "the chapter has no parameter 'knee'; its parameters: knee_concurrency (float)",
+        ),
         (["report", "littles_law", "--out", str(REPO_ROOT / "book" / "out")], "inside the book's folder"),
-        (["report", "loadtest_thresholds", "--out", str(REPO_ROOT / "data" / "loadtests")],
-         "is the folder of the input"),
+        (
+            ["report", "loadtest_thresholds", "--out", str(REPO_ROOT / "data" / "loadtests")],
+            "is the folder of the input",
+        ),
     ]
     for argv, message in cases:
         assert main(argv) == 2
@@ -153,13 +174,16 @@ def test_list_shows_the_parameters(capsys):
 # --------------------------------------------------------------------------- dict and list parameters (issue 20)
 
 
-@pytest.mark.parametrize("text, expected", [
-    ('{"0": 20}', {"0": 20}),            # JSON
-    ("{0: 20}", {0: 20}),                # YAML flow
-    ("{'0': 20}", {"0": 20}),            # the form planner.autoscaler.explain's own message shows
-    ("{waiting: 20, 1: 0.9}", {"waiting": 20, 1: 0.9}),
-    ("0=6,1=9", {"0": 6, "1": 9}),       # as `planner hpa --metric` takes them
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('{"0": 20}', {"0": 20}),  # JSON
+        ("{0: 20}", {0: 20}),  # YAML flow
+        ("{'0': 20}", {"0": 20}),  # the form planner.autoscaler.explain's own message shows
+        ("{waiting: 20, 1: 0.9}", {"waiting": 20, 1: 0.9}),
+        ("0=6,1=9", {"0": 6, "1": 9}),  # as `planner hpa --metric` takes them
+    ],
+)
 def test_a_dict_parameter_is_converted_from_json_or_yaml_flow(text, expected):
     from planner.workflows.report import chapter_parameters, resolve_parameters
 

@@ -9,8 +9,16 @@ import pytest
 from planner.cli import main
 from tests.simulate_helpers import scaled_object
 
-REQUIRED_KEYS = ("slo_attainment_frac", "cost_usd", "gpu_hours", "scale_events", "peak_replicas", "peak_waiting",
-                 "cut_generations", "flap_cycles")
+REQUIRED_KEYS = (
+    "slo_attainment_frac",
+    "cost_usd",
+    "gpu_hours",
+    "scale_events",
+    "peak_replicas",
+    "peak_waiting",
+    "cut_generations",
+    "flap_cycles",
+)
 
 
 @pytest.fixture
@@ -19,11 +27,15 @@ def files(tmp_path):
     rows = [f"{i * 0.5:.3f},200,240" for i in range(240)]
     trace.write_text("arrival_s,input_tokens,output_tokens\n" + "\n".join(rows) + "\n")
     manifest = tmp_path / "so.yaml"
-    manifest.write_text(scaled_object("chat", "sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting)",
-                                      8, min_replicas=1, max_replicas=4))
+    manifest.write_text(
+        scaled_object(
+            "chat", "sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting)", 8, min_replicas=1, max_replicas=4
+        )
+    )
     fleet = tmp_path / "fleet.yaml"
-    fleet.write_text("fixed_ms: 6\nper_sequence_ms: 0.25\nmax_num_seqs: 16\nwarmup_s: 30\nusd_per_gpu_hour: 2.5\n"
-                     "ttft_slo_s: 1.0\n")
+    fleet.write_text(
+        "fixed_ms: 6\nper_sequence_ms: 0.25\nmax_num_seqs: 16\nwarmup_s: 30\nusd_per_gpu_hour: 2.5\nttft_slo_s: 1.0\n"
+    )
     return tmp_path, trace, manifest, fleet
 
 
@@ -36,8 +48,21 @@ def _run(capsys, args):
 def test_json_has_the_contract_keys_and_the_timeseries_is_written(capsys, files):
     folder, trace, manifest, fleet = files
     out_csv = folder / "series.csv"
-    status, out, err = _run(capsys, ["simulate", "--trace", str(trace), "--manifest", str(manifest), "--fleet",
-                                     str(fleet), "--timeseries", str(out_csv), "--json"])
+    status, out, err = _run(
+        capsys,
+        [
+            "simulate",
+            "--trace",
+            str(trace),
+            "--manifest",
+            str(manifest),
+            "--fleet",
+            str(fleet),
+            "--timeseries",
+            str(out_csv),
+            "--json",
+        ],
+    )
     assert status == 0, err
     payload = json.loads(out)
     for key in REQUIRED_KEYS:
@@ -76,8 +101,9 @@ def test_bad_trace_exits_2_with_one_line_and_writes_nothing(capsys, files, trace
     folder, trace, manifest, _ = files
     trace.write_text(trace_text)
     out_csv = folder / "series.csv"
-    status, _out, err = _run(capsys, ["simulate", "--trace", str(trace), "--manifest", str(manifest),
-                                     "--timeseries", str(out_csv)])
+    status, _out, err = _run(
+        capsys, ["simulate", "--trace", str(trace), "--manifest", str(manifest), "--timeseries", str(out_csv)]
+    )
     assert status == 2
     assert message in err
     assert len(err.strip().splitlines()) == 1
@@ -87,25 +113,30 @@ def test_bad_trace_exits_2_with_one_line_and_writes_nothing(capsys, files, trace
 def test_unknown_fleet_key_is_named(capsys, files):
     _folder, trace, manifest, fleet = files
     fleet.write_text("max_num_seq: 32\n")
-    status, _, err = _run(capsys, ["simulate", "--trace", str(trace), "--manifest", str(manifest), "--fleet",
-                                   str(fleet)])
+    status, _, err = _run(
+        capsys, ["simulate", "--trace", str(trace), "--manifest", str(manifest), "--fleet", str(fleet)]
+    )
     assert status == 2
     assert "unknown key 'max_num_seq'" in err and len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("router: random\n", "router"),
-    ("max_num_seqs: 0\n", "max_num_seqs"),
-    ("warmup_s: -5\n", "warmup_s"),
-    ("scrape_interval_s: 2.5\n", "scrape_interval_s"),
-    ("fixed_ms: fast\n", "fixed_ms"),
-    ("signals: [1, 2]\n", "signals"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("router: random\n", "router"),
+        ("max_num_seqs: 0\n", "max_num_seqs"),
+        ("warmup_s: -5\n", "warmup_s"),
+        ("scrape_interval_s: 2.5\n", "scrape_interval_s"),
+        ("fixed_ms: fast\n", "fixed_ms"),
+        ("signals: [1, 2]\n", "signals"),
+    ],
+)
 def test_bad_fleet_values_are_named(capsys, files, text, message):
     _, trace, manifest, fleet = files
     fleet.write_text(text)
-    status, _, err = _run(capsys, ["simulate", "--trace", str(trace), "--manifest", str(manifest), "--fleet",
-                                   str(fleet)])
+    status, _, err = _run(
+        capsys, ["simulate", "--trace", str(trace), "--manifest", str(manifest), "--fleet", str(fleet)]
+    )
     assert status == 2
     assert message in err and len(err.strip().splitlines()) == 1
 
@@ -115,23 +146,28 @@ def test_uninterpretable_query_is_named_with_the_mapping_and_the_mapping_works(c
     manifest = folder / "custom.yaml"
     manifest.write_text(scaled_object("chat", "max(inferflow_inflight_requests)", 8, max_replicas=4))
     out_csv = folder / "series.csv"
-    status, _, err = _run(capsys, ["simulate", "--trace", str(trace), "--manifest", str(manifest),
-                                   "--timeseries", str(out_csv)])
+    status, _, err = _run(
+        capsys, ["simulate", "--trace", str(trace), "--manifest", str(manifest), "--timeseries", str(out_csv)]
+    )
     assert status == 2
     assert "max(inferflow_inflight_requests)" in err and "signals" in err
     assert not out_csv.exists()
-    fleet.write_text("signals:\n  'max(inferflow_inflight_requests)': "
-                     "'max(vllm:num_requests_running) + max(vllm:num_requests_waiting)'\n")
-    status, _, err = _run(capsys, ["simulate", "--trace", str(trace), "--manifest", str(manifest), "--fleet",
-                                   str(fleet), "--json"])
+    fleet.write_text(
+        "signals:\n  'max(inferflow_inflight_requests)': "
+        "'max(vllm:num_requests_running) + max(vllm:num_requests_waiting)'\n"
+    )
+    status, _, err = _run(
+        capsys, ["simulate", "--trace", str(trace), "--manifest", str(manifest), "--fleet", str(fleet), "--json"]
+    )
     assert status == 0, err
 
 
 def test_timeseries_never_overwrites_an_input(capsys, files):
     _, trace, manifest, _ = files
     before = trace.read_text()
-    status, _, err = _run(capsys, ["simulate", "--trace", str(trace), "--manifest", str(manifest),
-                                   "--timeseries", str(trace)])
+    status, _, err = _run(
+        capsys, ["simulate", "--trace", str(trace), "--manifest", str(manifest), "--timeseries", str(trace)]
+    )
     assert status == 2 and "overwrite" in err
     assert trace.read_text() == before
 
@@ -140,8 +176,9 @@ def test_every_real_manifest_is_simulated_or_refused_by_name(capsys, files, shar
     _, trace, _, _ = files
     accepted = 0
     for path in sorted((shared_dir / "real-world" / "manifests").glob("*.yaml")):
-        status, out, err = _run(capsys, ["simulate", "--trace", str(trace), "--manifest", str(path),
-                                         "--duration-s", "30", "--json"])
+        status, out, err = _run(
+            capsys, ["simulate", "--trace", str(trace), "--manifest", str(path), "--duration-s", "30", "--json"]
+        )
         assert status in (0, 2), path
         if status == 0:
             accepted += 1
@@ -162,7 +199,11 @@ def test_bundled_fleet_samples_load_and_match_the_tests():
     assert (rig.replica, rig.warmup_s, rig.ttft_slo_s) == (RIG.replica, RIG.warmup_s, RIG.ttft_slo_s)
     lab = read_fleet(DATA_DIR / "fleets" / "lab-8b.yaml")
     assert (lab.replica, lab.warmup_s, lab.ttft_slo_s, lab.usd_per_gpu_hour) == (
-        LAB.replica, LAB.warmup_s, LAB.ttft_slo_s, LAB.usd_per_gpu_hour)
+        LAB.replica,
+        LAB.warmup_s,
+        LAB.ttft_slo_s,
+        LAB.usd_per_gpu_hour,
+    )
 
 
 def test_a_bom_is_accepted_and_a_binary_file_is_refused(capsys, files):
@@ -176,6 +217,7 @@ def test_a_bom_is_accepted_and_a_binary_file_is_refused(capsys, files):
 
 def test_timeseries_into_a_directory_is_refused_before_running(capsys, files):
     folder, trace, manifest, _ = files
-    status, _, err = _run(capsys, ["simulate", "--trace", str(trace), "--manifest", str(manifest),
-                                   "--timeseries", str(folder)])
+    status, _, err = _run(
+        capsys, ["simulate", "--trace", str(trace), "--manifest", str(manifest), "--timeseries", str(folder)]
+    )
     assert status == 2 and "is a directory" in err

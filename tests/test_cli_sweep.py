@@ -43,16 +43,30 @@ def _run(capsys, args):
 
 def test_json_has_front_cheapest_and_every_result(capsys, files):
     _, trace, manifest, fleet, grid = files
-    args = ["sweep", "--trace", str(trace), "--manifest", str(manifest), "--fleet", str(fleet), "--grid", str(grid),
-            "--attainment-goal", "0.9", "--json"]
+    args = [
+        "sweep",
+        "--trace",
+        str(trace),
+        "--manifest",
+        str(manifest),
+        "--fleet",
+        str(fleet),
+        "--grid",
+        str(grid),
+        "--attainment-goal",
+        "0.9",
+        "--json",
+    ]
     status, out, err = _run(capsys, args)
     assert status == 0, err
     payload = json.loads(out)
     assert payload["configurations"] == 12 and len(payload["results"]) == 12
     assert [r["index"] for r in payload["results"]] == list(range(12))
     front = payload["pareto_front"]
-    assert front and all(a["cost_usd"] < b["cost_usd"] and a["slo_attainment_frac"] < b["slo_attainment_frac"]
-                         for a, b in itertools.pairwise(front))
+    assert front and all(
+        a["cost_usd"] < b["cost_usd"] and a["slo_attainment_frac"] < b["slo_attainment_frac"]
+        for a, b in itertools.pairwise(front)
+    )
     best = payload["cheapest_meeting_goal"]
     assert best["slo_attainment_frac"] >= 0.9
     assert best["cost_usd"] == min(r["cost_usd"] for r in payload["results"] if r["slo_attainment_frac"] >= 0.9)
@@ -61,26 +75,42 @@ def test_json_has_front_cheapest_and_every_result(capsys, files):
 
 def test_table_names_the_front_and_the_cheapest(capsys, files):
     _, trace, manifest, fleet, grid = files
-    status, out, err = _run(capsys, ["sweep", "--trace", str(trace), "--manifest", str(manifest), "--fleet",
-                                     str(fleet), "--grid", str(grid), "--attainment-goal", "0.5"])
+    status, out, err = _run(
+        capsys,
+        [
+            "sweep",
+            "--trace",
+            str(trace),
+            "--manifest",
+            str(manifest),
+            "--fleet",
+            str(fleet),
+            "--grid",
+            str(grid),
+            "--attainment-goal",
+            "0.5",
+        ],
+    )
     assert status == 0
     assert "Pareto front of 12 configurations" in out and "Cheapest meeting 0.5000: #" in out
     assert "sweep" in err  # the progress bar goes to stderr
 
 
-@pytest.mark.parametrize(("grid_text", "message"), [
-    ("target: [4]\nwarmup: [30]\n", "unknown grid key 'warmup'"),
-    ("target: [four]\n", "target: expected a number"),
-    ("target: [4\n", "not valid YAML"),
-    ("min_replicas: [3]\nmax_replicas: [2]\n", "grid point 0 (min_replicas=3, max_replicas=2)"),
-    ("signal: ['histogram_quantile(0.9, foo)']\n", "cannot be simulated"),
-])
+@pytest.mark.parametrize(
+    ("grid_text", "message"),
+    [
+        ("target: [4]\nwarmup: [30]\n", "unknown grid key 'warmup'"),
+        ("target: [four]\n", "target: expected a number"),
+        ("target: [4\n", "not valid YAML"),
+        ("min_replicas: [3]\nmax_replicas: [2]\n", "grid point 0 (min_replicas=3, max_replicas=2)"),
+        ("signal: ['histogram_quantile(0.9, foo)']\n", "cannot be simulated"),
+    ],
+)
 def test_bad_grid_exits_2_with_one_line(capsys, files, grid_text, message):
     folder, trace, manifest, _, grid = files
     grid.write_text(grid_text)
     before = sorted(p.name for p in folder.iterdir())
-    status, out, err = _run(capsys, ["sweep", "--trace", str(trace), "--manifest", str(manifest), "--grid",
-                                     str(grid)])
+    status, out, err = _run(capsys, ["sweep", "--trace", str(trace), "--manifest", str(manifest), "--grid", str(grid)])
     assert status == 2 and out == ""
     assert message in err and len(err.strip().splitlines()) == 1
     assert sorted(p.name for p in folder.iterdir()) == before
@@ -91,15 +121,31 @@ def test_a_flap_limit_changes_the_cheapest_and_is_reported(capsys, files):
     _, _, manifest, fleet, grid = files
     scenario = DATA_DIR / "scenarios" / "plan_half_hour.yaml"
     grid.write_text("target: [16, 32]\nmin_replicas: [1, 2]\nscale_down_window_s: [0, 300]\n")
-    base = ["sweep", "--trace", str(scenario), "--manifest", str(manifest), "--fleet", str(fleet), "--grid",
-            str(grid), "--duration-s", "900", "--attainment-goal", "0.5", "--json"]
+    base = [
+        "sweep",
+        "--trace",
+        str(scenario),
+        "--manifest",
+        str(manifest),
+        "--fleet",
+        str(fleet),
+        "--grid",
+        str(grid),
+        "--duration-s",
+        "900",
+        "--attainment-goal",
+        "0.5",
+        "--json",
+    ]
     free = json.loads(_run(capsys, base)[1])
     limit = free["cheapest_meeting_goal"]["flap_cycles"] - 1
     assert limit >= 0, "the cheapest configuration must flap on this trace"
     limited = json.loads(_run(capsys, [*base, "--max-flap-cycles", str(limit)])[1])
     assert limited["max_flap_cycles"] == limit and free["max_flap_cycles"] is None
     best = limited["cheapest_meeting_goal"]
-    assert best is None or (best["flap_cycles"] <= limit and best["cost_usd"] >= free["cheapest_meeting_goal"]["cost_usd"])
+    assert best is None or (
+        best["flap_cycles"] <= limit and best["cost_usd"] >= free["cheapest_meeting_goal"]["cost_usd"]
+    )
     table = _run(capsys, [arg for arg in base if arg != "--json"] + ["--max-flap-cycles", str(limit)])[1]
     assert f"Cheapest meeting 0.5000 within {limit} flap cycles: #" in table and "flap cycles" in table
     status, _, err = _run(capsys, [*base, "--max-flap-cycles", "-1"])
@@ -110,8 +156,19 @@ def test_stretch_day_sweeps_a_day_of_the_trace(capsys, files):
     _, trace, manifest, fleet, _ = files
     grid = trace.parent / "one.yaml"
     grid.write_text("min_replicas: [1]\n")
-    args = ["sweep", "--trace", str(trace), "--manifest", str(manifest), "--fleet", str(fleet), "--grid", str(grid),
-            "--stretch-day", "--json"]
+    args = [
+        "sweep",
+        "--trace",
+        str(trace),
+        "--manifest",
+        str(manifest),
+        "--fleet",
+        str(fleet),
+        "--grid",
+        str(grid),
+        "--stretch-day",
+        "--json",
+    ]
     day = json.loads(_run(capsys, args)[1])["results"][0]
     assert day["gpu_hours"] >= 24.0  # one pod at least, all day
     assert json.loads(_run(capsys, [*args, "--seed", "1"])[1])["results"][0] != day
@@ -119,19 +176,32 @@ def test_stretch_day_sweeps_a_day_of_the_trace(capsys, files):
 
 def test_bad_goal_and_trace_exit_2(capsys, files):
     _, trace, manifest, _, grid = files
-    status, _, err = _run(capsys, ["sweep", "--trace", str(trace), "--manifest", str(manifest), "--grid",
-                                   str(grid), "--attainment-goal", "99"])
+    status, _, err = _run(
+        capsys,
+        ["sweep", "--trace", str(trace), "--manifest", str(manifest), "--grid", str(grid), "--attainment-goal", "99"],
+    )
     assert status == 2 and "--attainment-goal" in err
     trace.write_text("arrival_s,input_tokens,output_tokens\n2,10,10\n1,10,10\n")
-    status, _, err = _run(capsys, ["sweep", "--trace", str(trace), "--manifest", str(manifest), "--grid",
-                                   str(grid)])
+    status, _, err = _run(capsys, ["sweep", "--trace", str(trace), "--manifest", str(manifest), "--grid", str(grid)])
     assert status == 2 and "row 2: arrival_s goes back in time" in err  # the shared trace reader numbers data rows
 
 
 def test_unreachable_scheduler_exits_2(capsys, files):
     _, trace, manifest, _, grid = files
-    status, _, err = _run(capsys, ["sweep", "--trace", str(trace), "--manifest", str(manifest), "--grid",
-                                   str(grid), "--scheduler", "tcp://127.0.0.1:9"])
+    status, _, err = _run(
+        capsys,
+        [
+            "sweep",
+            "--trace",
+            str(trace),
+            "--manifest",
+            str(manifest),
+            "--grid",
+            str(grid),
+            "--scheduler",
+            "tcp://127.0.0.1:9",
+        ],
+    )
     assert status == 2 and "cannot reach the Dask scheduler" in err
 
 
@@ -143,8 +213,12 @@ def test_dask_cluster_gives_the_local_results_even_when_a_worker_is_killed(files
     fleet = FleetSpec(warmup_s=20.0, warmup_distribution="lognormal", warmup_spread_s=10.0, seed=5)
     points = read_grid(grid)
     local = run_sweep(trace, autoscaler, fleet, points, chunk_size=1, progress=False)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  silence_logs=50) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=50
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         remote = run_sweep(trace, autoscaler, fleet, points, client=client, chunk_size=1, progress=False)
         assert remote == local
         # Kill one worker's process (SIGKILL, no goodbye) as soon as the first chunk is in.
@@ -156,8 +230,9 @@ def test_dask_cluster_gives_the_local_results_even_when_a_worker_is_killed(files
             if len(arrived) == 1:
                 os.kill(next(iter(pids.values())), signal.SIGKILL)
 
-        survived = run_sweep(trace, autoscaler, fleet, points, client=client, chunk_size=1, progress=False,
-                             on_chunk=kill_once)
+        survived = run_sweep(
+            trace, autoscaler, fleet, points, client=client, chunk_size=1, progress=False, on_chunk=kill_once
+        )
         assert len(arrived) == len(points) and sorted(arrived) == list(range(len(points)))
         assert survived == local
         assert next(iter(pids.values())) not in client.run(os.getpid).values()  # that worker really died

@@ -42,10 +42,14 @@ def test_the_node_autoscaler_delay_adds_to_a_cold_start():
     assert cluster_autoscaler_scale_up_s(7.0, no_delay) == 7.0
 
 
-@pytest.mark.parametrize(("pending_s", "first_scan_s", "expected_s"),
-                         [(0.0, 0.0, 30.0), (3.0, 0.0, 40.0), (0.0, 4.0, 34.0), (10.0, 0.0, 40.0)])
+@pytest.mark.parametrize(
+    ("pending_s", "first_scan_s", "expected_s"),
+    [(0.0, 0.0, 30.0), (3.0, 0.0, 40.0), (0.0, 4.0, 34.0), (10.0, 0.0, 40.0)],
+)
 def test_cluster_autoscaler_waits_for_the_gpu_buffer_then_the_next_scan(pending_s, first_scan_s, expected_s):
-    assert cluster_autoscaler_scale_up_s(pending_s, ClusterAutoscalerSettings(), first_scan_s=first_scan_s) == expected_s
+    assert (
+        cluster_autoscaler_scale_up_s(pending_s, ClusterAutoscalerSettings(), first_scan_s=first_scan_s) == expected_s
+    )
 
 
 @given(st.floats(0, 1e5), st.floats(0, 120), st.floats(0.5, 60))
@@ -56,11 +60,14 @@ def test_cluster_autoscaler_acts_on_a_scan_no_earlier_than_the_buffer(pending_s,
     assert at_s < pending_s + buffer_s + scan_s + 1e-6
 
 
-@pytest.mark.parametrize(("times_s", "expected_s"), [
-    ([0.0], 1.0),                      # one pod: the idle window
-    ([0.0, 0.5, 1.2, 5.0], 2.2),       # the fourth pod comes after the window closed
-    ([0.0, 0.9, 1.8, 2.7, 3.6, 4.5, 5.4, 6.3, 7.2, 8.1, 9.0, 9.9], 10.0),  # a steady stream: the max window
-])
+@pytest.mark.parametrize(
+    ("times_s", "expected_s"),
+    [
+        ([0.0], 1.0),  # one pod: the idle window
+        ([0.0, 0.5, 1.2, 5.0], 2.2),  # the fourth pod comes after the window closed
+        ([0.0, 0.9, 1.8, 2.7, 3.6, 4.5, 5.4, 6.3, 7.2, 8.1, 9.0, 9.9], 10.0),  # a steady stream: the max window
+    ],
+)
 def test_karpenter_closes_a_batch_on_idle_or_max(times_s, expected_s):
     assert karpenter_batch_close_s(times_s, KarpenterSettings()) == pytest.approx(expected_s)
 
@@ -74,8 +81,14 @@ def test_karpenter_refuses_an_empty_or_unsorted_batch():
 
 def test_the_waterfall_is_back_to_back_and_ends_at_ready():
     bars = phase_waterfall(KAITO, needs_node=True, image_cached=False, reaction_delay_s=30.0)
-    assert [bar.name for bar in bars] == ["node autoscaler", "provision", "node init", "image pull",
-                                          "weights load", "warmup"]
+    assert [bar.name for bar in bars] == [
+        "node autoscaler",
+        "provision",
+        "node init",
+        "image pull",
+        "weights load",
+        "warmup",
+    ]
     assert all(a.end_s == b.start_s for a, b in itertools.pairwise(bars))
     assert bars[0].start_s == 0.0 and bars[-1].end_s == 996.0
     assert [bar.duration_s for bar in bars] == [30, 284, 126, 101, 260, 195]

@@ -23,11 +23,21 @@ def test_each_required_default_is_listed_once():
     settings = [row.setting for row in controller_defaults()]
     assert len(settings) == len(set(settings))
     for setting in (
-        "--horizontal-pod-autoscaler-tolerance", "--horizontal-pod-autoscaler-sync-period",
-        "--horizontal-pod-autoscaler-downscale-stabilization", "behavior.scaleUp", "behavior.scaleDown",
-        "--horizontal-pod-autoscaler-cpu-initialization-period", "--horizontal-pod-autoscaler-initial-readiness-delay",
-        "pollingInterval", "cooldownPeriod", "minReplicaCount", "activationThreshold", "metricType",
-        "ignoreNullValues", "fallback", "several triggers",
+        "--horizontal-pod-autoscaler-tolerance",
+        "--horizontal-pod-autoscaler-sync-period",
+        "--horizontal-pod-autoscaler-downscale-stabilization",
+        "behavior.scaleUp",
+        "behavior.scaleDown",
+        "--horizontal-pod-autoscaler-cpu-initialization-period",
+        "--horizontal-pod-autoscaler-initial-readiness-delay",
+        "pollingInterval",
+        "cooldownPeriod",
+        "minReplicaCount",
+        "activationThreshold",
+        "metricType",
+        "ignoreNullValues",
+        "fallback",
+        "several triggers",
     ):
         assert setting in settings
 
@@ -82,8 +92,12 @@ def test_tables_split_by_controller():
 
 
 def test_scale_to_zero_tolerance_and_cached_metrics_rows():
-    assert _row("minReplicas: 0").value.startswith("allowed with an Object or External metric, by default from "
-                                                   "Kubernetes 1.37") and "ScaledToZero" in _row("minReplicas: 0").value
+    assert (
+        _row("minReplicas: 0").value.startswith(
+            "allowed with an Object or External metric, by default from Kubernetes 1.37"
+        )
+        and "ScaledToZero" in _row("minReplicas: 0").value
+    )
     assert "per HPA by default from Kubernetes 1.35 (GA in 1.37)" in _row("behavior tolerance").value
     assert "from KEDA 2.18" in _row("behavior tolerance").value
     assert _row("useCachedMetrics").value.startswith("false: every HPA sync queries the scaler afresh")

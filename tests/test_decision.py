@@ -34,7 +34,9 @@ def test_missing_trigger_is_named_with_the_callers_hint(shared_dir):
     with pytest.raises(PlannerInputError, match=r"no value given for trigger 0, 1; pass --metric NAME=VALUE"):
         evaluate_decision(autoscaler, 3, {})
     both = evaluate_decision(autoscaler, 3, metric_values_by_key([6.0, 9.0]))
-    assert both.desired_replicas == 5 and both.explained_metric.key == "1"  # 9 waiting / 2 asks for 5; 6 running per pod / 4 asks for 2
+    assert (
+        both.desired_replicas == 5 and both.explained_metric.key == "1"
+    )  # 9 waiting / 2 asks for 5; 6 running per pod / 4 asks for 2
 
 
 def test_below_the_minimum_no_proposal_is_said_plainly():
@@ -43,8 +45,10 @@ def test_below_the_minimum_no_proposal_is_said_plainly():
     lines = decision.proposal_lines()
     assert decision.max_proposal is None and decision.desired_replicas == 2
     assert lines[0].endswith("-> not evaluated") and "None" not in " ".join(lines)
-    assert lines[-1] == "No proposal at this sync (1 is below the minimum, so the HPA sets the minimum without " \
-                        "reading metrics); sets 2."
+    assert (
+        lines[-1] == "No proposal at this sync (1 is below the minimum, so the HPA sets the minimum without "
+        "reading metrics); sets 2."
+    )
     assert decision.outcome_text().startswith("No metric is evaluated at this sync")
 
 
@@ -53,7 +57,8 @@ def test_outcome_text_names_the_deciding_metric():
     assert decision.explained_metric.key == "kv-usage"
     assert decision.outcome_text() == (
         "Trigger kv-usage has the ratio 1.25, so it proposes 5 replicas, the largest proposal; after the "
-        "stabilization window and the rate limits the controller sets 5 replicas at this sync.")
+        "stabilization window and the rate limits the controller sets 5 replicas at this sync."
+    )
     assert decision.proposal_lines()[-1] == "The HPA takes the largest: 5; sets 5 this sync."
     held = evaluate_decision(load_autoscaler(QUEUE), 4, {"waiting": 2.0})
     assert "Once the window has passed, the same values take it to 1." in held.outcome_text()
@@ -79,9 +84,12 @@ def test_tolerance_flag_reaches_the_controller():
 def test_behavior_text(shared_dir):
     assert behavior_text(load_autoscaler(QUEUE).hpa) == (
         "Scale-up: window 0 s, 4 pods per 15 s, 100 % per 15 s (the larger applies). "
-        "Scale-down: window 300 s, 100 % per 15 s.")
+        "Scale-down: window 300 s, 100 % per 15 s."
+    )
     folder = shared_dir / "real-world" / "manifests"
     assert behavior_text(load_autoscaler(folder / "12-llmd-keda-decode-kv-cache-sum.yaml").hpa) == (
-        "Scale-up: window 0 s, 1 pod per 180 s. Scale-down: window 300 s, 1 pod per 300 s.")
+        "Scale-up: window 0 s, 1 pod per 180 s. Scale-down: window 300 s, 1 pod per 300 s."
+    )
     assert behavior_text(load_autoscaler(folder / "02-prodstack-hpa-waiting.yaml").hpa).startswith(
-        "No behavior is set, so the legacy rules apply")
+        "No behavior is set, so the legacy rules apply"
+    )

@@ -25,8 +25,12 @@ DEFAULT_NAME = re.compile(
 def _is_default_value(node: ast.expr | None) -> bool:
     if isinstance(node, ast.UnaryOp):
         node = node.operand
-    return (isinstance(node, ast.Constant) and isinstance(node.value, (int, float))
-            and not isinstance(node.value, bool) and node.value in DEFAULT_VALUES)
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, (int, float))
+        and not isinstance(node.value, bool)
+        and node.value in DEFAULT_VALUES
+    )
 
 
 def retyped_defaults(path: Path, root: Path = PACKAGE_DIR) -> list[str]:
@@ -41,7 +45,9 @@ def retyped_defaults(path: Path, root: Path = PACKAGE_DIR) -> list[str]:
             pairs.append((node.target.id, node.value, node.lineno))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             positional = node.args.posonlyargs + node.args.args
-            for arg, default in zip(positional[len(positional) - len(node.args.defaults):], node.args.defaults, strict=True):
+            for arg, default in zip(
+                positional[len(positional) - len(node.args.defaults) :], node.args.defaults, strict=True
+            ):
                 pairs.append((arg.arg, default, default.lineno))
             for arg, kw_default in zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True):
                 if kw_default is not None:
@@ -53,15 +59,21 @@ def retyped_defaults(path: Path, root: Path = PACKAGE_DIR) -> list[str]:
 
 
 def test_no_module_types_a_controller_default_again():
-    offenders = [hit for path in sorted(PACKAGE_DIR.rglob("*.py")) if path != DEFAULTS_MODULE
-                 for hit in retyped_defaults(path)]
+    offenders = [
+        hit for path in sorted(PACKAGE_DIR.rglob("*.py")) if path != DEFAULTS_MODULE for hit in retyped_defaults(path)
+    ]
     assert offenders == [], "import these from planner.autoscaler.defaults:\n" + "\n".join(offenders)
 
 
 def test_the_scan_finds_a_retyped_default(tmp_path):
     # The guard itself must be able to fail.
     sample = tmp_path / "sample.py"
-    sample.write_text("SYNC_PERIOD_S = 15.0\nWARMUP_S = 90.0\nWINDOW_S = 0\n\n"
-                      "def f(polling_interval_s: float = 30.0, *, tolerance=0.1, n=3):\n    pass\n")
+    sample.write_text(
+        "SYNC_PERIOD_S = 15.0\nWARMUP_S = 90.0\nWINDOW_S = 0\n\n"
+        "def f(polling_interval_s: float = 30.0, *, tolerance=0.1, n=3):\n    pass\n"
+    )
     assert [hit.split(" ", 1)[1] for hit in retyped_defaults(sample, tmp_path)] == [
-        "SYNC_PERIOD_S", "polling_interval_s", "tolerance"]
+        "SYNC_PERIOD_S",
+        "polling_interval_s",
+        "tolerance",
+    ]

@@ -180,8 +180,16 @@ def test_output_lengths_is_frozen():
 def test_shutdown_settings_match_the_generated_workload_patch():
     from planner.manifests.generate import ScalingPlan, generate_manifests
 
-    manifests = generate_manifests(ScalingPlan(target_name="chat", concurrency_target=40.0, warmup_s=120.0,
-                                               max_output_tokens=4096, itl_ms=50.0, max_replicas=8))
+    manifests = generate_manifests(
+        ScalingPlan(
+            target_name="chat",
+            concurrency_target=40.0,
+            warmup_s=120.0,
+            max_output_tokens=4096,
+            itl_ms=50.0,
+            max_replicas=8,
+        )
+    )
     plan = plan_grace(drain_time_s(4096, 50.0), pre_stop_s=10)
     assert manifests.grace == plan
     assert manifests.workload_patch.document["spec"] == shutdown_settings(plan)["spec"]
@@ -190,11 +198,22 @@ def test_shutdown_settings_match_the_generated_workload_patch():
 
 def test_review_is_the_one_computation_of_cut_and_plan():
     lengths = output_lengths(4096, "geometric", 512)
-    review = review_drain(lengths, max_output_tokens=4096, itl_ms=50.0, in_flight_requests=40.0,
-                          termination_grace_period_s=30, shutdown_timeout_s=0, pre_stop_s=0, planned_pre_stop_s=10,
-                          margin_frac=0.1)
+    review = review_drain(
+        lengths,
+        max_output_tokens=4096,
+        itl_ms=50.0,
+        in_flight_requests=40.0,
+        termination_grace_period_s=30,
+        shutdown_timeout_s=0,
+        pre_stop_s=0,
+        planned_pre_stop_s=10,
+        margin_frac=0.1,
+    )
     assert review.longest_s == pytest.approx(204.8) and review.window_s == 0.0
     assert review.cut_frac == 1.0 and review.cut_requests == 40.0 and not review.current.ok
     # The plan uses the planned preStop (10 s), not the current one (0 s): W38's 226 s and 241 s.
     assert (review.plan.pre_stop_s, review.plan.shutdown_timeout_s, review.plan.termination_grace_period_s) == (
-        10, 226, 241)
+        10,
+        226,
+        241,
+    )

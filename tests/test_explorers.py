@@ -27,20 +27,24 @@ class _Shell:
 
 def test_a_snapshot_lists_the_controls_as_shown_and_keeps_the_outputs():
     out = widgets.Output()
-    out.outputs = ({"output_type": "display_data", "data": {"text/html": "<b>chart</b>", "text/plain": "c"},
-                    "metadata": {}},)
-    box = widgets.VBox([
-        widgets.FloatSlider(value=30.0, min=0, max=900, description="grace (s)"),
-        widgets.FloatSlider(value=0.125, readout_format=".1%", description="growth"),
-        widgets.IntSlider(value=4096, min=16, max=32768, description="max tokens"),
-        widgets.Dropdown(options=[("requests in flight", "rif"), ("KV usage", "kv")], value="kv",
-                         description="signal"),
-        widgets.Checkbox(value=True, description="interpolate <knee>"),
-        widgets.Button(description="Simulate"),
-        widgets.HTML("<p>cuts <b>12.0%</b></p>"),
-        widgets.Label("a < b"),
-        out,
-    ])
+    out.outputs = (
+        {"output_type": "display_data", "data": {"text/html": "<b>chart</b>", "text/plain": "c"}, "metadata": {}},
+    )
+    box = widgets.VBox(
+        [
+            widgets.FloatSlider(value=30.0, min=0, max=900, description="grace (s)"),
+            widgets.FloatSlider(value=0.125, readout_format=".1%", description="growth"),
+            widgets.IntSlider(value=4096, min=16, max=32768, description="max tokens"),
+            widgets.Dropdown(
+                options=[("requests in flight", "rif"), ("KV usage", "kv")], value="kv", description="signal"
+            ),
+            widgets.Checkbox(value=True, description="interpolate <knee>"),
+            widgets.Button(description="Simulate"),
+            widgets.HTML("<p>cuts <b>12.0%</b></p>"),
+            widgets.Label("a < b"),
+            out,
+        ]
+    )
     page = static_html(box)
     assert page.startswith('<div class="planner-explorer-static">') and LIVE_NOTE in page
     assert "<dt>grace (s)</dt><dd>30</dd>" in page  # not ipywidgets' default "30.00"

@@ -18,8 +18,9 @@ def test_drain_explorer_echoes_inputs_and_reacts():
 
 
 def test_recorded_lengths_replace_the_model_and_follow_the_cap():
-    box = drain_explorer(output_tokens=[100] * 3 + [4000], termination_grace_period_s=300.0,
-                         shutdown_timeout_s=5.0, itl_ms=10.0)
+    box = drain_explorer(
+        output_tokens=[100] * 3 + [4000], termination_grace_period_s=300.0, shutdown_timeout_s=5.0, itl_ms=10.0
+    )
     summary = box.children[-1]
     assert "(4 recorded lengths)" in summary.value
     # 5 s of drain: only the 4,000-token answer (40 s) outlasts it.
@@ -32,6 +33,6 @@ def test_explorer_recommends_what_the_chapter_table_does():
     # The chapter plans for a 10 s preStop while the current one is 0: the explorer once said 231 s
     # (planning with the current preStop) where the table said 241 s.
     summary = drain_explorer().children[-1]
-    assert ("--shutdown-timeout 226 s, preStop 10 s, terminationGracePeriodSeconds 241 s" in summary.value)
+    assert "--shutdown-timeout 226 s, preStop 10 s, terminationGracePeriodSeconds 241 s" in summary.value
     box = drain_explorer(planned_pre_stop_s=15.0, margin_frac=0.2)
     assert "with a 15 s preStop and a 20% margin" in box.children[-1].value

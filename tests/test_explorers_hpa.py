@@ -1,4 +1,4 @@
-"""Tests for planner.explorers.hpa_decisions and planner.explorers.kv_bounded_ratio: moving a control re-runs the planner."""
+"""planner.explorers.hpa_decisions and .kv_bounded_ratio: moving a control re-runs the planner."""
 
 import html
 import re
@@ -34,8 +34,17 @@ def _path(widget) -> str:
 def hpa():
     box = hpa_decisions_explorer(current_replicas=4, metric_type="AverageValue", target=2.0, metric_value=20.0)
     current, ready, metric_type, target, value, tolerance, low, high, explanation = box.children
-    return {"current": current, "ready": ready, "type": metric_type, "target": target, "value": value,
-            "tolerance": tolerance, "min": low, "max": high, "out": explanation}
+    return {
+        "current": current,
+        "ready": ready,
+        "type": metric_type,
+        "target": target,
+        "value": value,
+        "tolerance": tolerance,
+        "min": low,
+        "max": high,
+        "out": explanation,
+    }
 
 
 def test_w1_opens_at_ten_proposed_eight_this_sync(hpa):
@@ -179,8 +188,13 @@ OPENINGS = [
     ("data", "llama-vllm-keda.yaml", 4, None, {"in-flight": 150.0, "kv-usage": 1.0}),
     ("data", "llama-vllm-keda.yaml", 1, None, {"in-flight": 150.0, "kv-usage": 1.0}),
     ("shared", "14-aks-qwen-keda-running-waiting.yaml", 3, None, {"0": 6.0, "1": 9.0}),
-    ("shared", "10-llmd-keda-epp-queue-guard-scalingmodifiers.yaml", 2, None,
-     {"queue": 5.0, "running": 40.0, "pending": 0.0, "replicas": 2.0}),
+    (
+        "shared",
+        "10-llmd-keda-epp-queue-guard-scalingmodifiers.yaml",
+        2,
+        None,
+        {"queue": 5.0, "running": 40.0, "pending": 0.0, "replicas": 2.0},
+    ),
     ("shared", "12-llmd-keda-decode-kv-cache-sum.yaml", 3, None, {"0": 2.9}),
     ("shared", "11-llmd-hpa-wva-desired-replicas.yaml", 1, None, {"0": 2.0}),
     ("shared", "04-k8sexamples-hpa-running.yaml", 2, None, {"0": 7.0}),
@@ -188,15 +202,19 @@ OPENINGS = [
 ]
 
 
-@pytest.mark.parametrize(("where", "name", "current", "ready", "values"), OPENINGS,
-                         ids=[f"{o[1].split('.')[0]}@{o[2]}" for o in OPENINGS])
+@pytest.mark.parametrize(
+    ("where", "name", "current", "ready", "values"), OPENINGS, ids=[f"{o[1].split('.')[0]}@{o[2]}" for o in OPENINGS]
+)
 def test_explorer_opens_on_the_pages_decision(request, where, name, current, ready, values):
     from planner.explorers.hpa_decisions import explorer_opening, opening_decision
     from planner.readers.manifest import load_autoscaler
     from tests.conftest import DATA_DIR
 
-    folder = (DATA_DIR / "manifests" if where == "data"
-              else request.getfixturevalue("shared_dir") / "real-world" / "manifests")
+    folder = (
+        DATA_DIR / "manifests"
+        if where == "data"
+        else request.getfixturevalue("shared_dir") / "real-world" / "manifests"
+    )
     autoscaler = load_autoscaler(folder / name)
     page = evaluate_decision(autoscaler, current, values, ready_replicas=ready)
     opening = explorer_opening(autoscaler, page)
@@ -248,12 +266,15 @@ def test_explorer_opening_at_zero_replicas(shared_dir):
         assert _desired(hpa_decisions_explorer(**opening.kwargs()).children[-1]) == desired
     plain = load_autoscaler(folder / "11-llmd-hpa-wva-desired-replicas.yaml")
     opening = explorer_opening(plain, evaluate_decision(plain, 0, {"0": 2.0}))
-    assert not opening.exact and "A plain HPA at 0 replicas acts only if it took the target there itself" in opening.note
+    assert (
+        not opening.exact and "A plain HPA at 0 replicas acts only if it took the target there itself" in opening.note
+    )
 
 
 def test_explorer_opens_at_small_targets_and_wide_tolerances():
     # Controls never clamp the opening: a 5-milli target and a 60 % tolerance open as given.
-    box = hpa_decisions_explorer(current_replicas=2, metric_type="AverageValue", target=0.005, metric_value=0.03,
-                                 tolerance_frac=0.6)
+    box = hpa_decisions_explorer(
+        current_replicas=2, metric_type="AverageValue", target=0.005, metric_value=0.03, tolerance_frac=0.6
+    )
     assert box.children[3].value == 0.005 and box.children[5].value == 0.6
     assert "proposes 6" in _text(box.children[-1])  # ceil(0.03 / 0.005); ratio 3 is outside even 60 %

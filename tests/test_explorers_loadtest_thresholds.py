@@ -22,8 +22,9 @@ def explorer():
 def test_opens_at_the_chapters_numbers(explorer):
     steps, ttft, itl, growth, summary = explorer
     assert (ttft.value, itl.value, growth.value) == (2000.0, 50.0, 0.2)
-    expected = thresholds_from_loadtest(steps, ttft_p99_slo_ms=2000.0, itl_p99_slo_ms=50.0, growth_frac=0.2,
-                                        queue_wait_budget_s=5.0)
+    expected = thresholds_from_loadtest(
+        steps, ttft_p99_slo_ms=2000.0, itl_p99_slo_ms=50.0, growth_frac=0.2, queue_wait_budget_s=5.0
+    )
     assert f">{expected.concurrency_target:,.1f}<" in summary.value
     assert "The knee is at 64 requests in flight" in summary.value and "53.3" in summary.value
 
@@ -46,4 +47,4 @@ def test_the_sliders_span_the_measurements(explorer):
     steps, ttft, itl, _, _ = explorer
     assert itl.min < steps["itl_p99_ms"].min() and itl.max > steps["itl_p99_ms"].max()
     # A log slider: its ends are powers of ten.
-    assert 10 ** ttft.min < steps["ttft_p99_ms"].min() and 10 ** ttft.max > steps["ttft_p99_ms"].max()
+    assert 10**ttft.min < steps["ttft_p99_ms"].min() and 10**ttft.max > steps["ttft_p99_ms"].max()

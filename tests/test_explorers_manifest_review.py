@@ -16,8 +16,9 @@ def test_the_list_opens_on_the_linters_findings_for_the_given_settings():
         summary = lint_explorer(MANIFESTS, settings).children[-1]
         expected = lint(MANIFESTS, settings)
         assert f"{len(expected)} finding(s)" in summary.value
-        assert all(f"{f.rule}</b> ({f.severity}) {f.file.rsplit('/', 1)[-1]}:{f.line}" in summary.value
-                   for f in expected)
+        assert all(
+            f"{f.rule}</b> ({f.severity}) {f.file.rsplit('/', 1)[-1]}:{f.line}" in summary.value for f in expected
+        )
     assert "max_tokens from the manifests" in lint_explorer(MANIFESTS, LintSettings()).children[-1].value
 
 

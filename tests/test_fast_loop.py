@@ -20,8 +20,10 @@ from tests.execution_cache import cell_errors, executed_notebook
 
 TESTS = REPO_ROOT / "tests"
 # What makes a module start a kernel or a browser, as its source says it.
-STARTS_A_KERNEL = re.compile(r"\brun_chapter\(|papermill\.execute_notebook|--nbval|\"jupyter-book\"|"
-                             r"\[\"report\"|NotebookClient|write_report\(|_strict_build\(|_tiny_book\(")
+STARTS_A_KERNEL = re.compile(
+    r"\brun_chapter\(|papermill\.execute_notebook|--nbval|\"jupyter-book\"|"
+    r"\[\"report\"|NotebookClient|write_report\(|_strict_build\(|_tiny_book\("
+)
 STARTS_A_BROWSER = re.compile(r"\bchromium\(\)|sync_playwright|lab_check")
 
 
@@ -62,8 +64,12 @@ def test_the_markers_are_set_by_module_and_by_name(request):
 
 def test_slow_tests_are_run_first():
     names = ["test_a", "test_the_kernel_runs_inside_another_kernel", "test_b"]
-    items = [SimpleNamespace(path=TESTS / "test_simulate_fast_decision.py", name=n, originalname=n,
-                             add_marker=lambda marker: None) for n in names]
+    items = [
+        SimpleNamespace(
+            path=TESTS / "test_simulate_fast_decision.py", name=n, originalname=n, add_marker=lambda marker: None
+        )
+        for n in names
+    ]
     conftest.pytest_collection_modifyitems(None, items)
     assert [item.name for item in items] == [names[1], names[0], names[2]]
 
@@ -81,8 +87,9 @@ def test_the_dev_profile_caps_what_a_test_asks_for():
     def asks_for_5(x):
         pass
 
-    conftest.cap_max_examples([SimpleNamespace(obj=asks_for_3000), SimpleNamespace(obj=asks_for_5),
-                               SimpleNamespace(obj=len)], cap=7)
+    conftest.cap_max_examples(
+        [SimpleNamespace(obj=asks_for_3000), SimpleNamespace(obj=asks_for_5), SimpleNamespace(obj=len)], cap=7
+    )
     assert asks_for_3000._hypothesis_internal_use_settings.max_examples == 7
     assert asks_for_3000._hypothesis_internal_use_settings.database is None
     assert asks_for_5._hypothesis_internal_use_settings.max_examples == 5
@@ -170,13 +177,20 @@ def test_the_strict_builds_config_is_the_books_with_a_keyed_cache(tmp_path):
     assert book["execute"]["execute_notebooks"] == "force"  # make book, and the tests' tiny books
     assert written["execute"] == {**book["execute"], "execute_notebooks": "cache", "cache": str(folder.resolve())}
     assert written["sphinx"]["local_extensions"] == {
-        name: str((root / folder).resolve()) for name, folder in book["sphinx"]["local_extensions"].items()}
+        name: str((root / folder).resolve()) for name, folder in book["sphinx"]["local_extensions"].items()
+    }
     del written["sphinx"]["local_extensions"], book["sphinx"]["local_extensions"]
     assert {k: v for k, v in written.items() if k != "execute"} == {k: v for k, v in book.items() if k != "execute"}
 
 
 def test_a_cell_that_raised_or_did_not_run_is_reported():
-    nb = new_notebook(cells=[new_code_cell("x = 1", execution_count=1), new_code_cell("1 / 0", execution_count=2),
-                             new_code_cell("y = 2"), new_code_cell("  ")])
+    nb = new_notebook(
+        cells=[
+            new_code_cell("x = 1", execution_count=1),
+            new_code_cell("1 / 0", execution_count=2),
+            new_code_cell("y = 2"),
+            new_code_cell("  "),
+        ]
+    )
     nb.cells[1].outputs = [new_output("error", ename="ZeroDivisionError", evalue="division by zero", traceback=[])]
     assert cell_errors(nb) == ["cell 1 raised ZeroDivisionError: division by zero", "cell 2 did not run"]

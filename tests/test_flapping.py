@@ -31,7 +31,8 @@ KV_AVG = MANIFESTS / "lab" / "flapping-kv-avg.yaml"
 @pytest.fixture(scope="module")
 def rig():
     return read_trace(DATA_DIR / "traces" / "steady-0.6rps-12min.csv"), read_fleet(
-        DATA_DIR / "fleets" / "seed003-rig.yaml")
+        DATA_DIR / "fleets" / "seed003-rig.yaml"
+    )
 
 
 def test_pinned_fixes_both_bounds_and_the_fleet_never_moves(rig):
@@ -45,10 +46,15 @@ def test_pinned_fixes_both_bounds_and_the_fleet_never_moves(rig):
 
 def test_waiting_and_averaged_kv_have_no_fixed_point_and_the_kv_sum_has_one(rig):
     trace, fleet = rig
-    paths = {"waiting": MANIFESTS / "flapping-waiting.yaml", "kv-sum": MANIFESTS / "flapping-kv-sum.yaml",
-             "kv-avg": KV_AVG}
-    curves = {name: recommendation_curve(trace, load_autoscaler(path), fleet, [1, 2, 3], from_s=240.0, to_s=720.0)
-              for name, path in paths.items()}
+    paths = {
+        "waiting": MANIFESTS / "flapping-waiting.yaml",
+        "kv-sum": MANIFESTS / "flapping-kv-sum.yaml",
+        "kv-avg": KV_AVG,
+    }
+    curves = {
+        name: recommendation_curve(trace, load_autoscaler(path), fleet, [1, 2, 3], from_s=240.0, to_s=720.0)
+        for name, path in paths.items()
+    }
     waiting, kv_sum, kv_avg = curves["waiting"], curves["kv-sum"], curves["kv-avg"]
     # One replica cannot drain 0.6 req/s, so the queue grows and asks for the maximum; two empty it.
     assert waiting.desired_replicas.tolist() == [3, 1, 1]
@@ -100,13 +106,14 @@ def test_the_seeds_kv_trigger_never_fires_on_the_real_cache_and_the_same_tokens_
     never = simulate(trace, kv_sum, real, duration_s=900.0)
     assert never.scale_events == 0 and never.peak_replicas == 1 and never.slo_attainment_frac < 0.5
     assert never.timeseries["signal"].max() < highest_scaling_kv_threshold_frac(0.08)
-    threshold = same_tokens_kv_threshold_frac(trigger_threshold(kv_sum), fleet.replica.kv_tokens,
-                                              SEED_LOG_KV_TOKENS)
+    threshold = same_tokens_kv_threshold_frac(trigger_threshold(kv_sum), fleet.replica.kv_tokens, SEED_LOG_KV_TOKENS)
     assert threshold == pytest.approx(0.0621, abs=1e-4)
     rescaled = with_threshold(kv_sum, real, threshold)
     assert trigger_threshold(rescaled) == 0.062  # the HPA keeps thousandths
-    on_rig, at_real = simulate(trace, kv_sum, fleet, duration_s=900.0), simulate(trace, rescaled, real,
-                                                                                 duration_s=900.0)
+    on_rig, at_real = (
+        simulate(trace, kv_sum, fleet, duration_s=900.0),
+        simulate(trace, rescaled, real, duration_s=900.0),
+    )
     assert at_real.events == on_rig.events and at_real.flap_cycles == 0
     assert at_real.slo_attainment_frac == pytest.approx(on_rig.slo_attainment_frac, abs=0.01)
     curve = recommendation_curve(trace, rescaled, real, [1, 2, 3], from_s=240.0, to_s=720.0)

@@ -99,7 +99,8 @@ def test_every_book_parameter_with_a_unit_is_in_the_glossary():
     terms = glossary_terms()
     missing = {name: where for name, where in book_parameter_names().items() if name not in terms}
     assert not missing, "add to book/nomenclature.md: " + ", ".join(
-        f"{name} ({where})" for name, where in sorted(missing.items()))
+        f"{name} ({where})" for name, where in sorted(missing.items())
+    )
 
 
 def test_each_quantity_has_a_definition_with_a_unit():

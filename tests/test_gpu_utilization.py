@@ -59,8 +59,7 @@ def test_a_target_within_the_tolerance_never_acts():
 
 
 def test_the_outcome_flips_at_the_tolerance():
-    finals = {t: utilization_hpa_trace(t, 120.0, 4, 16, 60.0, 300.0)["desired_replicas"].iloc[-1]
-              for t in (88.0, 89.0)}
+    finals = {t: utilization_hpa_trace(t, 120.0, 4, 16, 60.0, 300.0)["desired_replicas"].iloc[-1] for t in (88.0, 89.0)}
     # 97/88 = 1.102 > 1.1: one more replica each warmup, without end; 97/89 = 1.090: never.
     assert finals[88.0] == 10 and finals[89.0] == 4
 

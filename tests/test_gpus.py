@@ -11,8 +11,7 @@ TABLE = DATA_DIR / "gpus.csv"
 
 def test_bundled_table_has_the_common_gpus():
     table = read_gpu_table(TABLE)
-    for name in ("a10", "l4", "l40s", "a100-40gb", "a100-80gb", "h100-80gb", "h200", "b200",
-                 "mi300x"):
+    for name in ("a10", "l4", "l40s", "a100-40gb", "a100-80gb", "h100-80gb", "h200", "b200", "mi300x"):
         assert name in table
     assert gpu_memory("rtx-3090", TABLE).usable_gib == 23.58  # reported by a public log
     assert gpu_memory("H100-80GB", TABLE).usable_gib == 80.0  # nominal where none is known

@@ -17,9 +17,7 @@ def test_w37_4096_tokens_at_50_ms_need_204_8_s():
 
 
 def test_w37_default_grace_period_cuts_long_generations():
-    check = check_grace(
-        DEFAULT_TERMINATION_GRACE_PERIOD_S, DEFAULT_VLLM_SHUTDOWN_TIMEOUT_S, drain_time_s(4096, 50.0)
-    )
+    check = check_grace(DEFAULT_TERMINATION_GRACE_PERIOD_S, DEFAULT_VLLM_SHUTDOWN_TIMEOUT_S, drain_time_s(4096, 50.0))
     assert not check.ok
     assert any("aborts every in-flight request" in p for p in check.problems)
     assert any("less than the 204.8 s" in p for p in check.problems)

@@ -53,17 +53,18 @@ def hpa(*metrics, min_replicas=1, max_replicas=100, behavior=None) -> Horizontal
 def proposal(spec, current, readings, ready=None):
     ready = current if ready is None else ready
     pods = ready_pods(ready, current - ready)
-    outcome = compute_replicas_for_metrics(spec.metrics, readings, current, current, pods,
-                                           HorizontalController(spec).tolerances, 0.0)
+    outcome = compute_replicas_for_metrics(
+        spec.metrics, readings, current, current, pods, HorizontalController(spec).tolerances, 0.0
+    )
     return outcome
 
 
 # --- Worked examples (seed articles) ----------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("total_waiting", "ratio", "expected"),
-    [pytest.param(20.0, 2.5, 10, id="W1"), pytest.param(9.0, 1.125, 5, id="W2"),
-     pytest.param(8.6, 1.075, 4, id="W3")],
+    [pytest.param(20.0, 2.5, 10, id="W1"), pytest.param(9.0, 1.125, 5, id="W2"), pytest.param(8.6, 1.075, 4, id="W3")],
 )
 def test_w1_w3_queue_depth_average_value(total_waiting, ratio, expected):
     spec = hpa(external("AverageValue", 2000))
@@ -74,8 +75,9 @@ def test_w1_w3_queue_depth_average_value(total_waiting, ratio, expected):
     assert outcome.replicas == expected
 
 
-@pytest.mark.parametrize("behavior", [pytest.param(EMPTY_BEHAVIOR, id="behavior-defaults"),
-                                      pytest.param(None, id="legacy-no-behavior")])
+@pytest.mark.parametrize(
+    "behavior", [pytest.param(EMPTY_BEHAVIOR, id="behavior-defaults"), pytest.param(None, id="legacy-no-behavior")]
+)
 def test_w4_default_scale_up_takes_two_periods(behavior):
     """W4: 4 -> 10 asked for at once; the default policy (+100 % or +4 per 15 s) gives 4 -> 8 -> 10."""
     controller = HorizontalController(hpa(external("AverageValue", 2000), behavior=behavior))
@@ -171,14 +173,19 @@ def test_kv_bounded_ratio_agrees_with_kv_ramp():
 
 # --- Kubernetes horizontal_test.go cases --------------------------------------------------------
 
+
 def _cpu_reading(levels):
     return PodMetricsReading({f"pod-{i}": PodMetric(level, -1e9, 60.0) for i, level in enumerate(levels)})
 
 
 def _cpu_pods(count):
     return tuple(
-        Pod(f"pod-{i}", start_time_s=-1e9, ready_transition_s=-1e9,
-            container_requests_milli=(("container1", 500), ("container2", 500)))
+        Pod(
+            f"pod-{i}",
+            start_time_s=-1e9,
+            ready_transition_s=-1e9,
+            container_requests_milli=(("container1", 500), ("container2", 500)),
+        )
         for i in range(count)
     )
 
@@ -197,8 +204,9 @@ def test_scale_up_one_metric_empty():
 
 def test_no_scale_down_one_metric_invalid():
     """TestNoScaleDownOneMetricInvalid: CPU asks for 3 of 5, another metric is invalid: no scale-down."""
-    spec = hpa(cpu(50), MetricSpec("CheddarCheese", "x", MetricTarget("Value", value_milli=1)),
-               min_replicas=2, max_replicas=6)
+    spec = hpa(
+        cpu(50), MetricSpec("CheddarCheese", "x", MetricTarget("Value", value_milli=1)), min_replicas=2, max_replicas=6
+    )
     controller = HorizontalController(spec, scale_up_limit_factor=8)
     result = controller.reconcile_autoscaler(
         0.0, 5, [_cpu_reading([100, 300, 500, 250, 250]), FailedReading("unused")], pods=_cpu_pods(5)
@@ -213,7 +221,9 @@ def test_no_scale_down_one_metric_empty():
     spec = hpa(cpu(50), external("Value", 1000, "qps"), min_replicas=2, max_replicas=6)
     controller = HorizontalController(spec, scale_up_limit_factor=8)
     result = controller.reconcile_autoscaler(
-        0.0, 5, [_cpu_reading([100, 300, 500, 250, 250]), FailedReading("something went wrong")],
+        0.0,
+        5,
+        [_cpu_reading([100, 300, 500, 250, 250]), FailedReading("something went wrong")],
         pods=_cpu_pods(5),
     )
     assert result.desired_replicas == 5
@@ -258,12 +268,15 @@ def test_behavior_scale_down_window_and_pods_policy():
 
 @pytest.mark.parametrize(
     ("current", "min_replicas", "max_replicas", "expected", "reason"),
-    [(12, 1, 10, 10, "Current number of replicas above Spec.MaxReplicas"),
-     (1, 3, 10, 3, "Current number of replicas below Spec.MinReplicas")],
+    [
+        (12, 1, 10, 10, "Current number of replicas above Spec.MaxReplicas"),
+        (1, 3, 10, 3, "Current number of replicas below Spec.MinReplicas"),
+    ],
 )
 def test_early_exits(current, min_replicas, max_replicas, expected, reason):
-    controller = HorizontalController(hpa(external("Value", 1000), min_replicas=min_replicas,
-                                          max_replicas=max_replicas))
+    controller = HorizontalController(
+        hpa(external("Value", 1000), min_replicas=min_replicas, max_replicas=max_replicas)
+    )
     result = controller.reconcile_autoscaler(0.0, current, [FailedReading("not evaluated")])
     assert (result.desired_replicas, result.rescale_reason) == (expected, reason)
     assert result.metrics is None
@@ -278,8 +291,13 @@ def test_zero_replicas_disables_scaling_unless_min_is_zero():
     for mode in ({"scaled_to_zero": True}, {"scale_to_zero": SCALE_TO_ZERO_LEGACY}):
         controller = HorizontalController(hpa(external("Value", 1000), min_replicas=0), **mode)
         assert controller.reconcile_autoscaler(0.0, 0, [ExternalReading((2500,))]).desired_replicas == 3
-        controller = HorizontalController(hpa(MetricSpec("Object", "q", MetricTarget("Value", value_milli=1000),
-                                                         described_object_kind="Service"), min_replicas=0), **mode)
+        controller = HorizontalController(
+            hpa(
+                MetricSpec("Object", "q", MetricTarget("Value", value_milli=1000), described_object_kind="Service"),
+                min_replicas=0,
+            ),
+            **mode,
+        )
         assert controller.reconcile_autoscaler(0.0, 0, [ObjectReading(1000)]).desired_replicas == 1
 
 
@@ -292,13 +310,15 @@ def test_external_value_counts_only_ready_pods():
 
 
 def test_per_direction_tolerance_from_behavior():
-    behavior = HorizontalPodAutoscalerBehavior(scale_up=HPAScalingRules(tolerance=0.01),
-                                               scale_down=HPAScalingRules(tolerance=0.5))
+    behavior = HorizontalPodAutoscalerBehavior(
+        scale_up=HPAScalingRules(tolerance=0.01), scale_down=HPAScalingRules(tolerance=0.5)
+    )
     controller = HorizontalController(hpa(external("AverageValue", 1000), behavior=behavior))
     assert controller.tolerances.scale_up == 0.01 and controller.tolerances.scale_down == 0.5
     assert controller.reconcile_autoscaler(0.0, 10, [ExternalReading((10500,))]).desired_replicas == 11
-    assert proposal(hpa(external("AverageValue", 1000), behavior=behavior), 10,
-                    [ExternalReading((6000,))]).replicas == 10
+    assert (
+        proposal(hpa(external("AverageValue", 1000), behavior=behavior), 10, [ExternalReading((6000,))]).replicas == 10
+    )
 
 
 def test_several_metrics_take_the_largest():
@@ -314,7 +334,8 @@ def test_several_metrics_take_the_largest():
 
 policies = st.lists(
     st.builds(HPAScalingPolicy, st.sampled_from(["Pods", "Percent"]), st.integers(1, 300), st.integers(1, 600)),
-    min_size=1, max_size=3,
+    min_size=1,
+    max_size=3,
 ).map(tuple)
 rules = st.builds(
     HPAScalingRules,
@@ -322,8 +343,9 @@ rules = st.builds(
     st.one_of(st.none(), st.sampled_from(["Max", "Min"])),
     st.one_of(st.none(), policies),
 )
-behaviors = st.one_of(st.none(), st.builds(HorizontalPodAutoscalerBehavior, st.one_of(st.none(), rules),
-                                           st.one_of(st.none(), rules)))
+behaviors = st.one_of(
+    st.none(), st.builds(HorizontalPodAutoscalerBehavior, st.one_of(st.none(), rules), st.one_of(st.none(), rules))
+)
 single_metric = st.one_of(
     st.tuples(st.just("AverageValue"), st.integers(1, 100_000)),
     st.tuples(st.just("Value"), st.integers(1, 100_000)),
@@ -340,15 +362,22 @@ def _spec_and_reading(kind, target, usage_milli, current):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(1, 20), st.integers(0, 30), single_metric, st.integers(0, 1_000_000), behaviors,
-       st.lists(st.integers(0, 1_000_000), min_size=1, max_size=6))
+@given(
+    st.integers(1, 20),
+    st.integers(0, 30),
+    single_metric,
+    st.integers(0, 1_000_000),
+    behaviors,
+    st.lists(st.integers(0, 1_000_000), min_size=1, max_size=6),
+)
 def test_result_stays_within_min_and_max(min_replicas, spread, metric, usage_milli, behavior, later_usages):
     max_replicas = min_replicas + spread
     kind, target = metric
     current = min_replicas
     spec, _ = _spec_and_reading(kind, target, usage_milli, current)
-    controller = HorizontalController(hpa(spec, min_replicas=min_replicas, max_replicas=max_replicas,
-                                          behavior=behavior))
+    controller = HorizontalController(
+        hpa(spec, min_replicas=min_replicas, max_replicas=max_replicas, behavior=behavior)
+    )
     for step, usage in enumerate([usage_milli, *later_usages]):
         _, reading = _spec_and_reading(kind, target, usage, current)
         result = controller.reconcile_autoscaler(15.0 * step, current, [reading], pods=ready_pods(current, 0))
@@ -376,8 +405,9 @@ def test_single_metric_never_moves_against_its_ratio(current, metric, usage_mill
     controller = HorizontalController(hpa(spec, max_replicas=1000, behavior=behavior))
     now_s = 0.0
     for _ in range(history_steps):  # some history at the current count first
-        controller.reconcile_autoscaler(now_s, current, [_spec_and_reading(kind, target, target, current)[1]],
-                                        pods=ready_pods(current, 0))
+        controller.reconcile_autoscaler(
+            now_s, current, [_spec_and_reading(kind, target, target, current)[1]], pods=ready_pods(current, 0)
+        )
         now_s += 15.0
     result = controller.reconcile_autoscaler(now_s, current, [reading], pods=ready_pods(current, 0))
     ratio = result.metrics.outcomes[0].usage_ratio
@@ -424,7 +454,8 @@ def test_conditions_when_metrics_fail_or_scaling_is_disabled():
     controller = HorizontalController(hpa(external("Value", 1000)))
     failed = controller.reconcile_autoscaler(0.0, 3, [FailedReading("no data")])
     assert [(c.type, c.status_text, c.reason) for c in failed.conditions] == [
-        ("AbleToScale", "True", "SucceededGetScale"), ("ScalingActive", "False", "FailedGetExternalMetric"),
+        ("AbleToScale", "True", "SucceededGetScale"),
+        ("ScalingActive", "False", "FailedGetExternalMetric"),
     ]
     assert failed.able_to_scale.message == "the HPA controller was able to get the target's current scale"
     disabled = controller.reconcile_autoscaler(15.0, 0, [ExternalReading((1,))])
@@ -445,9 +476,7 @@ def test_conditions_when_the_count_is_above_max():
 
 def test_describe_conditions_is_the_kubectl_table():
     spec = hpa(cpu(30), min_replicas=2, max_replicas=4)
-    result = HorizontalController(spec).reconcile_autoscaler(
-        0.0, 3, [_cpu_reading([300, 500, 700])], pods=_cpu_pods(3)
-    )
+    result = HorizontalController(spec).reconcile_autoscaler(0.0, 3, [_cpu_reading([300, 500, 700])], pods=_cpu_pods(3))
     assert describe_conditions(result.conditions).splitlines() == [
         "Type            Status  Reason            Message",
         "----            ------  ------            -------",

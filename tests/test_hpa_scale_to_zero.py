@@ -40,13 +40,16 @@ def controller(spec=None, **kwargs):
     return HorizontalController(spec or hpa(), downscale_stabilization_window_s=0.0, recommendations=(), **kwargs)
 
 
-@pytest.mark.parametrize(("min_replicas", "condition", "can", "expected"), [
-    (0, False, False, (False, True)),
-    (0, True, True, (True, False)),
-    (0, True, False, (False, True)),  # scaled to zero, but no Object or External metric to come back on
-    (2, True, False, (True, False)),  # minReplicas raised while the HPA held the target at zero
-    (2, False, False, (False, True)),  # scaled to zero by hand
-])
+@pytest.mark.parametrize(
+    ("min_replicas", "condition", "can", "expected"),
+    [
+        (0, False, False, (False, True)),
+        (0, True, True, (True, False)),
+        (0, True, False, (False, True)),  # scaled to zero, but no Object or External metric to come back on
+        (2, True, False, (True, False)),  # minReplicas raised while the HPA held the target at zero
+        (2, False, False, (False, True)),  # scaled to zero by hand
+    ],
+)
 def test_should_compute_metrics_for_zero_replicas(min_replicas, condition, can, expected):
     assert should_compute_metrics_for_zero_replicas(min_replicas, condition, can) == expected
 
@@ -56,14 +59,18 @@ def test_has_object_or_external_metrics():
     assert not has_object_or_external_metrics(hpa(PER_POD))
 
 
-@pytest.mark.parametrize(("mode", "condition"), [(SCALE_TO_ZERO_CONDITION, False), (SCALE_TO_ZERO_DISABLED, False),
-                                                 (SCALE_TO_ZERO_DISABLED, True)])
+@pytest.mark.parametrize(
+    ("mode", "condition"),
+    [(SCALE_TO_ZERO_CONDITION, False), (SCALE_TO_ZERO_DISABLED, False), (SCALE_TO_ZERO_DISABLED, True)],
+)
 def test_from_zero_is_disabled_without_the_condition_or_the_gate(mode, condition):
     result = controller(scale_to_zero=mode, scaled_to_zero=condition).reconcile_autoscaler(
-        0.0, 0, [ExternalReading((5000,))])
+        0.0, 0, [ExternalReading((5000,))]
+    )
     assert (result.desired_replicas, result.rescale, result.metrics) == (0, False, None)
-    assert str(result.scaling_active) == ("ScalingActive False ScalingDisabled scaling is disabled since the "
-                                          "replica count of the target is zero")
+    assert str(result.scaling_active) == (
+        "ScalingActive False ScalingDisabled scaling is disabled since the replica count of the target is zero"
+    )
     assert result.scaled_to_zero is None
 
 
@@ -72,8 +79,9 @@ def test_from_zero_with_the_condition_scales_up_and_clears_it():
     result = c.reconcile_autoscaler(0.0, 0, [ExternalReading((5000,))])
     # ceil(5000 / 1000) = 5, held to max(2 x 0, 4) = 4 by the legacy scale-up limit
     assert (result.metric_desired_replicas, result.desired_replicas) == (5, 4)
-    assert str(result.scaled_to_zero) == ("ScaledToZero False NotScaledToZero the HPA controller did not scale "
-                                          "the workload to zero")
+    assert str(result.scaled_to_zero) == (
+        "ScaledToZero False NotScaledToZero the HPA controller did not scale the workload to zero"
+    )
     assert c.scaled_to_zero is False
 
 
@@ -129,8 +137,9 @@ def test_unknown_mode_is_refused():
         HorizontalController(hpa(), scale_to_zero="beta")
 
 
-@pytest.mark.parametrize(("minor", "mode"), [(35, SCALE_TO_ZERO_LEGACY), (36, SCALE_TO_ZERO_DISABLED),
-                                             (37, SCALE_TO_ZERO_CONDITION)])
+@pytest.mark.parametrize(
+    ("minor", "mode"), [(35, SCALE_TO_ZERO_LEGACY), (36, SCALE_TO_ZERO_DISABLED), (37, SCALE_TO_ZERO_CONDITION)]
+)
 def test_the_mode_follows_the_kubernetes_version(minor, mode):
     assert ClusterVersions(Version(1, minor)).hpa_scale_to_zero_mode == mode
 

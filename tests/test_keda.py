@@ -41,7 +41,10 @@ def test_defaults_match_keda():
     assert (hpa.name, hpa.min_replicas, hpa.max_replicas, hpa.behavior) == ("keda-hpa-chat", 1, 100, None)
     (metric,) = hpa.metrics
     assert (metric.type, metric.name, metric.target.type, metric.target.average_value_milli) == (
-        "External", "s0-prometheus", "AverageValue", 5000
+        "External",
+        "s0-prometheus",
+        "AverageValue",
+        5000,
     )
 
 
@@ -49,13 +52,20 @@ def test_behavior_is_passed_through_and_value_type_kept():
     behavior = HorizontalPodAutoscalerBehavior(
         scale_down=HPAScalingRules(stabilization_window_seconds=900, policies=(HPAScalingPolicy("Pods", 1, 120),))
     )
-    so = ScaledObjectSpec("llama", (prometheus(0, 40.0), prometheus(1, 0.8, metric_type="Value")),
-                          min_replica_count=2, max_replica_count=12, behavior=behavior)
+    so = ScaledObjectSpec(
+        "llama",
+        (prometheus(0, 40.0), prometheus(1, 0.8, metric_type="Value")),
+        min_replica_count=2,
+        max_replica_count=12,
+        behavior=behavior,
+    )
     hpa = hpa_for_scaled_object(so)
     assert hpa.behavior is behavior
     assert (hpa.min_replicas, hpa.max_replicas) == (2, 12)
-    assert [(m.name, m.target.type) for m in hpa.metrics] == [("s0-prometheus", "AverageValue"),
-                                                             ("s1-prometheus", "Value")]
+    assert [(m.name, m.target.type) for m in hpa.metrics] == [
+        ("s0-prometheus", "AverageValue"),
+        ("s1-prometheus", "Value"),
+    ]
     assert hpa.metrics[1].target.value_milli == 800
 
 
@@ -102,25 +112,35 @@ def test_ignore_null_values():
 @pytest.mark.parametrize(("failures", "expected"), [(3, 4), (4, 6)])
 def test_fallback_after_more_than_failure_threshold(failures, expected):
     so = ScaledObjectSpec("q", (prometheus(0, 5.0),), fallback=Fallback(failure_threshold=3, replicas=6))
-    hpa, evaluation = _eval(so, {}, errors={0: "connection refused"}, consecutive_failures={0: failures},
-                            current_replicas=4, ready_replicas=4)
-    result = HorizontalController(hpa, ).reconcile_autoscaler(0.0, 4, evaluation.readings)
+    hpa, evaluation = _eval(
+        so,
+        {},
+        errors={0: "connection refused"},
+        consecutive_failures={0: failures},
+        current_replicas=4,
+        ready_replicas=4,
+    )
+    result = HorizontalController(
+        hpa,
+    ).reconcile_autoscaler(0.0, 4, evaluation.readings)
     assert result.metric_desired_replicas == (6 if failures > 3 else -1)
     assert result.desired_replicas == expected
 
 
 def test_fallback_on_a_value_target_divides_by_ready_replicas():
-    so = ScaledObjectSpec("q", (prometheus(0, 0.8, metric_type="Value"),),
-                          fallback=Fallback(failure_threshold=0, replicas=6))
+    so = ScaledObjectSpec(
+        "q", (prometheus(0, 0.8, metric_type="Value"),), fallback=Fallback(failure_threshold=0, replicas=6)
+    )
     hpa, evaluation = _eval(so, {}, errors={0: "down"}, current_replicas=4, ready_replicas=3)
     assert evaluation.readings[0] == ExternalReading((1600,))  # 0.8 x 6 / 3
-    result = HorizontalController(hpa).reconcile_autoscaler(0.0, 4, evaluation.readings,
-                                                            pods=ready_pods(3, 1))
+    result = HorizontalController(hpa).reconcile_autoscaler(0.0, 4, evaluation.readings, pods=ready_pods(3, 1))
     assert result.metric_desired_replicas == 6
 
 
-@pytest.mark.parametrize(("behavior", "expected"), [("static", 5), ("currentReplicas", 3),
-                                                    ("currentReplicasIfHigher", 5), ("currentReplicasIfLower", 3)])
+@pytest.mark.parametrize(
+    ("behavior", "expected"),
+    [("static", 5), ("currentReplicas", 3), ("currentReplicasIfHigher", 5), ("currentReplicasIfLower", 3)],
+)
 def test_fallback_behaviors(behavior, expected):
     so = ScaledObjectSpec("q", (prometheus(0, 2.0),), fallback=Fallback(0, 5, behavior))
     _, evaluation = _eval(so, {}, errors={0: "down"}, current_replicas=3, ready_replicas=3)
@@ -129,32 +149,45 @@ def test_fallback_behaviors(behavior, expected):
 
 def test_several_triggers_are_or():
     """Each trigger proposes a count and the HPA takes the largest (W in seed 000's example)."""
-    so = ScaledObjectSpec("llama", (prometheus(0, 40.0), prometheus(1, 0.8, metric_type="Value")),
-                          min_replica_count=2, max_replica_count=12)
+    so = ScaledObjectSpec(
+        "llama",
+        (prometheus(0, 40.0), prometheus(1, 0.8, metric_type="Value")),
+        min_replica_count=2,
+        max_replica_count=12,
+    )
     hpa, evaluation = _eval(so, {0: 150.0, 1: 1.0}, current_replicas=4, ready_replicas=4)
-    outcome = HorizontalController(hpa).reconcile_autoscaler(0.0, 4, evaluation.readings,
-                                                             pods=ready_pods(4, 0)).metrics
+    outcome = HorizontalController(hpa).reconcile_autoscaler(0.0, 4, evaluation.readings, pods=ready_pods(4, 0)).metrics
     assert [m.replica_count for m in outcome.outcomes] == [4, 5]  # inflight within tolerance; KV asks for 5
     assert outcome.replicas == 5
 
 
 MODIFIERS = ScalingModifiers(
-    formula="let demand = max(queue, running / 16); demand <= replicas ? demand : max(demand - (pending ?? 0), replicas)",
+    formula=(
+        "let demand = max(queue, running / 16); demand <= replicas ? demand : max(demand - (pending ?? 0), replicas)"
+    ),
     target="1",
 )
 
 
 def _modifier_so(**kwargs):
     triggers = tuple(prometheus(i, 1.0, name=n) for i, n in enumerate(["queue", "running", "pending", "replicas"]))
-    return ScaledObjectSpec("guard", triggers, min_replica_count=1, max_replica_count=8,
-                            scaling_modifiers=kwargs.pop("modifiers", MODIFIERS), **kwargs)
+    return ScaledObjectSpec(
+        "guard",
+        triggers,
+        min_replica_count=1,
+        max_replica_count=8,
+        scaling_modifiers=kwargs.pop("modifiers", MODIFIERS),
+        **kwargs,
+    )
 
 
 def test_scaling_modifiers_replace_external_metrics_with_a_composite():
     hpa = hpa_for_scaled_object(_modifier_so())
     (metric,) = hpa.metrics
     assert (metric.name, metric.target.type, metric.target.average_value_milli) == (
-        COMPOSITE_METRIC_NAME, "AverageValue", 1000
+        COMPOSITE_METRIC_NAME,
+        "AverageValue",
+        1000,
     )
     _, evaluation = _eval(_modifier_so(), {0: 10.0, 1: 32.0, 2: 3.0, 3: 2.0})
     assert evaluation.composite_value_milli == 7000 and evaluation.is_active
@@ -170,7 +203,9 @@ def test_scaling_modifiers_activation_target():
 def test_scaling_modifiers_that_try_to_run_code_are_rejected():
     for formula in ("__import__('os').system('rm -rf /')", "queue.__class__.__bases__", "open('/etc/passwd')"):
         so = _modifier_so(modifiers=ScalingModifiers(formula, "1"))
-        with pytest.raises(FormulaError, match=r"spec\.advanced\.scalingModifiers\.formula: .*(not allowed|unexpected)"):
+        with pytest.raises(
+            FormulaError, match=r"spec\.advanced\.scalingModifiers\.formula: .*(not allowed|unexpected)"
+        ):
             hpa_for_scaled_object(so)
 
 
@@ -238,8 +273,13 @@ def test_failure_count_moves_once_per_hpa_fetch():
     ``status.health``. So ``failureThreshold: 3`` falls back on the 4th failed HPA reconcile, however
     many polls ran in between, and ``step`` (a poll plus a reconcile) must count one failure, not two.
     """
-    so = ScaledObjectSpec("q", (prometheus(0, 5.0),), min_replica_count=1, max_replica_count=20,
-                          fallback=Fallback(failure_threshold=3, replicas=6))
+    so = ScaledObjectSpec(
+        "q",
+        (prometheus(0, 5.0),),
+        min_replica_count=1,
+        max_replica_count=20,
+        fallback=Fallback(failure_threshold=3, replicas=6),
+    )
     keda = KedaController(so)
     replicas, seen = 2, []
     for tick in range(5):
@@ -259,8 +299,9 @@ def test_failure_count_moves_once_per_hpa_fetch():
 def test_a_failing_trigger_with_fallback_is_not_scaled_to_zero():
     """The scale loop applies no fallback: a failing trigger is an error poll (``isError``), and
     ``RequestScale`` leaves the target to the HPA's fallback instead of scaling it to zero."""
-    so = ScaledObjectSpec("q", (prometheus(0, 5.0),), cooldown_period_s=30.0,
-                          fallback=Fallback(failure_threshold=1, replicas=4))
+    so = ScaledObjectSpec(
+        "q", (prometheus(0, 5.0),), cooldown_period_s=30.0, fallback=Fallback(failure_threshold=1, replicas=4)
+    )
     keda = KedaController(so)
     replicas = 2
     for tick in range(12):
@@ -270,6 +311,7 @@ def test_a_failing_trigger_with_fallback_is_not_scaled_to_zero():
 
 # --- useCachedMetrics (GetScaledObjectMetrics reads the polling loop's records) ---------------------------
 
+
 def test_without_the_cache_every_sync_reads_a_fresh_value():
     keda = KedaController(ScaledObjectSpec("chat", (prometheus(0, 5.0),), min_replica_count=1))
     keda.poll(0.0, 2, {0: 10.0})
@@ -278,8 +320,7 @@ def test_without_the_cache_every_sync_reads_a_fresh_value():
 
 
 def test_with_the_cache_the_hpa_sees_the_value_of_the_last_poll():
-    keda = KedaController(ScaledObjectSpec("chat", (prometheus(0, 5.0, use_cached_metrics=True),),
-                                           min_replica_count=1))
+    keda = KedaController(ScaledObjectSpec("chat", (prometheus(0, 5.0, use_cached_metrics=True),), min_replica_count=1))
     # Before the first poll the metrics server queries afresh.
     assert keda.served_values({0: 7.0}) == ({0: 7.0}, {})
     keda.poll(0.0, 2, {0: 10.0})
@@ -294,8 +335,9 @@ def test_with_the_cache_the_hpa_sees_the_value_of_the_last_poll():
 
 
 def test_only_cached_triggers_read_the_cache():
-    so = ScaledObjectSpec("chat", (prometheus(0, 5.0, use_cached_metrics=True), prometheus(1, 5.0)),
-                          min_replica_count=1)
+    so = ScaledObjectSpec(
+        "chat", (prometheus(0, 5.0, use_cached_metrics=True), prometheus(1, 5.0)), min_replica_count=1
+    )
     keda = KedaController(so)
     keda.poll(0.0, 2, {0: 10.0, 1: 10.0})
     assert keda.served_values({0: 40.0, 1: 40.0}) == ({0: 10.0, 1: 40.0}, {})
@@ -312,9 +354,11 @@ def test_the_reader_takes_use_cached_metrics(tmp_path):
     from planner.readers.manifest import load_autoscaler
 
     path = tmp_path / "so.yaml"
-    path.write_text("apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: chat}\nspec:\n"
-                    "  scaleTargetRef: {name: chat}\n  triggers:\n  - type: prometheus\n    useCachedMetrics: true\n"
-                    "    metadata: {query: 'sum(x)', threshold: '5'}\n  - type: prometheus\n"
-                    "    metadata: {query: 'sum(y)', threshold: '5'}\n")
+    path.write_text(
+        "apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: chat}\nspec:\n"
+        "  scaleTargetRef: {name: chat}\n  triggers:\n  - type: prometheus\n    useCachedMetrics: true\n"
+        "    metadata: {query: 'sum(x)', threshold: '5'}\n  - type: prometheus\n"
+        "    metadata: {query: 'sum(y)', threshold: '5'}\n"
+    )
     so = load_autoscaler(path).scaled_object
     assert [t.use_cached_metrics for t in so.triggers] == [True, False]

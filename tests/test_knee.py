@@ -32,14 +32,20 @@ FIXTURES = Path(__file__).resolve().parent / "data" / "loadtests"
 
 
 def test_knee_is_last_step_meeting_both():
-    knee = find_knee([16, 32, 48, 64], [300, 500, 900, 2500], [20, 30, 45, 70],
-                     ttft_p99_slo_ms=2000, itl_p99_slo_ms=50)
+    knee = find_knee([16, 32, 48, 64], [300, 500, 900, 2500], [20, 30, 45, 70], ttft_p99_slo_ms=2000, itl_p99_slo_ms=50)
     assert (knee.index, knee.step, knee.limited_by, knee.lower_bound) == (2, 48.0, "ttft_p99+itl_p99", False)
 
 
 def test_preemptions_break_the_knee_even_when_latency_passes():
-    knee = find_knee([16, 32, 48], [300, 400, 500], [20, 25, 30], [0, 0, 3],
-                     ttft_p99_slo_ms=2000, itl_p99_slo_ms=50, interpolate=True)
+    knee = find_knee(
+        [16, 32, 48],
+        [300, 400, 500],
+        [20, 25, 30],
+        [0, 0, 3],
+        ttft_p99_slo_ms=2000,
+        itl_p99_slo_ms=50,
+        interpolate=True,
+    )
     assert knee.step == 32.0 and knee.limited_by == "preemptions" and not knee.interpolated
 
 
@@ -68,7 +74,9 @@ def test_no_interpolation_towards_inf():
 
 
 def test_a_later_passing_step_is_reported_not_used():
-    knee = find_knee([8, 16, 24, 32], [100, 3000, 1500, 4000], [10, 10, 10, 10], ttft_p99_slo_ms=2000, itl_p99_slo_ms=50)
+    knee = find_knee(
+        [8, 16, 24, 32], [100, 3000, 1500, 4000], [10, 10, 10, 10], ttft_p99_slo_ms=2000, itl_p99_slo_ms=50
+    )
     assert knee.step == 8.0 and knee.later_passing_steps == (2,)
 
 
@@ -119,9 +127,18 @@ def test_kv_target_just_under_knee():
 
 def _sweep(concurrency, ttft, itl, **extra) -> pd.DataFrame:
     data = {c: [math.nan] * len(concurrency) for c in COLUMNS}
-    data.update({"source": ["t"] * len(concurrency), "tool": ["t"] * len(concurrency), "model": ["m"] * len(concurrency),
-                 "step_label": [str(c) for c in concurrency], "concurrency": concurrency,
-                 "ttft_p99_ms": ttft, "itl_p99_ms": itl, **extra})
+    data.update(
+        {
+            "source": ["t"] * len(concurrency),
+            "tool": ["t"] * len(concurrency),
+            "model": ["m"] * len(concurrency),
+            "step_label": [str(c) for c in concurrency],
+            "concurrency": concurrency,
+            "ttft_p99_ms": ttft,
+            "itl_p99_ms": itl,
+            **extra,
+        }
+    )
     frame = pd.DataFrame(data).astype({c: float for c in COLUMNS if c not in ("source", "tool", "model", "step_label")})
     frame.attrs["step_variable"] = "concurrency"
     return frame
@@ -130,8 +147,9 @@ def _sweep(concurrency, ttft, itl, **extra) -> pd.DataFrame:
 def test_seed_example_w13_w17_and_queue_threshold():
     # A load test whose knee is 48 with W = 12 s: mu = 4 req/s (W13); T = 48/1.2 = 40 (W15/W17).
     frame = _sweep([32, 48, 64], [500, 900, 3000], [30, 45, 60], e2e_mean_ms=[10000, 12000, 15000])
-    result = thresholds_from_loadtest(frame, ttft_p99_slo_ms=2000, itl_p99_slo_ms=50, growth_frac=0.2,
-                                      queue_wait_budget_s=5.0)
+    result = thresholds_from_loadtest(
+        frame, ttft_p99_slo_ms=2000, itl_p99_slo_ms=50, growth_frac=0.2, queue_wait_budget_s=5.0
+    )
     assert result.knee_concurrency == 48
     assert result.concurrency_target == pytest.approx(40.0)
     assert result.drain_rate_rps == pytest.approx(4.0) and result.drain_rate_source == "K / W"
@@ -155,8 +173,13 @@ def test_step_time_fit_recovers_the_seed_model():
     # W21-W24 constants: TPOT = 6 + 0.25 x batch exactly, throughput = batch / TPOT.
     batch = np.array([1.0, 8, 16, 32, 48, 64])
     tpot = step_time_ms(batch, 6.0, 0.25)
-    frame = _sweep(batch.tolist(), [100] * 6, (tpot * 1.5).tolist(), tpot_mean_ms=tpot.tolist(),
-                   output_throughput_tps=(1000 * batch / tpot).tolist())
+    frame = _sweep(
+        batch.tolist(),
+        [100] * 6,
+        (tpot * 1.5).tolist(),
+        tpot_mean_ms=tpot.tolist(),
+        output_throughput_tps=(1000 * batch / tpot).tolist(),
+    )
     result = thresholds_from_loadtest(frame, ttft_p99_slo_ms=2000, itl_p99_slo_ms=50)
     for fit in (result.tpot_fit, result.throughput_fit):
         assert fit.fixed_ms == pytest.approx(6.0) and fit.per_sequence_ms == pytest.approx(0.25)
@@ -165,12 +188,14 @@ def test_step_time_fit_recovers_the_seed_model():
 
 
 def test_sample_knees():
-    llama = thresholds_from_loadtest(read_loadtest(SAMPLES / "llama-3.1-8b_canonical.csv"),
-                                     ttft_p99_slo_ms=2000, itl_p99_slo_ms=50)
+    llama = thresholds_from_loadtest(
+        read_loadtest(SAMPLES / "llama-3.1-8b_canonical.csv"), ttft_p99_slo_ms=2000, itl_p99_slo_ms=50
+    )
     assert llama.knee_concurrency == 64 and llama.knee.limited_by == "ttft_p99"
     assert llama.kv_usage_target_frac == pytest.approx(0.8533 * 0.95)
-    qwen = thresholds_from_loadtest(read_loadtest(SAMPLES / "qwen2.5-7b_canonical.csv"),
-                                    ttft_p99_slo_ms=2000, itl_p99_slo_ms=50)
+    qwen = thresholds_from_loadtest(
+        read_loadtest(SAMPLES / "qwen2.5-7b_canonical.csv"), ttft_p99_slo_ms=2000, itl_p99_slo_ms=50
+    )
     assert qwen.knee_concurrency == 32 and qwen.knee.limited_by == "itl_p99+preemptions"
     # The synthetic data came from step = 8 + 0.45 x batch plus prefill interference: the fit sees a slope
     # inflated by the interference but a good R^2.
@@ -178,8 +203,12 @@ def test_sample_knees():
 
 
 def test_real_guidellm_sweep_knee():
-    result = thresholds_from_loadtest(read_loadtest(FIXTURES / "guidellm_v05_qwen3-0.6b_concurrency"),
-                                      ttft_p99_slo_ms=250, itl_p99_slo_ms=50, growth_frac=0.25)
+    result = thresholds_from_loadtest(
+        read_loadtest(FIXTURES / "guidellm_v05_qwen3-0.6b_concurrency"),
+        ttft_p99_slo_ms=250,
+        itl_p99_slo_ms=50,
+        growth_frac=0.25,
+    )
     assert result.knee_concurrency == 4 and result.knee.limited_by == "ttft_p99"
     # Two steps are too few for a knee: the target is withheld, the measurements stay.
     assert result.sweep_too_short and result.sweep_steps == 2 and math.isnan(result.concurrency_target)
@@ -198,16 +227,23 @@ def test_real_rate_sweep_knee_uses_mean_in_flight():
     assert math.isnan(none.concurrency_target) and math.isnan(none.drain_rate_rps)
     assert knee_finding(none, steps) == (
         "No step meets the objectives: the lightest step (1 request/s) already misses ITL p99 by 3.0 ms "
-        "(43 ms against 40 ms). Heavier steps pass (4 requests/s), but a knee starts from the lightest step.")
+        "(43 ms against 40 ms). Heavier steps pass (4 requests/s), but a knee starts from the lightest step."
+    )
 
 
 # ---------------------------------------------------------------- knee_grid
 
 
 @pytest.mark.parametrize("interpolate", [False, True])
-@pytest.mark.parametrize("path", [SAMPLES / "llama-3.1-8b_canonical.csv", SAMPLES / "qwen2.5-7b_canonical.csv",
-                                  FIXTURES / "vllm_llama3.3-70b_tp8_qps",
-                                  FIXTURES / "guidellm_v05_qwen3-0.6b_concurrency"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        SAMPLES / "llama-3.1-8b_canonical.csv",
+        SAMPLES / "qwen2.5-7b_canonical.csv",
+        FIXTURES / "vllm_llama3.3-70b_tp8_qps",
+        FIXTURES / "guidellm_v05_qwen3-0.6b_concurrency",
+    ],
+)
 def test_grid_agrees_with_the_knee_at_every_pair(path, interpolate):
     steps = read_loadtest(path)
     ttft_slos = [50.0, 200.0, 250.0, 1000.0, 2000.0, 20000.0]
@@ -217,14 +253,19 @@ def test_grid_agrees_with_the_knee_at_every_pair(path, interpolate):
     assert set(grid["status"]) <= {"knee", "lower bound", "no passing step"}
     for row in grid.itertuples():
         if row.status == "no passing step":
-            result = thresholds_from_loadtest(steps, ttft_p99_slo_ms=row.ttft_p99_slo_ms,
-                                              itl_p99_slo_ms=row.itl_p99_slo_ms)
+            result = thresholds_from_loadtest(
+                steps, ttft_p99_slo_ms=row.ttft_p99_slo_ms, itl_p99_slo_ms=row.itl_p99_slo_ms
+            )
             assert result.knee.status == "no passing step" and result.knee.limited_by == row.limited_by
             assert math.isnan(row.knee_step) and math.isnan(row.concurrency_target)
             continue
-        expected = thresholds_from_loadtest(steps, ttft_p99_slo_ms=row.ttft_p99_slo_ms,
-                                            itl_p99_slo_ms=row.itl_p99_slo_ms, growth_frac=0.25,
-                                            interpolate=interpolate)
+        expected = thresholds_from_loadtest(
+            steps,
+            ttft_p99_slo_ms=row.ttft_p99_slo_ms,
+            itl_p99_slo_ms=row.itl_p99_slo_ms,
+            growth_frac=0.25,
+            interpolate=interpolate,
+        )
         assert row.knee_step == expected.knee.step
         assert row.limited_by == expected.knee.limited_by
         assert (row.status == "lower bound") == expected.knee.lower_bound
@@ -259,8 +300,12 @@ def test_a_looser_objective_never_lowers_the_knee(data, interpolate):
     ttft = data.draw(st.lists(st.floats(1, 5000), min_size=size, max_size=size))
     itl = data.draw(st.lists(st.floats(1, 100), min_size=size, max_size=size))
     preemptions = data.draw(st.lists(st.sampled_from([0.0, 0.0, 0.0, 1.0]), min_size=size, max_size=size))
-    frame = _sweep(list(np.cumsum(data.draw(st.lists(st.integers(1, 32), min_size=size, max_size=size)))),
-                   ttft, itl, preemptions=preemptions)
+    frame = _sweep(
+        list(np.cumsum(data.draw(st.lists(st.integers(1, 32), min_size=size, max_size=size)))),
+        ttft,
+        itl,
+        preemptions=preemptions,
+    )
     ttft_slos = sorted(set(data.draw(st.lists(st.floats(1, 6000), min_size=1, max_size=4))))
     itl_slos = sorted(set(data.draw(st.lists(st.floats(1, 120), min_size=2, max_size=8))))
     grid = knee_grid(frame, ttft_slos, itl_slos, interpolate=interpolate)
@@ -271,8 +316,15 @@ def test_a_looser_objective_never_lowers_the_knee(data, interpolate):
     assert (knees[1:, :] >= knees[:-1, :]).all()  # along TTFT objectives
     for row in grid.itertuples():
         if row.status != "no passing step":
-            knee = find_knee(frame["concurrency"], ttft, itl, preemptions, ttft_p99_slo_ms=row.ttft_p99_slo_ms,
-                             itl_p99_slo_ms=row.itl_p99_slo_ms, interpolate=interpolate)
+            knee = find_knee(
+                frame["concurrency"],
+                ttft,
+                itl,
+                preemptions,
+                ttft_p99_slo_ms=row.ttft_p99_slo_ms,
+                itl_p99_slo_ms=row.itl_p99_slo_ms,
+                interpolate=interpolate,
+            )
             assert (row.knee_step, row.limited_by) == (knee.step, knee.limited_by)
 
 
@@ -305,8 +357,9 @@ def test_rate_sweep_without_throughput_gets_k_from_littles_law(shared_dir):
     unknown = thresholds_from_loadtest(steps, ttft_p99_slo_ms=1000, itl_p99_slo_ms=300)
     assert unknown.knee.step == 4.0 and math.isnan(unknown.knee_concurrency)
     assert "--mean-output-tokens" in unknown.concurrency_source
-    result = thresholds_from_loadtest(steps, ttft_p99_slo_ms=1000, itl_p99_slo_ms=300, mean_output_tokens=200,
-                                      queue_wait_budget_s=5)
+    result = thresholds_from_loadtest(
+        steps, ttft_p99_slo_ms=1000, itl_p99_slo_ms=300, mean_output_tokens=200, queue_wait_budget_s=5
+    )
     at_4 = steps.iloc[1]
     duration_s = (at_4.ttft_mean_ms + at_4.tpot_mean_ms * 199) / 1000
     assert result.request_duration_s == pytest.approx(duration_s)
@@ -317,9 +370,17 @@ def test_rate_sweep_without_throughput_gets_k_from_littles_law(shared_dir):
 
 
 def test_in_flight_prefers_measured_throughput_and_e2e():
-    frame = _sweep([math.nan] * 3, [100, 200, 300], [10, 10, 10], request_rate_rps=[1.0, 2.0, math.inf],
-                   request_throughput_rps=[0.9, math.nan, 3.0], e2e_mean_ms=[2000, 2500, math.nan],
-                   ttft_mean_ms=[100, 100, 400], tpot_mean_ms=[10, 12, 20], mean_output_tokens=[50, 50, 50])
+    frame = _sweep(
+        [math.nan] * 3,
+        [100, 200, 300],
+        [10, 10, 10],
+        request_rate_rps=[1.0, 2.0, math.inf],
+        request_throughput_rps=[0.9, math.nan, 3.0],
+        e2e_mean_ms=[2000, 2500, math.nan],
+        ttft_mean_ms=[100, 100, 400],
+        tpot_mean_ms=[10, 12, 20],
+        mean_output_tokens=[50, 50, 50],
+    )
     in_flight, duration_ms, source = in_flight_by_step(frame)
     assert duration_ms.tolist() == [2000, 2500, 400 + 20 * 49]
     assert in_flight.tolist() == pytest.approx([0.9 * 2.0, 2.0 * 2.5, 3.0 * 1.38])

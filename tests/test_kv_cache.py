@@ -40,6 +40,7 @@ def test_docstring_examples():
 
 # ---- W29-W31 (seed 003, Qwen2.5-7B-Instruct-AWQ on one A10) -------------------------------
 
+
 def test_w29_bytes_per_token():
     assert kv_bytes_per_token(model("qwen2.5-7b-instruct-awq"), ServingSpec()) == 57_344
 
@@ -81,8 +82,7 @@ def test_w30_the_gap_to_the_log_is_print_rounding_under_every_rule():
 def test_the_release_rule_matters_when_max_model_len_is_not_whole_blocks():
     qwen = model("qwen2.5-7b-instruct-awq")
     memory = 13.76 * GIB_BYTES  # 16,103 blocks; 32,700 tokens need cdiv(32700, 16) = 2,044 blocks
-    blocks = kv_capacity(qwen, ServingSpec(max_model_len=32_700, vllm_version=RULE_RELEASES["v1-blocks"]),
-                         memory)
+    blocks = kv_capacity(qwen, ServingSpec(max_model_len=32_700, vllm_version=RULE_RELEASES["v1-blocks"]), memory)
     capacity = kv_capacity(qwen, ServingSpec(max_model_len=32_700), memory)
     assert blocks.kv_tokens == 16_103 * 16 == 257_648
     assert capacity.kv_tokens == int(16_103 / 2_044 * 32_700) == 257_616
@@ -110,6 +110,7 @@ def test_memory_range_for_hybrid_tokens_and_impossible_counts():
 
 # ---- geometry ------------------------------------------------------------------------------
 
+
 def test_fp8_halves_and_tp_divides_with_replication():
     qwen3_moe = model("qwen3-30b-a3b")  # 32 query heads, 4 KV heads
     bf16 = kv_bytes_per_token(qwen3_moe, ServingSpec())
@@ -136,8 +137,9 @@ def test_mla_stores_one_latent_head_whatever_the_tp():
 
 
 def test_weight_quantization_does_not_change_kv():
-    assert kv_bytes_per_token(model("qwen2.5-7b-instruct-awq"), ServingSpec()) == \
-        kv_bytes_per_token(model("qwen2.5-7b-instruct"), ServingSpec())
+    assert kv_bytes_per_token(model("qwen2.5-7b-instruct-awq"), ServingSpec()) == kv_bytes_per_token(
+        model("qwen2.5-7b-instruct"), ServingSpec()
+    )
 
 
 def test_pipeline_split_matches_vllm():
@@ -155,12 +157,12 @@ def test_draft_layers_share_the_pool():
 
 # ---- hybrid grouping and sliding-window caps ------------------------------------------------
 
+
 def test_gemma3_groups_pad_eight_layers():
     gemma = model("gemma-3-27b-it")
     groups = kv_cache_groups(gemma, ServingSpec())
     assert [g.kind for g in groups].count("sliding") == 6 and len(groups) == 7
-    capacity = kv_capacity(gemma, ServingSpec(max_model_len=32768, vllm_version="0.11.0"),
-                           40 * GIB_BYTES)
+    capacity = kv_capacity(gemma, ServingSpec(max_model_len=32768, vllm_version="0.11.0"), 40 * GIB_BYTES)
     assert capacity.padding_layers == 8
     page = kv.page_size_bytes(gemma, ServingSpec())
     blocks = int(40 * GIB_BYTES // page // 10)
@@ -194,17 +196,26 @@ def test_newer_versions_print_concurrency_times_length():
 
 def test_v0_counts_every_layer_and_prints_blocks():
     gemma = model("gemma-3-27b-it")
-    v0 = kv_capacity(gemma, ServingSpec(max_model_len=8192, vllm_version="0.6.3"),
-                     20 * GIB_BYTES)
+    v0 = kv_capacity(gemma, ServingSpec(max_model_len=8192, vllm_version="0.6.3"), 20 * GIB_BYTES)
     assert v0.rule == "v0" and v0.num_groups == 1
     assert v0.num_blocks == int(20 * GIB_BYTES // (kv.page_size_bytes(gemma, ServingSpec()) * 62))
 
 
-@pytest.mark.parametrize(("version", "rule"), [
-    ("0.6.3", "v0"), ("v0.7.3", "v0"), ("0.8.5", "v1-early"), ("0.9.2", "v1-blocks"),
-    ("0.10.1.1", "v1-blocks"), ("0.11.0", "v1-blocks"), ("0.19.1rc1.dev301+g60995c05b",
-                                                         "v1-blocks"),
-    ("0.24.0", "v1-capacity"), ("0.34.0", "v1-capacity"), ("v1-blocks", "v1-blocks")])
+@pytest.mark.parametrize(
+    ("version", "rule"),
+    [
+        ("0.6.3", "v0"),
+        ("v0.7.3", "v0"),
+        ("0.8.5", "v1-early"),
+        ("0.9.2", "v1-blocks"),
+        ("0.10.1.1", "v1-blocks"),
+        ("0.11.0", "v1-blocks"),
+        ("0.19.1rc1.dev301+g60995c05b", "v1-blocks"),
+        ("0.24.0", "v1-capacity"),
+        ("0.34.0", "v1-capacity"),
+        ("v1-blocks", "v1-blocks"),
+    ],
+)
 def test_version_rules(version, rule):
     assert kv_rule(version) == rule
 
@@ -224,21 +235,23 @@ def test_bad_serving_inputs_are_named():
 
 # ---- memory for targets, estimates ---------------------------------------------------------
 
+
 def test_memory_for_concurrency_inverts_concurrent_requests():
     qwen = model("qwen3-8b")
     serving = ServingSpec()
     memory = kv_memory_for_concurrency_bytes(qwen, serving, 100, 2000)
     assert concurrent_requests(qwen, serving, memory, 2000) >= 100
-    assert concurrent_requests(qwen, serving, memory - 2 * kv.page_size_bytes(qwen, serving) * 36,
-                               2000) < 100
+    assert concurrent_requests(qwen, serving, memory - 2 * kv.page_size_bytes(qwen, serving) * 36, 2000) < 100
 
 
 def test_max_len_memory_matches_vllm_check():
     llama = model("llama-3.1-8b-instruct")
     needed = kv_memory_for_max_len_bytes(llama, ServingSpec(max_model_len=29000))
     assert needed == 32 * 1813 * kv.page_size_bytes(llama, ServingSpec())
-    assert max_model_len_for_memory(llama, ServingSpec(max_model_len=29000), needed) == 29008 \
+    assert (
+        max_model_len_for_memory(llama, ServingSpec(max_model_len=29000), needed) == 29008
         or max_model_len_for_memory(llama, ServingSpec(max_model_len=29000), needed) == 29000
+    )
 
 
 def test_estimate_is_labelled_and_refuses_a_model_too_large():
@@ -252,13 +265,11 @@ def test_estimate_is_labelled_and_refuses_a_model_too_large():
 
 # ---- properties ----------------------------------------------------------------------------
 
-MODELS = ["qwen2.5-7b-instruct", "gemma-3-27b-it", "gpt-oss-20b", "deepseek-v2-lite",
-          "llama-3.3-70b-instruct"]
+MODELS = ["qwen2.5-7b-instruct", "gemma-3-27b-it", "gpt-oss-20b", "deepseek-v2-lite", "llama-3.3-70b-instruct"]
 VERSIONS = ["0.6.3", "0.11.0", "0.24.0"]
 
 
-@given(name=st.sampled_from(MODELS), version=st.sampled_from(VERSIONS),
-       gib=st.floats(0.5, 200), extra=st.floats(0, 50))
+@given(name=st.sampled_from(MODELS), version=st.sampled_from(VERSIONS), gib=st.floats(0.5, 200), extra=st.floats(0, 50))
 def test_tokens_and_concurrency_grow_with_memory(name, version, gib, extra):
     spec = model(name)
     serving = ServingSpec(max_model_len=8192, vllm_version=version)
@@ -282,12 +293,13 @@ def test_sliding_windows_never_lower_concurrency(gib, tokens):
     serving = ServingSpec(max_model_len=32768, vllm_version="0.11.0")
     capacity = kv_capacity(oss, serving, gib * GIB_BYTES)
     assert capacity.max_concurrency >= capacity.kv_tokens / 32768 - 1e-9
-    assert concurrent_requests(oss, serving, gib * GIB_BYTES, tokens) >= \
-        capacity.kv_tokens / tokens - 1e-9
+    assert concurrent_requests(oss, serving, gib * GIB_BYTES, tokens) >= capacity.kv_tokens / tokens - 1e-9
 
 
-@pytest.mark.parametrize(("release", "rule"), [("0.20.0", "v1-blocks"), ("0.20.2", "v1-blocks"),
-                                               ("0.21.0", "v1-capacity"), ("0.22.0", "v1-capacity")])
+@pytest.mark.parametrize(
+    ("release", "rule"),
+    [("0.20.0", "v1-blocks"), ("0.20.2", "v1-blocks"), ("0.21.0", "v1-capacity"), ("0.22.0", "v1-capacity")],
+)
 def test_the_printed_token_rule_switched_after_0_20(release, rule):
     # Read in the released wheels: 0.20.0 logs num_blocks // groups x block size, 0.22.0 logs
     # int(max_concurrency x max_model_len); 0.21.0 has no wheel and takes the newer rule.

@@ -18,8 +18,11 @@ from planner.workflows.lab import (
 )
 from tests.simulate_helpers import steady_trace
 
-SMALL = FleetSpec(replica=ReplicaSpec(fixed_ms=6.0, per_sequence_ms=0.25, max_num_seqs=16, kv_tokens=100_000),
-                  warmup_s=30.0, ttft_slo_s=2.0)
+SMALL = FleetSpec(
+    replica=ReplicaSpec(fixed_ms=6.0, per_sequence_ms=0.25, max_num_seqs=16, kv_tokens=100_000),
+    warmup_s=30.0,
+    ttft_slo_s=2.0,
+)
 
 
 def _autoscaler(tmp_path, name, **options):
@@ -41,8 +44,9 @@ def test_fleet_with_names_an_unknown_parameter():
 
 
 def test_scaled_object_yaml_reads_back_as_the_setting_asked_for(tmp_path):
-    autoscaler = _autoscaler(tmp_path, "so", signal="waiting requests", target=7, min_replicas=1, max_replicas=3,
-                             scale_down_window_s=0)
+    autoscaler = _autoscaler(
+        tmp_path, "so", signal="waiting requests", target=7, min_replicas=1, max_replicas=3, scale_down_window_s=0
+    )
     assert autoscaler.kind == "ScaledObject"
     assert (autoscaler.hpa.min_replicas, autoscaler.hpa.max_replicas) == (1, 3)
     assert autoscaler.hpa.metrics[0].target.average_value_milli == 7000
@@ -50,11 +54,14 @@ def test_scaled_object_yaml_reads_back_as_the_setting_asked_for(tmp_path):
     assert autoscaler.hpa.behavior.scale_down.stabilization_window_seconds == 0
 
 
-@pytest.mark.parametrize(("options", "message"), [
-    ({"signal": "queue", "target": 7}, "signal 'queue'"),
-    ({"signal": "waiting requests", "target": 0}, "target"),
-    ({"signal": "waiting requests", "target": 7, "min_replicas": 4, "max_replicas": 3}, "min_replicas 4"),
-])
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"signal": "queue", "target": 7}, "signal 'queue'"),
+        ({"signal": "waiting requests", "target": 0}, "target"),
+        ({"signal": "waiting requests", "target": 7, "min_replicas": 4, "max_replicas": 3}, "min_replicas 4"),
+    ],
+)
 def test_scaled_object_yaml_refuses_a_bad_setting(options, message):
     with pytest.raises(PlannerInputError, match=message):
         scaled_object_yaml(**options)

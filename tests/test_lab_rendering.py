@@ -33,23 +33,35 @@ class _Run:
 
 def _empty_queue() -> pd.DataFrame:
     t = [float(i) for i in range(0, 120)]
-    return pd.DataFrame({
-        "t_s": t, "demand_tps": [100.0] * 120, "ready_capacity_tps": [400.0] * 120, "running": [3] * 120,
-        "waiting": [0] * 120, "replicas_requested": [2] * 120, "replicas_ready": [2] * 120,
-        "replicas_live": [2] * 120,
-    })
+    return pd.DataFrame(
+        {
+            "t_s": t,
+            "demand_tps": [100.0] * 120,
+            "ready_capacity_tps": [400.0] * 120,
+            "running": [3] * 120,
+            "waiting": [0] * 120,
+            "replicas_requested": [2] * 120,
+            "replicas_ready": [2] * 120,
+            "replicas_live": [2] * 120,
+        }
+    )
 
 
 def _charts():
-    return {"lab": configuration_timeline_chart(configurations_long({"idle": _Run(_empty_queue())})),
-            "simulation": fleet_timeline_chart(_empty_queue())}
+    return {
+        "lab": configuration_timeline_chart(configurations_long({"idle": _Run(_empty_queue())})),
+        "simulation": fleet_timeline_chart(_empty_queue()),
+    }
 
 
 @pytest.mark.parametrize("name", ["lab", "simulation"])
 def test_count_panels_have_integer_ticks_and_a_domain_from_0_to_at_least_1(name):
     spec = _charts()[name].to_dict()
-    counts = [panel["encoding"]["y"] for panel in spec["vconcat"]
-              if panel["encoding"]["y"]["title"] in ("Waiting requests", "Replicas")]
+    counts = [
+        panel["encoding"]["y"]
+        for panel in spec["vconcat"]
+        if panel["encoding"]["y"]["title"] in ("Waiting requests", "Replicas")
+    ]
     assert len(counts) == 2
     for y in counts:
         assert y["scale"]["domain"] == {"unionWith": [0, 1]}
@@ -83,8 +95,10 @@ def test_an_empty_queue_is_drawn_with_ticks_0_and_1(browser, tmp_path):
         page.wait_for_selector("svg .role-axis-label text", timeout=20_000)
         # The y axes in panel order: throughput, waiting, replicas.
         labels = page.eval_on_selector_all(
-            "svg g.role-axis", "axes => axes.map(a => [a.getAttribute('aria-label') || '', "
-                               "Array.from(a.querySelectorAll('.role-axis-label text')).map(t => t.textContent)])")
+            "svg g.role-axis",
+            "axes => axes.map(a => [a.getAttribute('aria-label') || '', "
+            "Array.from(a.querySelectorAll('.role-axis-label text')).map(t => t.textContent)])",
+        )
         page.close()
     waiting = [ticks for aria, ticks in labels if "Waiting requests" in aria]
     assert waiting == [["0", "1"]], labels
@@ -95,9 +109,18 @@ TEXT_COLUMN_PX = 690  # the book's article column in a 1280 px window
 
 
 def _table(window: bool = True) -> pd.DataFrame:
-    row = {"configuration": "in flight 40, floor 3", "slo_attainment_frac": 0.768, "cost_usd": 1234.5,
-           "gpu_hours": 308.6, "mean_replicas": 12.8, "peak_replicas": 16, "scale_events": 11, "flap_cycles": 3,
-           "peak_waiting": 1482, "cut_generations": 120}
+    row = {
+        "configuration": "in flight 40, floor 3",
+        "slo_attainment_frac": 0.768,
+        "cost_usd": 1234.5,
+        "gpu_hours": 308.6,
+        "mean_replicas": 12.8,
+        "peak_replicas": 16,
+        "scale_events": 11,
+        "flap_cycles": 3,
+        "peak_waiting": 1482,
+        "cut_generations": 120,
+    }
     if window:
         row["window_attainment_frac"] = 0.406
     return pd.DataFrame([row, {**row, "configuration": "GPU utilization 70 %"}]).set_index("configuration")
@@ -115,7 +138,8 @@ def test_table_headers_are_words_with_units():
 def test_table_fits_the_text_column(browser, tmp_path):
     html = configuration_table_view(_table()).to_html()
     (tmp_path / "table.html").write_text(
-        f"<html><body style='margin:0'><article style='width: {TEXT_COLUMN_PX}px'>{html}</article></body></html>")
+        f"<html><body style='margin:0'><article style='width: {TEXT_COLUMN_PX}px'>{html}</article></body></html>"
+    )
     with serve(tmp_path) as base:
         page = browser.new_page()
         page.goto(base + "table.html")

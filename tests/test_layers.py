@@ -98,8 +98,9 @@ def test_no_module_imports_from_a_layer_above_it():
 
 
 def test_no_import_cycles():
-    edges = {name: {target for _, target in imports if target in GRAPH and target != name}
-             for name, imports in GRAPH.items()}
+    edges = {
+        name: {target for _, target in imports if target in GRAPH and target != name} for name, imports in GRAPH.items()
+    }
     state: dict[str, int] = {}
     cycles: list[list[str]] = []
 
@@ -108,7 +109,7 @@ def test_no_import_cycles():
         stack.append(node)
         for nxt in sorted(edges[node]):
             if state.get(nxt) == 1:
-                cycles.append([*stack[stack.index(nxt):], nxt])
+                cycles.append([*stack[stack.index(nxt) :], nxt])
             elif nxt not in state:
                 visit(nxt, stack)
         stack.pop()

@@ -15,14 +15,29 @@ from planner.readers.workload import read_manifest_set
 from tests.conftest import TEST_DATA_DIR
 
 ISSUE_RULES = (
-    "gpu-util-trigger", "waiting-only-trigger", "avg-with-averagevalue", "ignore-null-values", "deprecated-metric",
-    "multi-trigger-or", "short-scale-down-window", "min-zero-pod-metric", "short-grace", "shutdown-timeout-vs-grace",
-    "threshold-at-batch-limit", "no-max",
+    "gpu-util-trigger",
+    "waiting-only-trigger",
+    "avg-with-averagevalue",
+    "ignore-null-values",
+    "deprecated-metric",
+    "multi-trigger-or",
+    "short-scale-down-window",
+    "min-zero-pod-metric",
+    "short-grace",
+    "shutdown-timeout-vs-grace",
+    "threshold-at-batch-limit",
+    "no-max",
 )
 
 
-ISSUE_20_RULES = ("unreadable-document", "underscore-metric-name", "gpu-memory-trigger", "hpa-and-scaledobject",
-                  "latency-quantile-averagevalue", "unscoped-query")
+ISSUE_20_RULES = (
+    "unreadable-document",
+    "underscore-metric-name",
+    "gpu-memory-trigger",
+    "hpa-and-scaledobject",
+    "latency-quantile-averagevalue",
+    "unscoped-query",
+)
 
 
 def run_lint(tmp_path: Path, text: str, name: str = "manifest.yaml", **settings):
@@ -35,21 +50,31 @@ def rules_of(findings) -> set[str]:
     return {finding.rule for finding in findings}
 
 
-def scaled_object(triggers: str, *, minimum: str = "minReplicaCount: 1", maximum: str = "maxReplicaCount: 8",
-                  behavior: str = "", modifiers: str = "", target: str = "llama") -> str:
+def scaled_object(
+    triggers: str,
+    *,
+    minimum: str = "minReplicaCount: 1",
+    maximum: str = "maxReplicaCount: 8",
+    behavior: str = "",
+    modifiers: str = "",
+    target: str = "llama",
+) -> str:
     """A ScaledObject for a vLLM Deployment with the given trigger list (YAML, indented 2)."""
     advanced = ""
     if behavior or modifiers:
         advanced = "  advanced:\n"
         if behavior:
             advanced += "    horizontalPodAutoscalerConfig:\n      behavior:\n" + textwrap.indent(
-                textwrap.dedent(behavior), " " * 8)
+                textwrap.dedent(behavior), " " * 8
+            )
         if modifiers:
             advanced += "    scalingModifiers:\n" + textwrap.indent(textwrap.dedent(modifiers), " " * 6)
     return (
         "apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata:\n  name: llama\n  namespace: llm\nspec:\n"
         f"  scaleTargetRef:\n    name: {target}\n  {minimum}\n  {maximum}\n  pollingInterval: 15\n"
-        + advanced + "  triggers:\n" + textwrap.indent(textwrap.dedent(triggers), "    ")
+        + advanced
+        + "  triggers:\n"
+        + textwrap.indent(textwrap.dedent(triggers), "    ")
     )
 
 
@@ -65,41 +90,65 @@ IN_FLIGHT = """\
 """
 
 
-def prom(query: str, threshold: str = "40", extra: str = 'ignoreNullValues: "false"', metric_type: str = "",
-         name: str = "") -> str:
+def prom(
+    query: str, threshold: str = "40", extra: str = 'ignoreNullValues: "false"', metric_type: str = "", name: str = ""
+) -> str:
     lines = ["- type: prometheus"]
     if name:
         lines.append(f"  name: {name}")
     if metric_type:
         lines.append(f"  metricType: {metric_type}")
-    lines += ["  metadata:", "    serverAddress: http://prometheus.monitoring:9090", f"    query: {query}",
-              f'    threshold: "{threshold}"']
+    lines += [
+        "  metadata:",
+        "    serverAddress: http://prometheus.monitoring:9090",
+        f"    query: {query}",
+        f'    threshold: "{threshold}"',
+    ]
     if extra:
         lines.append(f"    {extra}")
     return "\n".join(lines) + "\n"
 
 
-def deployment(args: list[str], *, grace: str = "terminationGracePeriodSeconds: 300", pre_stop: str = "",
-               readiness: bool = True, name: str = "llama", image: str = "vllm/vllm-openai:v0.19.1") -> str:
-    arg_lines = "".join(f"            - \"{a}\"\n" for a in args)
+def deployment(
+    args: list[str],
+    *,
+    grace: str = "terminationGracePeriodSeconds: 300",
+    pre_stop: str = "",
+    readiness: bool = True,
+    name: str = "llama",
+    image: str = "vllm/vllm-openai:v0.19.1",
+) -> str:
+    arg_lines = "".join(f'            - "{a}"\n' for a in args)
     text = (
         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: " + name + "\n  namespace: llm\nspec:\n"
         "  replicas: 2\n  selector:\n    matchLabels:\n      app: llama\n  template:\n    metadata:\n"
         "      labels:\n        app: llama\n    spec:\n"
         + (f"      {grace}\n" if grace else "")
-        + "      containers:\n        - name: vllm\n          image: " + image + "\n"
-        "          command: [\"vllm\", \"serve\"]\n          args:\n" + arg_lines
+        + "      containers:\n        - name: vllm\n          image: "
+        + image
+        + "\n"
+        '          command: ["vllm", "serve"]\n          args:\n'
+        + arg_lines
         + "          resources:\n            limits:\n              nvidia.com/gpu: 1\n"
     )
     if readiness:
-        text += "          readinessProbe:\n            httpGet:\n              path: /health\n              port: 8000\n"
+        text += (
+            "          readinessProbe:\n            httpGet:\n              path: /health\n              port: 8000\n"
+        )
     if pre_stop:
         text += "          lifecycle:\n            preStop:\n" + textwrap.indent(textwrap.dedent(pre_stop), " " * 14)
     return text
 
 
-GOOD_ARGS = ["meta-llama/Llama-3.1-8B-Instruct", "--max-num-seqs", "64", "--max-model-len", "4096",
-             "--shutdown-timeout", "226"]
+GOOD_ARGS = [
+    "meta-llama/Llama-3.1-8B-Instruct",
+    "--max-num-seqs",
+    "64",
+    "--max-model-len",
+    "4096",
+    "--shutdown-timeout",
+    "226",
+]
 HPA_MIN_ZERO = """\
 apiVersion: autoscaling/v2
 kind: HorizontalPodAutoscaler
@@ -138,8 +187,9 @@ spec:
 
 # (rule, a manifest that triggers it, a realistic manifest that does not, settings)
 CASES = [
-    ("gpu-util-trigger",
-     """\
+    (
+        "gpu-util-trigger",
+        """\
      apiVersion: autoscaling/v2
      kind: HorizontalPodAutoscaler
      metadata: {name: llama-gpu}
@@ -153,51 +203,93 @@ CASES = [
              metric: {name: DCGM_FI_DEV_GPU_UTIL}
              target: {type: AverageValue, averageValue: "70"}
      """,
-     scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR), {}),
-    ("waiting-only-trigger",
-     scaled_object(prom("sum(vllm:num_requests_waiting)", "5"), behavior=GOOD_BEHAVIOR),
-     scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR), {}),
-    ("avg-with-averagevalue",
-     scaled_object(prom("avg(vllm:kv_cache_usage_perc)", "0.8", metric_type="AverageValue"), behavior=GOOD_BEHAVIOR),
-     scaled_object(prom("avg(vllm:kv_cache_usage_perc)", "0.8", metric_type="Value"), behavior=GOOD_BEHAVIOR), {}),
-    ("ignore-null-values",
-     scaled_object(prom("sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting)", extra=""),
-                   behavior=GOOD_BEHAVIOR),
-     scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR), {}),
-    ("deprecated-metric",
-     scaled_object(prom("sum(vllm:gpu_cache_usage_perc)", "0.8"), behavior=GOOD_BEHAVIOR),
-     scaled_object(prom("sum(vllm:kv_cache_usage_perc)", "0.8"), behavior=GOOD_BEHAVIOR), {}),
-    ("multi-trigger-or",
-     scaled_object(IN_FLIGHT + prom("sum(vllm:kv_cache_usage_perc)", "0.8"), behavior=GOOD_BEHAVIOR),
-     scaled_object(IN_FLIGHT + prom("sum(vllm:kv_cache_usage_perc)", "0.8", name="kv"), behavior=GOOD_BEHAVIOR,
-                   modifiers='formula: "max(in_flight_scaled, kv)"\ntarget: "1"\n').replace(
-         "in-flight", "in_flight_scaled"), {}),
-    ("short-scale-down-window",
-     scaled_object(IN_FLIGHT, behavior="scaleDown:\n  stabilizationWindowSeconds: 60\n"),
-     scaled_object(IN_FLIGHT, behavior="scaleDown:\n  stabilizationWindowSeconds: 120\n"), {}),
-    ("min-zero-pod-metric",
-     scaled_object(IN_FLIGHT, minimum="minReplicaCount: 0", behavior=GOOD_BEHAVIOR),
-     scaled_object(prom('sum(envoy_cluster_upstream_rq_active{envoy_cluster_name="llama"})', "40"),
-                   minimum="minReplicaCount: 0", behavior=GOOD_BEHAVIOR), {}),
-    ("short-grace",
-     deployment(GOOD_ARGS, grace="terminationGracePeriodSeconds: 120"),
-     deployment(GOOD_ARGS, grace="terminationGracePeriodSeconds: 240"), {}),
-    ("shutdown-timeout-vs-grace",
-     deployment(GOOD_ARGS[:-2]),
-     deployment(GOOD_ARGS), {}),
-    ("threshold-at-batch-limit",
-     scaled_object(prom("sum(vllm:num_requests_running)", "64"), behavior=GOOD_BEHAVIOR) + "---\n"
-     + deployment(GOOD_ARGS),
-     scaled_object(prom("sum(vllm:num_requests_running)", "48"), behavior=GOOD_BEHAVIOR) + "---\n"
-     + deployment(GOOD_ARGS), {}),
-    ("no-max",
-     scaled_object(IN_FLIGHT, maximum="# no maximum", behavior=GOOD_BEHAVIOR),
-     scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR), {}),
-    ("unsubstituted-placeholder",
-     scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR, target="${TARGET_DEPLOYMENT}"),
-     scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR), {}),
-    ("cpu-trigger",
-     """\
+        scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR),
+        {},
+    ),
+    (
+        "waiting-only-trigger",
+        scaled_object(prom("sum(vllm:num_requests_waiting)", "5"), behavior=GOOD_BEHAVIOR),
+        scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR),
+        {},
+    ),
+    (
+        "avg-with-averagevalue",
+        scaled_object(prom("avg(vllm:kv_cache_usage_perc)", "0.8", metric_type="AverageValue"), behavior=GOOD_BEHAVIOR),
+        scaled_object(prom("avg(vllm:kv_cache_usage_perc)", "0.8", metric_type="Value"), behavior=GOOD_BEHAVIOR),
+        {},
+    ),
+    (
+        "ignore-null-values",
+        scaled_object(
+            prom("sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting)", extra=""), behavior=GOOD_BEHAVIOR
+        ),
+        scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR),
+        {},
+    ),
+    (
+        "deprecated-metric",
+        scaled_object(prom("sum(vllm:gpu_cache_usage_perc)", "0.8"), behavior=GOOD_BEHAVIOR),
+        scaled_object(prom("sum(vllm:kv_cache_usage_perc)", "0.8"), behavior=GOOD_BEHAVIOR),
+        {},
+    ),
+    (
+        "multi-trigger-or",
+        scaled_object(IN_FLIGHT + prom("sum(vllm:kv_cache_usage_perc)", "0.8"), behavior=GOOD_BEHAVIOR),
+        scaled_object(
+            IN_FLIGHT + prom("sum(vllm:kv_cache_usage_perc)", "0.8", name="kv"),
+            behavior=GOOD_BEHAVIOR,
+            modifiers='formula: "max(in_flight_scaled, kv)"\ntarget: "1"\n',
+        ).replace("in-flight", "in_flight_scaled"),
+        {},
+    ),
+    (
+        "short-scale-down-window",
+        scaled_object(IN_FLIGHT, behavior="scaleDown:\n  stabilizationWindowSeconds: 60\n"),
+        scaled_object(IN_FLIGHT, behavior="scaleDown:\n  stabilizationWindowSeconds: 120\n"),
+        {},
+    ),
+    (
+        "min-zero-pod-metric",
+        scaled_object(IN_FLIGHT, minimum="minReplicaCount: 0", behavior=GOOD_BEHAVIOR),
+        scaled_object(
+            prom('sum(envoy_cluster_upstream_rq_active{envoy_cluster_name="llama"})', "40"),
+            minimum="minReplicaCount: 0",
+            behavior=GOOD_BEHAVIOR,
+        ),
+        {},
+    ),
+    (
+        "short-grace",
+        deployment(GOOD_ARGS, grace="terminationGracePeriodSeconds: 120"),
+        deployment(GOOD_ARGS, grace="terminationGracePeriodSeconds: 240"),
+        {},
+    ),
+    ("shutdown-timeout-vs-grace", deployment(GOOD_ARGS[:-2]), deployment(GOOD_ARGS), {}),
+    (
+        "threshold-at-batch-limit",
+        scaled_object(prom("sum(vllm:num_requests_running)", "64"), behavior=GOOD_BEHAVIOR)
+        + "---\n"
+        + deployment(GOOD_ARGS),
+        scaled_object(prom("sum(vllm:num_requests_running)", "48"), behavior=GOOD_BEHAVIOR)
+        + "---\n"
+        + deployment(GOOD_ARGS),
+        {},
+    ),
+    (
+        "no-max",
+        scaled_object(IN_FLIGHT, maximum="# no maximum", behavior=GOOD_BEHAVIOR),
+        scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR),
+        {},
+    ),
+    (
+        "unsubstituted-placeholder",
+        scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR, target="${TARGET_DEPLOYMENT}"),
+        scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR),
+        {},
+    ),
+    (
+        "cpu-trigger",
+        """\
      apiVersion: autoscaling/v2
      kind: HorizontalPodAutoscaler
      metadata: {name: llama}
@@ -208,48 +300,99 @@ CASES = [
          - type: Resource
            resource: {name: cpu, target: {type: Utilization, averageUtilization: 70}}
      """,
-     scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR), {}),
-    ("kv-threshold-out-of-range",
-     scaled_object(prom("sum(vllm:kv_cache_usage_perc)", "80"), behavior=GOOD_BEHAVIOR),
-     scaled_object(prom("sum(vllm:kv_cache_usage_perc)", "0.8"), behavior=GOOD_BEHAVIOR), {}),
-    ("unaggregated-query",
-     scaled_object(prom('vllm:num_requests_running{model_name="llama"}', "40"), behavior=GOOD_BEHAVIOR),
-     scaled_object(prom('sum(vllm:num_requests_running{model_name="llama"})', "40"), behavior=GOOD_BEHAVIOR), {}),
-    ("misplaced-metric-type",
-     scaled_object(prom("sum(vllm:num_requests_running)", extra="metricType: Value"), behavior=GOOD_BEHAVIOR),
-     scaled_object(prom("sum(vllm:num_requests_running)", metric_type="Value"), behavior=GOOD_BEHAVIOR), {}),
-    ("missing-readiness-probe",
-     deployment(GOOD_ARGS, readiness=False),
-     deployment(GOOD_ARGS), {}),
-    ("scale-target-not-found",
-     scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR, target="llama-v2") + "---\n" + deployment(GOOD_ARGS),
-     scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR) + "---\n" + deployment(GOOD_ARGS), {}),
-    ("hpa-min-zero-version",
-     HPA_MIN_ZERO.format(minimum=0), HPA_MIN_ZERO.format(minimum=1),
-     {"versions": ClusterVersions(Version(1, 35), Version(2, 20))}),
-    ("tolerance-dropped",
-     scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR + "scaleUp:\n  tolerance: \"0\"\n"),
-     scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR), {"versions": ClusterVersions(Version(1, 37), Version(2, 17))}),
-    ("underscore-metric-name",
-     scaled_object(prom('sum(vllm_num_requests_waiting{model_name="llama"})', "5"), minimum="minReplicaCount: 0",
-                   behavior=GOOD_BEHAVIOR),
-     scaled_object(prom('sum(vllm:num_requests_waiting{model_name="llama"})', "5"), behavior=GOOD_BEHAVIOR), {}),
-    ("gpu-memory-trigger",
-     scaled_object(prom('avg(DCGM_FI_DEV_FB_USED{pod=~"llama-.*"})', "60000", metric_type="Value"),
-                   behavior=GOOD_BEHAVIOR),
-     scaled_object(prom('sum(vllm:kv_cache_usage_perc{model_name="llama"})', "0.8"), behavior=GOOD_BEHAVIOR), {}),
-    ("hpa-and-scaledobject",
-     scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR) + "---\n" + HPA_CPU_LLAMA,
-     scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR) + "---\n" + HPA_CPU_LLAMA.replace("name: llama}", "name: other}"),
-     {}),
-    ("latency-quantile-averagevalue",
-     scaled_object(prom('histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket'
-                        '{model_name="llama"}[2m])))', "2"), behavior=GOOD_BEHAVIOR),
-     scaled_object(prom('histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket'
-                        '{model_name="llama"}[2m])))', "2", metric_type="Value"), behavior=GOOD_BEHAVIOR), {}),
-    ("unscoped-query",
-     scaled_object(prom("sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting)"), behavior=GOOD_BEHAVIOR),
-     scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR), {}),
+        scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR),
+        {},
+    ),
+    (
+        "kv-threshold-out-of-range",
+        scaled_object(prom("sum(vllm:kv_cache_usage_perc)", "80"), behavior=GOOD_BEHAVIOR),
+        scaled_object(prom("sum(vllm:kv_cache_usage_perc)", "0.8"), behavior=GOOD_BEHAVIOR),
+        {},
+    ),
+    (
+        "unaggregated-query",
+        scaled_object(prom('vllm:num_requests_running{model_name="llama"}', "40"), behavior=GOOD_BEHAVIOR),
+        scaled_object(prom('sum(vllm:num_requests_running{model_name="llama"})', "40"), behavior=GOOD_BEHAVIOR),
+        {},
+    ),
+    (
+        "misplaced-metric-type",
+        scaled_object(prom("sum(vllm:num_requests_running)", extra="metricType: Value"), behavior=GOOD_BEHAVIOR),
+        scaled_object(prom("sum(vllm:num_requests_running)", metric_type="Value"), behavior=GOOD_BEHAVIOR),
+        {},
+    ),
+    ("missing-readiness-probe", deployment(GOOD_ARGS, readiness=False), deployment(GOOD_ARGS), {}),
+    (
+        "scale-target-not-found",
+        scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR, target="llama-v2") + "---\n" + deployment(GOOD_ARGS),
+        scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR) + "---\n" + deployment(GOOD_ARGS),
+        {},
+    ),
+    (
+        "hpa-min-zero-version",
+        HPA_MIN_ZERO.format(minimum=0),
+        HPA_MIN_ZERO.format(minimum=1),
+        {"versions": ClusterVersions(Version(1, 35), Version(2, 20))},
+    ),
+    (
+        "tolerance-dropped",
+        scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR + 'scaleUp:\n  tolerance: "0"\n'),
+        scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR),
+        {"versions": ClusterVersions(Version(1, 37), Version(2, 17))},
+    ),
+    (
+        "underscore-metric-name",
+        scaled_object(
+            prom('sum(vllm_num_requests_waiting{model_name="llama"})', "5"),
+            minimum="minReplicaCount: 0",
+            behavior=GOOD_BEHAVIOR,
+        ),
+        scaled_object(prom('sum(vllm:num_requests_waiting{model_name="llama"})', "5"), behavior=GOOD_BEHAVIOR),
+        {},
+    ),
+    (
+        "gpu-memory-trigger",
+        scaled_object(
+            prom('avg(DCGM_FI_DEV_FB_USED{pod=~"llama-.*"})', "60000", metric_type="Value"), behavior=GOOD_BEHAVIOR
+        ),
+        scaled_object(prom('sum(vllm:kv_cache_usage_perc{model_name="llama"})', "0.8"), behavior=GOOD_BEHAVIOR),
+        {},
+    ),
+    (
+        "hpa-and-scaledobject",
+        scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR) + "---\n" + HPA_CPU_LLAMA,
+        scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR)
+        + "---\n"
+        + HPA_CPU_LLAMA.replace("name: llama}", "name: other}"),
+        {},
+    ),
+    (
+        "latency-quantile-averagevalue",
+        scaled_object(
+            prom(
+                "histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket"
+                '{model_name="llama"}[2m])))',
+                "2",
+            ),
+            behavior=GOOD_BEHAVIOR,
+        ),
+        scaled_object(
+            prom(
+                "histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket"
+                '{model_name="llama"}[2m])))',
+                "2",
+                metric_type="Value",
+            ),
+            behavior=GOOD_BEHAVIOR,
+        ),
+        {},
+    ),
+    (
+        "unscoped-query",
+        scaled_object(prom("sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting)"), behavior=GOOD_BEHAVIOR),
+        scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR),
+        {},
+    ),
 ]
 
 
@@ -257,8 +400,9 @@ def test_every_rule_has_a_case_and_the_issue_ids_are_rules():
     # metric-not-exported needs a scrape: test_metric_not_exported_checks_queries_against_a_scrape;
     # schema-violation: test_schema_violation_is_a_finding_with_its_line.
     # unreadable-document: tests/test_lint_robustness.py.
-    assert {case[0] for case in CASES} | {"metric-not-exported", "schema-violation", "unreadable-document"} \
-        == set(RULES)
+    assert {case[0] for case in CASES} | {"metric-not-exported", "schema-violation", "unreadable-document"} == set(
+        RULES
+    )
     assert set(ISSUE_RULES) <= set(RULES)
 
 
@@ -339,7 +483,8 @@ def test_signal_kinds():
 NEVER_SEEN = {
     # A Helm-rendered chart: a KEDA object on average KV with AverageValue, a vLLM StatefulSet on AMD GPUs
     # started from a shell string, no grace period.
-    "helm-rendered.yaml": ("""\
+    "helm-rendered.yaml": (
+        """\
         ---
         # Source: llm/templates/scaledobject.yaml
         apiVersion: keda.sh/v1alpha1
@@ -385,17 +530,26 @@ NEVER_SEEN = {
                       amd.com/gpu: 1
                   readinessProbe:
                     httpGet: {path: /health, port: 8000}
-        """, {"avg-with-averagevalue", "ignore-null-values", "short-grace", "shutdown-timeout-vs-grace"}),
+        """,
+        {"avg-with-averagevalue", "ignore-null-values", "short-grace", "shutdown-timeout-vs-grace"},
+    ),
     # A careful setup: in-flight trigger, KV as a floor through scalingModifiers, long window,
     # grace sized from max tokens. Nothing to report.
-    "careful.yaml": (scaled_object(
-        IN_FLIGHT.replace("in-flight", "inflight") + prom('sum(vllm:kv_cache_usage_perc{model_name="llama"})', "0.8",
-                                                          name="kv"),
-        behavior=GOOD_BEHAVIOR, modifiers='formula: "max(inflight / 40, kv / 0.8)"\ntarget: "1"\n')
-        + "---\n" + deployment(GOOD_ARGS), set()),
+    "careful.yaml": (
+        scaled_object(
+            IN_FLIGHT.replace("in-flight", "inflight")
+            + prom('sum(vllm:kv_cache_usage_perc{model_name="llama"})', "0.8", name="kv"),
+            behavior=GOOD_BEHAVIOR,
+            modifiers='formula: "max(inflight / 40, kv / 0.8)"\ntarget: "1"\n',
+        )
+        + "---\n"
+        + deployment(GOOD_ARGS),
+        set(),
+    ),
     # An HPA on a LeaderWorkerSet scaled by running requests per pod at the batch limit, scale-down
     # at 0 s; the LWS leader runs python -m vllm.entrypoints with 8 GPUs and a 15 s preStop sleep.
-    "lws.yaml": ("""\
+    "lws.yaml": (
+        """\
         apiVersion: autoscaling/v2
         kind: HorizontalPodAutoscaler
         metadata: {name: deepseek}
@@ -433,7 +587,9 @@ NEVER_SEEN = {
                       preStop:
                         exec: {command: ["sleep", "15"]}
                     readinessProbe: {tcpSocket: {port: 8000}}
-        """, {"short-scale-down-window", "threshold-at-batch-limit"}),
+        """,
+        {"short-scale-down-window", "threshold-at-batch-limit"},
+    ),
 }
 
 
@@ -504,14 +660,22 @@ def test_precision_recall_counts_pairs():
 
 
 def test_placeholders_are_named_once_each_and_shell_variables_are_not_placeholders(tmp_path):
-    text = scaled_object(prom('sum(llm_d_epp_request_running{namespace="${NAMESPACE}"})'),
-                         behavior=GOOD_BEHAVIOR, target="${TARGET_DEPLOYMENT}").replace(
-        "name: llama\n  namespace: llm", "name: vllm-openai-V_ACCELERATOR\n  namespace: llm")
+    text = scaled_object(
+        prom('sum(llm_d_epp_request_running{namespace="${NAMESPACE}"})'),
+        behavior=GOOD_BEHAVIOR,
+        target="${TARGET_DEPLOYMENT}",
+    ).replace("name: llama\n  namespace: llm", "name: vllm-openai-V_ACCELERATOR\n  namespace: llm")
     (finding,) = [f for f in run_lint(tmp_path, text) if f.rule == "unsubstituted-placeholder"]
     assert "V_ACCELERATOR, ${TARGET_DEPLOYMENT}, ${NAMESPACE}, which" in finding.why
-    script = deployment(GOOD_ARGS).replace('command: ["vllm", "serve"]', 'command: ["sh", "-c"]').replace(
-        '            - "meta-llama/Llama-3.1-8B-Instruct"\n',
-        '            - "exec vllm serve ${MODEL_PATH} --max-num-seqs 64 --max-model-len 4096 --shutdown-timeout 226"\n')
+    script = (
+        deployment(GOOD_ARGS)
+        .replace('command: ["vllm", "serve"]', 'command: ["sh", "-c"]')
+        .replace(
+            '            - "meta-llama/Llama-3.1-8B-Instruct"\n',
+            '            - "exec vllm serve ${MODEL_PATH} --max-num-seqs 64 --max-model-len 4096 '
+            '--shutdown-timeout 226"\n',
+        )
+    )
     assert "unsubstituted-placeholder" not in rules_of(run_lint(tmp_path, script))
 
 
@@ -541,7 +705,8 @@ def test_metric_not_exported_checks_queries_against_a_scrape(tmp_path):
     assert "metric-not-exported" not in rules_of(run_lint(tmp_path, old))  # no scrape, no check
     current = scaled_object(
         prom("sum(rate(vllm:generation_tokens_total[2m])) + sum(vllm:num_requests_running)", "400"),
-        behavior=GOOD_BEHAVIOR)
+        behavior=GOOD_BEHAVIOR,
+    )
     assert "metric-not-exported" not in rules_of(run_lint(tmp_path, current, exported_metrics=exported))
 
 
@@ -569,7 +734,8 @@ def test_hpa_pairing_kv_with_in_flight_is_not_multi_trigger_or(tmp_path):
 
 def test_prometheus_adapter_config_is_skipped_not_refused(tmp_path):
     (tmp_path / "adapter.yaml").write_text(
-        "externalRules:\n  - seriesQuery: vllm:num_requests_running\n    metricsQuery: sum(vllm:num_requests_running)\n")
+        "externalRules:\n  - seriesQuery: vllm:num_requests_running\n    metricsQuery: sum(vllm:num_requests_running)\n"
+    )
     (tmp_path / "so.yaml").write_text(scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR))
     manifests = read_manifest_set([tmp_path])
     assert len(manifests.files) == 2 and len(manifests.documents) == 1 and lint(manifests) == ()

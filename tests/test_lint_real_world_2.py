@@ -30,7 +30,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     "02-tazmainian-keda-queue-plus-cron-min0.yaml": {
         # The cron trigger is a schedule floor: OR with it is the intent, so no multi-trigger-or.
         # gpu_job_queue_depth is an application job queue that exists without pods: min 0 is fine.
-        "ignore-null-values": "no ignoreNullValues \"false\", and `or vector(0)` hides a missing series as 0",
+        "ignore-null-values": 'no ignoreNullValues "false", and `or vector(0)` hides a missing series as 0',
         "scale-target-not-found": "Deployment inference-pod is in none of the files",
     },
     "03-adityo-keda-redis-vllm-min0.yaml": {
@@ -44,9 +44,9 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "05-adminless-keda-running-min0.yaml": {
         "underscore-metric-name": "vllm_num_requests_running: vLLM exports vllm:num_requests_running; "
-                                  "a standard Prometheus stores no underscore name",
+        "a standard Prometheus stores no underscore name",
         "min-zero-pod-metric": "minReplicaCount 0 with a vLLM metric only the pods serve: the fleet never comes back",
-        "ignore-null-values": "no ignoreNullValues \"false\": the empty result reads as 0",
+        "ignore-null-values": 'no ignoreNullValues "false": the empty result reads as 0',
         "unscoped-query": "sum(vllm_num_requests_running) has no selector: it sums every vLLM in the cluster",
     },
     "06-adminless-vllm-deployment-grace60.yaml": {
@@ -55,12 +55,12 @@ EXPECTED: dict[str, dict[str, str]] = {
     },
     "07-taixingbi-keda-kv-cache-80-running-placeholder.yaml": {
         "unsubstituted-placeholder": "minReplicaCount: __KEDA_MIN_REPLICAS__ (sed placeholder); read as unknown, "
-                                     "not refused",
+        "not refused",
         "kv-threshold-out-of-range": "threshold 80 on gpu_cache_usage_perc, a 0-1 fraction",
         "deprecated-metric": "vllm:gpu_cache_usage_perc is the old name of vllm:kv_cache_usage_perc",
         "avg-with-averagevalue": "avg(...) under the default AverageValue divides by the pods twice",
         "multi-trigger-or": "KV and running triggers without scalingModifiers combine as OR",
-        "ignore-null-values": "neither trigger sets ignoreNullValues \"false\"",
+        "ignore-null-values": 'neither trigger sets ignoreNullValues "false"',
         # {namespace="vllm"} singles out vllm-qwen (09): it is the only vLLM workload in that namespace.
         # The metricName fields are KEDA's labels, not queries: no underscore-metric-name.
     },
@@ -106,7 +106,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "scale-target-not-found": "Deployment tgi-deployment is in none of the files",
     },
     "17-misohu-keda-running-kserve-llmisvc-deployment.yaml": {
-        "ignore-null-values": "no ignoreNullValues \"false\"",
+        "ignore-null-values": 'no ignoreNullValues "false"',
         # Target mixtral-kserve is the Deployment KServe generates for the LLMInferenceService mixtral (18):
         # found. Scoped by k8s_pod_name=~"mixtral-kserve-.*"; threshold 1 is far below any batch limit.
     },
@@ -129,7 +129,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     "21-lws-keda-disaggregatedset-prefill-waiting.yaml": {
         "underscore-metric-name": "vllm_num_requests_waiting is not the name vLLM exports",
         "waiting-only-trigger": "the only signal is a waiting count",
-        "ignore-null-values": "no ignoreNullValues \"false\"",
+        "ignore-null-values": 'no ignoreNullValues "false"',
         "scale-target-not-found": "DisaggregatedSetRoleScaler llm-serving-prefill is in none of the files",
         # {model="..."} names a model (target unknown), so the query is scoped: no unscoped-query.
     },
@@ -178,8 +178,12 @@ def test_linter_agrees_with_the_expert_on_manifests_2(shared_dir):
 
 def test_the_folder_linted_together_prints_json(shared_dir):
     folder = shared_dir.joinpath(*MANIFESTS_2)
-    result = subprocess.run([sys.executable, "-m", "planner.cli", "lint", str(folder), "--format", "json"],
-                            capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "planner.cli", "lint", str(folder), "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode in (0, 1), result.stderr
     report = json.loads(result.stdout)
     assert len(report["files"]) == 23 and report["exit_status"] == result.returncode

@@ -15,8 +15,9 @@ from planner.readers.workload import manifest_set_from_texts
 
 
 def lint_texts(**texts: str):
-    return lint(manifest_set_from_texts({f"{name}.yaml": textwrap.dedent(text) for name, text in texts.items()},
-                                        strict=False))
+    return lint(
+        manifest_set_from_texts({f"{name}.yaml": textwrap.dedent(text) for name, text in texts.items()}, strict=False)
+    )
 
 
 def rules(findings) -> set[str]:
@@ -116,11 +117,14 @@ def test_a_prometheus_trigger_without_threshold_is_a_finding_with_its_line():
 
 
 def test_a_broken_document_is_a_finding_and_the_others_are_reviewed():
-    text = DEPLOYMENT.replace("terminationGracePeriodSeconds: 600", "terminationGracePeriodSeconds: 60") \
-        + "---\nkind: [broken\n---\n" + scaled_object("""\
+    text = (
+        DEPLOYMENT.replace("terminationGracePeriodSeconds: 600", "terminationGracePeriodSeconds: 60")
+        + "---\nkind: [broken\n---\n"
+        + scaled_object("""\
             - type: prometheus
               metadata: {query: "sum(vllm:num_requests_waiting{model_name='llama'})", threshold: "5"}
             """)
+    )
     found = lint_texts(mixed=text)
     (broken,) = [f for f in found if f.rule == "unreadable-document"]
     start = text.splitlines().index("kind: [broken") + 1
@@ -136,18 +140,30 @@ def test_a_document_that_is_not_an_object_is_a_finding():
 # --- 3. placeholders ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("old", "new", "named"), [
-    ("image: vllm/vllm-openai:v0.19.1", "image: ${REGISTRY}/vllm-openai:v0.19.1", "${REGISTRY}"),
-    ("image: vllm/vllm-openai:v0.19.1", "image: ECR_REPOSITORY_URL:v0.19.1", "ECR_REPOSITORY_URL"),
-    ("readinessProbe:", "env:\n            - name: HF_TOKEN\n              value: ${HF_TOKEN}\n          readinessProbe:",
-     "${HF_TOKEN}"),
-    ("readinessProbe:", "env: [{name: HF_TOKEN, value: $HF_TOKEN}]\n          readinessProbe:", "$HF_TOKEN"),
-    ("      containers:", "      serviceAccountName: REPLACE_WITH_SERVICE_ACCOUNT\n      containers:",
-     "REPLACE_WITH_SERVICE_ACCOUNT"),
-    ("      containers:", "      volumes: [{name: m, persistentVolumeClaim: {claimName: <your-pvc>}}]\n"
-     "      containers:", "<your-pvc>"),
-    ("terminationGracePeriodSeconds: 600", "terminationGracePeriodSeconds: __GRACE_S__", "__GRACE_S__"),
-])
+@pytest.mark.parametrize(
+    ("old", "new", "named"),
+    [
+        ("image: vllm/vllm-openai:v0.19.1", "image: ${REGISTRY}/vllm-openai:v0.19.1", "${REGISTRY}"),
+        ("image: vllm/vllm-openai:v0.19.1", "image: ECR_REPOSITORY_URL:v0.19.1", "ECR_REPOSITORY_URL"),
+        (
+            "readinessProbe:",
+            "env:\n            - name: HF_TOKEN\n              value: ${HF_TOKEN}\n          readinessProbe:",
+            "${HF_TOKEN}",
+        ),
+        ("readinessProbe:", "env: [{name: HF_TOKEN, value: $HF_TOKEN}]\n          readinessProbe:", "$HF_TOKEN"),
+        (
+            "      containers:",
+            "      serviceAccountName: REPLACE_WITH_SERVICE_ACCOUNT\n      containers:",
+            "REPLACE_WITH_SERVICE_ACCOUNT",
+        ),
+        (
+            "      containers:",
+            "      volumes: [{name: m, persistentVolumeClaim: {claimName: <your-pvc>}}]\n      containers:",
+            "<your-pvc>",
+        ),
+        ("terminationGracePeriodSeconds: 600", "terminationGracePeriodSeconds: __GRACE_S__", "__GRACE_S__"),
+    ],
+)
 def test_placeholders_are_found(old, new, named):
     found = lint_texts(d=DEPLOYMENT.replace(old, new))
     placeholder = [f for f in found if f.rule == "unsubstituted-placeholder"]
@@ -157,7 +173,8 @@ def test_placeholders_are_found(old, new, named):
 
 def test_kubernetes_env_expansion_and_shell_variables_are_not_placeholders():
     text = DEPLOYMENT.replace('args: ["m",', 'args: ["$(MODEL_ID)",').replace(
-        "readinessProbe:", "env: [{name: MODEL_ID, value: m}]\n          readinessProbe:")
+        "readinessProbe:", "env: [{name: MODEL_ID, value: m}]\n          readinessProbe:"
+    )
     assert "unsubstituted-placeholder" not in rules(lint_texts(d=text))
 
 
@@ -214,10 +231,15 @@ def test_vllm_configured_through_env_is_a_vllm_workload():
 
 
 def test_a_client_of_vllm_is_not_vllm():
-    client = ENTRYPOINT.replace("VLLM_MODEL", "VLLM_BASE_URL").replace(
-        "meta-llama/Llama-3.1-8B-Instruct", "http://vllm:8000").replace(
-        '            - {name: VLLM_MAX_MODEL_LEN, value: "8192"}\n            - {name: VLLM_MAX_NUM_SEQS, value: "16"}\n',
-        "")
+    client = (
+        ENTRYPOINT.replace("VLLM_MODEL", "VLLM_BASE_URL")
+        .replace("meta-llama/Llama-3.1-8B-Instruct", "http://vllm:8000")
+        .replace(
+            '            - {name: VLLM_MAX_MODEL_LEN, value: "8192"}\n            - {name: VLLM_MAX_NUM_SEQS, '
+            'value: "16"}\n',
+            "",
+        )
+    )
     assert lint_texts(d=client) == ()
 
 
@@ -225,8 +247,9 @@ def test_a_client_of_vllm_is_not_vllm():
 def test_flags_inside_a_shell_script_are_read(shell):
     text = DEPLOYMENT.replace('command: ["vllm", "serve"]', f"command: {shell}").replace(
         'args: ["m", "--served-model-name", "llama", "--max-model-len", "4096", "--shutdown-timeout", "226"]',
-        "args:\n            - |\n              exec vllm serve \"$MODEL\" --served-model-name llama \\\n"
-        "                --max-num-seqs 1 --max-model-len 32768")
+        'args:\n            - |\n              exec vllm serve "$MODEL" --served-model-name llama \\\n'
+        "                --max-num-seqs 1 --max-model-len 32768",
+    )
     so = scaled_object("""\
         - type: prometheus
           metadata: {query: "sum(vllm:num_requests_running{model_name='llama'})", threshold: "2",
@@ -289,18 +312,23 @@ def test_kedas_own_hpa_is_not_a_second_autoscaler():
                 target: {type: AverageValue, averageValue: "5"}
         """
     dump = "apiVersion: v1\nkind: List\nitems:\n" + textwrap.indent(
-        "- " + textwrap.indent(so, "  ")[2:] + "- " + textwrap.indent(textwrap.dedent(keda_hpa), "  ")[2:], "  ")
+        "- " + textwrap.indent(so, "  ")[2:] + "- " + textwrap.indent(textwrap.dedent(keda_hpa), "  ")[2:], "  "
+    )
     assert "hpa-and-scaledobject" not in rules(lint_texts(dump=dump))
-    user_hpa = textwrap.dedent(keda_hpa).replace("keda-hpa-so", "my-hpa").replace(
-        "  labels: {scaledobject.keda.sh/name: so}\n", "").replace(
-        '  ownerReferences: [{apiVersion: keda.sh/v1alpha1, kind: ScaledObject, name: so, uid: "1"}]\n', "")
+    user_hpa = (
+        textwrap.dedent(keda_hpa)
+        .replace("keda-hpa-so", "my-hpa")
+        .replace("  labels: {scaledobject.keda.sh/name: so}\n", "")
+        .replace('  ownerReferences: [{apiVersion: keda.sh/v1alpha1, kind: ScaledObject, name: so, uid: "1"}]\n', "")
+    )
     found = lint_texts(both=so + "---\n" + user_hpa)
     assert [f.document for f in found if f.rule == "hpa-and-scaledobject"] == [1, 2]
 
 
 def test_a_list_dump_is_read_item_by_item():
     dump = "apiVersion: v1\nkind: List\nitems:\n" + textwrap.indent(
-        "- " + textwrap.indent(scaled_object(VALID_TRIGGERS["redis"], target="worker"), "  ")[2:], "  ")
+        "- " + textwrap.indent(scaled_object(VALID_TRIGGERS["redis"], target="worker"), "  ")[2:], "  "
+    )
     found = lint_texts(dump=dump, d=DEPLOYMENT)
     (missing,) = [f for f in found if f.rule == "scale-target-not-found"]
     assert "'worker'" in missing.why and missing.line == 8  # the item's own scaleTargetRef
@@ -308,7 +336,8 @@ def test_a_list_dump_is_read_item_by_item():
 
 def test_latency_quantile_under_an_hpa_external_average_value():
     hpa = HPA_IN_FLIGHT.replace("- type: Pods\n      pods:", "- type: External\n      external:").replace(
-        "vllm_num_requests_running", "vllm_ttft_p95_seconds")
+        "vllm_num_requests_running", "vllm_ttft_p95_seconds"
+    )
     assert "latency-quantile-averagevalue" in rules(lint_texts(hpa=hpa))
     assert "latency-quantile-averagevalue" not in rules(lint_texts(hpa=HPA_IN_FLIGHT))
 
@@ -327,15 +356,18 @@ def in_flight(selector: str) -> str:
 OTHER_MODEL = DEPLOYMENT.replace("name: llama,", "name: coder,").replace('"llama"', '"coder"')
 
 
-@pytest.mark.parametrize(("selector", "others", "flagged"), [
-    ("", "", True),                                           # sums every vLLM in the cluster
-    ('{namespace="llm"}', "", False),                         # the only vLLM workload in llm
-    ('{namespace="llm"}', OTHER_MODEL, True),                 # coder runs in llm too
-    ('{model_name="llama"}', OTHER_MODEL, False),             # the served model name
-    ('{model_name="coder"}', OTHER_MODEL, True),              # another team's model
-    ('{pod=~"llama-.*"}', OTHER_MODEL, False),                # the target's pods
-    ('{model_name=~".*"}', "", True),                         # matches everything
-])
+@pytest.mark.parametrize(
+    ("selector", "others", "flagged"),
+    [
+        ("", "", True),  # sums every vLLM in the cluster
+        ('{namespace="llm"}', "", False),  # the only vLLM workload in llm
+        ('{namespace="llm"}', OTHER_MODEL, True),  # coder runs in llm too
+        ('{model_name="llama"}', OTHER_MODEL, False),  # the served model name
+        ('{model_name="coder"}', OTHER_MODEL, True),  # another team's model
+        ('{pod=~"llama-.*"}', OTHER_MODEL, False),  # the target's pods
+        ('{model_name=~".*"}', "", True),  # matches everything
+    ],
+)
 def test_unscoped_query_with_the_target_known(selector, others, flagged):
     texts = {"so": in_flight(selector), "d": DEPLOYMENT}
     if others:
@@ -381,12 +413,15 @@ def test_kserve_autoscaling_metrics_are_reviewed():
     waiting = [f for f in found if f.rule == "waiting-only-trigger"]
     assert waiting and waiting[0].line == 13  # the metric in predictor.autoScaling
     assert "missing-readiness-probe" not in rules(found)  # KServe adds a TCP readiness probe
-    cpu = KSERVE.replace("""        - type: External
+    cpu = KSERVE.replace(
+        """        - type: External
           external:
             metric: {backend: prometheus, serverAddress: "http://prom:9090",
                      query: 'sum(vllm:num_requests_waiting{namespace="inference"})'}
-            target: {type: Value, value: "4"}""", """        - type: Resource
-          resource: {name: cpu, target: {type: Utilization, averageUtilization: 80}}""")
+            target: {type: Value, value: "4"}""",
+        """        - type: Resource
+          resource: {name: cpu, target: {type: Utilization, averageUtilization: 80}}""",
+    )
     assert "cpu-trigger" in rules(lint_texts(isvc=cpu))
     assert rules(lint_texts(isvc=KSERVE.replace("keda}", "hpa}"))) == set()
 
@@ -404,14 +439,17 @@ def test_llm_inference_service_inherits_grace_and_probes_and_owns_its_deployment
                 image: vllm/vllm-openai:v0.19.1
                 args: ["--tensor-parallel-size", "2"]
         """
-    so = scaled_object("""\
+    so = scaled_object(
+        """\
         - type: prometheus
           metadata: {query: 'sum(vllm:num_requests_running{model_name="mistralai/Mixtral-8x7B-Instruct-v0.1"})',
                      threshold: "8", ignoreNullValues: "false"}
-        """, target="mixtral-kserve").replace("namespace: llm", "namespace: default")
+        """,
+        target="mixtral-kserve",
+    ).replace("namespace: llm", "namespace: default")
     assert lint_texts(llm=llmisvc, so=so) == ()
 
 
 def test_a_placeholder_target_is_reported_once():
-    found = rules(lint_texts(so=scaled_object(VALID_TRIGGERS["redis"], target="\"${TARGET_DEPLOYMENT}\""), d=DEPLOYMENT))
+    found = rules(lint_texts(so=scaled_object(VALID_TRIGGERS["redis"], target='"${TARGET_DEPLOYMENT}"'), d=DEPLOYMENT))
     assert "unsubstituted-placeholder" in found and "scale-target-not-found" not in found

@@ -108,10 +108,13 @@ def test_guidellm_v07_knee_cli(capsys):
 def test_vllm_append_result_jsonl_real_mixes_deployments():
     # Nine results appended one per line: three llm-d deployments x rates 10, 30, inf.
     # Same rates, different deployments (recorded with --metadata): not repeats, so refused.
-    with pytest.raises(PlannerInputError, match=(
-        r"^request_rate_rps 10 appears in results that differ in deployment \(deployment: no-features in "
-        r"results.json \(rate 10.0, result 1\); base in results.json \(rate 10.0, result 4\); kvcache in "
-    )):
+    with pytest.raises(
+        PlannerInputError,
+        match=(
+            r"^request_rate_rps 10 appears in results that differ in deployment \(deployment: no-features in "
+            r"results.json \(rate 10.0, result 1\); base in results.json \(rate 10.0, result 4\); kvcache in "
+        ),
+    ):
         read_loadtest(VLLM_JSONL)
 
 
@@ -139,8 +142,12 @@ def test_vllm_jsonl_knee_cli_subprocess(tmp_path):
     path = tmp_path / "kvcache.jsonl"
     path.write_text("\n".join(lines[6:9]) + "\n")
     planner = Path(sys.executable).with_name("planner")
-    done = subprocess.run([str(planner), "knee", str(path), "--ttft-p99-ms", "1000", "--itl-p99-ms", "100",
-                           "--json"], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [str(planner), "knee", str(path), "--ttft-p99-ms", "1000", "--itl-p99-ms", "100", "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     payload = json.loads(done.stdout)
     # kvcache deployment: rate inf has TTFT p99 1249.6 ms, so the knee is the 30 req/s step.
@@ -177,7 +184,9 @@ def test_shared_sweep_summary_list_with_repeated_runs_is_refused_when_asked(shar
 
 
 def test_shared_sweep_single_run_reads(shared_dir):
-    steps = read_loadtest(shared_dir / "real-world/vllm_bench/er0080-opt125m-vllm0.25.1/sweep_max_num_seqs=8/run=0.json")
+    steps = read_loadtest(
+        shared_dir / "real-world/vllm_bench/er0080-opt125m-vllm0.25.1/sweep_max_num_seqs=8/run=0.json"
+    )
     assert steps.iloc[0].e2e_p99_ms > 0  # this run asked for e2el
 
 
@@ -265,7 +274,9 @@ def test_error_missing_guidellm_key(tmp_path):
     del doc["benchmarks"][0]["metrics"]["time_to_first_token_ms"]
     path = tmp_path / "benchmarks.json"
     path.write_text(json.dumps(doc))
-    with pytest.raises(PlannerInputError, match=r"benchmarks\[0\]: key 'metrics.time_to_first_token_ms.successful' missing"):
+    with pytest.raises(
+        PlannerInputError, match=r"benchmarks\[0\]: key 'metrics.time_to_first_token_ms.successful' missing"
+    ):
         read_loadtest(path)
 
 
@@ -330,7 +341,9 @@ def test_one_result_in_two_files_is_counted_once(tmp_path):
     shutil.copy(GUIDELLM_DIR / "concurrent4-benchmarks.json", tmp_path / "b.json")
     steps = read_loadtest(tmp_path)
     assert len(steps) == 1 and steps.iloc[0].source == "a.json"
-    assert steps.attrs["dropped_duplicates"] == ["b.json (concurrent@4) repeats a.json (concurrent@4), so it is counted once."]
+    assert steps.attrs["dropped_duplicates"] == [
+        "b.json (concurrent@4) repeats a.json (concurrent@4), so it is counted once."
+    ]
     with pytest.raises(PlannerInputError, match=r"repeats must be one of worst, mean, refuse, got 'max'"):
         read_loadtest(tmp_path, repeats="max")
 
@@ -428,7 +441,9 @@ def test_shared_repeated_runs_are_combined_and_said(shared_dir, how):
     (row,) = steps.itertuples()
     # summary.json lists the same two runs: each counted once.
     assert len(steps.attrs["dropped_duplicates"]) == 2 and "summary.json" in steps.attrs["dropped_duplicates"][0]
-    assert steps.attrs["repeats"] == how and steps.attrs["combined_steps"][0].startswith("At concurrency 2, 2 runs were combined: run=0.json")
+    assert steps.attrs["repeats"] == how and steps.attrs["combined_steps"][0].startswith(
+        "At concurrency 2, 2 runs were combined: run=0.json"
+    )
     p99s = [r["p99_ttft_ms"] for r in runs]  # 762 ms (a cold first run) and 58 ms
     assert row.ttft_p99_ms == pytest.approx(max(p99s) if how == "worst" else sum(p99s) / 2)
     # Means are pooled exactly: weighted by completed requests, rates by measured time.
@@ -460,4 +475,5 @@ def test_the_input_sentence_follows_the_input(shared_dir):
     real = shared_dir / "real-world/vllm_bench/aurotripathy-llama3.1-8b-fp8-l40s-concurrency-sweep"
     assert describe_input(real, read_loadtest(real)) == (
         "The input is aurotripathy-llama3.1-8b-fp8-l40s-concurrency-sweep: 8 steps of "
-        "RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8 by concurrency, written by vllm bench serve.")
+        "RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8 by concurrency, written by vllm bench serve."
+    )

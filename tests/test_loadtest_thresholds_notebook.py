@@ -12,8 +12,11 @@ from tests.notebooks import glued, run_chapter
 
 def test_papermill_run_on_another_file_reports_its_knee(tmp_path):
     notebook = run_chapter(
-        "loadtest_thresholds", tmp_path, loadtest_path="../tests/data/loadtests/guidellm_v05_qwen3-0.6b_concurrency",
-        ttft_p99_slo_ms=250.0, itl_p99_slo_ms=50.0,
+        "loadtest_thresholds",
+        tmp_path,
+        loadtest_path="../tests/data/loadtests/guidellm_v05_qwen3-0.6b_concurrency",
+        ttft_p99_slo_ms=250.0,
+        itl_p99_slo_ms=50.0,
     )
     values = glued(notebook)
     assert float(values["knee_concurrency_value"]) == 4.0
@@ -28,9 +31,11 @@ GUIDELLM = "real-world/guidellm/danielkorat-xpu-20260302"
 # the shared corpus; the objectives are chosen so that the cases cover each outcome.
 REAL_CASES = [
     (f"{VLLM}/ascend-llama3-8b-sharegpt-qps-sweep", {}, "already misses ITL p99 by 70 ms"),
-    (f"{VLLM}/ascend-llama3-8b-sharegpt-qps-sweep",
-     {"ttft_p99_slo_ms": 1000.0, "itl_p99_slo_ms": 300.0, "mean_output_tokens": 200.0},
-     "The knee is at 70.5 requests in flight (at 4 requests/s)"),
+    (
+        f"{VLLM}/ascend-llama3-8b-sharegpt-qps-sweep",
+        {"ttft_p99_slo_ms": 1000.0, "itl_p99_slo_ms": 300.0, "mean_output_tokens": 200.0},
+        "The knee is at 70.5 requests in flight (at 4 requests/s)",
+    ),
     (f"{VLLM}/aurotripathy-llama3.1-8b-fp8-l40s-concurrency-sweep", {}, "The knee is at 4 requests in flight"),
     (f"{ER0080}/sweep_max_num_seqs=4", {}, "a knee needs at least 3"),
     (f"{ER0080}/sweep_max_num_seqs=8", {"repeats": "mean"}, "a knee needs at least 3"),
@@ -42,9 +47,19 @@ REAL_CASES = [
 
 
 def _cli_json(capsys, path, parameters) -> dict:
-    args = ["knee", str(path), "--ttft-p99-ms", str(parameters.get("ttft_p99_slo_ms", 2000.0)),
-            "--itl-p99-ms", str(parameters.get("itl_p99_slo_ms", 50.0)), "--wait-budget-s", "5",
-            "--repeats", parameters.get("repeats", "worst"), "--json"]
+    args = [
+        "knee",
+        str(path),
+        "--ttft-p99-ms",
+        str(parameters.get("ttft_p99_slo_ms", 2000.0)),
+        "--itl-p99-ms",
+        str(parameters.get("itl_p99_slo_ms", 50.0)),
+        "--wait-budget-s",
+        "5",
+        "--repeats",
+        parameters.get("repeats", "worst"),
+        "--json",
+    ]
     if "mean_output_tokens" in parameters:
         args += ["--mean-output-tokens", str(parameters["mean_output_tokens"])]
     assert main(args) == 0
@@ -64,13 +79,14 @@ def test_chapter_on_real_tool_output_agrees_with_the_cli(tmp_path, capsys, share
     assert says in values["finding"] and values["finding"] == cli["finding"]
     assert values["knee_found"] == cli["knee_found"]
     assert _number(values["knee_concurrency_value"]) == pytest.approx(_number(cli["knee_concurrency"]), nan_ok=True)
-    assert _number(values["concurrency_target_value"]) == pytest.approx(_number(cli["concurrency_target"]),
-                                                                        nan_ok=True)
+    assert _number(values["concurrency_target_value"]) == pytest.approx(_number(cli["concurrency_target"]), nan_ok=True)
     assert values["sweep_too_short"] == cli["sweep_too_short"]
     text = "".join(out.get("text", "") for cell in notebook.cells for out in cell.get("outputs", []))
     if cli["sweep_too_short"]:
         # The page shows the same commands the CLI prints, and no target.
-        assert cli["sweep_commands"]["vllm bench serve"] in text and math.isnan(_number(values["concurrency_target_value"]))
+        assert cli["sweep_commands"]["vllm bench serve"] in text and math.isnan(
+            _number(values["concurrency_target_value"])
+        )
     if cli["repeats_notes"]:
         assert values["repeats_sentence"] == " ".join(cli["repeats_notes"])
     assert "'book'" not in text

@@ -11,9 +11,12 @@ from planner.errors import PlannerInputError
 from planner.readers.manifest import load_autoscaler, load_autoscalers
 
 NOT_AUTOSCALERS = {
-    "50-gie-vllm-gpu-deployment.yaml", "51-aibrix-vllm-deploy-prestop-drain-60s.yaml",
-    "52-aibrix-vllm-deploy-grace-300.yaml", "53-kserve-llmisvc-config-template-grace60-prestop.yaml",
-    "54-llmd-optimized-baseline-vllm-deployment-no-grace.yaml", "55-k8sexamples-vllm-deployment-no-grace.yaml",
+    "50-gie-vllm-gpu-deployment.yaml",
+    "51-aibrix-vllm-deploy-prestop-drain-60s.yaml",
+    "52-aibrix-vllm-deploy-grace-300.yaml",
+    "53-kserve-llmisvc-config-template-grace60-prestop.yaml",
+    "54-llmd-optimized-baseline-vllm-deployment-no-grace.yaml",
+    "55-k8sexamples-vllm-deployment-no-grace.yaml",
 }
 
 
@@ -37,7 +40,8 @@ def test_real_scaled_objects_read_as_keda_creates_them(shared_dir):
     seed = load_autoscaler(manifests / "90-seed000-llama-vllm.yaml")
     assert seed.kind == "ScaledObject" and seed.scaled_object.min_replica_count == 2
     assert [(m.name, m.target.type) for m in seed.hpa.metrics] == [
-        ("s0-prometheus", "AverageValue"), ("s1-prometheus", "Value")
+        ("s0-prometheus", "AverageValue"),
+        ("s1-prometheus", "Value"),
     ]
     assert seed.hpa.behavior.scale_down.stabilization_window_seconds == 900
     guard = load_autoscaler(manifests / "10-llmd-keda-epp-queue-guard-scalingmodifiers.yaml")
@@ -58,8 +62,18 @@ def test_real_scaled_objects_read_as_keda_creates_them(shared_dir):
 
 @pytest.mark.parametrize(
     ("text", "milli"),
-    [("500m", 500), ("0.8", 800), (40, 40000), (0.8, 800), ("1k", 1_000_000), ("1Ki", 1_024_000),
-     ("1e3", 1_000_000), ("0.0001", 1), ("2.5", 2500), ("100u", 1)],
+    [
+        ("500m", 500),
+        ("0.8", 800),
+        (40, 40000),
+        (0.8, 800),
+        ("1k", 1_000_000),
+        ("1Ki", 1_024_000),
+        ("1e3", 1_000_000),
+        ("0.0001", 1),
+        ("2.5", 2500),
+        ("100u", 1),
+    ],
 )
 def test_parse_quantity(text, milli):
     assert parse_quantity_milli(text) == milli
@@ -110,25 +124,37 @@ def test_errors_name_file_and_field(tmp_path, value, message):
     ("text", "message"),
     [
         ("spec: [", "not valid YAML at line"),
-        ("apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nspec:\n  scaleTargetRef: {name: a}\n",
-         r"spec\.maxReplicas: required field is missing"),
-        ("apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nspec:\n  scaleTargetRef: {name: a}\n"
-         "  maxReplicas: 3\n  metrics:\n  - type: Pods\n    pods:\n      metric: {name: q}\n"
-         "      target: {type: Value, value: 1}\n",
-         r"spec\.metrics\[0\]\.pods\.target\.type: expected one of AverageValue, got 'Value'"),
-        ("apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nspec:\n  scaleTargetRef: {name: a}\n"
-         "  triggers:\n  - type: prometheus\n    metadata: {query: q}\n",
-         r"spec\.triggers\[0\]\.metadata\.threshold: required field is missing"),
-        ("apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nspec:\n  scaleTargetRef: {name: a}\n"
-         "  triggers:\n  - type: prometheus\n    metadata: {threshold: 'five'}\n",
-         r"spec\.triggers\[0\]\.metadata\.threshold: expected a number, got 'five'"),
-        ("apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nspec:\n  scaleTargetRef: {name: a}\n"
-         "  advanced:\n    scalingModifiers:\n      target: '1'\n      formula: \"__import__('os').system('id')\"\n"
-         "  triggers:\n  - type: prometheus\n    name: q\n    metadata: {threshold: '5'}\n",
-         r"spec\.advanced\.scalingModifiers\.formula: unexpected character"),
-        ("apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nspec:\n  scaleTargetRef: {name: a}\n"
-         "  maxReplicas: 3\n  behavior:\n    scaleUp:\n      selectPolicy: Fastest\n",
-         r"spec\.behavior\.scaleUp\.selectPolicy: expected one of Max, Min, Disabled, got 'Fastest'"),
+        (
+            "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nspec:\n  scaleTargetRef: {name: a}\n",
+            r"spec\.maxReplicas: required field is missing",
+        ),
+        (
+            "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nspec:\n  scaleTargetRef: {name: a}\n"
+            "  maxReplicas: 3\n  metrics:\n  - type: Pods\n    pods:\n      metric: {name: q}\n"
+            "      target: {type: Value, value: 1}\n",
+            r"spec\.metrics\[0\]\.pods\.target\.type: expected one of AverageValue, got 'Value'",
+        ),
+        (
+            "apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nspec:\n  scaleTargetRef: {name: a}\n"
+            "  triggers:\n  - type: prometheus\n    metadata: {query: q}\n",
+            r"spec\.triggers\[0\]\.metadata\.threshold: required field is missing",
+        ),
+        (
+            "apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nspec:\n  scaleTargetRef: {name: a}\n"
+            "  triggers:\n  - type: prometheus\n    metadata: {threshold: 'five'}\n",
+            r"spec\.triggers\[0\]\.metadata\.threshold: expected a number, got 'five'",
+        ),
+        (
+            "apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nspec:\n  scaleTargetRef: {name: a}\n"
+            "  advanced:\n    scalingModifiers:\n      target: '1'\n      formula: \"__import__('os').system('id')\"\n"
+            "  triggers:\n  - type: prometheus\n    name: q\n    metadata: {threshold: '5'}\n",
+            r"spec\.advanced\.scalingModifiers\.formula: unexpected character",
+        ),
+        (
+            "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nspec:\n  scaleTargetRef: {name: a}\n"
+            "  maxReplicas: 3\n  behavior:\n    scaleUp:\n      selectPolicy: Fastest\n",
+            r"spec\.behavior\.scaleUp\.selectPolicy: expected one of Max, Min, Disabled, got 'Fastest'",
+        ),
     ],
 )
 def test_malformed_manifests_are_refused(tmp_path, text, message):
@@ -138,14 +164,20 @@ def test_malformed_manifests_are_refused(tmp_path, text, message):
 
 
 def test_hpa_defaults_and_v1(tmp_path):
-    no_metrics = _write(tmp_path, "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: a}\n"
-                        "spec:\n  scaleTargetRef: {name: a}\n  maxReplicas: 3\n")
+    no_metrics = _write(
+        tmp_path,
+        "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: a}\n"
+        "spec:\n  scaleTargetRef: {name: a}\n  maxReplicas: 3\n",
+    )
     (autoscaler,) = load_autoscalers(no_metrics)
     assert autoscaler.hpa.metrics[0].target.average_utilization_pct == 80
     assert autoscaler.hpa.effective_min_replicas == 1
-    v1 = _write(tmp_path, "apiVersion: autoscaling/v1\nkind: HorizontalPodAutoscaler\nmetadata: {name: b}\n"
-                "spec:\n  scaleTargetRef: {name: a}\n  maxReplicas: 3\n  targetCPUUtilizationPercentage: 55\n",
-                "v1.yaml")
+    v1 = _write(
+        tmp_path,
+        "apiVersion: autoscaling/v1\nkind: HorizontalPodAutoscaler\nmetadata: {name: b}\n"
+        "spec:\n  scaleTargetRef: {name: a}\n  maxReplicas: 3\n  targetCPUUtilizationPercentage: 55\n",
+        "v1.yaml",
+    )
     assert load_autoscaler(v1).hpa.metrics[0].target.average_utilization_pct == 55
 
 

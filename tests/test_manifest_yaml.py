@@ -13,8 +13,7 @@ from planner.manifests.generate import ScalingPlan, generate_manifests
 from planner.manifests.writer import dump_manifest, patch_workload_text, workload_names
 
 GRACE = plan_grace(204.8, pre_stop_s=10)  # shutdown 226 s, grace 241 s
-PATCHED_KEYS = ("terminationGracePeriodSeconds", "lifecycle:", "preStop:", "sleep:", "seconds:",
-                "--shutdown-timeout")
+PATCHED_KEYS = ("terminationGracePeriodSeconds", "lifecycle:", "preStop:", "sleep:", "seconds:", "--shutdown-timeout")
 
 
 def _real(shared_dir, prefix):
@@ -39,9 +38,17 @@ def _pod(text):
 
 
 def test_dump_keeps_values_and_writes_each_reason_beside_its_value():
-    plan = ScalingPlan(target_name="llama", concurrency_target=40, warmup_s=240, max_output_tokens=4096,
-                       itl_ms=50, max_replicas=12, kv_usage_target_frac=0.8, knee_concurrency=48,
-                       growth_frac=0.2)
+    plan = ScalingPlan(
+        target_name="llama",
+        concurrency_target=40,
+        warmup_s=240,
+        max_output_tokens=4096,
+        itl_ms=50,
+        max_replicas=12,
+        kv_usage_target_frac=0.8,
+        knee_concurrency=48,
+        growth_frac=0.2,
+    )
     result = generate_manifests(plan)
     for manifest in result.all:
         text = dump_manifest(manifest)
@@ -50,8 +57,9 @@ def test_dump_keeps_values_and_writes_each_reason_beside_its_value():
     text = dump_manifest(result.scaled_object)
     [line] = [line for line in text.splitlines() if "threshold: '40'" in line]
     assert line.split("#", 1)[1].strip().startswith("40 = knee 48 / (1 + 0.2 growth during one warmup)")
-    [line] = [line for line in dump_manifest(result.workload_patch).splitlines()
-              if "terminationGracePeriodSeconds" in line]
+    [line] = [
+        line for line in dump_manifest(result.workload_patch).splitlines() if "terminationGracePeriodSeconds" in line
+    ]
     assert "241 s = preStop 10 s + --shutdown-timeout 226 s" in line
 
 
@@ -77,7 +85,8 @@ def test_patch_55_inserts_three_fields_and_changes_nothing_else(shared_dir):
     assert patch.container == "inference-server" and patch.warnings == ()
     # the comments of the original file, including commented-out blocks, are all still there
     assert [line for line in before.splitlines() if "#" in line] == [
-        line for line in patch.text.splitlines() if "#" in line and line not in added]
+        line for line in patch.text.splitlines() if "#" in line and line not in added
+    ]
 
 
 def test_patch_51_command_list_and_an_existing_prestop_hook(shared_dir):
@@ -87,7 +96,9 @@ def test_patch_51_command_list_and_an_existing_prestop_hook(shared_dir):
     removed, added = _changed_lines(before, patch.text)
     assert removed == ["      terminationGracePeriodSeconds: 60"]
     assert [line.split("#")[0].rstrip() for line in added] == [
-        "            - --shutdown-timeout=226", "      terminationGracePeriodSeconds: 241"]
+        "            - --shutdown-timeout=226",
+        "      terminationGracePeriodSeconds: 241",
+    ]
     assert _pod(patch.text)["containers"][0]["command"][-1] == "--shutdown-timeout=226"
     assert _pod(patch.text)["containers"][1]["command"] == ["aibrix_runtime", "--port", "8080"]
     [warning] = patch.warnings
@@ -115,7 +126,7 @@ def test_every_real_deployment_patches_to_the_same_object_plus_the_fields(shared
 
 
 def test_existing_shutdown_timeout_is_replaced_in_both_spellings():
-    text = _deployment("        args: [\"--model\", \"m\", \"--shutdown-timeout\", \"30\"]\n")
+    text = _deployment('        args: ["--model", "m", "--shutdown-timeout", "30"]\n')
     patched = patch_workload_text(text, GRACE, source="d.yaml").text
     assert _pod(patched)["containers"][0]["args"] == ["--model", "m", "--shutdown-timeout", "226"]
     text = _deployment("        args:\n        - --shutdown-timeout=0  # aborts on SIGTERM\n")
@@ -135,14 +146,16 @@ def test_max_num_seqs_is_read_from_args_and_shell_strings(shared_dir):
     text = _real(shared_dir, "55").read_text(encoding="utf-8")
     assert vllm_argument(text, "--max-num-seqs", source="55.yaml") == "64"
     assert vllm_argument(text, "--max-model-len", source="55.yaml") is None
-    shell = _deployment('        command: ["/bin/sh", "-c"]\n        args:\n'
-                        '        - vllm serve m --max-num-seqs 32 --port 8000\n')
+    shell = _deployment(
+        '        command: ["/bin/sh", "-c"]\n        args:\n        - vllm serve m --max-num-seqs 32 --port 8000\n'
+    )
     assert vllm_argument(shell, "--max-num-seqs", source="s.yaml") == "32"
 
 
 def test_inserted_keys_go_above_the_comment_of_the_key_they_precede():
     text = _deployment("        # the engine's flags\n        args: [--model, m]\n").replace(
-        "      containers:", "      # one container\n      containers:")
+        "      containers:", "      # one container\n      containers:"
+    )
     patched = patch_workload_text(text, GRACE, source="d.yaml").text
     assert "      terminationGracePeriodSeconds: 241" in patched.split("      # one container\n")[0]
     assert "# the engine's flags\n        args:" in patched
@@ -155,8 +168,10 @@ def test_flow_style_args_get_the_flag_appended_in_place():
 
 
 def test_shell_string_is_not_patched_and_says_what_to_add():
-    text = _deployment('        command: ["/bin/sh", "-c"]\n        args:\n'
-                       '        - vllm serve m --max-num-seqs 64\n', image="ghcr.io/x/server:1")
+    text = _deployment(
+        '        command: ["/bin/sh", "-c"]\n        args:\n        - vllm serve m --max-num-seqs 64\n',
+        image="ghcr.io/x/server:1",
+    )
     patch = patch_workload_text(text, GRACE, source="d.yaml")
     assert _pod(patch.text)["containers"][0]["args"] == ["vllm serve m --max-num-seqs 64"]
     [warning] = patch.warnings
@@ -164,8 +179,11 @@ def test_shell_string_is_not_patched_and_says_what_to_add():
 
 
 def test_multi_document_file_patches_only_the_named_workload():
-    text = _deployment("        args: [--model, m]\n", name="a") + "---\n" + _deployment(
-        "        args: [--model, m]\n", name="b")
+    text = (
+        _deployment("        args: [--model, m]\n", name="a")
+        + "---\n"
+        + _deployment("        args: [--model, m]\n", name="b")
+    )
     with pytest.raises(PlannerInputError, match="several workloads"):
         patch_workload_text(text, GRACE, source="two.yaml")
     patch = patch_workload_text(text, GRACE, source="two.yaml", target_name="b")
@@ -176,25 +194,33 @@ def test_multi_document_file_patches_only_the_named_workload():
     assert workload_names(text, "two.yaml") == ["a", "b"]
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("a: [1, 2\n", "d.yaml: not valid YAML at line"),
-    ("apiVersion: v1\nkind: Service\nmetadata: {name: s}\n", "d.yaml: no Deployment or StatefulSet"),
-    ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {}\n",
-     "d.yaml (document 1): spec.template: expected a mapping"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a: [1, 2\n", "d.yaml: not valid YAML at line"),
+        ("apiVersion: v1\nkind: Service\nmetadata: {name: s}\n", "d.yaml: no Deployment or StatefulSet"),
+        (
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {}\n",
+            "d.yaml (document 1): spec.template: expected a mapping",
+        ),
+    ],
+)
 def test_bad_workload_files_name_the_file(text, message):
     with pytest.raises(PlannerInputError, match=message.replace("(", r"\(").replace(")", r"\)")):
         patch_workload_text(text, GRACE, source="d.yaml")
 
 
-@pytest.mark.parametrize(("tail", "outcome"), [
-    ("        lifecycle:\n        args: [a]\n", "lifecycle is set but is not a mapping"),
-    ("        lifecycle: x\n        args: [a]\n", "lifecycle is set but is not a mapping"),
-    ("        lifecycle:\n          preStop:\n        args: [a]\n", "preStop is present but empty"),
-    ("        args: []\n", "an empty list"),
-    ("        args:\n        - |\n          --model m\n", "a multi-line item"),
-    ("        args:\n        - |\n          vllm serve m\n", "shell string"),
-])
+@pytest.mark.parametrize(
+    ("tail", "outcome"),
+    [
+        ("        lifecycle:\n        args: [a]\n", "lifecycle is set but is not a mapping"),
+        ("        lifecycle: x\n        args: [a]\n", "lifecycle is set but is not a mapping"),
+        ("        lifecycle:\n          preStop:\n        args: [a]\n", "preStop is present but empty"),
+        ("        args: []\n", "an empty list"),
+        ("        args:\n        - |\n          --model m\n", "a multi-line item"),
+        ("        args:\n        - |\n          vllm serve m\n", "shell string"),
+    ],
+)
 def test_odd_layouts_are_left_alone_with_a_reason(tail, outcome):
     text = _deployment(tail)
     try:
@@ -225,6 +251,5 @@ def _deployment(container_tail: str, name: str = "d", image: str = "vllm/vllm-op
         "    spec:\n"
         "      containers:\n"
         "      - name: server\n"
-        f"        image: {image}\n"
-        + container_tail
+        f"        image: {image}\n" + container_tail
     )

@@ -13,9 +13,19 @@ from planner.manifests.generate import ScalingPlan, format_threshold, generate_m
 from planner.manifests.schema import schema_errors
 
 PLAN = ScalingPlan(
-    target_name="llama-vllm", concurrency_target=40, warmup_s=240, max_output_tokens=4096, itl_ms=50,
-    max_replicas=12, min_replicas=2, kv_usage_target_frac=0.8, queue_threshold_requests=129,
-    namespace="llm", model_name="llama", knee_concurrency=48, growth_frac=0.2,
+    target_name="llama-vllm",
+    concurrency_target=40,
+    warmup_s=240,
+    max_output_tokens=4096,
+    itl_ms=50,
+    max_replicas=12,
+    min_replicas=2,
+    kv_usage_target_frac=0.8,
+    queue_threshold_requests=129,
+    namespace="llm",
+    model_name="llama",
+    knee_concurrency=48,
+    growth_frac=0.2,
 )
 
 
@@ -31,8 +41,10 @@ def test_scaled_object_carries_the_signals_thresholds_and_combination():
     triggers = {t["name"]: t for t in spec["triggers"]}
     assert list(triggers) == ["inflight", "kv", "waiting"]
     inflight = triggers["inflight"]["metadata"]["query"]
-    assert inflight == ('sum(vllm:num_requests_running{namespace="llm",model_name="llama"}) + '
-                        'sum(vllm:num_requests_waiting{namespace="llm",model_name="llama"})')
+    assert inflight == (
+        'sum(vllm:num_requests_running{namespace="llm",model_name="llama"}) + '
+        'sum(vllm:num_requests_waiting{namespace="llm",model_name="llama"})'
+    )
     assert triggers["kv"]["metadata"]["query"] == 'sum(vllm:kv_cache_usage_perc{namespace="llm",model_name="llama"})'
     assert [t["metadata"]["threshold"] for t in spec["triggers"]] == ["40", "0.8", "129"]
     for trigger in spec["triggers"]:
@@ -40,7 +52,10 @@ def test_scaled_object_carries_the_signals_thresholds_and_combination():
         assert trigger["metadata"]["ignoreNullValues"] == "false"
         assert "avg(" not in trigger["metadata"]["query"]
     assert spec["advanced"]["scalingModifiers"] == {
-        "formula": "max(inflight / 40, kv / 0.8, waiting / 129)", "target": "1", "metricType": "AverageValue"}
+        "formula": "max(inflight / 40, kv / 0.8, waiting / 129)",
+        "target": "1",
+        "metricType": "AverageValue",
+    }
     assert (spec["minReplicaCount"], spec["maxReplicaCount"]) == (2, 12)
 
 
@@ -81,16 +96,21 @@ def test_hpa_uses_external_average_value_metrics_with_the_same_targets():
     metrics = result.hpa.document["spec"]["metrics"]
     assert [m["type"] for m in metrics] == ["External"] * 3
     assert [m["external"]["target"] for m in metrics] == [
-        {"type": "AverageValue", "averageValue": v} for v in ("40", "0.8", "129")]
+        {"type": "AverageValue", "averageValue": v} for v in ("40", "0.8", "129")
+    ]
     rules = result.adapter_rules.document["externalRules"]
     assert [r["name"]["as"] for r in rules] == [m["external"]["metric"]["name"] for m in metrics]
     assert [r["metricsQuery"] for r in rules] == [
-        t["metadata"]["query"] for t in result.scaled_object.document["spec"]["triggers"]]
+        t["metadata"]["query"] for t in result.scaled_object.document["spec"]["triggers"]
+    ]
 
 
 def test_every_generated_object_passes_its_schema():
-    for plan in (PLAN, _replace(PLAN, namespace="", model_name="", kv_usage_target_frac=None),
-                 _replace(PLAN, target_kind="StatefulSet", scale_up_tolerance_frac=None)):
+    for plan in (
+        PLAN,
+        _replace(PLAN, namespace="", model_name="", kv_usage_target_frac=None),
+        _replace(PLAN, target_kind="StatefulSet", scale_up_tolerance_frac=None),
+    ):
         result = generate_manifests(plan)
         for manifest in result.all:
             if manifest.is_kubernetes_object:
@@ -101,12 +121,14 @@ def test_comments_give_reasons_with_the_numbers():
     result = generate_manifests(PLAN)
     comments = dict(result.scaled_object.comments)
     assert comments[("spec", "triggers", 0, "metadata", "threshold")].startswith(
-        "40 = knee 48 / (1 + 0.2 growth during one warmup)")
+        "40 = knee 48 / (1 + 0.2 growth during one warmup)"
+    )
     behavior = ("spec", "advanced", "horizontalPodAutoscalerConfig", "behavior")
     assert "240 s warmup" in comments[(*behavior, "scaleDown", "stabilizationWindowSeconds")]
     patch = dict(result.workload_patch.comments)
     assert patch[("spec", "template", "spec", "terminationGracePeriodSeconds")].startswith(
-        "241 s = preStop 10 s + --shutdown-timeout 226 s")
+        "241 s = preStop 10 s + --shutdown-timeout 226 s"
+    )
     for manifest in result.all:  # every comment points at a field that exists
         for path, _ in manifest.comments:
             node = manifest.document
@@ -114,31 +136,37 @@ def test_comments_give_reasons_with_the_numbers():
                 node = node[part]
 
 
-@pytest.mark.parametrize(("value", "text"), [(40.0, "40"), (0.8, "0.8"), (53.33333, "53.333"),
-                                             (129.9999, "129.999"), (1e-3, "0.001"), (100, "100")])
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(40.0, "40"), (0.8, "0.8"), (53.33333, "53.333"), (129.9999, "129.999"), (1e-3, "0.001"), (100, "100")],
+)
 def test_format_threshold_rounds_down_to_milli_units(value, text):
     assert format_threshold(value) == text
     assert float(text) <= value
 
 
-@pytest.mark.parametrize(("changes", "message"), [
-    ({"min_replicas": 0}, "min_replicas must be at least 1"),
-    ({"max_replicas": 1}, "max_replicas 1 is below min_replicas 2"),
-    ({"concurrency_target": 0}, "concurrency_target"),
-    ({"kv_usage_target_frac": 1.5}, "kv_usage_target_frac"),
-    ({"queue_threshold_requests": -1}, "queue_threshold_requests"),
-    ({"target_name": ""}, "target name"),
-    ({"target_kind": "Job"}, "Deployment or StatefulSet"),
-    ({"prometheus_address": "prometheus:9090"}, "http://"),
-    ({"model_name": 'x"y'}, "cannot be written into a PromQL matcher"),
-    ({"concurrency_target": 1e-4}, "rounds to 0"),
-])
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"min_replicas": 0}, "min_replicas must be at least 1"),
+        ({"max_replicas": 1}, "max_replicas 1 is below min_replicas 2"),
+        ({"concurrency_target": 0}, "concurrency_target"),
+        ({"kv_usage_target_frac": 1.5}, "kv_usage_target_frac"),
+        ({"queue_threshold_requests": -1}, "queue_threshold_requests"),
+        ({"target_name": ""}, "target name"),
+        ({"target_kind": "Job"}, "Deployment or StatefulSet"),
+        ({"prometheus_address": "prometheus:9090"}, "http://"),
+        ({"model_name": 'x"y'}, "cannot be written into a PromQL matcher"),
+        ({"concurrency_target": 1e-4}, "rounds to 0"),
+    ],
+)
 def test_bad_plans_are_refused_with_the_field(changes, message):
     with pytest.raises(PlannerInputError, match=re.escape(message)):
         generate_manifests(_replace(PLAN, **changes))
 
 
 # --- controller semantics in the comments, and version-aware tolerance (issue 20, items 3 and 4) ---------
+
 
 def _comments(manifest) -> dict:
     return {".".join(map(str, path)): text for path, text in manifest.comments}
@@ -167,8 +195,10 @@ def test_comments_state_what_the_controllers_do():
 
 
 def _tolerances(result):
-    behaviors = (result.hpa.document["spec"]["behavior"],
-                 result.scaled_object.document["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"])
+    behaviors = (
+        result.hpa.document["spec"]["behavior"],
+        result.scaled_object.document["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"],
+    )
     return tuple(b["scaleUp"].get("tolerance") for b in behaviors)
 
 
@@ -210,8 +240,9 @@ def test_the_teams_own_matchers_are_kept_in_every_query():
 
 
 def test_a_given_matcher_wins_over_the_flag_for_the_same_label():
-    plan = _replace(PLAN, namespace="", model_name="meta-llama/Llama-3.1-8B-Instruct",
-                    label_matchers=('model_name="chat"',))
+    plan = _replace(
+        PLAN, namespace="", model_name="meta-llama/Llama-3.1-8B-Instruct", label_matchers=('model_name="chat"',)
+    )
     query = generate_manifests(plan).scaled_object.document["spec"]["triggers"][0]["metadata"]["query"]
     assert 'model_name="chat"' in query and "meta-llama" not in query
 
@@ -219,8 +250,10 @@ def test_a_given_matcher_wins_over_the_flag_for_the_same_label():
 def test_query_matchers_read_every_operator_and_skip_non_vllm_selectors():
     from planner.manifests.generate import query_matchers
 
-    query = ('sum(vllm:num_requests_running{namespace="llm", pod=~"chat-.*"}) + '
-             'sum(vllm:num_requests_waiting{model_name!="x"}) + sum(up{job="other"})')
+    query = (
+        'sum(vllm:num_requests_running{namespace="llm", pod=~"chat-.*"}) + '
+        'sum(vllm:num_requests_waiting{model_name!="x"}) + sum(up{job="other"})'
+    )
     assert query_matchers(query) == ('namespace="llm"', 'pod=~"chat-.*"', 'model_name!="x"')
 
 
@@ -228,9 +261,12 @@ def test_workload_matchers_name_the_namespace_and_the_served_model():
     from planner.manifests.generate import pod_matcher, workload_matchers
 
     assert workload_matchers("llm", {"--served-model-name": "chat fast", "--model": "m"}) == (
-        'namespace="llm"', 'model_name="chat"')
+        'namespace="llm"',
+        'model_name="chat"',
+    )
     assert workload_matchers("", {"--model": "meta-llama/Llama-3.1-8B-Instruct"}) == (
-        'model_name="meta-llama/Llama-3.1-8B-Instruct"',)
+        'model_name="meta-llama/Llama-3.1-8B-Instruct"',
+    )
     assert workload_matchers("", {"--model": "{{ .Values.model }}"}) == ()  # a template is not a name
     assert pod_matcher("StatefulSet", "chat") == 'pod=~"chat-[0-9]+"'
 

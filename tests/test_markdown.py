@@ -5,11 +5,19 @@ import pytest
 from planner.markdown import at_least_share, inline_html, markdown_table, plural
 
 
-@pytest.mark.parametrize(("count", "noun", "text"), [
-    (1, "scale event", "1 scale event"), (2, "scale event", "2 scale events"), (0, "flap cycle", "0 flap cycles"),
-    (1, "GPU", "1 GPU"), (8, "GPU", "8 GPUs"), (1.0, "replica", "1 replica"), (12_000, "request", "12,000 requests"),
-    (2.5, "replica", "2.5 replicas"),
-])
+@pytest.mark.parametrize(
+    ("count", "noun", "text"),
+    [
+        (1, "scale event", "1 scale event"),
+        (2, "scale event", "2 scale events"),
+        (0, "flap cycle", "0 flap cycles"),
+        (1, "GPU", "1 GPU"),
+        (8, "GPU", "8 GPUs"),
+        (1.0, "replica", "1 replica"),
+        (12_000, "request", "12,000 requests"),
+        (2.5, "replica", "2.5 replicas"),
+    ],
+)
 def test_plural_is_singular_for_exactly_one(count, noun, text):
     assert plural(count, noun) == text
 
@@ -27,7 +35,8 @@ def test_a_lower_bound_never_reads_at_least_100_percent():
 
 def test_inline_html_renders_code_and_bold_and_escapes_the_rest():
     assert inline_html("Set `--shutdown-timeout 226` (from `planner grace`).") == (
-        "Set <code>--shutdown-timeout 226</code> (from <code>planner grace</code>).")
+        "Set <code>--shutdown-timeout 226</code> (from <code>planner grace</code>)."
+    )
     assert inline_html("**Fix:** keep <b> & `a<b`") == "<b>Fix:</b> keep &lt;b&gt; &amp; <code>a&lt;b</code>"
     assert "`" not in inline_html("a `b` c `d`")
 

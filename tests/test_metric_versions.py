@@ -52,9 +52,14 @@ def test_promql_is_what_queries_for_writes():
     rows = {row.name: row for row in metric_rows()}
     current = queries_for({s.key: s.current for s in SIGNALS})
     assert set(rows["vllm:kv_cache_usage_perc"].promql) == {
-        current["kv_usage_fleet_sum"], current["kv_usage_per_pod_avg"]}
+        current["kv_usage_fleet_sum"],
+        current["kv_usage_per_pod_avg"],
+    }
     assert rows["vllm:num_preemptions"].promql == (current["preemptions_per_s"],)
-    assert rows["vllm:gpu_cache_usage_perc"].promql == ("sum(vllm:gpu_cache_usage_perc)", "avg(vllm:gpu_cache_usage_perc)")
+    assert rows["vllm:gpu_cache_usage_perc"].promql == (
+        "sum(vllm:gpu_cache_usage_perc)",
+        "avg(vllm:gpu_cache_usage_perc)",
+    )
     assert "vllm:time_per_output_token_seconds_bucket" in rows["vllm:time_per_output_token_seconds"].promql[0]
     assert rows["vllm:cpu_cache_usage_perc"].promql == ()
 
@@ -111,7 +116,9 @@ def test_tables_name_every_metric_once_per_row():
     for row in metric_rows():
         assert sum(line.startswith(f"| `{row.name}`") for line in lines) == 1
     promql = promql_markdown()
-    assert "```text\nhistogram_quantile(0.99, sum by (le) (rate(vllm:inter_token_latency_seconds_bucket[5m])))" in promql
+    assert (
+        "```text\nhistogram_quantile(0.99, sum by (le) (rate(vllm:inter_token_latency_seconds_bucket[5m])))" in promql
+    )
     assert "cpu_cache_usage_perc" not in promql
 
 
@@ -129,11 +136,15 @@ def test_history_runs_to_the_current_release_with_checked_removals():
     assert export_status(old_itl.name, "0.14.1") == "hidden"
     assert export_status(old_itl.name, "0.15") == "removed"
     # The prefix-cache counters lost their gpu_ prefix with the KV gauge (#18354) and followed its life.
-    for new, old in (("vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries"),
-                     ("vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits")):
+    for new, old in (
+        ("vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries"),
+        ("vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits"),
+    ):
         assert history[new].since == "0.9.2" and history[old].replaced_by == new
         assert (history[old].hidden, history[old].removed) == (
-            history["vllm:gpu_cache_usage_perc"].hidden, history["vllm:gpu_cache_usage_perc"].removed)
+            history["vllm:gpu_cache_usage_perc"].hidden,
+            history["vllm:gpu_cache_usage_perc"].removed,
+        )
     # Every current name is exported by the release the book follows, with that release's source cited.
     for signal in SIGNALS:
         assert export_status(signal.current, CURRENT_VLLM_VERSION) == "exported"

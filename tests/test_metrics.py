@@ -47,7 +47,7 @@ def test_errors():
     with pytest.raises(PlannerInputError, match="no vllm: metrics found"):
         report_from_text("# TYPE up gauge\nup 1\n", source="scrape.txt")
     with pytest.raises(PlannerInputError, match=r"scrape\.txt: not Prometheus text exposition format"):
-        report_from_text("vllm:num_requests_running{model_name=\"x\"} not-a-number\n", source="scrape.txt")
+        report_from_text('vllm:num_requests_running{model_name="x"} not-a-number\n', source="scrape.txt")
 
 
 @pytest.mark.parametrize(
@@ -76,7 +76,8 @@ def test_prefix_cache_hit_fraction_of_a_real_loaded_scrape(shared_dir):
     assert loaded.prefix_cache_hit_frac == pytest.approx(2_480 / 339_968)
     assert loaded.queries["prefix_cache_hit_frac"] == (
         'sum(rate(vllm:prefix_cache_hits_total{model_name="opt-125m-tp2"}[5m])) / '
-        'sum(rate(vllm:prefix_cache_queries_total{model_name="opt-125m-tp2"}[5m]))')
+        'sum(rate(vllm:prefix_cache_queries_total{model_name="opt-125m-tp2"}[5m]))'
+    )
     # The idle scrape of the same server run has looked nothing up yet; the interval is the loaded run.
     idle = read_metrics_scrape(shared_dir / "real-world/metrics/vllm-0.25.1-opt125m-tp2-idle.txt")
     assert idle.prefix_cache_hit_frac is None
@@ -90,7 +91,8 @@ def test_prefix_cache_hit_fraction_over_an_interval_and_under_old_names():
         return report_from_text(
             "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting 0\n"
             f"# TYPE {prefix}prefix_cache_queries_total counter\n{prefix}prefix_cache_queries_total {queries}\n"
-            f"# TYPE {prefix}prefix_cache_hits_total counter\n{prefix}prefix_cache_hits_total {hits}\n")
+            f"# TYPE {prefix}prefix_cache_hits_total counter\n{prefix}prefix_cache_hits_total {hits}\n"
+        )
 
     assert prefix_cache_hit_frac(scrape(3000, 2000), scrape(1000, 500)) == pytest.approx(0.75)
     old = scrape(1000, 250, prefix="vllm:gpu_")

@@ -60,16 +60,30 @@ def test_gemma3_head_counts_default_as_in_transformers():
 
 
 def test_gemma2_alternates_from_a_sliding_first_layer():
-    spec = model_spec_from_config({"model_type": "gemma2", "num_hidden_layers": 4,
-                                   "num_attention_heads": 16, "num_key_value_heads": 8,
-                                   "head_dim": 256, "sliding_window": 4096})
+    spec = model_spec_from_config(
+        {
+            "model_type": "gemma2",
+            "num_hidden_layers": 4,
+            "num_attention_heads": 16,
+            "num_key_value_heads": 8,
+            "head_dim": 256,
+            "sliding_window": 4096,
+        }
+    )
     assert spec.kinds == ("sliding", "full", "sliding", "full")
 
 
 def test_mistral_v01_window_applies_to_every_layer():
-    spec = model_spec_from_config({"model_type": "mistral", "num_hidden_layers": 32,
-                                   "num_attention_heads": 32, "num_key_value_heads": 8,
-                                   "hidden_size": 4096, "sliding_window": 4096})
+    spec = model_spec_from_config(
+        {
+            "model_type": "mistral",
+            "num_hidden_layers": 32,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "hidden_size": 4096,
+            "sliding_window": 4096,
+        }
+    )
     assert set(spec.kinds) == {"sliding"} and spec.head_dim == 128
 
 
@@ -77,18 +91,15 @@ def test_older_kv_head_spellings():
     base = {"num_hidden_layers": 2, "num_attention_heads": 32, "hidden_size": 4096}
     assert model_spec_from_config({**base, "n_head_kv": 8}).num_kv_heads == 8
     assert model_spec_from_config({**base, "multi_query_group_num": 2}).num_kv_heads == 2
-    falcon = {"model_type": "falcon", "n_layer": 2, "n_head": 71, "hidden_size": 4544,
-              "multi_query": True}
+    falcon = {"model_type": "falcon", "n_layer": 2, "n_head": 71, "hidden_size": 4544, "multi_query": True}
     assert model_spec_from_config(falcon).num_kv_heads == 1
-    mpt = {"model_type": "mpt", "n_layers": 2, "n_heads": 32, "d_model": 4096,
-           "attn_config": {"kv_n_heads": 8}}
+    mpt = {"model_type": "mpt", "n_layers": 2, "n_heads": 32, "d_model": 4096, "attn_config": {"kv_n_heads": 8}}
     assert model_spec_from_config(mpt).num_kv_heads == 8
     assert model_spec_from_config(base).num_kv_heads == 32  # plain multi-head attention
 
 
 def test_derived_max_len_follows_vllm_rope_rules():
-    base = {"num_hidden_layers": 2, "num_attention_heads": 8, "hidden_size": 512,
-            "max_position_embeddings": 32768}
+    base = {"num_hidden_layers": 2, "num_attention_heads": 8, "hidden_size": 512, "max_position_embeddings": 32768}
     yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
     assert model_spec_from_config({**base, "rope_scaling": yarn}).max_position_embeddings == 131072
     llama3 = {"rope_type": "llama3", "factor": 8.0}
@@ -96,35 +107,57 @@ def test_derived_max_len_follows_vllm_rope_rules():
     assert model_spec_from_config({**base, "seq_length": 4096}).max_position_embeddings == 4096
 
 
-@pytest.mark.parametrize(("config", "message"), [
-    ({"model_type": "jamba", "num_hidden_layers": 32}, "Mamba/attention hybrid"),
-    ({"model_type": "qwen3_next", "num_hidden_layers": 48}, "linear-attention hybrid"),
-    ({"model_type": "mllama", "text_config": {}}, "cross-attention"),
-    ({"num_hidden_layers": 2, "num_attention_heads": 8, "hidden_size": 512,
-      "layer_types": ["linear_attention", "full_attention"]}, "linear_attention"),
-    ({"num_hidden_layers": 2, "num_attention_heads": 8, "hidden_size": 512,
-      "attention_chunk_size": 8192}, "chunked local attention"),
-    ({"num_hidden_layers": 2, "num_attention_heads": 8, "hidden_size": 512,
-      "layers_block_type": ["mamba", "attention"]}, "layers_block_type"),
-])
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"model_type": "jamba", "num_hidden_layers": 32}, "Mamba/attention hybrid"),
+        ({"model_type": "qwen3_next", "num_hidden_layers": 48}, "linear-attention hybrid"),
+        ({"model_type": "mllama", "text_config": {}}, "cross-attention"),
+        (
+            {
+                "num_hidden_layers": 2,
+                "num_attention_heads": 8,
+                "hidden_size": 512,
+                "layer_types": ["linear_attention", "full_attention"],
+            },
+            "linear_attention",
+        ),
+        (
+            {"num_hidden_layers": 2, "num_attention_heads": 8, "hidden_size": 512, "attention_chunk_size": 8192},
+            "chunked local attention",
+        ),
+        (
+            {
+                "num_hidden_layers": 2,
+                "num_attention_heads": 8,
+                "hidden_size": 512,
+                "layers_block_type": ["mamba", "attention"],
+            },
+            "layers_block_type",
+        ),
+    ],
+)
 def test_unsupported_architectures_are_named(config, message):
     with pytest.raises(PlannerInputError, match=message):
         model_spec_from_config(config, "cfg.json")
 
 
-@pytest.mark.parametrize(("config", "message"), [
-    ({"num_attention_heads": 8, "hidden_size": 512}, "'num_hidden_layers' is missing"),
-    ({"num_hidden_layers": 2, "hidden_size": 512}, "'num_attention_heads' is missing"),
-    ({"num_hidden_layers": 2, "num_attention_heads": 8}, "'hidden_size'"),
-    ({"num_hidden_layers": -2, "num_attention_heads": 8, "hidden_size": 512}, ">= 1"),
-    ({"num_hidden_layers": "two", "num_attention_heads": 8, "hidden_size": 512}, "whole number"),
-    ({"num_hidden_layers": 2, "num_attention_heads": 8, "hidden_size": 512,
-      "torch_dtype": "int4"}, "torch_dtype"),
-    ({"model_type": "deepseek_v2", "num_hidden_layers": 2, "num_attention_heads": 8,
-      "kv_lora_rank": 512}, "'qk_rope_head_dim' is missing"),
-    ({"text_config": {"num_hidden_layers": 2, "num_attention_heads": 8}},
-     "'text_config.hidden_size'"),
-])
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"num_attention_heads": 8, "hidden_size": 512}, "'num_hidden_layers' is missing"),
+        ({"num_hidden_layers": 2, "hidden_size": 512}, "'num_attention_heads' is missing"),
+        ({"num_hidden_layers": 2, "num_attention_heads": 8}, "'hidden_size'"),
+        ({"num_hidden_layers": -2, "num_attention_heads": 8, "hidden_size": 512}, ">= 1"),
+        ({"num_hidden_layers": "two", "num_attention_heads": 8, "hidden_size": 512}, "whole number"),
+        ({"num_hidden_layers": 2, "num_attention_heads": 8, "hidden_size": 512, "torch_dtype": "int4"}, "torch_dtype"),
+        (
+            {"model_type": "deepseek_v2", "num_hidden_layers": 2, "num_attention_heads": 8, "kv_lora_rank": 512},
+            "'qk_rope_head_dim' is missing",
+        ),
+        ({"text_config": {"num_hidden_layers": 2, "num_attention_heads": 8}}, "'text_config.hidden_size'"),
+    ],
+)
 def test_missing_or_bad_fields_are_named(config, message):
     with pytest.raises(PlannerInputError, match=message):
         model_spec_from_config(config, "cfg.json")

@@ -43,9 +43,12 @@ def test_the_theme_fontawesome_script_is_the_only_thing_removed():
 
 
 def test_only_long_inline_code_words_may_break():
-    body = ('<code class="docutils literal notranslate"><span class="pre">--max-num-seqs</span></code> '
-            '<code class="docutils literal notranslate"><span class="pre">planner.autoscaler.replica_calculator.DEFAULT_TOLERANCE&amp;x</span>'
-            '</code>')
+    body = (
+        '<code class="docutils literal notranslate"><span class="pre">--max-num-seqs</span></code> '
+        '<code class="docutils literal notranslate"><span '
+        'class="pre">planner.autoscaler.replica_calculator.DEFAULT_TOLERANCE&amp;x</span>'
+        "</code>"
+    )
     marked = page_assets.mark_long_code(body)
     assert '<span class="pre">--max-num-seqs</span>' in marked
     assert '<span class="pre long">planner.autoscaler.replica_calculator.DEFAULT_TOLERANCE&amp;x</span>' in marked
@@ -59,7 +62,8 @@ def test_widget_scripts_are_the_configured_files_and_the_state():
     assert page_assets.is_widget_script(_JavaScript("widgets/embed-amd.js"), files)
     assert page_assets.is_widget_script(_JavaScript("_static/widgets/require.js"), files)
     assert page_assets.is_widget_script(
-        _JavaScript(None, type="application/vnd.jupyter.widget-state+json", body="{}"), files)
+        _JavaScript(None, type="application/vnd.jupyter.widget-state+json", body="{}"), files
+    )
     assert not page_assets.is_widget_script(_JavaScript("vega/vega.min.js", priority=300), files)
     assert not page_assets.is_widget_script(_JavaScript("doctools.js"), files)
 
@@ -84,18 +88,31 @@ def tiny_book(tmp_path_factory):
     shutil.copytree(REPO_ROOT / "book" / "_ext", root / "book" / "_ext")
     shutil.copytree(vendor, root / "book" / "_vendor")
     (root / "book" / "intro.md").write_text(
-        "# Intro\n\nText only: `--max-num-seqs` and `planner.explorers.drain.drain_explorer`.\n")
-    _notebook(root / "book" / "chart.ipynb", "Chart",
-              "import altair as alt, pandas as pd\nimport planner.charts.viz\nplanner.charts.viz.enable()",
-              "alt.Chart(pd.DataFrame({'x': [1, 2]}), title='c').mark_bar().encode(x='x:Q')")
-    _notebook(root / "book" / "explorer.ipynb", "Explorer",
-              "import planner.charts.viz\nplanner.charts.viz.enable()\nfrom planner.explorers.drain import drain_explorer",
-              "drain_explorer()")
-    (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n"
-                                   "  - file: book/chart\n  - file: book/explorer\n")
+        "# Intro\n\nText only: `--max-num-seqs` and `planner.explorers.drain.drain_explorer`.\n"
+    )
+    _notebook(
+        root / "book" / "chart.ipynb",
+        "Chart",
+        "import altair as alt, pandas as pd\nimport planner.charts.viz\nplanner.charts.viz.enable()",
+        "alt.Chart(pd.DataFrame({'x': [1, 2]}), title='c').mark_bar().encode(x='x:Q')",
+    )
+    _notebook(
+        root / "book" / "explorer.ipynb",
+        "Explorer",
+        "import planner.charts.viz\nplanner.charts.viz.enable()\nfrom planner.explorers.drain import drain_explorer",
+        "drain_explorer()",
+    )
+    (root / "_toc.yml").write_text(
+        "format: jb-book\nroot: book/intro\nchapters:\n  - file: book/chart\n  - file: book/explorer\n"
+    )
     env = {"PYTHONPATH": str(REPO_ROOT), "PATH": f"{BIN}:/usr/bin:/bin"}
-    result = subprocess.run([str(BIN / "jupyter-book"), "build", str(root), "-W", "-n", "--keep-going"],
-                            capture_output=True, text=True, timeout=900, env=env)
+    result = subprocess.run(
+        [str(BIN / "jupyter-book"), "build", str(root), "-W", "-n", "--keep-going"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return root / "_build" / "html"
 

@@ -50,15 +50,28 @@ def thresholds():
 def planned(thresholds):
     steps, result = thresholds
     found = manifest_thresholds(result, steps)
-    plan = ScalingPlan(target_name="llama", concurrency_target=found["concurrency_target"], warmup_s=60.0,
-                       max_output_tokens=4096, itl_ms=50.0, max_replicas=6)
+    plan = ScalingPlan(
+        target_name="llama",
+        concurrency_target=found["concurrency_target"],
+        warmup_s=60.0,
+        max_output_tokens=4096,
+        itl_ms=50.0,
+        max_replicas=6,
+    )
     return generated_autoscaler(generate_manifests(plan))
 
 
 @pytest.fixture(scope="module")
 def fleet(thresholds):
-    return plan_fleet(thresholds[1], kv_tokens=112_720, max_num_seqs=64, warmup_s=60.0, usd_per_gpu_hour=2.0,
-                      gpus_per_replica=1, ttft_slo_s=2.0)
+    return plan_fleet(
+        thresholds[1],
+        kv_tokens=112_720,
+        max_num_seqs=64,
+        warmup_s=60.0,
+        usd_per_gpu_hour=2.0,
+        gpus_per_replica=1,
+        ttft_slo_s=2.0,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -93,8 +106,11 @@ def test_generated_scaled_object_is_read_back(planned, thresholds):
 
 
 def test_default_grid():
-    assert default_grid(40.0) == {"target": [20.0, 40.0], "min_replicas": [1, 2],
-                                  "scale_down_window_s": [120, 600, 1800]}
+    assert default_grid(40.0) == {
+        "target": [20.0, 40.0],
+        "min_replicas": [1, 2],
+        "scale_down_window_s": [120, 600, 1800],
+    }
     with pytest.raises(PlannerInputError, match="concurrency_target"):
         default_grid(float("nan"))
 
@@ -169,8 +185,16 @@ def test_fleet_drains_as_the_patch_says(thresholds):
     from planner.dynamics.grace import plan_grace
 
     grace = plan_grace(204.8, pre_stop_s=10)
-    fleet = plan_fleet(thresholds[1], kv_tokens=112_720, max_num_seqs=64, warmup_s=60.0, usd_per_gpu_hour=2.0,
-                       gpus_per_replica=1, ttft_slo_s=2.0, grace=grace)
+    fleet = plan_fleet(
+        thresholds[1],
+        kv_tokens=112_720,
+        max_num_seqs=64,
+        warmup_s=60.0,
+        usd_per_gpu_hour=2.0,
+        gpus_per_replica=1,
+        ttft_slo_s=2.0,
+        grace=grace,
+    )
     assert (fleet.termination_grace_period_s, fleet.shutdown_timeout_s, fleet.pre_stop_s) == (241, 226, 10)
 
 
@@ -185,16 +209,41 @@ def chapter_plan(thresholds):
     steps, result = thresholds
     found = manifest_thresholds(result, steps)
     setup = current_setup(read_manifest_set([DATA_DIR / "manifests" / "plan_current"]))
-    base = ScalingPlan(target_name="llama", concurrency_target=found["concurrency_target"], warmup_s=120.0,
-                       max_output_tokens=setup.max_tokens(0), itl_ms=50.0, max_replicas=12, max_num_seqs=256,
-                       knee_concurrency=found["knee_concurrency"], growth_frac=found["growth_frac"],
-                       label_matchers=setup.scope("llama"))
-    fleet = plan_fleet(result, kv_tokens=112_720, max_num_seqs=256, warmup_s=120.0, usd_per_gpu_hour=2.5,
-                       gpus_per_replica=1, ttft_slo_s=2.0)
+    base = ScalingPlan(
+        target_name="llama",
+        concurrency_target=found["concurrency_target"],
+        warmup_s=120.0,
+        max_output_tokens=setup.max_tokens(0),
+        itl_ms=50.0,
+        max_replicas=12,
+        max_num_seqs=256,
+        knee_concurrency=found["knee_concurrency"],
+        growth_frac=found["growth_frac"],
+        label_matchers=setup.scope("llama"),
+    )
+    fleet = plan_fleet(
+        result,
+        kv_tokens=112_720,
+        max_num_seqs=256,
+        warmup_s=120.0,
+        usd_per_gpu_hour=2.5,
+        gpus_per_replica=1,
+        ttft_slo_s=2.0,
+    )
     day = day_trace(read_trace(DATA_DIR / "scenarios" / "plan_half_hour.yaml", seed=0), 0)
-    plan = make_plan(day, setup.autoscaler, fleet, base, default_grid(found["concurrency_target"]), 0.99, 12,
-                     period_s=86_400.0, current_document=setup.document.data, workload_text=setup.workload_yaml,
-                     workload_source="llama.yaml")
+    plan = make_plan(
+        day,
+        setup.autoscaler,
+        fleet,
+        base,
+        default_grid(found["concurrency_target"]),
+        0.99,
+        12,
+        period_s=86_400.0,
+        current_document=setup.document.data,
+        workload_text=setup.workload_yaml,
+        workload_source="llama.yaml",
+    )
     return setup, base, plan
 
 
@@ -208,7 +257,7 @@ def test_the_chapters_current_setting_is_kept_when_it_is_best(chapter_plan):
     assert plan.current.slo_attainment_frac >= 0.99 and plan.current.flap_cycles == 0
     assert not any(dominates(other, plan.recommended) for other in plan.results)
     assert plan.weekly(plan.current)["cost_usd_per_week"] == pytest.approx(7 * plan.current.cost_usd)
-    assert plan.manifests_text.count("kind: ScaledObject") == 1 and 'threshold: \'5\'' in plan.manifests_text
+    assert plan.manifests_text.count("kind: ScaledObject") == 1 and "threshold: '5'" in plan.manifests_text
 
 
 def test_the_patch_covers_the_longest_generation_the_linter_finds(chapter_plan):
@@ -226,7 +275,9 @@ def test_the_generated_queries_keep_the_teams_selector(chapter_plan):
     _, base, plan = chapter_plan
     assert base.label_matchers == ('model_name="llama"',)
     so = plan.generated.scaled_object.document["spec"]["triggers"][0]["metadata"]["query"]
-    assert so == 'sum(vllm:num_requests_running{model_name="llama"}) + sum(vllm:num_requests_waiting{model_name="llama"})'
+    assert (
+        so == 'sum(vllm:num_requests_running{model_name="llama"}) + sum(vllm:num_requests_waiting{model_name="llama"})'
+    )
 
 
 def test_a_grid_point_is_emitted_with_exactly_its_values(chapter_plan):
@@ -238,12 +289,16 @@ def test_a_grid_point_is_emitted_with_exactly_its_values(chapter_plan):
     from planner.workflows.plan import recommended_scaling_plan
 
     _, base, plan = chapter_plan
-    point = next(r for r in plan.results if dict(r.values) == {"target": 53.333, "min_replicas": 2,
-                                                                 "scale_down_window_s": 1800})
+    point = next(
+        r for r in plan.results if dict(r.values) == {"target": 53.333, "min_replicas": 2, "scale_down_window_s": 1800}
+    )
     emitted = generate_manifests(recommended_scaling_plan(base, point))
     so = autoscaler_from_document("x.yaml", yaml.safe_load(dump_manifest(emitted.scaled_object))).scaled_object
-    assert (so.min_replica_count, so.behavior.scale_down.stabilization_window_seconds,
-            so.triggers[0].threshold) == (2, 1800, 53.333)
+    assert (so.min_replica_count, so.behavior.scale_down.stabilization_window_seconds, so.triggers[0].threshold) == (
+        2,
+        1800,
+        53.333,
+    )
 
 
 def test_plan_grids_refuse_keys_the_manifests_cannot_carry():

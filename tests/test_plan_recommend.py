@@ -115,8 +115,11 @@ def test_the_recommendation_is_never_dominated_and_keeps_the_rules(seed):
     assert not any(dominates(other, pick.result) for other in candidates)
     assert pick.result in plan_front(candidates)
     if meets_goals(current, goal, limit):
-        better = [r for r in results if meets_goals(r, goal, limit) and r.cost_usd < current.cost_usd
-                  and r.flap_cycles <= current.flap_cycles]
+        better = [
+            r
+            for r in results
+            if meets_goals(r, goal, limit) and r.cost_usd < current.cost_usd and r.flap_cycles <= current.flap_cycles
+        ]
         if better:
             assert pick.case == CHEAPER and pick.result.cost_usd == min(r.cost_usd for r in better)
         elif any(dominates(r, current) for r in results):

@@ -45,26 +45,32 @@ def test_shared_tokens_from_a_hit_fraction_and_from_a_common_prefix():
     assert shared_prefix_tokens(10.0, common_prefix_tokens=10.0) == 0.0
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"prompt_tokens": 800.0}, "exactly one of"),
-    ({"prompt_tokens": 800.0, "prefix_cache_hit_frac": 0.5, "common_prefix_tokens": 10.0}, "exactly one of"),
-    ({"prompt_tokens": 800.0, "prefix_cache_hit_frac": 1.0}, "below 1"),
-    ({"prompt_tokens": 800.0, "prefix_cache_hit_frac": -0.1}, ">= 0"),
-    ({"prompt_tokens": 0.0, "prefix_cache_hit_frac": 0.1}, "prompt_tokens must be a number > 0"),
-    ({"prompt_tokens": 800.0, "prefix_cache_hit_frac": 0.1, "block_size": 0}, "block_size"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"prompt_tokens": 800.0}, "exactly one of"),
+        ({"prompt_tokens": 800.0, "prefix_cache_hit_frac": 0.5, "common_prefix_tokens": 10.0}, "exactly one of"),
+        ({"prompt_tokens": 800.0, "prefix_cache_hit_frac": 1.0}, "below 1"),
+        ({"prompt_tokens": 800.0, "prefix_cache_hit_frac": -0.1}, ">= 0"),
+        ({"prompt_tokens": 0.0, "prefix_cache_hit_frac": 0.1}, "prompt_tokens must be a number > 0"),
+        ({"prompt_tokens": 800.0, "prefix_cache_hit_frac": 0.1, "block_size": 0}, "block_size"),
+    ],
+)
 def test_shared_prefix_tokens_rejects_bad_input(kwargs, message):
     with pytest.raises(PlannerInputError, match=message):
         shared_prefix_tokens(**kwargs)
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    ((1000.0, 500.0, 500.0), "below tokens_per_request"),
-    ((300.0, 1000.0, 400.0), "cannot hold"),
-    ((0.0, 1000.0, 0.0), "kv_tokens must be a number > 0"),
-    ((1000.0, math.nan, 0.0), "tokens_per_request"),
-    ((1000.0, 100.0, -1.0), "shared_tokens must be a number >= 0"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((1000.0, 500.0, 500.0), "below tokens_per_request"),
+        ((300.0, 1000.0, 400.0), "cannot hold"),
+        ((0.0, 1000.0, 0.0), "kv_tokens must be a number > 0"),
+        ((1000.0, math.nan, 0.0), "tokens_per_request"),
+        ((1000.0, 100.0, -1.0), "shared_tokens must be a number >= 0"),
+    ],
+)
 def test_kv_with_shared_prefix_rejects_bad_input(args, message):
     with pytest.raises(PlannerInputError, match=message):
         kv_with_shared_prefix(*args)

@@ -20,8 +20,10 @@ def test_current_names_and_selector():
 
 def test_deprecated_name_is_used_when_given_and_missing_signals_get_no_query():
     queries = queries_for({"kv_usage": "vllm:gpu_cache_usage_perc"})
-    assert queries == {"kv_usage_fleet_sum": "sum(vllm:gpu_cache_usage_perc)",
-                       "kv_usage_per_pod_avg": "avg(vllm:gpu_cache_usage_perc)"}
+    assert queries == {
+        "kv_usage_fleet_sum": "sum(vllm:gpu_cache_usage_perc)",
+        "kv_usage_per_pod_avg": "avg(vllm:gpu_cache_usage_perc)",
+    }
 
 
 def test_selector_refuses_quotes():
@@ -34,5 +36,6 @@ def test_prefix_cache_hit_fraction_needs_both_counters():
     names = {s.key: s.current for s in SIGNALS}
     queries = queries_for(names, window="1m")
     assert queries["prefix_cache_hit_frac"] == (
-        "sum(rate(vllm:prefix_cache_hits_total[1m])) / sum(rate(vllm:prefix_cache_queries_total[1m]))")
+        "sum(rate(vllm:prefix_cache_hits_total[1m])) / sum(rate(vllm:prefix_cache_queries_total[1m]))"
+    )
     assert "prefix_cache_hit_frac" not in queries_for({"prefix_hits": "vllm:prefix_cache_hits"})

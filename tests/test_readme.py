@@ -17,8 +17,9 @@ def test_the_python_example_runs():
     blocks = _python_blocks()
     assert blocks, "the README has no Python example"
     for block in blocks:
-        result = subprocess.run([sys.executable, "-c", block], cwd=REPO_ROOT, capture_output=True, text=True,
-                                timeout=600)
+        result = subprocess.run(
+            [sys.executable, "-c", block], cwd=REPO_ROOT, capture_output=True, text=True, timeout=600
+        )
         assert result.returncode == 0, result.stderr[-3000:]
 
 

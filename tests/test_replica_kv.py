@@ -33,10 +33,8 @@ def test_settings_come_from_the_argument_then_the_log_then_the_default():
 
 def test_argument_memory_equals_kv_capacity():
     qwen = read_model_config(MODELS / "qwen2.5-7b-instruct-awq.json")
-    replica = replica_kv(qwen, available_kv_gib=13.76, vllm_version="0.11.0",
-                         tokens_per_request=1000.0)
-    direct = kv_capacity(qwen, ServingSpec(max_model_len=32768, vllm_version="0.11.0"),
-                         13.76 * GIB_BYTES)
+    replica = replica_kv(qwen, available_kv_gib=13.76, vllm_version="0.11.0", tokens_per_request=1000.0)
+    direct = kv_capacity(qwen, ServingSpec(max_model_len=32768, vllm_version="0.11.0"), 13.76 * GIB_BYTES)
     assert replica.capacity == direct
     assert replica.log_consistent is None and replica.memory_source == "argument"
     assert round(replica.concurrent_requests) == 258
@@ -47,12 +45,13 @@ def test_deepseek_workers_need_parallel_sizes():
     log = read_vllm_log(LOGS / "vllm-20665-deepseek-v2-lite-pp2-tp2.log")
     with pytest.raises(PlannerInputError, match=r"4 workers.*tensor_parallel_size 1"):
         replica_kv(deepseek, log=log)
-    given = replica_kv(deepseek, log=log, tensor_parallel_size=2, pipeline_parallel_size=2,
-                       vllm_version="0.9.2")
+    given = replica_kv(deepseek, log=log, tensor_parallel_size=2, pipeline_parallel_size=2, vllm_version="0.9.2")
     assert given.log_consistent is True
-    text = ("$ vllm serve deepseek-ai/DeepSeek-V2-Lite --tensor-parallel-size=2 "
-            "--pipeline-parallel-size=2 --max-model-len 1024\n"
-            + (LOGS / "vllm-20665-deepseek-v2-lite-pp2-tp2.log").read_text())
+    text = (
+        "$ vllm serve deepseek-ai/DeepSeek-V2-Lite --tensor-parallel-size=2 "
+        "--pipeline-parallel-size=2 --max-model-len 1024\n"
+        + (LOGS / "vllm-20665-deepseek-v2-lite-pp2-tp2.log").read_text()
+    )
     read = replica_kv(deepseek, log=parse_vllm_log(text, "log"), vllm_version="0.9.2")
     assert (read.serving.tensor_parallel_size, read.serving.pipeline_parallel_size) == (2, 2)
     assert read.source("tensor_parallel_size") == "vllm log"
@@ -62,8 +61,10 @@ def test_deepseek_workers_need_parallel_sizes():
 
 def test_worker_labels_fill_unnamed_parallel_sizes():
     llama = read_model_config(MODELS / "llama-3.1-8b-instruct.json")
-    log = parse_vllm_log("(Worker_PP1_TP0 pid=5) INFO Available KV cache memory: 10.00 GiB\n"
-                         "(Worker_PP0_TP0 pid=2) INFO Available KV cache memory: 11.00 GiB\n")
+    log = parse_vllm_log(
+        "(Worker_PP1_TP0 pid=5) INFO Available KV cache memory: 10.00 GiB\n"
+        "(Worker_PP0_TP0 pid=2) INFO Available KV cache memory: 11.00 GiB\n"
+    )
     replica = replica_kv(llama, log=log)
     assert replica.serving.pipeline_parallel_size == 2
     assert replica.source("pipeline_parallel_size") == "vllm log worker labels"
@@ -77,11 +78,9 @@ def test_mismatch_names_the_config_field_and_both_values(tmp_path):
     config["num_key_value_heads"] = 4
     (tmp_path / "config.json").write_text(json.dumps(config))
     wrong = read_model_config(tmp_path / "config.json")
-    replica = replica_kv(wrong, log=read_vllm_log(LOGS / "lmcache-1739-qwen3-14b.log"),
-                         max_model_len=32768)
+    replica = replica_kv(wrong, log=read_vllm_log(LOGS / "lmcache-1739-qwen3-14b.log"), max_model_len=32768)
     assert replica.log_consistent is False
-    assert replica.log_mismatch[0].startswith(
-        "GPU KV cache size: the log printed 42,656, the model predicts")
+    assert replica.log_mismatch[0].startswith("GPU KV cache size: the log printed 42,656, the model predicts")
     assert "num_key_value_heads: config.json says 4, the log implies 8" in replica.log_mismatch
 
 
@@ -101,8 +100,10 @@ def test_settings_the_log_states_are_not_second_guessed():
     gemma = read_model_config(MODELS / "gemma-3-4b-it.json")
     log = read_vllm_log(LOGS / "orbit-ai-gemma-3-4b-rocm.log")
     lines = replica_kv(gemma, log=log, max_num_batched_tokens=2048).log_mismatch
-    assert any(line.startswith("max_num_batched_tokens: the planner used 2048 (argument), "
-                               "the log implies 8192") for line in lines)
+    assert any(
+        line.startswith("max_num_batched_tokens: the planner used 2048 (argument), the log implies 8192")
+        for line in lines
+    )
     assert not any(line.startswith(("tensor_parallel_size", "vllm_version")) for line in lines)
 
 
@@ -132,7 +133,8 @@ def test_log_summary_and_model_label(tmp_path):
     assert replica.model_label == "google/gemma-3-4b-it"  # the log names the served model
     assert replica.log_summary() == (
         'The log printed "GPU KV cache size: 1,217,591 tokens", "Maximum concurrency: 148.63x"; '
-        "the planner reproduces every figure within the rounding of the printed memory.")
+        "the planner reproduces every figure within the rounding of the printed memory."
+    )
     wrong = replica_kv(gemma, log=log, max_num_batched_tokens=2048).log_summary()
     assert wrong.startswith("The log and the model disagree. GPU KV cache size")
     assert "max_num_batched_tokens: the planner used 2048 (argument)" in wrong
@@ -153,8 +155,7 @@ def test_estimate_on_gpu_says_why_there_is_none():
     assert made.replica.memory_source == "estimate"
     assert made.summary().startswith("On the A10 the estimate is")
     unknown = estimate_on_gpu(replica, "A10", 22.07, 0.9, None, "no parameter count")
-    assert unknown.summary() == ("No estimate for the A10: the weights' size is unknown "
-                                 "(no parameter count).")
+    assert unknown.summary() == ("No estimate for the A10: the weights' size is unknown (no parameter count).")
     too_big = estimate_on_gpu(replica, "A10", 22.07, 0.9, 40.0)
     assert too_big.replica is None and "no memory left" in too_big.summary()
 

@@ -34,8 +34,10 @@ def test_every_assignment_of_the_parameters_cell_is_found():
         notebook = BOOK / f"{chapter}.ipynb"
         params = report.chapter_parameters(notebook)
         import nbformat
-        cell = next(c for c in nbformat.read(notebook, as_version=4).cells
-                    if "parameters" in c.metadata.get("tags", []))
+
+        cell = next(
+            c for c in nbformat.read(notebook, as_version=4).cells if "parameters" in c.metadata.get("tags", [])
+        )
         names = re.findall(r"^(\w+)\s*[:=]", cell.source, flags=re.MULTILINE)
         assert list(params) == names, chapter
 
@@ -48,8 +50,8 @@ def test_unknown_chapter_lists_the_chapters():
 
 def test_text_values_take_the_chapter_types(loadtest_params, tmp_path):
     values = report.resolve_parameters(
-        loadtest_params, ["ttft_p99_slo_ms=1500", "itl_p99_slo_ms= 40", "interpolate_knee=true"],
-        cwd=tmp_path)
+        loadtest_params, ["ttft_p99_slo_ms=1500", "itl_p99_slo_ms= 40", "interpolate_knee=true"], cwd=tmp_path
+    )
     assert values == {"ttft_p99_slo_ms": 1500.0, "itl_p99_slo_ms": 40.0, "interpolate_knee": True}
     assert isinstance(values["ttft_p99_slo_ms"], float)
 
@@ -61,12 +63,15 @@ def test_an_int_parameter_refuses_a_fraction():
         report.resolve_parameters(params, ["start_replicas=4.5"])
 
 
-@pytest.mark.parametrize(("pair", "message"), [
-    ("ttft_p99_slo_ms=fast", r"--param ttft_p99_slo_ms: expected a finite number, got 'fast'"),
-    ("ttft_p99_slo_ms=nan", r"expected a finite number"),
-    ("interpolate_knee=maybe", r"--param interpolate_knee: expected true or false, got 'maybe'"),
-    ("ttft_p99_slo_ms", r"--param 'ttft_p99_slo_ms': expected NAME=VALUE"),
-])
+@pytest.mark.parametrize(
+    ("pair", "message"),
+    [
+        ("ttft_p99_slo_ms=fast", r"--param ttft_p99_slo_ms: expected a finite number, got 'fast'"),
+        ("ttft_p99_slo_ms=nan", r"expected a finite number"),
+        ("interpolate_knee=maybe", r"--param interpolate_knee: expected true or false, got 'maybe'"),
+        ("ttft_p99_slo_ms", r"--param 'ttft_p99_slo_ms': expected NAME=VALUE"),
+    ],
+)
 def test_bad_values_are_named(loadtest_params, pair, message):
     with pytest.raises(PlannerInputError, match=message):
         report.resolve_parameters(loadtest_params, [pair])
@@ -82,11 +87,11 @@ def test_an_unknown_name_is_named_and_the_parameters_listed(loadtest_params):
 
 def test_relative_paths_are_taken_from_the_current_directory(loadtest_params):
     data = REPO_ROOT / "data"
-    values = report.resolve_parameters(
-        loadtest_params, ["loadtest_path=loadtests/qwen2.5-7b_canonical.csv"], cwd=data)
+    values = report.resolve_parameters(loadtest_params, ["loadtest_path=loadtests/qwen2.5-7b_canonical.csv"], cwd=data)
     assert values["loadtest_path"] == str(data / "loadtests" / "qwen2.5-7b_canonical.csv")
     assert report.resolve_parameters(loadtest_params, ["loadtest_path="], cwd=data) == {
-        "loadtest_path": ""}  # an empty path stays empty: "none given"
+        "loadtest_path": ""
+    }  # an empty path stays empty: "none given"
     with pytest.raises(PlannerInputError, match=r"--param loadtest_path: no such file or folder: .*nothing.csv"):
         report.resolve_parameters(loadtest_params, ["loadtest_path=nothing.csv"], cwd=data)
 
@@ -95,17 +100,18 @@ def test_a_params_file_is_typed_relative_to_its_folder_and_overridden_by_param(l
     (tmp_path / "sweep.csv").write_text("x\n")
     params_file = tmp_path / "params.yaml"
     params_file.write_text("loadtest_path: sweep.csv\nttft_p99_slo_ms: 1500\nitl_p99_slo_ms: 40\n")
-    values = report.resolve_parameters(
-        loadtest_params, ["itl_p99_slo_ms=45"], params_file, cwd=REPO_ROOT)
-    assert values == {"loadtest_path": str(tmp_path / "sweep.csv"), "ttft_p99_slo_ms": 1500.0,
-                      "itl_p99_slo_ms": 45.0}
+    values = report.resolve_parameters(loadtest_params, ["itl_p99_slo_ms=45"], params_file, cwd=REPO_ROOT)
+    assert values == {"loadtest_path": str(tmp_path / "sweep.csv"), "ttft_p99_slo_ms": 1500.0, "itl_p99_slo_ms": 45.0}
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("loadtest_path: 12\n", r"params.yaml: loadtest_path: expected text, got 12 \(quote it in YAML\)"),
-    ("- a\n- b\n", r"expected a mapping of NAME: VALUE"),
-    ("a: [\n", r"not valid YAML"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("loadtest_path: 12\n", r"params.yaml: loadtest_path: expected text, got 12 \(quote it in YAML\)"),
+        ("- a\n- b\n", r"expected a mapping of NAME: VALUE"),
+        ("a: [\n", r"not valid YAML"),
+    ],
+)
 def test_a_bad_params_file_is_named(loadtest_params, tmp_path, text, message):
     (tmp_path / "params.yaml").write_text(text)
     with pytest.raises(PlannerInputError, match=message):
@@ -138,7 +144,8 @@ def test_outputs_never_go_into_the_book_or_beside_an_input(loadtest_params, tmp_
     with pytest.raises(PlannerInputError, match="exists and is not a folder"):
         report.check_output_dir(file_input, "loadtest_thresholds", [])
     assert report.check_output_dir(tmp_path / "reports" / "x", "loadtest_thresholds", inputs) == (
-        tmp_path / "reports" / "x")
+        tmp_path / "reports" / "x"
+    )
 
 
 def test_defaults_count_as_inputs(loadtest_params):
@@ -167,9 +174,11 @@ def test_inline_page_leaves_nothing_to_fetch(tmp_path):
         '<link rel="stylesheet" href="_static/theme.css">'
         '<link rel="preload" as="script" href="_static/app.js">'
         '<script src="https://cdn.example.org/x.js"></script></head>'
-        '<body><img src="_static/logo.png"><a href="other.html">next</a></body></html>')
+        '<body><img src="_static/logo.png"><a href="other.html">next</a></body></html>'
+    )
     html = report.inline_page(page)
     from bs4 import BeautifulSoup
+
     soup = BeautifulSoup(html, "html.parser")
     scripts = soup.find_all("script")
     assert _data(scripts[0]["src"]) == b"window.x = 1;" and scripts[0].has_attr("defer")

@@ -63,8 +63,9 @@ def test_launch_spike_is_2_5x_in_20_s():
 
 
 def test_long_answers_keep_the_request_rate():
-    scenario = Scenario("long_answers", 20_000.0, 2.0, mean_output_tokens=200.0, change_at_s=10_000.0,
-                        token_distribution="geometric")
+    scenario = Scenario(
+        "long_answers", 20_000.0, 2.0, mean_output_tokens=200.0, change_at_s=10_000.0, token_distribution="geometric"
+    )
     trace = scenario_trace(scenario, 4)
     before, after = trace.arrival_s < 10_000.0, trace.arrival_s >= 10_000.0
     assert _close(before.sum(), 20_000.0) and _close(after.sum(), 20_000.0)
@@ -83,8 +84,11 @@ def test_diurnal_peak_and_trough():
 
 @pytest.mark.parametrize("kind", SCENARIO_KINDS)
 def test_same_seed_same_trace_bit_for_bit(kind):
-    extra = {"ramp": {"end_rate_rps": 9.0}, "step": {"step_at_s": 50.0, "step_rate_rps": 1.0},
-             "launch_spike": {"spike_at_s": 60.0}}.get(kind, {})
+    extra = {
+        "ramp": {"end_rate_rps": 9.0},
+        "step": {"step_at_s": 50.0, "step_rate_rps": 1.0},
+        "launch_spike": {"spike_at_s": 60.0},
+    }.get(kind, {})
     scenario = Scenario(kind, 600.0, 3.0, token_distribution="geometric", **extra)
     a, b, c = scenario_trace(scenario, 123), scenario_trace(scenario, 123), scenario_trace(scenario, 124)
     for field in ("arrival_s", "input_tokens", "output_tokens"):
@@ -100,35 +104,55 @@ def test_a_short_last_step_uses_its_own_middle():
 
 
 def test_from_dict_and_yaml(tmp_path):
-    data = {"kind": "step", "duration_s": 1200, "rate_rps": "0.6", "step_at_s": 600, "step_rate_rps": 1.2,
-            "name": "double", "token_distribution": "geometric"}
+    data = {
+        "kind": "step",
+        "duration_s": 1200,
+        "rate_rps": "0.6",
+        "step_at_s": 600,
+        "step_rate_rps": 1.2,
+        "name": "double",
+        "token_distribution": "geometric",
+    }
     scenario = scenario_from_dict(data)
-    assert scenario == Scenario("step", 1200.0, 0.6, step_at_s=600.0, step_rate_rps=1.2, name="double",
-                                token_distribution="geometric")
+    assert scenario == Scenario(
+        "step", 1200.0, 0.6, step_at_s=600.0, step_rate_rps=1.2, name="double", token_distribution="geometric"
+    )
     path = tmp_path / "spike.yaml"
     path.write_text("kind: launch_spike\nduration_s: 1200\nrate_rps: 30\nspike_at_s: 300\n", encoding="utf-8")
     assert read_scenario(path) == Scenario("launch_spike", 1200.0, 30.0, spike_at_s=300.0)
 
 
-@pytest.mark.parametrize(("data", "message"), [
-    ({"kind": "burst", "duration_s": 1, "rate_rps": 1}, "kind must be one of constant, ramp, step"),
-    ({"duration_s": 1, "rate_rps": 1}, "kind must be one of"),
-    ({"kind": "constant", "rate_rps": 1}, "missing key 'duration_s'"),
-    ({"kind": "constant", "duration_s": 1, "rate_rps": 1, "spike_at_s": 3},
-     "unknown key 'spike_at_s' for a constant scenario"),
-    ({"kind": "ramp", "duration_s": 1, "rate_rps": 1}, "a ramp scenario needs end_rate_rps"),
-    ({"kind": "step", "duration_s": 1, "rate_rps": 1, "step_at_s": 0}, "a step scenario needs step_rate_rps"),
-    ({"kind": "constant", "duration_s": "long", "rate_rps": 1}, "duration_s must be a number, got 'long'"),
-    ({"kind": "constant", "duration_s": 0, "rate_rps": 1}, "duration_s must be > 0"),
-    ({"kind": "constant", "duration_s": 5, "rate_rps": -1}, "rate_rps must be >= 0"),
-    ({"kind": "constant", "duration_s": 5, "rate_rps": 1, "mean_output_tokens": 0.5}, "mean_output_tokens must be >= 1"),
-    ({"kind": "diurnal", "duration_s": 5, "rate_rps": 1, "peak_to_trough": 0.5}, "peak_to_trough must be >= 1"),
-    ({"kind": "constant", "duration_s": 5, "rate_rps": 1, "token_distribution": "zipf"},
-     "token_distribution must be one of fixed, geometric"),
-    ({"kind": "ramp", "duration_s": 5, "rate_rps": 1, "end_rate_rps": 2, "ramp_start_s": 3, "ramp_end_s": 2},
-     "ramp_end_s must be after ramp_start_s"),
-    ([1, 2], "expected a mapping of scenario parameters"),
-])
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"kind": "burst", "duration_s": 1, "rate_rps": 1}, "kind must be one of constant, ramp, step"),
+        ({"duration_s": 1, "rate_rps": 1}, "kind must be one of"),
+        ({"kind": "constant", "rate_rps": 1}, "missing key 'duration_s'"),
+        (
+            {"kind": "constant", "duration_s": 1, "rate_rps": 1, "spike_at_s": 3},
+            "unknown key 'spike_at_s' for a constant scenario",
+        ),
+        ({"kind": "ramp", "duration_s": 1, "rate_rps": 1}, "a ramp scenario needs end_rate_rps"),
+        ({"kind": "step", "duration_s": 1, "rate_rps": 1, "step_at_s": 0}, "a step scenario needs step_rate_rps"),
+        ({"kind": "constant", "duration_s": "long", "rate_rps": 1}, "duration_s must be a number, got 'long'"),
+        ({"kind": "constant", "duration_s": 0, "rate_rps": 1}, "duration_s must be > 0"),
+        ({"kind": "constant", "duration_s": 5, "rate_rps": -1}, "rate_rps must be >= 0"),
+        (
+            {"kind": "constant", "duration_s": 5, "rate_rps": 1, "mean_output_tokens": 0.5},
+            "mean_output_tokens must be >= 1",
+        ),
+        ({"kind": "diurnal", "duration_s": 5, "rate_rps": 1, "peak_to_trough": 0.5}, "peak_to_trough must be >= 1"),
+        (
+            {"kind": "constant", "duration_s": 5, "rate_rps": 1, "token_distribution": "zipf"},
+            "token_distribution must be one of fixed, geometric",
+        ),
+        (
+            {"kind": "ramp", "duration_s": 5, "rate_rps": 1, "end_rate_rps": 2, "ramp_start_s": 3, "ramp_end_s": 2},
+            "ramp_end_s must be after ramp_start_s",
+        ),
+        ([1, 2], "expected a mapping of scenario parameters"),
+    ],
+)
 def test_bad_scenarios(data, message):
     with pytest.raises(PlannerInputError, match=message):
         scenario_from_dict(data)

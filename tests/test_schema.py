@@ -53,8 +53,9 @@ def test_scaled_object_violations_are_reported_with_their_paths(shared_dir):
     spec = document["spec"]
     spec["triggers"][0]["metadata"]["threshold"] = 0.8  # KEDA metadata values must be strings
     spec["triggers"][0]["metricTyp"] = "Value"  # misspelt field
-    spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"][
-        "stabilizationWindowSeconds"] = 7200  # above the API's one hour
+    spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] = (
+        7200  # above the API's one hour
+    )
     spec["minReplicaCount"] = 20  # above maxReplicaCount 10: the CRD's CEL rule
     problems = {p.path: p for p in validate_manifest(document, source="so.yaml")}
     assert set(problems) == {
@@ -65,8 +66,9 @@ def test_scaled_object_violations_are_reported_with_their_paths(shared_dir):
     }
     assert "'metricTyp'" in problems["spec.triggers[0]"].message
     assert "string" in problems["spec.triggers[0].metadata.threshold"].message
-    assert "3600" in str(problems[
-        "spec.advanced.horizontalPodAutoscalerConfig.behavior.scaleDown.stabilizationWindowSeconds"])
+    assert "3600" in str(
+        problems["spec.advanced.horizontalPodAutoscalerConfig.behavior.scaleDown.stabilizationWindowSeconds"]
+    )
     assert str(problems["spec.minReplicaCount"]).startswith("so.yaml: spec.minReplicaCount: ")
 
 
@@ -104,9 +106,12 @@ def test_hpa_violation(shared_dir):
 
 
 def test_partial_patch_skips_required_fields_but_not_types():
-    patch = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "vllm"},
-             "spec": {"template": {"spec": {"terminationGracePeriodSeconds": 241,
-                                            "containers": [{"name": "vllm"}]}}}}
+    patch = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "vllm"},
+        "spec": {"template": {"spec": {"terminationGracePeriodSeconds": 241, "containers": [{"name": "vllm"}]}}},
+    }
     assert schema_errors(patch, partial=True) == []
     assert {p.path for p in schema_errors(patch)} == {"spec"}  # a full Deployment needs a selector
     patch["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = "241"
@@ -131,6 +136,9 @@ def test_schemas_load_without_network(monkeypatch, shared_dir):
     monkeypatch.setattr(socket.socket, "connect", refuse)
     schema._validator.cache_clear()
     schema._keda_schema.cache_clear()
-    for name in ("22-llm-serving-keda-running-sum.yaml", "55-k8sexamples-vllm-deployment-no-grace.yaml",
-                 "04-k8sexamples-hpa-running.yaml"):
+    for name in (
+        "22-llm-serving-keda-running-sum.yaml",
+        "55-k8sexamples-vllm-deployment-no-grace.yaml",
+        "04-k8sexamples-hpa-running.yaml",
+    ):
         assert schema_errors(_real(shared_dir, name)) == []

@@ -22,12 +22,20 @@ from tests.conftest import TEST_DATA_DIR
 SWEEPS = {
     # name: (where, TTFT p99 and ITL p99 objectives for the fit [ms], mean-TPOT objectives for the knee [ms])
     "llama-3.1-8b-fp8 L40S concurrency 1-128 (vllm bench)": (
-        "shared:real-world/vllm_bench/aurotripathy-llama3.1-8b-fp8-l40s-concurrency-sweep", (2000.0, 100.0),
-        (20.0, 25.0, 40.0)),
+        "shared:real-world/vllm_bench/aurotripathy-llama3.1-8b-fp8-l40s-concurrency-sweep",
+        (2000.0, 100.0),
+        (20.0, 25.0, 40.0),
+    ),
     "qwen3-0.6b concurrency 4, 16 (GuideLLM)": (
-        "data:loadtests/guidellm_v05_qwen3-0.6b_concurrency", (2000.0, 100.0), (25.0,)),
+        "data:loadtests/guidellm_v05_qwen3-0.6b_concurrency",
+        (2000.0, 100.0),
+        (25.0,),
+    ),
     "llama-3.3-70b tp8 rate 1, 4 req/s (vllm bench)": (
-        "data:loadtests/vllm_llama3.3-70b_tp8_qps", (2000.0, 100.0), (26.0,)),
+        "data:loadtests/vllm_llama3.3-70b_tp8_qps",
+        (2000.0, 100.0),
+        (26.0,),
+    ),
 }
 
 
@@ -69,9 +77,12 @@ def test_knee_on_the_same_level(calibrated, name):
     variable = steps.attrs["step_variable"]
     step = steps[variable].to_numpy(dtype=float)
     for tpot_slo_ms in SWEEPS[name][2]:
+
         def knee(ttft_p99, tpot_mean, slo=tpot_slo_ms):
-            return find_knee(step, ttft_p99, tpot_mean, np.zeros(len(step)), ttft_p99_slo_ms=10_000.0,
-                             itl_p99_slo_ms=slo)
+            return find_knee(
+                step, ttft_p99, tpot_mean, np.zeros(len(step)), ttft_p99_slo_ms=10_000.0, itl_p99_slo_ms=slo
+            )
+
         measured = knee(steps["ttft_p99_ms"].to_numpy(), steps["tpot_mean_ms"].to_numpy())
         model = knee(simulated["ttft_p99_ms"].to_numpy(), simulated["tpot_mean_ms"].to_numpy())
         assert (model.step, model.lower_bound) == (measured.step, measured.lower_bound), tpot_slo_ms

@@ -21,10 +21,16 @@ def _store(waiting_per_pod, now_s=15.0):
 
 
 def _pods(ready, warming, now_s=15.0):
-    pods = [Pod(f"pod-{p}", phase=POD_RUNNING, ready=True, start_time_s=-1000.0, ready_transition_s=-900.0)
-            for p in range(ready)]
-    pods += [Pod(f"pod-{ready + p}", phase=POD_RUNNING, ready=False, start_time_s=now_s - 5.0,
-                 ready_transition_s=now_s - 5.0) for p in range(warming)]
+    pods = [
+        Pod(f"pod-{p}", phase=POD_RUNNING, ready=True, start_time_s=-1000.0, ready_transition_s=-900.0)
+        for p in range(ready)
+    ]
+    pods += [
+        Pod(
+            f"pod-{ready + p}", phase=POD_RUNNING, ready=False, start_time_s=now_s - 5.0, ready_transition_s=now_s - 5.0
+        )
+        for p in range(warming)
+    ]
     return pods
 
 
@@ -43,8 +49,9 @@ def test_nothing_runs_off_the_sync_grid(tmp_path):
 
 
 def test_keda_polls_and_the_hpa_reconciles_on_their_own_periods(tmp_path):
-    control = Control(write_manifest(tmp_path, scaled_object("chat", "sum(vllm:num_requests_waiting)", 5,
-                                                             polling_s=30)))
+    control = Control(
+        write_manifest(tmp_path, scaled_object("chat", "sum(vllm:num_requests_waiting)", 5, polling_s=30))
+    )
     assert control.is_due(30.0, 1.0) == (True, True)
     assert control.is_due(15.0, 1.0) == (False, True)
     assert control.is_due(10.0, 1.0) == (False, False)
@@ -69,7 +76,8 @@ def test_resource_metrics_are_refused_with_the_mapping_hint(tmp_path, shared_dir
 
 
 def test_a_mapped_metric_name_is_simulated(tmp_path):
-    control = Control(write_manifest(tmp_path, pods_hpa("chat", "my_queue_depth", 10)),
-                      {"my_queue_depth": "num_requests_waiting"})
+    control = Control(
+        write_manifest(tmp_path, pods_hpa("chat", "my_queue_depth", 10)), {"my_queue_depth": "num_requests_waiting"}
+    )
     # Three times the target asks for 6; the legacy scale-up limit allows max(2 x 2, 4) = 4.
     assert control.decide(15.0, 1.0, 2, lambda: _pods(2, 0), 2, _store([30.0, 30.0])) == 4

@@ -58,8 +58,10 @@ def assert_same(ref, fst) -> None:
 
 
 def down_policy(kind: str, value: int, period_s: int) -> str:
-    return (f"          policies:\n          - type: {kind}\n            value: {value}\n"
-            f"            periodSeconds: {period_s}\n")
+    return (
+        f"          policies:\n          - type: {kind}\n            value: {value}\n"
+        f"            periodSeconds: {period_s}\n"
+    )
 
 
 @st.composite
@@ -69,23 +71,41 @@ def scenarios(draw):
     min_replicas = draw(st.integers(0 if kind != "pods" else 1, 3))
     max_replicas = draw(st.integers(max(min_replicas, 1), 8))
     if kind == "external":  # an HPA that may scale to zero and back (the ScaledToZero condition)
-        text = external_hpa("chat", draw(st.sampled_from(POD_METRICS)), draw(st.sampled_from([1, 4, 10, 50])),
-                            min_replicas=min_replicas, max_replicas=max_replicas,
-                            down_window_s=draw(st.sampled_from([0, 30, 120])))
+        text = external_hpa(
+            "chat",
+            draw(st.sampled_from(POD_METRICS)),
+            draw(st.sampled_from([1, 4, 10, 50])),
+            min_replicas=min_replicas,
+            max_replicas=max_replicas,
+            down_window_s=draw(st.sampled_from([0, 30, 120])),
+        )
     elif keda:
         policy = draw(st.sampled_from(["", down_policy("Pods", 1, 30), down_policy("Percent", 50, 60)]))
-        text = scaled_object("chat", draw(st.sampled_from(QUERIES)),
-                             draw(st.sampled_from([0.5, 2, 5, 10, 20, 40])), min_replicas=min_replicas,
-                             max_replicas=max_replicas, polling_s=draw(st.sampled_from([5, 15, 30])),
-                             down_window_s=draw(st.sampled_from([None, 0, 30, 120])), down_policy=policy,
-                             cached=draw(st.booleans()))
+        text = scaled_object(
+            "chat",
+            draw(st.sampled_from(QUERIES)),
+            draw(st.sampled_from([0.5, 2, 5, 10, 20, 40])),
+            min_replicas=min_replicas,
+            max_replicas=max_replicas,
+            polling_s=draw(st.sampled_from([5, 15, 30])),
+            down_window_s=draw(st.sampled_from([None, 0, 30, 120])),
+            down_policy=policy,
+            cached=draw(st.booleans()),
+        )
     else:
-        text = pods_hpa("chat", draw(st.sampled_from(POD_METRICS)), draw(st.sampled_from([1, 4, 10, 50])),
-                        min_replicas=min_replicas, max_replicas=max_replicas)
+        text = pods_hpa(
+            "chat",
+            draw(st.sampled_from(POD_METRICS)),
+            draw(st.sampled_from([1, 4, 10, 50])),
+            min_replicas=min_replicas,
+            max_replicas=max_replicas,
+        )
     fleet = FleetSpec(
-        replica=ReplicaSpec(max_num_seqs=draw(st.sampled_from([8, 64])),
-                            kv_tokens=draw(st.sampled_from([20_000, 200_000])),
-                            prefill_ms_per_token=draw(st.sampled_from([0.0, 0.05]))),
+        replica=ReplicaSpec(
+            max_num_seqs=draw(st.sampled_from([8, 64])),
+            kv_tokens=draw(st.sampled_from([20_000, 200_000])),
+            prefill_ms_per_token=draw(st.sampled_from([0.0, 0.05])),
+        ),
         warmup_s=draw(st.sampled_from([0.0, 20.0, 60.0])),
         warmup_distribution=draw(st.sampled_from(["fixed", "uniform", "lognormal"])),
         warmup_spread_s=10.0,
@@ -96,8 +116,13 @@ def scenarios(draw):
     )
     low, high = draw(st.floats(0.5, 6.0)), draw(st.floats(0.5, 25.0))
     switch_s = draw(st.floats(30.0, 200.0))
-    trace = poisson_trace(lambda t: high if t >= switch_s else low, draw(st.floats(60.0, 300.0)),
-                          draw(st.integers(10, 600)), draw(st.integers(1, 400)), seed=draw(st.integers(0, 999)))
+    trace = poisson_trace(
+        lambda t: high if t >= switch_s else low,
+        draw(st.floats(60.0, 300.0)),
+        draw(st.integers(10, 600)),
+        draw(st.integers(1, 400)),
+        seed=draw(st.integers(0, 999)),
+    )
     return text, fleet, trace
 
 
@@ -144,8 +169,10 @@ def test_fast_equals_reference_on_every_accepted_real_world_manifest(shared_dir)
 def test_many_configurations_in_lockstep_equal_one_at_a_time(tmp_path):
     trace = poisson_trace(lambda t: 4.0 if t < 100 else 20.0, 240.0, 200, 240, seed=9)
     configs = [
-        fast.Configuration(write_manifest(tmp_path, scaled_object("a", QUERIES[0], target, max_replicas=6),
-                                          f"a{target}.yaml"), FleetSpec(warmup_s=warmup, seed=seed))
+        fast.Configuration(
+            write_manifest(tmp_path, scaled_object("a", QUERIES[0], target, max_replicas=6), f"a{target}.yaml"),
+            FleetSpec(warmup_s=warmup, seed=seed),
+        )
         for target, warmup, seed in ((5, 10.0, 1), (20, 60.0, 2), (40, 30.0, 3))
     ]
     together = fast.simulate_many(trace, configs)
@@ -221,8 +248,9 @@ def test_cli_engines_print_the_same_numbers_and_fast_is_the_default(tmp_path, ca
     from planner.cli import main
 
     trace = tmp_path / "trace.csv"
-    trace.write_text("arrival_s,input_tokens,output_tokens\n"
-                     + "\n".join(f"{i * 0.2:.3f},200,240" for i in range(600)) + "\n")
+    trace.write_text(
+        "arrival_s,input_tokens,output_tokens\n" + "\n".join(f"{i * 0.2:.3f},200,240" for i in range(600)) + "\n"
+    )
     manifest = tmp_path / "so.yaml"
     manifest.write_text(scaled_object("chat", QUERIES[0], 8, max_replicas=4))
     outputs = {}
@@ -275,8 +303,11 @@ def test_an_hpa_goes_to_zero_in_a_lull_alike_in_both_engines(tmp_path):
 @pytest.mark.parametrize("cached", [False, True])
 def test_cached_metrics_run_alike_in_both_engines_and_lag_by_up_to_a_poll(tmp_path, cached):
     trace = poisson_trace(lambda t: 3.0 if t < 80 else 18.0, 300.0, 200, 240, seed=11)
-    manifest = write_manifest(tmp_path, scaled_object("chat", QUERIES[0], 10, max_replicas=8, polling_s=60,
-                                                      cached=cached), f"cached{cached}.yaml")
+    manifest = write_manifest(
+        tmp_path,
+        scaled_object("chat", QUERIES[0], 10, max_replicas=8, polling_s=60, cached=cached),
+        f"cached{cached}.yaml",
+    )
     fleet = FleetSpec(warmup_s=30.0, seed=2)
     ref = reference.simulate(trace, manifest, fleet)
     assert fast.covers(manifest, fleet)
@@ -289,8 +320,11 @@ def test_the_cache_delays_the_first_scale_up_to_a_poll(tmp_path):
     fleet = FleetSpec(warmup_s=30.0, seed=2)
     first_up = []
     for cached in (False, True):
-        manifest = write_manifest(tmp_path, scaled_object("chat", QUERIES[0], 10, max_replicas=8, polling_s=60,
-                                                          cached=cached), f"delay{cached}.yaml")
+        manifest = write_manifest(
+            tmp_path,
+            scaled_object("chat", QUERIES[0], 10, max_replicas=8, polling_s=60, cached=cached),
+            f"delay{cached}.yaml",
+        )
         events = reference.simulate(trace, manifest, fleet).events
         first_up.append(next(t for t, before, after in events if after > before))
     fresh, cached_s = first_up

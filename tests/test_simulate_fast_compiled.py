@@ -51,6 +51,7 @@ def leaves(monkeypatch) -> list[int]:
             seen.append(n)
             if outer is not None:
                 outer(n)
+
         return real(*args, on_done=on_done, **kwargs)
 
     monkeypatch.setattr(compiled, "simulate_group", counting)
@@ -61,10 +62,18 @@ def test_members_that_diverge_get_what_they_get_alone_and_what_the_reference_get
     # Same fleet, thresholds and windows that agree at first and part at different times.
     trace = poisson_trace(lambda t: 2.0 if t < 60 else (25.0 if t < 200 else 4.0), 420.0, 200, 240, seed=21)
     fleet = FleetSpec(warmup_s=30.0, warmup_distribution="lognormal", warmup_spread_s=10.0, seed=5)
-    configs = [fast.Configuration(write_manifest(tmp_path, scaled_object("chat", QUERIES[0], target, max_replicas=8,
-                                                                         down_window_s=window), f"{target}-{window}.yaml"),
-                                  fleet)
-               for target in (10, 20, 40) for window in (0, 60)]
+    configs = [
+        fast.Configuration(
+            write_manifest(
+                tmp_path,
+                scaled_object("chat", QUERIES[0], target, max_replicas=8, down_window_s=window),
+                f"{target}-{window}.yaml",
+            ),
+            fleet,
+        )
+        for target in (10, 20, 40)
+        for window in (0, 60)
+    ]
     seen = leaves(monkeypatch)
     together = fast.simulate_many(trace, configs)
     assert len(seen) >= 4 and sum(seen) == len(configs)  # the group split, and every member finished once
@@ -77,9 +86,12 @@ def test_members_that_diverge_get_what_they_get_alone_and_what_the_reference_get
 def test_members_that_never_diverge_run_one_fleet(tmp_path, monkeypatch):
     # Thresholds so high that no member ever scales: one path for all, and the same numbers for each.
     trace = poisson_trace(1.0, 120.0, 100, 50, seed=2)
-    configs = [fast.Configuration(write_manifest(tmp_path, scaled_object("chat", QUERIES[1], target),
-                                                 f"{target}.yaml"), FleetSpec())
-               for target in (500, 600, 700)]
+    configs = [
+        fast.Configuration(
+            write_manifest(tmp_path, scaled_object("chat", QUERIES[1], target), f"{target}.yaml"), FleetSpec()
+        )
+        for target in (500, 600, 700)
+    ]
     seen = leaves(monkeypatch)
     together = fast.simulate_many(trace, configs, timeseries=False)
     assert seen == [3]
@@ -92,9 +104,14 @@ def test_hpas_and_scaled_objects_with_other_queries_and_cadences_share_a_fleet(t
     # Members differ in kind, query (a query of one is another's second), polling and sync period.
     trace = poisson_trace(lambda t: 3.0 if t < 90 else 18.0, 300.0, 200, 240, seed=8)
     fleet = FleetSpec(warmup_s=20.0, initial_replicas=1)
-    texts = [scaled_object("a", QUERIES[0], 12, polling_s=5), scaled_object("b", QUERIES[1], 3, polling_s=30),
-             scaled_object("c", QUERIES[4], 2), scaled_object("d", QUERIES[5], 10, min_replicas=2),
-             pods_hpa("e", "vllm:num_requests_running", 20), pods_hpa("f", "num_requests_waiting", 4)]
+    texts = [
+        scaled_object("a", QUERIES[0], 12, polling_s=5),
+        scaled_object("b", QUERIES[1], 3, polling_s=30),
+        scaled_object("c", QUERIES[4], 2),
+        scaled_object("d", QUERIES[5], 10, min_replicas=2),
+        pods_hpa("e", "vllm:num_requests_running", 20),
+        pods_hpa("f", "num_requests_waiting", 4),
+    ]
     configs = [fast.Configuration(write_manifest(tmp_path, text, f"m{i}.yaml"), fleet) for i, text in enumerate(texts)]
     configs.append(fast.Configuration(configs[0].autoscaler, dataclasses.replace(fleet, hpa_sync_period_s=30.0)))
     keys = {compiled.fleet_key(compiled.prepare(c.autoscaler, c.fleet)) for c in configs}
@@ -111,9 +128,11 @@ def test_a_member_the_kernel_cannot_finish_leaves_the_group_for_the_lockstep_eng
     trace = poisson_trace(lambda t: 2.0 if t < 60 else 12.0, 240.0, 200, 240, seed=3)
     fleet = FleetSpec(warmup_s=20.0)
     huge = "sum(vllm:num_requests_running) * 1e13"
-    configs = [fast.Configuration(write_manifest(tmp_path, scaled_object("a", QUERIES[0], 10), "a.yaml"), fleet),
-               fast.Configuration(write_manifest(tmp_path, scaled_object("b", huge, 1e14), "b.yaml"), fleet),
-               fast.Configuration(write_manifest(tmp_path, scaled_object("c", QUERIES[0], 20), "c.yaml"), fleet)]
+    configs = [
+        fast.Configuration(write_manifest(tmp_path, scaled_object("a", QUERIES[0], 10), "a.yaml"), fleet),
+        fast.Configuration(write_manifest(tmp_path, scaled_object("b", huge, 1e14), "b.yaml"), fleet),
+        fast.Configuration(write_manifest(tmp_path, scaled_object("c", QUERIES[0], 20), "c.yaml"), fleet),
+    ]
     fallen: list[int] = []
     real = fast.lockstep.simulate_many
 
@@ -133,9 +152,15 @@ def test_arrays_grown_mid_run_with_parts_waiting_give_the_same_result(tmp_path, 
     # snapshots of the smaller ones.
     trace = poisson_trace(lambda t: 30.0 if (t // 60) % 2 else 1.0, 480.0, 200, 240, seed=12)
     fleet = FleetSpec(warmup_s=10.0)
-    configs = [fast.Configuration(write_manifest(tmp_path, scaled_object("chat", QUERIES[1], target, max_replicas=8,
-                                                                         down_window_s=0), f"{target}.yaml"), fleet)
-               for target in (2, 3, 5)]
+    configs = [
+        fast.Configuration(
+            write_manifest(
+                tmp_path, scaled_object("chat", QUERIES[1], target, max_replicas=8, down_window_s=0), f"{target}.yaml"
+            ),
+            fleet,
+        )
+        for target in (2, 3, 5)
+    ]
     alone = [fast.simulate(trace, c.autoscaler, c.fleet) for c in configs]
     grown: list[int] = []
     real_run = compiled.engine.run
@@ -156,33 +181,57 @@ def test_arrays_grown_mid_run_with_parts_waiting_give_the_same_result(tmp_path, 
 @st.composite
 def groups(draw):
     fleet = FleetSpec(
-        replica=ReplicaSpec(max_num_seqs=draw(st.sampled_from([8, 64])),
-                            kv_tokens=draw(st.sampled_from([20_000, 200_000]))),
+        replica=ReplicaSpec(
+            max_num_seqs=draw(st.sampled_from([8, 64])), kv_tokens=draw(st.sampled_from([20_000, 200_000]))
+        ),
         warmup_s=draw(st.sampled_from([0.0, 20.0, 60.0])),
-        warmup_distribution=draw(st.sampled_from(["fixed", "uniform", "lognormal"])), warmup_spread_s=10.0,
+        warmup_distribution=draw(st.sampled_from(["fixed", "uniform", "lognormal"])),
+        warmup_spread_s=10.0,
         router=draw(st.sampled_from(["least-loaded", "round-robin"])),
-        shutdown_timeout_s=draw(st.sampled_from([0.0, 20.0])), initial_replicas=draw(st.integers(0, 2)),
-        seed=draw(st.integers(0, 2**16)))
+        shutdown_timeout_s=draw(st.sampled_from([0.0, 20.0])),
+        initial_replicas=draw(st.integers(0, 2)),
+        seed=draw(st.integers(0, 2**16)),
+    )
     texts = []
     for _ in range(draw(st.integers(2, 6))):
         if draw(st.booleans()):
             policy = draw(st.sampled_from(["", down_policy("Pods", 1, 30), down_policy("Percent", 50, 60)]))
-            texts.append(scaled_object("chat", draw(st.sampled_from(QUERIES)), draw(st.sampled_from([0.5, 2, 5, 10, 20])),
-                                       min_replicas=draw(st.integers(0, 2)), max_replicas=draw(st.integers(2, 8)),
-                                       polling_s=draw(st.sampled_from([5, 15, 30])),
-                                       down_window_s=draw(st.sampled_from([None, 0, 30, 120])), down_policy=policy))
+            texts.append(
+                scaled_object(
+                    "chat",
+                    draw(st.sampled_from(QUERIES)),
+                    draw(st.sampled_from([0.5, 2, 5, 10, 20])),
+                    min_replicas=draw(st.integers(0, 2)),
+                    max_replicas=draw(st.integers(2, 8)),
+                    polling_s=draw(st.sampled_from([5, 15, 30])),
+                    down_window_s=draw(st.sampled_from([None, 0, 30, 120])),
+                    down_policy=policy,
+                )
+            )
         else:
-            texts.append(pods_hpa("chat", draw(st.sampled_from(["vllm:num_requests_running", "num_requests_waiting"])),
-                                  draw(st.sampled_from([1, 4, 10])), min_replicas=draw(st.integers(1, 2)),
-                                  max_replicas=draw(st.integers(2, 8))))
+            texts.append(
+                pods_hpa(
+                    "chat",
+                    draw(st.sampled_from(["vllm:num_requests_running", "num_requests_waiting"])),
+                    draw(st.sampled_from([1, 4, 10])),
+                    min_replicas=draw(st.integers(1, 2)),
+                    max_replicas=draw(st.integers(2, 8)),
+                )
+            )
     low, high = draw(st.floats(0.5, 6.0)), draw(st.floats(0.5, 25.0))
-    trace = poisson_trace(lambda t: high if (t // 80) % 2 else low, draw(st.floats(60.0, 300.0)), 200,
-                          draw(st.integers(1, 400)), seed=draw(st.integers(0, 999)))
+    trace = poisson_trace(
+        lambda t: high if (t // 80) % 2 else low,
+        draw(st.floats(60.0, 300.0)),
+        200,
+        draw(st.integers(1, 400)),
+        seed=draw(st.integers(0, 999)),
+    )
     return fleet, texts, draw(st.booleans()), trace
 
 
-@settings(max_examples=20, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(groups())
 def test_a_generated_group_gives_each_member_what_it_gets_alone(tmp_path, scenario):
     fleet, texts, timeseries, trace = scenario
@@ -199,8 +248,9 @@ def test_configurations_of_different_fleets_are_not_put_in_one_group(tmp_path):
     first = compiled.prepare(manifest, FleetSpec())
     other = compiled.prepare(manifest, FleetSpec(warmup_s=5.0))
     assert compiled.fleet_key(first) != compiled.fleet_key(other)
-    assert compiled.fleet_key(first) == compiled.fleet_key(compiled.prepare(manifest,
-                                                                            FleetSpec(hpa_sync_period_s=30.0)))
+    assert compiled.fleet_key(first) == compiled.fleet_key(
+        compiled.prepare(manifest, FleetSpec(hpa_sync_period_s=30.0))
+    )
     trace = poisson_trace(1.0, 30.0, 100, 100, seed=1)
     with pytest.raises(ValueError, match="do not share a fleet"):
         compiled.simulate_group([first, other], trace.arrival_s, trace.input_tokens, trace.output_tokens, 30.0)
@@ -208,8 +258,13 @@ def test_configurations_of_different_fleets_are_not_put_in_one_group(tmp_path):
 
 def test_without_per_request_arrays_the_numbers_are_the_same(tmp_path):
     trace = poisson_trace(lambda t: 2.0 if t < 60 else 12.0, 200.0, 200, 240, seed=4)
-    configs = [fast.Configuration(write_manifest(tmp_path, scaled_object("chat", QUERIES[0], target), f"{target}.yaml"),
-                                  FleetSpec(warmup_s=20.0)) for target in (5, 10)]
+    configs = [
+        fast.Configuration(
+            write_manifest(tmp_path, scaled_object("chat", QUERIES[0], target), f"{target}.yaml"),
+            FleetSpec(warmup_s=20.0),
+        )
+        for target in (5, 10)
+    ]
     full = fast.simulate_many(trace, configs)
     lean = fast.simulate_many(trace, configs, timeseries=False, per_request=False)
     for a, b in zip(full, lean, strict=True):

@@ -68,8 +68,14 @@ def _near_thousandths(k: int, ulps: int, half: bool) -> float:
 boundary_floats = st.builds(_near_thousandths, st.integers(-(10**12), 10**12), st.integers(-2, 2), st.booleans())
 
 
-@given(st.one_of(st.floats(allow_nan=True, allow_infinity=True), boundary_floats,
-                 st.floats(-1e4, 1e4), st.floats(-QUANTITY_LIMIT * 1.01, QUANTITY_LIMIT * 1.01)))
+@given(
+    st.one_of(
+        st.floats(allow_nan=True, allow_infinity=True),
+        boundary_floats,
+        st.floats(-1e4, 1e4),
+        st.floats(-QUANTITY_LIMIT * 1.01, QUANTITY_LIMIT * 1.01),
+    )
+)
 @settings(max_examples=3000, deadline=None)
 @example(0.0005)
 @example(-0.0005)
@@ -93,7 +99,8 @@ def test_keda_quantity_milli_rounds_the_exact_value_like_python(value):
 
 def test_keda_quantity_milli_ties_and_specials():
     assert [decision.keda_quantity_milli(v) for v in (0.0005, 0.0625, -0.0625, 0.0015, 0.0025, 1.0005)] == [
-        keda_quantity_milli(v) for v in (0.0005, 0.0625, -0.0625, 0.0015, 0.0025, 1.0005)]
+        keda_quantity_milli(v) for v in (0.0005, 0.0625, -0.0625, 0.0015, 0.0025, 1.0005)
+    ]
     assert decision.keda_quantity_milli(0.0005) == 1  # rint(0.0005 * 1000.0) would give 0
     assert decision.keda_quantity_milli(0.0625) == 62  # an exact tie goes to even
     assert decision.keda_quantity_milli(math.nan) == 0
@@ -102,6 +109,7 @@ def test_keda_quantity_milli_ties_and_specials():
 
 
 # ---- manifests ----------------------------------------------------------------------------------
+
 
 def _rules_yaml(rules: dict | None, indent: str) -> str:
     if rules is None:
@@ -134,14 +142,24 @@ def _behavior_yaml(behavior: dict | None, indent: str) -> str:
     return text
 
 
-policies = st.lists(st.tuples(st.sampled_from(["Pods", "Percent"]), st.sampled_from([1, 2, 4, 10, 50, 100, 200]),
-                              st.sampled_from([15, 30, 60, 120, 300])), min_size=1, max_size=3)
-rules = st.none() | st.fixed_dictionaries({}, optional={
-    "window": st.sampled_from([0, 15, 30, 60, 120, 300]),
-    "select": st.sampled_from(["Max", "Min", "Disabled"]),
-    "tolerance": st.sampled_from(["0", "0.05", "0.1", "0.2", "0.5"]),
-    "policies": policies,
-})
+policies = st.lists(
+    st.tuples(
+        st.sampled_from(["Pods", "Percent"]),
+        st.sampled_from([1, 2, 4, 10, 50, 100, 200]),
+        st.sampled_from([15, 30, 60, 120, 300]),
+    ),
+    min_size=1,
+    max_size=3,
+)
+rules = st.none() | st.fixed_dictionaries(
+    {},
+    optional={
+        "window": st.sampled_from([0, 15, 30, 60, 120, 300]),
+        "select": st.sampled_from(["Max", "Min", "Disabled"]),
+        "tolerance": st.sampled_from(["0", "0.05", "0.1", "0.2", "0.5"]),
+        "policies": policies,
+    },
+)
 behaviors = st.none() | st.fixed_dictionaries({"scaleUp": rules, "scaleDown": rules})
 thresholds = st.sampled_from([0.5, 1, 2, 2.5, 3, 5, 7.5, 10, 0.25, 0.0015, 100, 0.333])
 
@@ -183,23 +201,30 @@ def scaled_objects(draw):
     if min_count and draw(st.booleans()):
         lines.append(f"idleReplicaCount: {draw(st.integers(0, min_count - 1))}")
     if draw(st.booleans()):
-        lines += ["fallback:", f"  failureThreshold: {draw(st.integers(0, 3))}",
-                  f"  replicas: {draw(st.sampled_from([0, 1, 3, 6]))}"]
-        behavior = draw(st.sampled_from([None, "static", "currentReplicas", "currentReplicasIfHigher",
-                                         "currentReplicasIfLower"]))
+        lines += [
+            "fallback:",
+            f"  failureThreshold: {draw(st.integers(0, 3))}",
+            f"  replicas: {draw(st.sampled_from([0, 1, 3, 6]))}",
+        ]
+        behavior = draw(
+            st.sampled_from([None, "static", "currentReplicas", "currentReplicasIfHigher", "currentReplicasIfLower"])
+        )
         if behavior is not None:
             lines.append(f"  behavior: {behavior}")
     behavior = draw(behaviors)
-    text = ("apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata:\n  name: chat\nspec:\n"
-            "  scaleTargetRef:\n    name: chat\n" + "".join(f"  {line}\n" for line in lines))
+    text = (
+        "apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata:\n  name: chat\nspec:\n"
+        "  scaleTargetRef:\n    name: chat\n" + "".join(f"  {line}\n" for line in lines)
+    )
     if behavior is not None:
         text += "  advanced:\n    horizontalPodAutoscalerConfig:\n" + _behavior_yaml(behavior, "      ")
     return text + "  triggers:\n" + "".join(triggers)
 
 
 quantities = st.sampled_from(["1", "2", "5", "10", "500m", "1500m", "2.5", "0.8", "100", "3"])
-metric_names = st.sampled_from(["vllm:num_requests_waiting", "vllm:num_requests_running",
-                                "vllm:kv_cache_usage_perc", "num_requests_waiting"])
+metric_names = st.sampled_from(
+    ["vllm:num_requests_waiting", "vllm:num_requests_running", "vllm:kv_cache_usage_perc", "num_requests_waiting"]
+)
 
 
 @st.composite
@@ -218,10 +243,12 @@ def hpas(draw):
     scale_to_zero = any(kind != "Pods" for kind, _ in metrics)
     min_replicas = draw(st.sampled_from([None, 1, 2, 3] + ([0, 0] if scale_to_zero else [])))
     max_replicas = max(draw(st.sampled_from([3, 5, 8, 12, 20])), min_replicas or 1)
-    text = ("apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata:\n  name: chat\nspec:\n"
-            "  scaleTargetRef:\n    apiVersion: apps/v1\n    kind: Deployment\n    name: chat\n"
-            + (f"  minReplicas: {min_replicas}\n" if min_replicas is not None else "")
-            + f"  maxReplicas: {max_replicas}\n")
+    text = (
+        "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata:\n  name: chat\nspec:\n"
+        "  scaleTargetRef:\n    apiVersion: apps/v1\n    kind: Deployment\n    name: chat\n"
+        + (f"  minReplicas: {min_replicas}\n" if min_replicas is not None else "")
+        + f"  maxReplicas: {max_replicas}\n"
+    )
     text += _behavior_yaml(draw(behaviors), "  ")
     return text + "  metrics:\n" + "".join(body for _, body in metrics)
 
@@ -233,6 +260,7 @@ def _load(tmp_path, text):
 
 
 # ---- the Python side's inputs -------------------------------------------------------------------
+
 
 class _Results:
     """Query results chosen by the test, per row, as ``Query.evaluate`` returns them."""
@@ -265,12 +293,14 @@ class _Store:
 def _stubbed(control: Control) -> _Results:
     if control.keda is not None:
         results = _Results(len(control.queries))
-        control.queries = {index: _StubQuery(results, row, query.text)
-                           for row, (index, query) in enumerate(control.queries.items())}
+        control.queries = {
+            index: _StubQuery(results, row, query.text) for row, (index, query) in enumerate(control.queries.items())
+        }
     else:
         results = _Results(len(control.metric_queries))
-        control.metric_queries = [(kind, _StubQuery(results, row, query.text))
-                                  for row, (kind, query) in enumerate(control.metric_queries)]
+        control.metric_queries = [
+            (kind, _StubQuery(results, row, query.text)) for row, (kind, query) in enumerate(control.metric_queries)
+        ]
     return results
 
 
@@ -343,27 +373,50 @@ def _history(control: Control):
     recs = controller.recommendations
     keda = None
     if control.keda is not None:
-        keda = (control.keda.last_active_s, [control.keda.failures.get(t.index, 0) for t in control.keda.so.triggers],
-                sorted(control.keda.metrics_cache))
-    return (None if recs is None else list(recs), list(controller.scale_up_events),
-            list(controller.scale_down_events), keda, controller.scaled_to_zero)
+        keda = (
+            control.keda.last_active_s,
+            [control.keda.failures.get(t.index, 0) for t in control.keda.so.triggers],
+            sorted(control.keda.metrics_cache),
+        )
+    return (
+        None if recs is None else list(recs),
+        list(controller.scale_up_events),
+        list(controller.scale_down_events),
+        keda,
+        controller.scaled_to_zero,
+    )
 
 
 def _kernel_history(control: Control, state):
     n_rec = int(state.count[REC_N])
-    recs = None if n_rec == 0 else [TimestampedRecommendation(int(r), float(t)) for r, t in
-                                    zip(state.rec_replicas[:n_rec], state.rec_t[:n_rec], strict=True)]
+    recs = (
+        None
+        if n_rec == 0
+        else [
+            TimestampedRecommendation(int(r), float(t))
+            for r, t in zip(state.rec_replicas[:n_rec], state.rec_t[:n_rec], strict=True)
+        ]
+    )
     events = []
     for direction, slot in ((UP, UP_N), (DOWN, DOWN_N)):
         n = int(state.count[slot])
-        events.append([TimestampedScaleEvent(int(change), float(t), bool(outdated)) for (change, outdated), t in
-                       zip(state.events[direction, :n].tolist(), state.event_t[direction, :n], strict=True)])
+        events.append(
+            [
+                TimestampedScaleEvent(int(change), float(t), bool(outdated))
+                for (change, outdated), t in zip(
+                    state.events[direction, :n].tolist(), state.event_t[direction, :n], strict=True
+                )
+            ]
+        )
     keda = None
     if control.keda is not None:
         last = float(state.last_active_s[0])
         n = len(control.keda.so.triggers)
-        keda = (None if math.isnan(last) else last, [int(f) for f in state.keda[:n, K_FAILURES]],
-                [i for i in range(n) if state.keda[i, K_CACHE] != CACHE_EMPTY])
+        keda = (
+            None if math.isnan(last) else last,
+            [int(f) for f in state.keda[:n, K_FAILURES]],
+            [i for i in range(n) if state.keda[i, K_CACHE] != CACHE_EMPTY],
+        )
     return recs, events[0], events[1], keda, bool(state.count[SCALED_TO_ZERO])
 
 
@@ -404,14 +457,24 @@ def _run_side_by_side(control: Control, seed: int, tick_s: float, n_ticks: int) 
             n_pods = 0
         ids = sorted(int(i) for i in rng.choice(CAPACITY, n_pods, replace=False))
         ready = [bool(rng.random() < 0.75) for _ in ids]
-        pods = [Pod(f"pod-{p}", phase=POD_RUNNING, ready=r, start_time_s=now_s - 100.0,
-                    ready_transition_s=now_s - 40.0 if r else now_s - 100.0) for p, r in zip(ids, ready, strict=True)]
+        pods = [
+            Pod(
+                f"pod-{p}",
+                phase=POD_RUNNING,
+                ready=r,
+                start_time_s=now_s - 100.0,
+                ready_transition_s=now_s - 40.0 if r else now_s - 100.0,
+            )
+            for p, r in zip(ids, ready, strict=True)
+        ]
         pod_ids[:n_pods] = ids
         pod_ready[:n_pods] = ready
         ready_replicas = sum(ready)
         scraped = [p for p, r in zip(ids, ready, strict=True) if r]
-        results.rows = [_result(rng, kind, scraped if rng.random() < 0.8 else ids, scale)
-                        for kind, scale in zip(kinds, scales, strict=True)]
+        results.rows = [
+            _result(rng, kind, scraped if rng.random() < 0.8 else ids, scale)
+            for kind, scale in zip(kinds, scales, strict=True)
+        ]
         res_kind, res_n, res_keys, res_vals = _rows(results.rows)
         last = store._last_index(now_s)
         stamp_s = store.times_s[last] if last >= 0 else math.nan
@@ -419,8 +482,25 @@ def _run_side_by_side(control: Control, seed: int, tick_s: float, n_ticks: int) 
             expected = control.decide(now_s, tick_s, spec_replicas, lambda pods=pods: pods, ready_replicas, store)
         except IndexError:  # a Pods metric answered before any scrape
             expected = NO_SCRAPE
-        got = decision.decide(t, s, now_s, poll, reconcile, spec_replicas, ready_replicas, pod_ids, pod_ready,
-                              pod_start_s, pod_transition_s, n_pods, res_kind, res_n, res_keys, res_vals, stamp_s)
+        got = decision.decide(
+            t,
+            s,
+            now_s,
+            poll,
+            reconcile,
+            spec_replicas,
+            ready_replicas,
+            pod_ids,
+            pod_ready,
+            pod_start_s,
+            pod_transition_s,
+            n_pods,
+            res_kind,
+            res_n,
+            res_keys,
+            res_vals,
+            stamp_s,
+        )
         assert got == expected, (k, now_s, poll, reconcile, spec_replicas, ready, results.rows)
         if expected == NO_SCRAPE:
             break
@@ -431,19 +511,29 @@ def _run_side_by_side(control: Control, seed: int, tick_s: float, n_ticks: int) 
     return seen
 
 
-@given(text=scaled_objects(), seed=st.integers(0, 2**32 - 1), tick_s=st.sampled_from([1.0, 5.0, 15.0]),
-       sync_s=st.sampled_from([15.0, 10.0, 30.0]))
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                  HealthCheck.too_slow])
+@given(
+    text=scaled_objects(),
+    seed=st.integers(0, 2**32 - 1),
+    tick_s=st.sampled_from([1.0, 5.0, 15.0]),
+    sync_s=st.sampled_from([15.0, 10.0, 30.0]),
+)
+@settings(
+    max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 def test_scaled_objects_decide_as_control_does(tmp_path, text, seed, tick_s, sync_s):
     control = Control(_load(tmp_path, text), sync_period_s=sync_s)
     _run_side_by_side(control, seed, tick_s, int(900 / tick_s))
 
 
-@given(text=hpas(), seed=st.integers(0, 2**32 - 1), tick_s=st.sampled_from([1.0, 5.0, 15.0]),
-       sync_s=st.sampled_from([15.0, 10.0, 30.0]))
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                  HealthCheck.too_slow])
+@given(
+    text=hpas(),
+    seed=st.integers(0, 2**32 - 1),
+    tick_s=st.sampled_from([1.0, 5.0, 15.0]),
+    sync_s=st.sampled_from([15.0, 10.0, 30.0]),
+)
+@settings(
+    max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 def test_hpas_decide_as_control_does(tmp_path, text, seed, tick_s, sync_s):
     control = Control(_load(tmp_path, text), sync_period_s=sync_s)
     _run_side_by_side(control, seed, tick_s, int(900 / tick_s))
@@ -492,9 +582,25 @@ class _Pair:
             expected = self.control.decide(now_s, 15.0, spec_replicas, lambda: pods, ready, self.store)
         except IndexError:
             expected = NO_SCRAPE
-        got = decision.decide(self.t, self.s, now_s, poll, reconcile, spec_replicas, ready, ids, flags,
-                              np.zeros(size), np.zeros(size), spec_replicas, res_kind, res_n, res_keys,
-                              res_vals, self.store.times_s[-1] if self.store.times_s else math.nan)
+        got = decision.decide(
+            self.t,
+            self.s,
+            now_s,
+            poll,
+            reconcile,
+            spec_replicas,
+            ready,
+            ids,
+            flags,
+            np.zeros(size),
+            np.zeros(size),
+            spec_replicas,
+            res_kind,
+            res_n,
+            res_keys,
+            res_vals,
+            self.store.times_s[-1] if self.store.times_s else math.nan,
+        )
         if got > QUANTITY_OUT_OF_RANGE:  # not an error code: the same count and history
             assert got == expected
             assert _kernel_history(self.control, self.s) == _history(self.control)
@@ -515,9 +621,9 @@ def test_fallback_holds_after_failures_and_cooldown_scales_to_zero(tmp_path):
 
 
 def test_refused_configurations(tmp_path):
-    modifiers = SO_FALLBACK.replace("  triggers:", "  advanced:\n    scalingModifiers:\n"
-                                    "      formula: 'a'\n      target: '2'\n  triggers:").replace(
-        "  - type: prometheus\n", "  - type: prometheus\n    name: a\n")
+    modifiers = SO_FALLBACK.replace(
+        "  triggers:", "  advanced:\n    scalingModifiers:\n      formula: 'a'\n      target: '2'\n  triggers:"
+    ).replace("  - type: prometheus\n", "  - type: prometheus\n    name: a\n")
     with pytest.raises(NotCompilable, match="scalingModifiers"):
         compile_control(Control(_load(tmp_path, modifiers)))
     tiny = SO_FALLBACK.replace("threshold: '5'", "threshold: '0.0001'")  # 0 milli-units: Python divides by it
@@ -530,10 +636,12 @@ def test_refused_configurations(tmp_path):
 
 
 def test_a_pods_metric_before_the_first_scrape_is_the_python_error(tmp_path):
-    text = ("apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: chat}\nspec:\n"
-            "  scaleTargetRef: {kind: Deployment, name: chat}\n  maxReplicas: 5\n  metrics:\n"
-            "  - type: Pods\n    pods:\n      metric: {name: num_requests_waiting}\n"
-            "      target: {type: AverageValue, averageValue: '2'}\n")
+    text = (
+        "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: chat}\nspec:\n"
+        "  scaleTargetRef: {kind: Deployment, name: chat}\n  maxReplicas: 5\n  metrics:\n"
+        "  - type: Pods\n    pods:\n      metric: {name: num_requests_waiting}\n"
+        "      target: {type: AverageValue, averageValue: '2'}\n"
+    )
     pair = _Pair(Control(_load(tmp_path, text)))
     assert pair.step(0.0, 2, 2, 3.0, scraped=False) == NO_SCRAPE
     assert pair.step(0.0, 2, 2, {}, scraped=False) == 2  # empty: a failed reading, the HPA holds
@@ -546,14 +654,16 @@ def test_an_absurd_value_is_an_error_code_not_a_wrong_number(tmp_path):
 
 
 def test_a_day_of_syncs_with_long_policy_periods_fits_the_history(tmp_path):
-    text = ("apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: chat}\nspec:\n"
-            "  scaleTargetRef: {kind: Deployment, name: chat}\n  maxReplicas: 50\n"
-            "  behavior:\n    scaleUp:\n      stabilizationWindowSeconds: 60\n"
-            "      policies: [{type: Pods, value: 1, periodSeconds: 1800}]\n"
-            "    scaleDown:\n      stabilizationWindowSeconds: 120\n"
-            "      policies: [{type: Pods, value: 1, periodSeconds: 1800}, {type: Percent, value: 10, periodSeconds: 60}]\n"
-            "  metrics:\n  - type: External\n    external:\n      metric: {name: num_requests_waiting}\n"
-            "      target: {type: AverageValue, averageValue: '1'}\n")
+    text = (
+        "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: chat}\nspec:\n"
+        "  scaleTargetRef: {kind: Deployment, name: chat}\n  maxReplicas: 50\n"
+        "  behavior:\n    scaleUp:\n      stabilizationWindowSeconds: 60\n"
+        "      policies: [{type: Pods, value: 1, periodSeconds: 1800}]\n"
+        "    scaleDown:\n      stabilizationWindowSeconds: 120\n"
+        "      policies: [{type: Pods, value: 1, periodSeconds: 1800}, {type: Percent, value: 10, periodSeconds: 60}]\n"
+        "  metrics:\n  - type: External\n    external:\n      metric: {name: num_requests_waiting}\n"
+        "      target: {type: AverageValue, averageValue: '1'}\n"
+    )
     pair = _Pair(Control(_load(tmp_path, text)))
     replicas = 5
     for k in range(86400 // 15):
@@ -565,19 +675,27 @@ def test_a_day_of_syncs_with_long_policy_periods_fits_the_history(tmp_path):
 
 
 def _hpa(metrics: str, *, max_replicas: int = 5, behavior: str = "") -> str:
-    return ("apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: chat}\nspec:\n"
-            f"  scaleTargetRef: {{kind: Deployment, name: chat}}\n  maxReplicas: {max_replicas}\n{behavior}"
-            "  metrics:\n" + metrics)
+    return (
+        "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: chat}\nspec:\n"
+        f"  scaleTargetRef: {{kind: Deployment, name: chat}}\n  maxReplicas: {max_replicas}\n{behavior}"
+        "  metrics:\n" + metrics
+    )
 
 
-EXTERNAL_VALUE = ("  - type: External\n    external:\n      metric: {name: num_requests_waiting}\n"
-                  "      target: {type: Value, value: '1'}\n")
+EXTERNAL_VALUE = (
+    "  - type: External\n    external:\n      metric: {name: num_requests_waiting}\n"
+    "      target: {type: Value, value: '1'}\n"
+)
 EXTERNAL_AVERAGE = EXTERNAL_VALUE.replace("type: Value, value", "type: AverageValue, averageValue")
-OBJECT_VALUE = ("  - type: Object\n    object:\n      metric: {name: num_requests_waiting}\n"
-                "      describedObject: {apiVersion: v1, kind: Service, name: chat}\n"
-                "      target: {type: Value, value: '1'}\n")
-PODS_AVERAGE = ("  - type: Pods\n    pods:\n      metric: {name: num_requests_waiting}\n"
-                "      target: {type: AverageValue, averageValue: '2'}\n")
+OBJECT_VALUE = (
+    "  - type: Object\n    object:\n      metric: {name: num_requests_waiting}\n"
+    "      describedObject: {apiVersion: v1, kind: Service, name: chat}\n"
+    "      target: {type: Value, value: '1'}\n"
+)
+PODS_AVERAGE = (
+    "  - type: Pods\n    pods:\n      metric: {name: num_requests_waiting}\n"
+    "      target: {type: AverageValue, averageValue: '2'}\n"
+)
 
 
 @pytest.mark.parametrize("metric", [EXTERNAL_VALUE, EXTERNAL_AVERAGE, OBJECT_VALUE])
@@ -590,8 +708,10 @@ def test_proposals_beyond_int32_are_capped_as_python_caps_them(tmp_path, metric)
 def test_a_scale_down_limit_above_the_current_count_holds_it(tmp_path):
     # Above maxReplicas the HPA scales 9 -> 5 in one step; that scale-down event then leaves the Pods
     # policy's limit (9 - 1 = 8) above the current 5, so the count holds.
-    behavior = ("  behavior:\n    scaleDown:\n      stabilizationWindowSeconds: 0\n"
-                "      policies: [{type: Pods, value: 1, periodSeconds: 60}]\n")
+    behavior = (
+        "  behavior:\n    scaleDown:\n      stabilizationWindowSeconds: 0\n"
+        "      policies: [{type: Pods, value: 1, periodSeconds: 60}]\n"
+    )
     pair = _Pair(Control(_load(tmp_path, _hpa(EXTERNAL_AVERAGE, behavior=behavior))))
     assert pair.step(0.0, 9, 9, {(): 2.0}) == 5
     assert pair.step(15.0, 5, 5, {(): 2.0}) == 5
@@ -614,8 +734,28 @@ def test_a_history_never_overflows_its_arrays(tmp_path):
     res_kind, res_n, res_keys, res_vals = _rows([{(): 2.0}])
     ids = np.arange(CAPACITY)
     ready = np.ones(CAPACITY, dtype=np.bool_)
-    codes = [decision.decide(t, s, float(k), False, True, 3, 3, ids, ready, np.zeros(CAPACITY), np.zeros(CAPACITY),
-                             3, res_kind, res_n, res_keys, res_vals, 0.0) for k in range(300)]
+    codes = [
+        decision.decide(
+            t,
+            s,
+            float(k),
+            False,
+            True,
+            3,
+            3,
+            ids,
+            ready,
+            np.zeros(CAPACITY),
+            np.zeros(CAPACITY),
+            3,
+            res_kind,
+            res_n,
+            res_keys,
+            res_vals,
+            0.0,
+        )
+        for k in range(300)
+    ]
     assert HISTORY_FULL in codes and s.count[REC_N] == s.rec_replicas.shape[0]
 
 
@@ -624,8 +764,25 @@ def _decide_many(t, s, n, ids, flags, zeros, res_kind, res_n, res_keys, res_vals
     replicas = 3
     for k in range(n):
         res_vals[0, 0] = float(k % 40)
-        replicas = decision.decide(t, s, 15.0 * k, True, True, replicas, replicas, ids, flags, zeros, zeros,
-                                   replicas, res_kind, res_n, res_keys, res_vals, 15.0 * k)
+        replicas = decision.decide(
+            t,
+            s,
+            15.0 * k,
+            True,
+            True,
+            replicas,
+            replicas,
+            ids,
+            flags,
+            zeros,
+            zeros,
+            replicas,
+            res_kind,
+            res_n,
+            res_keys,
+            res_vals,
+            15.0 * k,
+        )
         if replicas < 0:
             return replicas
     return replicas
@@ -637,8 +794,12 @@ def test_the_kernel_runs_inside_another_kernel(tmp_path):
     t, s = tables(compiled), new_state(compiled)
     res_kind, res_n, res_keys, res_vals = _rows([{(): 1.0}])
     ids = np.arange(CAPACITY)
-    assert _decide_many(t, s, 200, ids, np.ones(CAPACITY, np.bool_), np.zeros(CAPACITY), res_kind, res_n,
-                        res_keys, res_vals) >= 0
+    assert (
+        _decide_many(
+            t, s, 200, ids, np.ones(CAPACITY, np.bool_), np.zeros(CAPACITY), res_kind, res_n, res_keys, res_vals
+        )
+        >= 0
+    )
 
 
 def test_scaled_objects_and_hpas_share_one_compiled_decide(tmp_path):

@@ -32,24 +32,56 @@ from planner.simulate.fast.metrics import (
 from planner.simulate.metrics import COLUMNS, STALENESS_S, MetricStore, metric_column, parse_query
 from tests.test_simulate_fast import POD_METRICS, QUERIES
 
-COUNTER_NAMES = ("vllm:request_success_total", "vllm:generation_tokens_total", "vllm_prompt_tokens_total",
-                 "vllm:num_preemptions_total", "request_success", "generation_tokens")
-GAUGE_NAMES = ("vllm:num_requests_running", "num_requests_running", "vllm_num_requests_waiting",
-               "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc",
-               "gpu_cache_usage_perc", "DCGM_FI_DEV_GPU_UTIL", "gpu_utilization_percent",
-               "prometheus.googleapis.com|vllm:num_requests_waiting|gauge")
+COUNTER_NAMES = (
+    "vllm:request_success_total",
+    "vllm:generation_tokens_total",
+    "vllm_prompt_tokens_total",
+    "vllm:num_preemptions_total",
+    "request_success",
+    "generation_tokens",
+)
+GAUGE_NAMES = (
+    "vllm:num_requests_running",
+    "num_requests_running",
+    "vllm_num_requests_waiting",
+    "vllm:num_requests_waiting",
+    "vllm:kv_cache_usage_perc",
+    "vllm:gpu_cache_usage_perc",
+    "gpu_cache_usage_perc",
+    "DCGM_FI_DEV_GPU_UTIL",
+    "gpu_utilization_percent",
+    "prometheus.googleapis.com|vllm:num_requests_waiting|gauge",
+)
 MATCHERS = ("", '{model_name="chat"}', '{namespace="x",pod=~".*decode.*"}')
 WINDOWS = ("30s", "45s", "1m", "90s", "2m", "5m", "10m")
 NUMBERS = ("0", "1", "2", "0.5", "3", "10", "1e3")
-GROUPINGS = ("", "by (pod)", "by (namespace)", "without (pod)", "without (namespace)", "by (instance)",
-             "by (model_name, pod)")
+GROUPINGS = (
+    "",
+    "by (pod)",
+    "by (namespace)",
+    "without (pod)",
+    "without (namespace)",
+    "by (instance)",
+    "by (model_name, pod)",
+)
 
 
 # ---- stores -------------------------------------------------------------------------------------
 
-def make_store(seed: int, *, grid_s: float = 15.0, tick_s: float = 1.0, slots: int = 40, gap_frac: float = 0.1,
-               n_pods: int = 4, sparse_ids: bool = False, reset_frac: float = 0.05, scale: float = 1.0,
-               first_slot: int = 1) -> MetricStore:
+
+def make_store(
+    seed: int,
+    *,
+    grid_s: float = 15.0,
+    tick_s: float = 1.0,
+    slots: int = 40,
+    gap_frac: float = 0.1,
+    n_pods: int = 4,
+    sparse_ids: bool = False,
+    reset_frac: float = 0.05,
+    scale: float = 1.0,
+    first_slot: int = 1,
+) -> MetricStore:
     """Scrapes on a ``grid_s`` grid (times as the engine computes them, ``ticks * tick_s``) with gaps.
 
     Pods appear and disappear (kube_pod_info before they are scraped, while they warm up), gauges
@@ -90,9 +122,15 @@ def stores(draw):
     grid_s = draw(st.sampled_from([15.0, 5.0]))
     slots = int(rng.integers(0, 4)) if rng.random() < 0.1 else int(rng.integers(10, 140 if grid_s == 5.0 else 50))
     return make_store(
-        int(rng.integers(2**32)), grid_s=grid_s, tick_s=draw(st.sampled_from([1.0, 0.1, 0.5, 5.0])), slots=slots,
-        gap_frac=float(rng.choice([0.0, 0.1, 0.4])), n_pods=int(rng.integers(1, 9)), sparse_ids=bool(rng.random() < 0.5),
-        reset_frac=float(rng.choice([0.0, 0.05, 0.3])), scale=float(rng.choice([1.0, 1.0, 1e-3, 1e7])),
+        int(rng.integers(2**32)),
+        grid_s=grid_s,
+        tick_s=draw(st.sampled_from([1.0, 0.1, 0.5, 5.0])),
+        slots=slots,
+        gap_frac=float(rng.choice([0.0, 0.1, 0.4])),
+        n_pods=int(rng.integers(1, 9)),
+        sparse_ids=bool(rng.random() < 0.5),
+        reset_frac=float(rng.choice([0.0, 0.05, 0.3])),
+        scale=float(rng.choice([1.0, 1.0, 1e-3, 1e7])),
         first_slot=int(rng.integers(0, 6)),
     )
 
@@ -103,15 +141,24 @@ def times(draw, store: MetricStore):
     if not store.times_s:
         return draw(st.floats(0.0, 1000.0))
     t = draw(st.sampled_from(store.times_s))
-    return draw(st.one_of(
-        st.floats(store.times_s[0], store.times_s[-1] + 30.0), st.floats(store.times_s[0], store.times_s[-1]),
-        st.floats(store.times_s[0] - 100.0, store.times_s[-1] + 900.0),
-        st.just(t), st.just(t - 5e-10), st.just(t - 2e-9), st.just(t + 7.5),
-        st.just(t + STALENESS_S), st.just(t + STALENESS_S + 1e-6), st.just(store.times_s[0] - 1.0),
-    ))
+    return draw(
+        st.one_of(
+            st.floats(store.times_s[0], store.times_s[-1] + 30.0),
+            st.floats(store.times_s[0], store.times_s[-1]),
+            st.floats(store.times_s[0] - 100.0, store.times_s[-1] + 900.0),
+            st.just(t),
+            st.just(t - 5e-10),
+            st.just(t - 2e-9),
+            st.just(t + 7.5),
+            st.just(t + STALENESS_S),
+            st.just(t + STALENESS_S + 1e-6),
+            st.just(store.times_s[0] - 1.0),
+        )
+    )
 
 
 # ---- queries ------------------------------------------------------------------------------------
+
 
 def _selector(names):
     return st.tuples(st.sampled_from(names), st.sampled_from(MATCHERS)).map("".join)
@@ -119,11 +166,16 @@ def _selector(names):
 
 vector_leaves = st.one_of(
     _selector(GAUGE_NAMES + COUNTER_NAMES),
-    st.tuples(st.sampled_from(["rate", "irate", "increase"]), _selector(COUNTER_NAMES + GAUGE_NAMES[:2]),
-              st.sampled_from(WINDOWS)).map(lambda t: f"{t[0]}({t[1]}[{t[2]}])"),
-    st.tuples(st.sampled_from(["avg_over_time", "max_over_time", "min_over_time"]),
-              _selector(GAUGE_NAMES + COUNTER_NAMES[:1]),
-              st.sampled_from(WINDOWS)).map(lambda t: f"{t[0]}({t[1]}[{t[2]}])"),
+    st.tuples(
+        st.sampled_from(["rate", "irate", "increase"]),
+        _selector(COUNTER_NAMES + GAUGE_NAMES[:2]),
+        st.sampled_from(WINDOWS),
+    ).map(lambda t: f"{t[0]}({t[1]}[{t[2]}])"),
+    st.tuples(
+        st.sampled_from(["avg_over_time", "max_over_time", "min_over_time"]),
+        _selector(GAUGE_NAMES + COUNTER_NAMES[:1]),
+        st.sampled_from(WINDOWS),
+    ).map(lambda t: f"{t[0]}({t[1]}[{t[2]}])"),
     st.sampled_from(["kube_pod_info", 'kube_pod_info{namespace="x"}']),
     st.sampled_from(NUMBERS).map(lambda n: f"vector({n})"),
 )
@@ -134,14 +186,20 @@ numbers = st.sampled_from(NUMBERS)
 
 
 def _extend(inner):
-    aggregation = st.tuples(st.sampled_from(["sum", "avg", "max", "min", "count"]), st.sampled_from(GROUPINGS),
-                            st.booleans(), inner)
-    operand = st.one_of(inner, inner, numbers, st.tuples(numbers, st.sampled_from("+-*/"), numbers).map(
-        lambda t: f"({t[0]} {t[1]} {t[2]})"))
+    aggregation = st.tuples(
+        st.sampled_from(["sum", "avg", "max", "min", "count"]), st.sampled_from(GROUPINGS), st.booleans(), inner
+    )
+    operand = st.one_of(
+        inner,
+        inner,
+        numbers,
+        st.tuples(numbers, st.sampled_from("+-*/"), numbers).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+    )
     return st.one_of(
         aggregation.map(lambda t: f"{t[0]}({t[3]}) {t[1]}" if t[2] else f"{t[0]} {t[1]} ({t[3]})"),
         st.tuples(operand, st.sampled_from("+-*/"), operand, st.booleans()).map(
-            lambda t: f"({t[0]}) {t[1]} ({t[2]})" if t[3] else f"{t[0]} {t[1]} {t[2]}"),
+            lambda t: f"({t[0]}) {t[1]} ({t[2]})" if t[3] else f"{t[0]} {t[1]} {t[2]}"
+        ),
         st.tuples(inner, st.sampled_from(["or", "OR"]), inner).map(lambda t: f"({t[0]}) {t[1]} ({t[2]})"),
     )
 
@@ -150,6 +208,7 @@ queries = st.recursive(leaves, _extend, max_leaves=7)
 
 
 # ---- comparing ----------------------------------------------------------------------------------
+
 
 def bits(value: float) -> bytes:
     return struct.pack("<d", value)
@@ -179,8 +238,15 @@ def kernel_items(compiled, arrays, now_s, max_series):
 
 def kernel_scalar(compiled, arrays, now_s, max_series):
     work = workspace(compiled, max_series)
-    value, status = scalar(compiled.code, compiled.consts, *arrays.args(), now_s, work,
-                           np.zeros(max_series + 1, dtype=np.int64), np.zeros(max_series + 1))
+    value, status = scalar(
+        compiled.code,
+        compiled.consts,
+        *arrays.args(),
+        now_s,
+        work,
+        np.zeros(max_series + 1, dtype=np.int64),
+        np.zeros(max_series + 1),
+    )
     return value, status
 
 
@@ -230,6 +296,7 @@ def _has_range(node) -> bool:
 
 
 # ---- the differential tests ---------------------------------------------------------------------
+
 
 @settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.data(), queries)
@@ -282,8 +349,9 @@ def test_every_query_the_real_manifests_use_equals_python(shared_dir):
     texts = _manifest_queries(shared_dir)
     assert len(texts) >= 10, texts
     for seed in range(12):
-        store = make_store(seed, grid_s=(15.0, 5.0)[seed % 2], slots=60, n_pods=1 + seed % 6,
-                           sparse_ids=seed % 3 == 0, reset_frac=0.1)
+        store = make_store(
+            seed, grid_s=(15.0, 5.0)[seed % 2], slots=60, n_pods=1 + seed % 6, sparse_ids=seed % 3 == 0, reset_frac=0.1
+        )
         rng = np.random.default_rng(seed)
         now_list = [*store.times_s[-3:], *rng.uniform(-20.0, (store.times_s or [0.0])[-1] + 400.0, 6)]
         for text in texts:
@@ -291,6 +359,7 @@ def test_every_query_the_real_manifests_use_equals_python(shared_dir):
 
 
 # ---- targeted cases -----------------------------------------------------------------------------
+
 
 def _tiny_store() -> MetricStore:
     # Pods 0, 1, 2 early; pods 1 and 3 in the latest scrape; counters with a reset on pod 1.
@@ -352,8 +421,10 @@ def test_last_index_equals_the_store_s(times_s, now_s):
     assert last_index(np.array([*times_s, -1.0]), len(times_s), now_s) == store._last_index(now_s)
 
 
-floats_incl_specials = st.one_of(st.floats(allow_nan=True, allow_infinity=True),
-                                 st.sampled_from([0.0, -0.0, math.nan, math.inf, -math.inf, 1e16, 1.0, -1e16]))
+floats_incl_specials = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, math.nan, math.inf, -math.inf, 1e16, 1.0, -1e16]),
+)
 
 
 @settings(max_examples=500)
@@ -385,10 +456,18 @@ def test_python_sum_is_the_builtin_sum(values, offset):
     assert _canonical(python_sum(array, offset, len(values))) == _canonical(float(sum(values)))
 
 
-@pytest.mark.parametrize("text", [
-    "sum(2)", "sum(2 * 3)", "1 or vector(1)", "vector(1) or 2", "rate(kube_pod_info[1m])",
-    "sum(max_over_time(kube_pod_info[5m])) + 1", "count(vllm:num_requests_running) + sum(1 - 1)",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "sum(2)",
+        "sum(2 * 3)",
+        "1 or vector(1)",
+        "vector(1) or 2",
+        "rate(kube_pod_info[1m])",
+        "sum(max_over_time(kube_pod_info[5m])) + 1",
+        "count(vllm:num_requests_running) + sum(1 - 1)",
+    ],
+)
 def test_queries_python_refuses_are_not_compiled(text):
     query = parse_query(text)
     with pytest.raises(PlannerInputError):
@@ -425,11 +504,12 @@ def test_too_small_a_workspace_or_output_is_reported_not_overrun():
     compiled = compile_query(parse_query("sum by (pod) (max_over_time(vllm:num_requests_running[1m]))"))
     small = workspace(compiled, 2)  # four pods in the window
     out_keys, out_vals = np.zeros(8, dtype=np.int64), np.zeros(8)
-    assert evaluate(compiled.code, compiled.consts, *arrays.args(), 60.0, small, out_keys, out_vals) == \
-        (OUT_OF_ROOM, 0)
+    assert evaluate(compiled.code, compiled.consts, *arrays.args(), 60.0, small, out_keys, out_vals) == (OUT_OF_ROOM, 0)
     big = workspace(compiled, 5)
-    assert evaluate(compiled.code, compiled.consts, *arrays.args(), 60.0, big, out_keys[:3], out_vals[:3]) == \
-        (OUT_OF_ROOM, 0)
+    assert evaluate(compiled.code, compiled.consts, *arrays.args(), 60.0, big, out_keys[:3], out_vals[:3]) == (
+        OUT_OF_ROOM,
+        0,
+    )
     assert evaluate(compiled.code, compiled.consts, *arrays.args(), 60.0, big, out_keys, out_vals) == (1, 4)
     shallow = workspace_arrays(5, 1)
     two = compile_query(parse_query("vllm:num_requests_running or kube_pod_info"))
@@ -438,13 +518,13 @@ def test_too_small_a_workspace_or_output_is_reported_not_overrun():
 
 
 @njit(cache=True)
-def _evaluate_in_a_kernel(code, consts, scr_t, n_scr, scr_off, smp_pod, smp_val, ex_off, ex_pod, now_s,
-                          max_series):
+def _evaluate_in_a_kernel(code, consts, scr_t, n_scr, scr_off, smp_pod, smp_val, ex_off, ex_pod, now_s, max_series):
     work = workspace_arrays(max_series)
     out_keys = np.zeros(max_series + 1, dtype=np.int64)
     out_vals = np.zeros(max_series + 1)
-    kind, n = evaluate(code, consts, scr_t, n_scr, scr_off, smp_pod, smp_val, ex_off, ex_pod, now_s, work,
-                       out_keys, out_vals)
+    kind, n = evaluate(
+        code, consts, scr_t, n_scr, scr_off, smp_pod, smp_val, ex_off, ex_pod, now_s, work, out_keys, out_vals
+    )
     return kind, out_keys[:n].copy(), out_vals[:n].copy()
 
 
@@ -454,8 +534,9 @@ def test_the_kernel_runs_inside_another_kernel_with_a_workspace_made_there():
     query = parse_query("sum by (pod) (rate(vllm:request_success_total[2m])) or vector(0)")
     compiled = compile_query(query)
     for now_s in (100.0, 300.0, 450.0):
-        kind, keys, vals = _evaluate_in_a_kernel(compiled.code, compiled.consts, *arrays.args(), now_s,
-                                                 distinct_pods(store))
+        kind, keys, vals = _evaluate_in_a_kernel(
+            compiled.code, compiled.consts, *arrays.args(), now_s, distinct_pods(store)
+        )
         assert kind == 1
         assert fast_metrics.as_python(kind, len(keys), keys, vals) == query.evaluate(store, now_s)
         assert list(fast_metrics.as_python(kind, len(keys), keys, vals)) == list(query.evaluate(store, now_s))
@@ -470,15 +551,18 @@ def _two_pods(running, waiting) -> MetricStore:
     return store
 
 
-@pytest.mark.parametrize(("running", "waiting", "query", "expected"), [
-    ([0, 2], [0, 0], "max(vllm:num_requests_waiting / (vllm:num_requests_running - 1))", "-0.0"),
-    ([2, 0], [0, 0], "max(vllm:num_requests_waiting / (vllm:num_requests_running - 1))", "0.0"),
-    ([0, 2], [0, 0], "min(vllm:num_requests_waiting / (vllm:num_requests_running - 1))", "-0.0"),
-    ([0, 2], [0, 0], "sum(vllm:num_requests_waiting / (vllm:num_requests_running - 1))", "0.0"),
-    ([0, 0], [0, 4], "max(vllm:num_requests_waiting / vllm:num_requests_waiting)", "nan"),
-    ([0, 0], [4, 0], "max(vllm:num_requests_waiting / vllm:num_requests_waiting)", "1.0"),
-    ([0, 0], [4, 0], "min(vllm:num_requests_waiting / vllm:num_requests_waiting)", "1.0"),
-])
+@pytest.mark.parametrize(
+    ("running", "waiting", "query", "expected"),
+    [
+        ([0, 2], [0, 0], "max(vllm:num_requests_waiting / (vllm:num_requests_running - 1))", "-0.0"),
+        ([2, 0], [0, 0], "max(vllm:num_requests_waiting / (vllm:num_requests_running - 1))", "0.0"),
+        ([0, 2], [0, 0], "min(vllm:num_requests_waiting / (vllm:num_requests_running - 1))", "-0.0"),
+        ([0, 2], [0, 0], "sum(vllm:num_requests_waiting / (vllm:num_requests_running - 1))", "0.0"),
+        ([0, 0], [0, 4], "max(vllm:num_requests_waiting / vllm:num_requests_waiting)", "nan"),
+        ([0, 0], [4, 0], "max(vllm:num_requests_waiting / vllm:num_requests_waiting)", "1.0"),
+        ([0, 0], [4, 0], "min(vllm:num_requests_waiting / vllm:num_requests_waiting)", "1.0"),
+    ],
+)
 def test_max_and_min_over_series_treat_signed_zeros_and_nan_as_python_does(running, waiting, query, expected):
     store = _two_pods(running, waiting)
     assert repr(parse_query(query).evaluate(store, 15.0)[()]) == expected

@@ -14,7 +14,7 @@ from planner.simulate.fast._numeric import pairwise_sum
 def test_pairwise_sum_is_numpys_sum(n, seed, offset):
     rng = np.random.default_rng(seed)
     values = rng.standard_normal(n + offset) * 10.0 ** rng.uniform(-3, 6, n + offset)
-    assert pairwise_sum(values, offset, n) == values[offset:offset + n].sum()
+    assert pairwise_sum(values, offset, n) == values[offset : offset + n].sum()
 
 
 def test_a_left_to_right_sum_differs_so_the_test_can_fail():

@@ -26,15 +26,26 @@ def requests(n: int, seed: int) -> RequestState:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(0, 400), st.integers(0, 10_000), st.sampled_from([0.5, 2.0, 10.0]),
-       st.sampled_from([None, 5.0, 40.0]))
+@given(
+    st.integers(0, 400), st.integers(0, 10_000), st.sampled_from([0.5, 2.0, 10.0]), st.sampled_from([None, 5.0, 40.0])
+)
 def test_the_kernel_computes_what_the_numpy_functions_do(n, seed, ttft_slo_s, itl_slo_ms):
     req = requests(n, seed)
     ttft_s, met = np.empty(n), np.empty(n, dtype=bool)
     finite_ttft_s, finite_itl_ms = np.empty(n), np.empty(n)
     n_met, n_done, n_cut, n_ttft, itl_mean_ms = request_summary(
-        req.arrival_s, req.output_tokens, req.status, req.first_token_s, req.done_s, ttft_slo_s + 1e-9,
-        itl_slo_ms + 1e-9 if itl_slo_ms is not None else math.nan, ttft_s, met, finite_ttft_s, finite_itl_ms)
+        req.arrival_s,
+        req.output_tokens,
+        req.status,
+        req.first_token_s,
+        req.done_s,
+        ttft_slo_s + 1e-9,
+        itl_slo_ms + 1e-9 if itl_slo_ms is not None else math.nan,
+        ttft_s,
+        met,
+        finite_ttft_s,
+        finite_itl_ms,
+    )
     expected_ttft, expected_itl = request_latencies(req)
     expected_met = slo_met(req, ttft_slo_s, itl_slo_ms)
     assert np.array_equal(ttft_s, expected_ttft, equal_nan=True)
@@ -58,7 +69,8 @@ def test_means_over_more_than_one_block_are_numpys():
     req.done_s = req.first_token_s + np.random.default_rng(4).uniform(0.0, 60.0, 5000)
     n = len(req)
     out = [np.empty(n), np.empty(n, dtype=bool), np.empty(n), np.empty(n)]
-    itl_mean_ms = request_summary(req.arrival_s, req.output_tokens, req.status, req.first_token_s, req.done_s,
-                                  2.0, math.nan, *out)[4]
+    itl_mean_ms = request_summary(
+        req.arrival_s, req.output_tokens, req.status, req.first_token_s, req.done_s, 2.0, math.nan, *out
+    )[4]
     _, itl_ms = request_latencies(req)
     assert itl_mean_ms == float(itl_ms[np.isfinite(itl_ms)].mean())

@@ -31,8 +31,18 @@ from planner.simulate.fast.replica import (
 )
 from planner.simulate.replica import PENDING, RUNNING, WAITING, ReplicaSpec, RequestState
 
-ARRAYS = ("arrival_s", "input_tokens", "output_tokens", "status", "admit_s", "first_token_s", "done_s",
-          "generated", "prefill_left_s", "preemptions")
+ARRAYS = (
+    "arrival_s",
+    "input_tokens",
+    "output_tokens",
+    "status",
+    "admit_s",
+    "first_token_s",
+    "done_s",
+    "generated",
+    "prefill_left_s",
+    "preemptions",
+)
 PODS, POD = 3, 1  # the replica under test is pod 1 of 3, so the other rows must stay untouched
 
 
@@ -56,7 +66,7 @@ class Kernel:
         self.wq_tail = np.array([-9, -1, -8], dtype=np.int64)
         self.wq_n = np.array([11, 0, 12], dtype=np.int64)
         self.next_req = np.full(n_req, -1, dtype=np.int64)
-        self.run[POD, :len(running)] = running
+        self.run[POD, : len(running)] = running
         self.run_n[POD] = len(running)
         for i in waiting:
             self.append(i)
@@ -77,7 +87,7 @@ class Kernel:
         self.wq_n[POD] += 1
 
     def batch(self) -> list[int]:
-        return self.run[POD, :self.run_n[POD]].tolist()
+        return self.run[POD, : self.run_n[POD]].tolist()
 
     def queue(self) -> list[int]:
         out, i = [], self.wq_head[POD]
@@ -90,22 +100,46 @@ class Kernel:
 
     def advance(self, t0_s: float, dt_s: float, stop_s: float):
         c, r = self.compiled, self.req
-        return advance_replica(t0_s, dt_s, stop_s, POD, self.run, self.run_n, self.wq_head, self.wq_tail,
-                               self.wq_n, self.next_req, *(r[name] for name in ARRAYS),
-                               c.step_table_s, c.max_num_seqs, c.kv_tokens, c.block_size_tokens,
-                               c.prefill_ms_per_token, self.scratch, self.completed_out)
+        return advance_replica(
+            t0_s,
+            dt_s,
+            stop_s,
+            POD,
+            self.run,
+            self.run_n,
+            self.wq_head,
+            self.wq_tail,
+            self.wq_n,
+            self.next_req,
+            *(r[name] for name in ARRAYS),
+            c.step_table_s,
+            c.max_num_seqs,
+            c.kv_tokens,
+            c.block_size_tokens,
+            c.prefill_ms_per_token,
+            self.scratch,
+            self.completed_out,
+        )
 
     def kv_usage(self) -> float:
         c = self.compiled
-        return kv_usage_frac(POD, self.run, self.run_n, self.req["input_tokens"], self.req["generated"],
-                             c.block_size_tokens, c.kv_tokens)
+        return kv_usage_frac(
+            POD, self.run, self.run_n, self.req["input_tokens"], self.req["generated"], c.block_size_tokens, c.kv_tokens
+        )
 
 
 class LineHits:
     """Lines of the Python replica model executed so far: shows the examples reach every branch."""
 
-    FUNCTIONS = (model.advance_replica, model._preempt_to_fit, model._tick_batch, model._progress_batch,
-                 model._progress, model._union_s, model.kv_usage_frac)
+    FUNCTIONS = (
+        model.advance_replica,
+        model._preempt_to_fit,
+        model._tick_batch,
+        model._progress_batch,
+        model._progress,
+        model._union_s,
+        model.kv_usage_frac,
+    )
 
     def __init__(self):
         self.codes = {f.__code__ for f in self.FUNCTIONS}
@@ -186,8 +220,8 @@ def replica_cases(draw, sizes=(1, 2, 3, 4, 6, 8, 16), queue_max=10):
 
     arrival = np.empty(n)
     arrival[:n_run] = t_start_s - rng.uniform(0.0, 20.0, n_run)
-    arrival[n_run:n_run + n_wait] = t_start_s + rng.uniform(-5.0, dt_s, n_wait) * (rng.random(n_wait) < 0.6)
-    arrival[n_run + n_wait:] = np.sort(t_start_s + rng.uniform(dt_s, n_ticks * dt_s, n_future))
+    arrival[n_run : n_run + n_wait] = t_start_s + rng.uniform(-5.0, dt_s, n_wait) * (rng.random(n_wait) < 0.6)
+    arrival[n_run + n_wait :] = np.sort(t_start_s + rng.uniform(dt_s, n_ticks * dt_s, n_future))
     req = RequestState(arrival, np.array(inputs, dtype=np.int64), np.array(outputs, dtype=np.int64))
 
     def partly_generated(i):
@@ -220,10 +254,21 @@ def replica_cases(draw, sizes=(1, 2, 3, 4, 6, 8, 16), queue_max=10):
     held = sum(math.ceil((inputs[i] + math.floor(req.generated[i]) + 1) / block) * block for i in range(n_run + n_wait))
     factor = draw(st.sampled_from([0.2, 0.5, 0.8, 1.0, 1.3, 3.0, 50.0]))
     kv_tokens = max(block, int(held * factor))
-    spec = ReplicaSpec(fixed_ms=fixed_ms, per_sequence_ms=per_sequence_ms, max_num_seqs=max_num_seqs,
-                       kv_tokens=kv_tokens, block_size_tokens=block, prefill_ms_per_token=prefill_ms)
-    stop_s = draw(st.one_of(st.just(math.inf), st.floats(0.0, n_ticks * dt_s).map(lambda x: t_start_s + x),
-                            st.integers(0, n_ticks).map(lambda k: t_start_s + k * dt_s)))
+    spec = ReplicaSpec(
+        fixed_ms=fixed_ms,
+        per_sequence_ms=per_sequence_ms,
+        max_num_seqs=max_num_seqs,
+        kv_tokens=kv_tokens,
+        block_size_tokens=block,
+        prefill_ms_per_token=prefill_ms,
+    )
+    stop_s = draw(
+        st.one_of(
+            st.just(math.inf),
+            st.floats(0.0, n_ticks * dt_s).map(lambda x: t_start_s + x),
+            st.integers(0, n_ticks).map(lambda k: t_start_s + k * dt_s),
+        )
+    )
     return req, spec, running, waiting, t_start_s, dt_s, n_ticks, stop_s
 
 
@@ -254,12 +299,14 @@ def test_the_kernel_equals_the_python_model_on_generated_replicas():
     check()
     # Every line of the Python model ran, so every branch of the port was compared.
     assert hits.missed() == set()
-    for branch in ("victim = running.pop()",  # preemption
-                   "at = max(at, when)",  # head-of-line wait until a release inside the tick
-                   "if when is None or when >= end_s:",  # head-of-line wait past the tick
-                   "j += 1",  # a wait for more than one release
-                   "active_s += present_s",
-                   "return total + (cur_end - cur_start)"):
+    for branch in (
+        "victim = running.pop()",  # preemption
+        "at = max(at, when)",  # head-of-line wait until a release inside the tick
+        "if when is None or when >= end_s:",  # head-of-line wait past the tick
+        "j += 1",  # a wait for more than one release
+        "active_s += present_s",
+        "return total + (cur_end - cur_start)",
+    ):
         assert hits.count(branch) >= 20, branch
 
 
@@ -477,9 +524,13 @@ def test_layouts_not_sized_for_max_num_seqs_are_refused():
     kernel.compiled = CompiledReplica.from_spec(spec)
     refused(kernel)
     # A step table one entry short, and scratch made for fewer slots.
-    for compiled, scratch in ((replace(CompiledReplica.from_spec(spec), step_table_s=CompiledReplica.from_spec(spec).step_table_s[:-1]),
-                               None),
-                              (None, new_scratch(3, 6))):
+    for compiled, scratch in (
+        (
+            replace(CompiledReplica.from_spec(spec), step_table_s=CompiledReplica.from_spec(spec).step_table_s[:-1]),
+            None,
+        ),
+        (None, new_scratch(3, 6)),
+    ):
         kernel = Kernel(req, spec, [0, 1], deque([2, 3, 4, 5]))
         kernel.compiled = compiled or kernel.compiled
         kernel.scratch = scratch or kernel.scratch

@@ -33,8 +33,16 @@ from planner.simulate.replica import ReplicaSpec, RequestState
 from tests.simulate_helpers import poisson_trace, scaled_object, write_manifest
 
 IN_FLIGHT = "sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting)"
-REQUEST_FIELDS = ("status", "replica", "admit_s", "first_token_s", "done_s", "generated", "prefill_left_s",
-                  "preemptions")
+REQUEST_FIELDS = (
+    "status",
+    "replica",
+    "admit_s",
+    "first_token_s",
+    "done_s",
+    "generated",
+    "prefill_left_s",
+    "preemptions",
+)
 POD_FIELDS = ("requested_s", "ready_s", "deleted_s", "sigterm_s", "stop_s", "removed_s", "uid")
 
 
@@ -73,9 +81,13 @@ def test_the_ports_of_kubernetes_functions_have_their_twins_names():
     from planner.simulate.fast import decision
 
     listed = {fast_name.split(".", 1)[1] for fast_name, _ in _twin_rows() if fast_name.startswith("decision.")}
-    ports = {name for name, value in vars(decision).items()
-             if not name.startswith("_") and getattr(getattr(value, "py_func", None), "__module__", "") == decision.__name__
-             and name not in listed}
+    ports = {
+        name
+        for name, value in vars(decision).items()
+        if not name.startswith("_")
+        and getattr(getattr(value, "py_func", None), "__module__", "") == decision.__name__
+        and name not in listed
+    }
     assert len(ports) >= 10
     for name in sorted(ports):
         assert any(hasattr(module, name) for module in (behavior, horizontal, keda, replica_calculator)), name
@@ -89,18 +101,21 @@ class Twins:
     """One fleet twice: the reference's RunState and the fast engine's arrays, advanced step by step."""
 
     def __init__(self, tmp_path, spec: FleetSpec, trace, threshold: float):
-        autoscaler = write_manifest(tmp_path, scaled_object("chat", IN_FLIGHT, threshold, max_replicas=6,
-                                                            down_window_s=0))
+        autoscaler = write_manifest(
+            tmp_path, scaled_object("chat", IN_FLIGHT, threshold, max_replicas=6, down_window_s=0)
+        )
         self.spec = spec
         control = Control(autoscaler, spec.signal_map, spec.hpa_sync_period_s)
-        self.state = reference.RunState(spec, control, RequestState(trace.arrival_s, trace.input_tokens,
-                                                                    trace.output_tokens), Fleet(spec))
+        self.state = reference.RunState(
+            spec, control, RequestState(trace.arrival_s, trace.input_tokens, trace.output_tokens), Fleet(spec)
+        )
         prepared = compiled.prepare(autoscaler, spec)
         members, queries, has_range = compiled.pack_members([prepared])
         self.n_ticks = 240
         self.scrape_every = round(spec.scrape_interval_s / spec.tick_s)
-        self.group = engine.Group(members, np.zeros(1, dtype=np.int64), np.ones(self.n_ticks, dtype=np.bool_),
-                                  queries, has_range)
+        self.group = engine.Group(
+            members, np.zeros(1, dtype=np.int64), np.ones(self.n_ticks, dtype=np.bool_), queries, has_range
+        )
         self.req = fast_fleet.new_requests(trace.arrival_s, trace.input_tokens, trace.output_tokens)
         self.pods = fast_fleet.new_pods(256, spec.replica.max_num_seqs)
         self.store = compiled.metrics_store(self.n_ticks, 256 * self.n_ticks)
@@ -108,14 +123,25 @@ class Twins:
         self.deployment = compiled.deployment_params(spec)
         self.replica = compiled.replica_params_of(spec)
         replica = spec.replica
-        self.capacity_tps = float(output_throughput_tps(replica.max_num_seqs, replica.fixed_ms,
-                                                        replica.per_sequence_ms))
-        self.run_params = engine.RunParams(spec.tick_s, self.n_ticks, self.scrape_every,
-                                           prepared.initial_replicas, prepared.pods_per_tick, self.capacity_tps)
+        self.capacity_tps = float(
+            output_throughput_tps(replica.max_num_seqs, replica.fixed_ms, replica.per_sequence_ms)
+        )
+        self.run_params = engine.RunParams(
+            spec.tick_s,
+            self.n_ticks,
+            self.scrape_every,
+            prepared.initial_replicas,
+            prepared.pods_per_tick,
+            self.capacity_tps,
+        )
         self.scratch = engine.new_scratch(256, len(trace.arrival_s), replica.max_num_seqs, self.group)
-        self.outputs = engine.Outputs(np.empty((self.n_ticks, 3)), np.empty((self.n_ticks, 5), dtype=np.int64),
-                                      np.empty((self.n_ticks + 1, 3)), np.zeros(1, dtype=np.int64),
-                                      np.full((1, self.n_ticks), np.nan))
+        self.outputs = engine.Outputs(
+            np.empty((self.n_ticks, 3)),
+            np.empty((self.n_ticks, 5), dtype=np.int64),
+            np.empty((self.n_ticks + 1, 3)),
+            np.zeros(1, dtype=np.int64),
+            np.full((1, self.n_ticks), np.nan),
+        )
         for _ in range(prepared.initial_replicas):
             self.state.fleet.add_pod(0.0, warm=True)
             fast_fleet.add_pod(self.pods, 0.0, True, self.rng, self.deployment)
@@ -131,11 +157,12 @@ class Twins:
         n = int(count[fast_fleet.PODS_CREATED])
         assert n == len(ref.uid), step
         for name in POD_FIELDS:
-            assert np.array_equal(_bits(getattr(pods, name)[:n]), _bits(np.asarray(getattr(ref, name), dtype=getattr(
-                pods, name).dtype))), f"{step}: {name}"
-        assert pods.live[:count[fast_fleet.PODS_LIVE]].tolist() == ref.live(), step
+            assert np.array_equal(
+                _bits(getattr(pods, name)[:n]), _bits(np.asarray(getattr(ref, name), dtype=getattr(pods, name).dtype))
+            ), f"{step}: {name}"
+        assert pods.live[: count[fast_fleet.PODS_LIVE]].tolist() == ref.live(), step
         for p in range(n):
-            assert pods.run[p, :pods.run_n[p]].tolist() == ref.running[p], f"{step}: batch of pod {p}"
+            assert pods.run[p, : pods.run_n[p]].tolist() == ref.running[p], f"{step}: batch of pod {p}"
             assert self._chain(int(pods.wq_head[p]), int(pods.wq_n[p])) == list(ref.waiting[p]), f"{step}: queue {p}"
         gateway = self._chain(int(count[fast_fleet.GATEWAY_HEAD]), int(count[fast_fleet.GATEWAY_QUEUED]))
         assert gateway == list(ref.gateway), step
@@ -152,7 +179,8 @@ class Twins:
         for name in REQUEST_FIELDS:
             ref = getattr(self.state.req, name)
             assert np.array_equal(_bits(getattr(self.req, name)), _bits(ref.astype(getattr(self.req, name).dtype))), (
-                f"{step}: {name}")
+                f"{step}: {name}"
+            )
 
     def same_serving(self, step: str) -> None:
         n = len(self.state.busy_frac)
@@ -165,8 +193,8 @@ class Twins:
         n = ref.n_scr
         assert store.counts[engine.STORE_SCRAPES] == n, step
         assert np.array_equal(store.scrape_time_s[:n], ref.scr_t), step
-        assert np.array_equal(store.scrape_rows[:n + 1], ref.scr_off), step
-        assert np.array_equal(store.existing_rows[:n + 1], ref.ex_off), step
+        assert np.array_equal(store.scrape_rows[: n + 1], ref.scr_off), step
+        assert np.array_equal(store.existing_rows[: n + 1], ref.ex_off), step
         rows, existing = int(ref.scr_off[-1]), int(ref.ex_off[-1])
         assert np.array_equal(store.sample_pod[:rows], ref.smp_pod), step
         assert np.array_equal(_bits(store.sample_values[:rows]), _bits(ref.smp_val)), step
@@ -179,14 +207,16 @@ class Twins:
         state = self.state
 
         reference.control_step(state, t0_s)
-        wanted, agreed = engine.control_step(k, t0_s, self.spec_replicas, self.pods, self.store, self.group,
-                                             self.outputs.wanted, self.scratch)
+        wanted, agreed = engine.control_step(
+            k, t0_s, self.spec_replicas, self.pods, self.store, self.group, self.outputs.wanted, self.scratch
+        )
         assert agreed and wanted == state.spec_replicas, f"tick {k}: control"
         if wanted != self.spec_replicas:
             self.n_events = engine.record_event(self.outputs.events, self.n_events, t0_s, self.spec_replicas, wanted)
             self.spec_replicas = wanted
-        assert [tuple(row) for row in self.outputs.events[:self.n_events].tolist()] == [
-            (float(t), float(a), float(b)) for t, a, b in state.events], f"tick {k}: events"
+        assert [tuple(row) for row in self.outputs.events[: self.n_events].tolist()] == [
+            (float(t), float(a), float(b)) for t, a, b in state.events
+        ], f"tick {k}: events"
 
         reference.fleet_step(state, t0_s)
         engine.fleet_step(self.pods, self.req, self.rng, self.spec_replicas, t0_s, self.deployment, self.scratch)
@@ -195,8 +225,9 @@ class Twins:
 
         arrived = reference.route_step(state, t0_s, t1_s)
         first = self.next_arrival
-        self.next_arrival = engine.route_step(self.pods, self.req, first, t0_s, t1_s, self.deployment.router,
-                                              self.scratch.endpoints)
+        self.next_arrival = engine.route_step(
+            self.pods, self.req, first, t0_s, t1_s, self.deployment.router, self.scratch.endpoints
+        )
         assert range(first, self.next_arrival) == arrived, f"tick {k}: route"
         self.same_pods(f"tick {k}: route")
         self.same_requests(f"tick {k}: route")
@@ -216,22 +247,46 @@ class Twins:
 
         reference.record_step(state, t1_s, arrived, self.capacity_tps)
         engine.signal_step(k, t1_s, self.store, self.group, self.outputs.signal, self.scratch)
-        engine.record_step(k, t1_s, first, self.next_arrival, self.spec_replicas, self.pods, self.req,
-                           self.run_params, self.outputs, self.scratch.endpoints)
+        engine.record_step(
+            k,
+            t1_s,
+            first,
+            self.next_arrival,
+            self.spec_replicas,
+            self.pods,
+            self.req,
+            self.run_params,
+            self.outputs,
+            self.scratch.endpoints,
+        )
         row = state.rows[-1]
-        fast_row = (*self.outputs.series_values[k].tolist(), *self.outputs.series_counts[k].tolist(),
-                    float(self.outputs.signal[0, k]))
+        fast_row = (
+            *self.outputs.series_values[k].tolist(),
+            *self.outputs.series_counts[k].tolist(),
+            float(self.outputs.signal[0, k]),
+        )
         assert np.array_equal(np.asarray(fast_row), np.asarray(row, dtype=float), equal_nan=True), f"tick {k}: record"
 
 
 FLEETS = {
     "least-loaded, fixed warmup": FleetSpec(warmup_s=20.0),
-    "round-robin, uniform warmup, drain": FleetSpec(warmup_s=20.0, warmup_distribution="uniform",
-                                                    warmup_spread_s=10.0, router="round-robin", pre_stop_s=5.0,
-                                                    shutdown_timeout_s=20.0, seed=7),
+    "round-robin, uniform warmup, drain": FleetSpec(
+        warmup_s=20.0,
+        warmup_distribution="uniform",
+        warmup_spread_s=10.0,
+        router="round-robin",
+        pre_stop_s=5.0,
+        shutdown_timeout_s=20.0,
+        seed=7,
+    ),
     "small KV cache (preemptions), lognormal warmup": FleetSpec(
-        replica=ReplicaSpec(max_num_seqs=8, kv_tokens=2_000), warmup_s=10.0, warmup_distribution="lognormal",
-        warmup_spread_s=5.0, initial_replicas=0, seed=3),
+        replica=ReplicaSpec(max_num_seqs=8, kv_tokens=2_000),
+        warmup_s=10.0,
+        warmup_distribution="lognormal",
+        warmup_spread_s=5.0,
+        initial_replicas=0,
+        seed=3,
+    ),
 }
 
 

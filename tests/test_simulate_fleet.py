@@ -26,8 +26,9 @@ def test_deletion_order_not_ready_first_then_most_recently_ready_then_newest():
 def test_deletion_order_ties_on_the_log_scale_break_by_uid():
     now = 1_000.0
     # Ready 300 s and 400 s ago: both in the same power-of-two bucket of nanoseconds.
-    order = deletion_order(np.array([True, True]), np.array([700.0, 600.0]), np.array([0.0, 0.0]),
-                           np.array([9, 5]), now)
+    order = deletion_order(
+        np.array([True, True]), np.array([700.0, 600.0]), np.array([0.0, 0.0]), np.array([9, 5]), now
+    )
     assert math.floor(math.log2(300e9)) == math.floor(math.log2(400e9))
     assert order.tolist() == [1, 0]
 
@@ -139,10 +140,10 @@ def test_terminating_pods_take_no_new_requests():
     assert fleet.live() == [0]
 
 
-@pytest.mark.parametrize(("field", "value"), [("router", "random"), ("warmup_s", -1.0), ("tick_s", 0.0),
-                                              ("gpus_per_replica", 0), ("scrape_interval_s", 1.5)])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("router", "random"), ("warmup_s", -1.0), ("tick_s", 0.0), ("gpus_per_replica", 0), ("scrape_interval_s", 1.5)],
+)
 def test_bad_fleet_parameters_are_named(field, value):
     with pytest.raises(PlannerInputError, match=field):
         FleetSpec(**{field: value}, tick_s=1.0) if field != "tick_s" else FleetSpec(tick_s=value)
-
-

@@ -23,19 +23,21 @@ def _store():
     return store
 
 
-@pytest.mark.parametrize(("query", "expected"), [
-    ("sum(vllm:num_requests_waiting)", 4.0),
-    ("sum(vllm:num_requests_running{model_name=\"chat\"}) + sum(vllm:num_requests_waiting{model_name=\"chat\"})",
-     44.0),
-    ("avg(vllm:kv_cache_usage_perc)", 0.5),
-    ("max(vllm_num_requests_running)", 30.0),
-    ("sum(gpu_cache_usage_perc)", 1.0),
-    ("sum(vllm:num_requests_running) / count(kube_pod_info{namespace=\"x\"})", 40.0 / 3),
-    ("sum(rate(vllm:request_success_total[1m]))", 1.0),
-    ("sum(avg_over_time(vllm:num_requests_waiting[2m]))", 4.0),
-    ("sum(vllm:kv_cache_usage_perc{pod=~\".*decode.*\"}) or vector(0)", 1.0),
-    ("2 * sum by (model_name) (vllm:num_requests_waiting)", 8.0),
-])
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("sum(vllm:num_requests_waiting)", 4.0),
+        ('sum(vllm:num_requests_running{model_name="chat"}) + sum(vllm:num_requests_waiting{model_name="chat"})', 44.0),
+        ("avg(vllm:kv_cache_usage_perc)", 0.5),
+        ("max(vllm_num_requests_running)", 30.0),
+        ("sum(gpu_cache_usage_perc)", 1.0),
+        ('sum(vllm:num_requests_running) / count(kube_pod_info{namespace="x"})', 40.0 / 3),
+        ("sum(rate(vllm:request_success_total[1m]))", 1.0),
+        ("sum(avg_over_time(vllm:num_requests_waiting[2m]))", 4.0),
+        ('sum(vllm:kv_cache_usage_perc{pod=~".*decode.*"}) or vector(0)', 1.0),
+        ("2 * sum by (model_name) (vllm:num_requests_waiting)", 8.0),
+    ],
+)
 def test_queries_evaluate_as_prometheus_would(query, expected):
     value, error = parse_query(query).scalar(_store(), 120.0)
     assert error is None
@@ -46,8 +48,9 @@ def test_rate_extrapolates_to_the_window_edges_like_prometheus():
     # Samples at 60..120 s inside a 60 s window ending at 120 (left-open): 75, 90, 105, 120 -> 4 samples,
     # increase 45 over 45 s, extrapolated by the 15 s gap at the start: 60 over 60 s = 1/s.
     assert parse_query("rate(vllm:request_success_total[1m])").evaluate(_store(), 120.0)[(0,)] == pytest.approx(1.0)
-    assert parse_query("increase(vllm:request_success_total[1m])").evaluate(_store(), 120.0)[(0,)] == \
-        pytest.approx(60.0)
+    assert parse_query("increase(vllm:request_success_total[1m])").evaluate(_store(), 120.0)[(0,)] == pytest.approx(
+        60.0
+    )
 
 
 def test_a_bare_selector_over_several_pods_is_keda_s_multiple_elements_error():
@@ -64,11 +67,14 @@ def test_no_scrape_yet_is_an_empty_result():
     assert parse_query("sum(vllm:num_requests_waiting)").scalar(MetricStore(), 10.0) == (None, None)
 
 
-@pytest.mark.parametrize("query", [
-    "max(llm_d_epp_flow_control_pool_saturation{inference_pool=\"p\"})",
-    "histogram_quantile(0.99, sum by (le) (rate(vllm:e2e_request_latency_seconds_bucket[5m])))",
-    "sum(vllm:num_requests_waiting",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        'max(llm_d_epp_flow_control_pool_saturation{inference_pool="p"})',
+        "histogram_quantile(0.99, sum by (le) (rate(vllm:e2e_request_latency_seconds_bucket[5m])))",
+        "sum(vllm:num_requests_waiting",
+    ],
+)
 def test_an_uninterpretable_query_is_named_with_the_mapping_hint(query):
     with pytest.raises(PlannerInputError) as error:
         parse_query(query)
@@ -76,8 +82,9 @@ def test_an_uninterpretable_query_is_named_with_the_mapping_hint(query):
 
 
 def test_the_signals_mapping_replaces_a_query():
-    query = parse_query("max(inferflow_inflight_requests)",
-                        {"max(inferflow_inflight_requests)": "max(vllm:num_requests_running)"})
+    query = parse_query(
+        "max(inferflow_inflight_requests)", {"max(inferflow_inflight_requests)": "max(vllm:num_requests_running)"}
+    )
     assert query.scalar(_store(), 120.0) == (30.0, None)
 
 

@@ -11,8 +11,13 @@ from planner.simulate.reference import simulate
 from planner.simulate.replica import ReplicaSpec
 from tests.simulate_helpers import poisson_trace, scaled_object, write_manifest
 
-FLEET = FleetSpec(replica=ReplicaSpec(fixed_ms=6.0, per_sequence_ms=0.25, max_num_seqs=64), warmup_s=60.0,
-                  warmup_distribution="lognormal", warmup_spread_s=20.0, seed=11)
+FLEET = FleetSpec(
+    replica=ReplicaSpec(fixed_ms=6.0, per_sequence_ms=0.25, max_num_seqs=64),
+    warmup_s=60.0,
+    warmup_distribution="lognormal",
+    warmup_spread_s=20.0,
+    seed=11,
+)
 IN_FLIGHT = "sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting)"
 
 
@@ -90,8 +95,9 @@ def test_the_tick_is_made_of_separable_steps(tmp_path):
     manifest = write_manifest(tmp_path, scaled_object("chat", IN_FLIGHT, 20, min_replicas=1))
     spec = FleetSpec(replica=FLEET.replica)
     whole = simulate(trace, manifest, spec, duration_s=120.0)
-    state = RunState(spec, Control(manifest), RequestState(trace.arrival_s, trace.input_tokens,
-                                                           trace.output_tokens), Fleet(spec))
+    state = RunState(
+        spec, Control(manifest), RequestState(trace.arrival_s, trace.input_tokens, trace.output_tokens), Fleet(spec)
+    )
     state.fleet.add_pod(0.0, warm=True)
     state.spec_replicas = 1
     for k in range(120):

@@ -124,10 +124,16 @@ def test_bad_replica_parameters_are_named(field):
     per_sequence_ms=st.floats(0.0, 5.0),
     prefill_ms_per_token=st.floats(0.0, 0.2),
 )
-def test_invariants_of_a_replica_run(arrivals, output_tokens, input_tokens, max_num_seqs, kv_blocks,
-                                     per_sequence_ms, prefill_ms_per_token):
-    spec = ReplicaSpec(fixed_ms=5.0, per_sequence_ms=per_sequence_ms, max_num_seqs=max_num_seqs,
-                       kv_tokens=16 * kv_blocks, prefill_ms_per_token=prefill_ms_per_token)
+def test_invariants_of_a_replica_run(
+    arrivals, output_tokens, input_tokens, max_num_seqs, kv_blocks, per_sequence_ms, prefill_ms_per_token
+):
+    spec = ReplicaSpec(
+        fixed_ms=5.0,
+        per_sequence_ms=per_sequence_ms,
+        max_num_seqs=max_num_seqs,
+        kv_tokens=16 * kv_blocks,
+        prefill_ms_per_token=prefill_ms_per_token,
+    )
     arrival_s = np.sort(np.asarray(arrivals))
     req = RequestState(arrival_s, np.full(len(arrival_s), input_tokens), np.full(len(arrival_s), output_tokens))
     running, waiting = [], deque()

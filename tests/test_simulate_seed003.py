@@ -31,7 +31,9 @@ from tests.simulate_helpers import steady_trace
 
 RIG = FleetSpec(
     replica=ReplicaSpec(fixed_ms=55.0, per_sequence_ms=0.45, max_num_seqs=32, kv_tokens=20_000),
-    warmup_s=90.0, ttft_slo_s=15.0, scrape_interval_s=15.0,
+    warmup_s=90.0,
+    ttft_slo_s=15.0,
+    scrape_interval_s=15.0,
 )
 LOAD_S = 720.0  # the load generator's 12-minute run
 
@@ -40,10 +42,8 @@ LOAD_S = 720.0  # the load generator's 12-minute run
 def runs(shared_dir):
     manifests = shared_dir / "real-world" / "manifests"
     trace = steady_trace(0.6, LOAD_S, 100, 900)
-    waiting = simulate(trace, load_autoscaler(manifests / "92-seed003-attempt2-waiting.yaml"), RIG,
-                       duration_s=900.0)
-    kv_sum = simulate(trace, load_autoscaler(manifests / "93-seed003-attempt3-kv-sum.yaml"), RIG,
-                      duration_s=900.0)
+    waiting = simulate(trace, load_autoscaler(manifests / "92-seed003-attempt2-waiting.yaml"), RIG, duration_s=900.0)
+    kv_sum = simulate(trace, load_autoscaler(manifests / "93-seed003-attempt3-kv-sum.yaml"), RIG, duration_s=900.0)
     return waiting, kv_sum
 
 

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+import yaml
 
 from planner.dynamics.cold_start import (
     ClusterAutoscalerSettings,
@@ -16,7 +17,7 @@ from planner.dynamics.cold_start import (
     time_to_ready_s,
 )
 from planner.errors import PlannerInputError
-from planner.readers.fleet import fleet_spec_from_mapping
+from planner.readers.fleet import fleet_mapping, fleet_spec_from_mapping
 from planner.simulate import simulate
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.replica import ReplicaSpec
@@ -40,8 +41,13 @@ def _fleet(nodes: NodePoolSpec, **changes) -> FleetSpec:
 
 
 def _nodes(**changes) -> NodePoolSpec:
-    options = dict(gpus_per_node=1, provision_s=KAITO.provision_s, node_init_s=KAITO.node_init_s,
-                   cluster_autoscaler=NO_DELAY, initial_nodes=1)
+    options = dict(
+        gpus_per_node=1,
+        provision_s=KAITO.provision_s,
+        node_init_s=KAITO.node_init_s,
+        cluster_autoscaler=NO_DELAY,
+        initial_nodes=1,
+    )
     return NodePoolSpec(**(options | changes))
 
 
@@ -63,8 +69,9 @@ def test_a_cold_node_pod_is_ready_after_every_phase_exactly(autoscaler):
 
 def test_the_node_autoscaler_delay_adds_to_the_cold_start(autoscaler):
     settings = ClusterAutoscalerSettings()
-    outcome = simulate(BUSY, autoscaler, _fleet(_nodes(cluster_autoscaler=settings)), duration_s=2000.0,
-                       engine="reference")
+    outcome = simulate(
+        BUSY, autoscaler, _fleet(_nodes(cluster_autoscaler=settings)), duration_s=2000.0, engine="reference"
+    )
     created_s = next(t for t, before, after in outcome.events if after > before)
     delay_s = cluster_autoscaler_scale_up_s(created_s, settings) - created_s
     assert delay_s > 0
@@ -102,8 +109,9 @@ def test_node_hours_cover_the_pods_gpu_hours_and_set_the_cost(autoscaler):
 
 
 def test_a_placeholder_gives_its_gpu_to_a_real_pod_at_once(autoscaler):
-    warm = simulate(BUSY, autoscaler, _fleet(_nodes(initial_nodes=None), placeholders=1), duration_s=2000.0,
-                    engine="reference")
+    warm = simulate(
+        BUSY, autoscaler, _fleet(_nodes(initial_nodes=None), placeholders=1), duration_s=2000.0, engine="reference"
+    )
     # The first new pod preempts the placeholder on its warm node (image there): weights and warmup only.
     assert _ready_times(warm)[0] == 455.0
     cold = simulate(BUSY, autoscaler, _fleet(_nodes(initial_nodes=None)), duration_s=2000.0, engine="reference")
@@ -121,8 +129,13 @@ def test_a_failed_node_request_backs_off_and_retries(autoscaler):
 def test_an_empty_node_is_removed_after_the_unneeded_time(autoscaler):
     burst = steady_trace(6.0, 900.0, 100, 400)
     settings = dataclasses.replace(NO_DELAY, scale_down_unneeded_s=60.0, scale_down_delay_after_add_s=0.0)
-    outcome = simulate(burst, autoscaler, _fleet(_nodes(cluster_autoscaler=settings), warmup_s=5.0),
-                       duration_s=4000.0, engine="reference")
+    outcome = simulate(
+        burst,
+        autoscaler,
+        _fleet(_nodes(cluster_autoscaler=settings), warmup_s=5.0),
+        duration_s=4000.0,
+        engine="reference",
+    )
     nodes = outcome.timeseries["nodes_ready"] + outcome.timeseries["nodes_provisioning"]
     assert nodes.max() > 1 and nodes.iloc[-1] == 1
 
@@ -141,14 +154,17 @@ def test_without_nodes_the_outcome_has_no_supply_keys(autoscaler):
     assert outcome.supply is None and "node_hours" not in outcome.summary()
 
 
-@pytest.mark.parametrize(("mapping", "message"), [
-    ({"nodes": {"provision_s": -1}}, "nodes.provision_s: expected a finite number >= 0"),
-    ({"nodes": {"gpus_per_node": 4}, "gpus_per_replica": 8}, "8 GPUs per pod do not fit on a node of"),
-    ({"pod": {"image_pull_s": 3}}, "pod.image_pull_s: needs a nodes: section"),
-    ({"nodes": {"karpenter": {"batch_idle_s": -2}}}, "nodes.karpenter.batch_idle_s"),
-    ({"nodes": {"colour": 3}}, "nodes: unknown key 'colour'"),
-    ({"nodes": {}, "pod": {"warmup_s": 5}, "warmup_s": 6}, "pod.warmup_s: warmup_s is set at the top level"),
-])
+@pytest.mark.parametrize(
+    ("mapping", "message"),
+    [
+        ({"nodes": {"provision_s": -1}}, "nodes.provision_s: expected a finite number >= 0"),
+        ({"nodes": {"gpus_per_node": 4}, "gpus_per_replica": 8}, "8 GPUs per pod do not fit on a node of"),
+        ({"pod": {"image_pull_s": 3}}, "pod.image_pull_s: needs a nodes: section"),
+        ({"nodes": {"karpenter": {"batch_idle_s": -2}}}, "nodes.karpenter.batch_idle_s"),
+        ({"nodes": {"colour": 3}}, "nodes: unknown key 'colour'"),
+        ({"nodes": {}, "pod": {"warmup_s": 5}, "warmup_s": 6}, "pod.warmup_s: warmup_s is set at the top level"),
+    ],
+)
 def test_bad_supply_keys_name_the_file_and_key(mapping, message):
     with pytest.raises(PlannerInputError, match=r"^FLEET\.yaml: ") as error:
         fleet_spec_from_mapping(mapping, "FLEET.yaml")
@@ -168,13 +184,15 @@ def test_the_hpa_over_scales_while_new_pods_load_and_the_rules_say_why(tmp_path)
     #    whatever the pod count, so pods that are loading (no metrics, not Ready) lower nothing;
     # 2. the queue only grows until a new pod is Ready, so each sync asks for at least as much as the last;
     # 3. the default scale-up policies allow max(+4 pods, +100 %) per 15 s, so the count doubles each sync.
-    autoscaler = write_manifest(tmp_path, scaled_object("chat", "sum(vllm:num_requests_waiting)", 10,
-                                                        max_replicas=32))
+    autoscaler = write_manifest(tmp_path, scaled_object("chat", "sum(vllm:num_requests_waiting)", 10, max_replicas=32))
     before = steady_trace(2.0, 120.0, 100, 200)
     after = steady_trace(12.0, 600.0, 100, 200, start_s=120.0)
-    trace = RequestTrace(np.concatenate([before.arrival_s, after.arrival_s]),
-                         np.concatenate([before.input_tokens, after.input_tokens]),
-                         np.concatenate([before.output_tokens, after.output_tokens]), "step")
+    trace = RequestTrace(
+        np.concatenate([before.arrival_s, after.arrival_s]),
+        np.concatenate([before.input_tokens, after.input_tokens]),
+        np.concatenate([before.output_tokens, after.output_tokens]),
+        "step",
+    )
     load_s, sync_s = 60.0, 15.0
     spec = FleetSpec(replica=ReplicaSpec(max_num_seqs=8), warmup_s=load_s, hpa_sync_period_s=sync_s)
     outcome = simulate(trace, autoscaler, spec, duration_s=400.0)
@@ -184,7 +202,7 @@ def test_the_hpa_over_scales_while_new_pods_load_and_the_rules_say_why(tmp_path)
     for _, before_replicas, after_replicas in while_loading:
         assert before_replicas < after_replicas <= min(max(2 * before_replicas, before_replicas + 4), 32)  # 2, 3
     series = outcome.timeseries.set_index("t_s")
-    assert (series.loc[first_s:first_s + load_s - 1, "replicas_ready"] == 1).all()  # rule 1: none serves yet
+    assert (series.loc[first_s : first_s + load_s - 1, "replicas_ready"] == 1).all()  # rule 1: none serves yet
     needed = math.ceil(12.0 / (8 / (6.0 + 8 * 0.25) * 1000.0 / 200))  # demand / one replica's request rate
     assert needed == 3 and outcome.peak_replicas == 32  # ten times what the load needs
 
@@ -199,3 +217,9 @@ def test_a_sweep_compares_warm_spares_with_faster_pulls_each_with_its_cost(autos
     assert by_values[(0, 10.0)].cost_usd <= by_values[(0, 101.0)].cost_usd
     with pytest.raises(PlannerInputError, match=r"grid point 0 .*placeholders: needs a fleet with a nodes: section"):
         apply_point(autoscaler, FleetSpec(), expand_grid({"placeholders": [1]})[0])
+
+
+@pytest.mark.parametrize("spec", [FleetSpec(), _fleet(_nodes(max_nodes=3), placeholders=2)])
+def test_fleet_mapping_reads_back_as_the_same_fleet(spec):
+    text = yaml.safe_dump(fleet_mapping(spec))
+    assert fleet_spec_from_mapping(yaml.safe_load(text), "FLEET.yaml") == spec

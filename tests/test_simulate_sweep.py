@@ -38,16 +38,19 @@ def test_grid_is_the_cartesian_product_in_documented_key_order():
     assert expand_grid({"min_replicas": 2})[0].as_dict() == {"min_replicas": 2}
 
 
-@pytest.mark.parametrize(("grid", "message"), [
-    ({"targte": [5]}, "unknown grid key 'targte'"),
-    ({"target": []}, "target: expected at least one value"),
-    ({"target": [0]}, "target: expected a number > 0"),
-    ({"min_replicas": [1.5]}, "min_replicas: expected a whole number"),
-    ({"scale_down_window_s": [4000]}, "at most 3600"),
-    ({"scale_up_policy": ["Pods:4"]}, "'Pods:4' is not TYPE:VALUE:PERIOD"),
-    ({"select_policy": ["Maximum"]}, "select_policy: expected Max, Min or Disabled"),
-    ([1, 2], "expected a mapping of grid keys"),
-])
+@pytest.mark.parametrize(
+    ("grid", "message"),
+    [
+        ({"targte": [5]}, "unknown grid key 'targte'"),
+        ({"target": []}, "target: expected at least one value"),
+        ({"target": [0]}, "target: expected a number > 0"),
+        ({"min_replicas": [1.5]}, "min_replicas: expected a whole number"),
+        ({"scale_down_window_s": [4000]}, "at most 3600"),
+        ({"scale_up_policy": ["Pods:4"]}, "'Pods:4' is not TYPE:VALUE:PERIOD"),
+        ({"select_policy": ["Maximum"]}, "select_policy: expected Max, Min or Disabled"),
+        ([1, 2], "expected a mapping of grid keys"),
+    ],
+)
 def test_bad_grids_are_named(grid, message):
     with pytest.raises(PlannerInputError, match=message):
         expand_grid(grid, "grid.yaml")
@@ -55,9 +58,19 @@ def test_bad_grids_are_named(grid, message):
 
 def test_a_point_changes_exactly_what_it_names(tmp_path):
     manifest = write_manifest(tmp_path, scaled_object("chat", IN_FLIGHT, 10, min_replicas=1, max_replicas=8))
-    point = expand_grid({"signal": ["sum(vllm:num_requests_waiting)"], "target": [7], "min_replicas": [2],
-                         "max_replicas": [5], "scale_down_window_s": [120], "scale_up_policy": ["Pods:2:30"],
-                         "select_policy": ["Min"], "warmup_s": [90], "polling_interval_s": [5]})[0]
+    point = expand_grid(
+        {
+            "signal": ["sum(vllm:num_requests_waiting)"],
+            "target": [7],
+            "min_replicas": [2],
+            "max_replicas": [5],
+            "scale_down_window_s": [120],
+            "scale_up_policy": ["Pods:2:30"],
+            "select_policy": ["Min"],
+            "warmup_s": [90],
+            "polling_interval_s": [5],
+        }
+    )[0]
     config = apply_point(manifest, FleetSpec(), point)
     so = config.autoscaler.scaled_object
     assert so.triggers[0].query == "sum(vllm:num_requests_waiting)" and so.triggers[0].threshold == 7.0
@@ -79,7 +92,10 @@ def test_hpa_points_and_invalid_combinations(tmp_path):
     config = apply_point(manifest, FleetSpec(), point)
     metric = config.autoscaler.hpa.metrics[0]
     assert (metric.name, metric.target.average_value_milli, config.autoscaler.hpa.max_replicas) == (
-        "num_requests_waiting", 4000, 3)
+        "num_requests_waiting",
+        4000,
+        3,
+    )
     with pytest.raises(PlannerInputError, match=r"grid point 0 \(min_replicas=5, max_replicas=3\)"):
         apply_point(manifest, FleetSpec(), expand_grid({"min_replicas": [5], "max_replicas": [3]})[0])
     with pytest.raises(PlannerInputError, match=r"grid point 0 .*cannot be simulated"):
@@ -89,8 +105,16 @@ def test_hpa_points_and_invalid_combinations(tmp_path):
 
 
 def test_pareto_front_keeps_only_undominated_points_cheapest_first():
-    results = [result(0, 0.90, 10.0), result(1, 0.95, 12.0), result(2, 0.93, 12.0), result(3, 0.99, 20.0),
-               result(4, 0.80, 15.0), result(5, 0.99, 25.0), result(6, 0.90, 10.0), result(7, math.nan, 1.0)]
+    results = [
+        result(0, 0.90, 10.0),
+        result(1, 0.95, 12.0),
+        result(2, 0.93, 12.0),
+        result(3, 0.99, 20.0),
+        result(4, 0.80, 15.0),
+        result(5, 0.99, 25.0),
+        result(6, 0.90, 10.0),
+        result(7, math.nan, 1.0),
+    ]
     # No requests (NaN attainment) is no evidence: never on the front.
     assert [r.index for r in pareto_front(results)] == [0, 1, 3]
 

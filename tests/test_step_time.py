@@ -94,9 +94,7 @@ def test_negative_constants_are_rejected():
         output_throughput_tps(4, 0.0, 0.25)
 
 
-@given(
-    fixed_ms=st.floats(0.5, 50), per_seq_ms=st.floats(0.01, 5), a=st.integers(1, 512), b=st.integers(1, 512)
-)
+@given(fixed_ms=st.floats(0.5, 50), per_seq_ms=st.floats(0.01, 5), a=st.integers(1, 512), b=st.integers(1, 512))
 def test_throughput_rises_with_batch_and_tpot_too(fixed_ms, per_seq_ms, a, b):
     low, high = sorted((a, b))
     assert output_throughput_tps(high, fixed_ms, per_seq_ms) >= output_throughput_tps(low, fixed_ms, per_seq_ms)

@@ -54,10 +54,13 @@ def _write(tmp_path, text, name="trace.csv"):
 
 
 def test_azure_times_keep_all_fractional_digits(tmp_path):
-    path = _write(tmp_path, "TIMESTAMP,ContextTokens,GeneratedTokens\r\n"
-                            "2023-11-16 18:17:03.1234567,10,5\r\n"
-                            "2023-11-16 18:17:03.1234568,20,6\r\n"
-                            "2023-11-16 18:17:05,30,7")
+    path = _write(
+        tmp_path,
+        "TIMESTAMP,ContextTokens,GeneratedTokens\r\n"
+        "2023-11-16 18:17:03.1234567,10,5\r\n"
+        "2023-11-16 18:17:03.1234568,20,6\r\n"
+        "2023-11-16 18:17:05,30,7",
+    )
     trace = read_request_trace(path)
     assert trace.arrival_s.tolist() == [0.0, 1e-7, pytest.approx(1.8765433, abs=1e-12)]
     assert trace.input_tokens.tolist() == [10, 20, 30] and trace.output_tokens.tolist() == [5, 6, 7]
@@ -76,8 +79,9 @@ def test_rate_trace_defaults_and_columns(tmp_path):
     rates = read_rate_trace(path)
     assert rates.end_s == 120.0 and rates.expected_requests == pytest.approx(360.0)
     assert rates.mean_output_tokens.tolist() == [240.0, 240.0]
-    full = read_rate_trace(_write(tmp_path, "t_s,rate_rps,mean_input_tokens,mean_output_tokens\n0,1,50,700\n",
-                                  "r.csv"), end_s=30.0)
+    full = read_rate_trace(
+        _write(tmp_path, "t_s,rate_rps,mean_input_tokens,mean_output_tokens\n0,1,50,700\n", "r.csv"), end_s=30.0
+    )
     assert (full.end_s, full.mean_input_tokens.tolist(), full.mean_output_tokens.tolist()) == (30.0, [50.0], [700.0])
 
 
@@ -96,39 +100,68 @@ def test_rate_trace_is_drawn_with_the_seed(tmp_path):
 AZURE_HEADER = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
 CANONICAL_HEADER = "arrival_s,input_tokens,output_tokens\n"
 BAD_INPUTS = [
-    pytest.param(AZURE_HEADER + "2023-11-16 18:17:03.9799600,1,2\n16/11/2023 18:17,1,2\n",
-                 r"row 2: TIMESTAMP '16/11/2023 18:17' is not a time like", id="unparseable-timestamp"),
-    pytest.param(AZURE_HEADER + "2023-11-16 18:17:03.9,1,2\n2023-11-16 18:17:04.1,1,2\n2023-11-16 18:17:04.0,1,2\n",
-                 r"row 3: TIMESTAMP goes back in time \(before row 2\)", id="unsorted-timestamp"),
-    pytest.param(CANONICAL_HEADER + "0,1,2\n5,1,2\n4,1,2\n", r"row 3: arrival_s goes back in time",
-                 id="unsorted-arrival"),
-    pytest.param(CANONICAL_HEADER + "0,1,2\n1,abc,2\n", r"row 2: input_tokens 'abc' is not a whole number",
-                 id="unparseable-tokens"),
-    pytest.param(AZURE_HEADER + "2023-11-16 18:17:03.9,-4,2\n", r"row 1: ContextTokens '-4' is not a whole number of "
-                 r"tokens >= 0", id="negative-tokens"),
-    pytest.param(CANONICAL_HEADER + "0,1,2\n1,1,-2\n", r"row 2: output_tokens '-2' is not a whole number of tokens >= 1",
-                 id="negative-output"),
-    pytest.param(CANONICAL_HEADER + "0,1,0\n", r"row 1: output_tokens '0' is not a whole number of tokens >= 1",
-                 id="zero-output"),
+    pytest.param(
+        AZURE_HEADER + "2023-11-16 18:17:03.9799600,1,2\n16/11/2023 18:17,1,2\n",
+        r"row 2: TIMESTAMP '16/11/2023 18:17' is not a time like",
+        id="unparseable-timestamp",
+    ),
+    pytest.param(
+        AZURE_HEADER + "2023-11-16 18:17:03.9,1,2\n2023-11-16 18:17:04.1,1,2\n2023-11-16 18:17:04.0,1,2\n",
+        r"row 3: TIMESTAMP goes back in time \(before row 2\)",
+        id="unsorted-timestamp",
+    ),
+    pytest.param(
+        CANONICAL_HEADER + "0,1,2\n5,1,2\n4,1,2\n", r"row 3: arrival_s goes back in time", id="unsorted-arrival"
+    ),
+    pytest.param(
+        CANONICAL_HEADER + "0,1,2\n1,abc,2\n",
+        r"row 2: input_tokens 'abc' is not a whole number",
+        id="unparseable-tokens",
+    ),
+    pytest.param(
+        AZURE_HEADER + "2023-11-16 18:17:03.9,-4,2\n",
+        r"row 1: ContextTokens '-4' is not a whole number of "
+        r"tokens >= 0",
+        id="negative-tokens",
+    ),
+    pytest.param(
+        CANONICAL_HEADER + "0,1,2\n1,1,-2\n",
+        r"row 2: output_tokens '-2' is not a whole number of tokens >= 1",
+        id="negative-output",
+    ),
+    pytest.param(
+        CANONICAL_HEADER + "0,1,0\n", r"row 1: output_tokens '0' is not a whole number of tokens >= 1", id="zero-output"
+    ),
     pytest.param(CANONICAL_HEADER + "0,1.5,2\n", r"row 1: input_tokens '1.5' is not a whole number", id="fractional"),
     pytest.param(CANONICAL_HEADER + "-1,1,2\n", r"row 1: arrival_s '-1' is not a number >= 0", id="negative-time"),
-    pytest.param(CANONICAL_HEADER + "0,1,2\n,1,2\n", r"row 2: arrival_s an empty cell is not a finite number",
-                 id="empty-cell"),
+    pytest.param(
+        CANONICAL_HEADER + "0,1,2\n,1,2\n", r"row 2: arrival_s an empty cell is not a finite number", id="empty-cell"
+    ),
     pytest.param(CANONICAL_HEADER, r"no data rows after the header \(an empty trace\)", id="empty-trace"),
     pytest.param("", r"empty file; expected a header of arrival_s", id="empty-file"),
-    pytest.param("arrival_s,input_tokens\n0,1\n", r"missing column 'output_tokens' for a canonical request trace",
-                 id="missing-column"),
-    pytest.param("TIMESTAMP,ContextTokens\n", r"missing column 'GeneratedTokens' for a Azure LLM trace",
-                 id="missing-azure-column"),
-    pytest.param("time,prompt,answer\n0,1,2\n", r"unknown header 'time,prompt,answer'; expected a header of",
-                 id="unknown-header"),
-    pytest.param("arrival_s,input_tokens,output_tokens,user\n0,1,2,x\n", r"unknown column 'user'",
-                 id="unknown-column"),
+    pytest.param(
+        "arrival_s,input_tokens\n0,1\n",
+        r"missing column 'output_tokens' for a canonical request trace",
+        id="missing-column",
+    ),
+    pytest.param(
+        "TIMESTAMP,ContextTokens\n",
+        r"missing column 'GeneratedTokens' for a Azure LLM trace",
+        id="missing-azure-column",
+    ),
+    pytest.param(
+        "time,prompt,answer\n0,1,2\n", r"unknown header 'time,prompt,answer'; expected a header of", id="unknown-header"
+    ),
+    pytest.param("arrival_s,input_tokens,output_tokens,user\n0,1,2,x\n", r"unknown column 'user'", id="unknown-column"),
     pytest.param("t_s,rate_rps\n0,1\n0,2\n", r"row 2: t_s 0 must be after the previous row's 0", id="rate-unsorted"),
     pytest.param("t_s,rate_rps\n0,1\n5,-2\n", r"row 2: rate_rps '-2' is not a number >= 0", id="rate-negative"),
     pytest.param("t_s,rate_rps\n0,1\n", r"a one-row rate trace needs an explicit end time", id="rate-one-row"),
-    pytest.param("t_s,rate_rps,mean_output_tokens\n0,1,0.5\n1,1,2\n", r"row 1: mean_output_tokens '0.5' is not a "
-                 r"number >= 1", id="rate-short-answers"),
+    pytest.param(
+        "t_s,rate_rps,mean_output_tokens\n0,1,0.5\n1,1,2\n",
+        r"row 1: mean_output_tokens '0.5' is not a "
+        r"number >= 1",
+        id="rate-short-answers",
+    ),
     pytest.param(CANONICAL_HEADER + "0,1,2\n1,1,2,9\n", r"not a well-formed CSV", id="extra-field"),
 ]
 
@@ -155,8 +188,15 @@ def test_wrong_reader_for_the_shape(tmp_path):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.floats(0, 1e6, allow_nan=False, allow_infinity=False), st.integers(0, 2**40),
-                          st.integers(1, 2**40)), min_size=1, max_size=50))
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(0, 1e6, allow_nan=False, allow_infinity=False), st.integers(0, 2**40), st.integers(1, 2**40)
+        ),
+        min_size=1,
+        max_size=50,
+    )
+)
 def test_canonical_round_trip_is_exact(tmp_path_factory, rows):
     """Whatever pandas writes, the reader gives back exactly (floats to the bit, tokens as int64)."""
     rows = sorted(rows)

@@ -21,8 +21,9 @@ from planner.simulate.traffic import (
 
 def _rates(t_s, rate_rps, end_s, mean_in=100.0, mean_out=50.0):
     n = len(t_s)
-    return RateTrace(np.asarray(t_s, float), np.asarray(rate_rps, float), end_s, np.full(n, mean_in),
-                     np.full(n, mean_out), "test")
+    return RateTrace(
+        np.asarray(t_s, float), np.asarray(rate_rps, float), end_s, np.full(n, mean_in), np.full(n, mean_out), "test"
+    )
 
 
 def _within_sigmas(count, expected, sigmas=4.0):
@@ -76,11 +77,14 @@ def test_seed_must_be_a_non_negative_integer(seed):
         rng_for(seed)
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"t_s": [0, 0]}, "step 2: t_s 0.0 must be after the previous step's 0.0"),
-    ({"rate_rps": [1, -1]}, "rate_rps must be a finite number >= 0"),
-    ({"end_s": 5.0}, "end_s must be after the last step's start 10.0"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"t_s": [0, 0]}, "step 2: t_s 0.0 must be after the previous step's 0.0"),
+        ({"rate_rps": [1, -1]}, "rate_rps must be a finite number >= 0"),
+        ({"end_s": 5.0}, "end_s must be after the last step's start 10.0"),
+    ],
+)
 def test_rate_trace_checks(kwargs, message):
     args = {"t_s": [0, 10], "rate_rps": [1, 1], "end_s": 20.0} | kwargs
     with pytest.raises(PlannerInputError, match=message):
@@ -114,8 +118,12 @@ def _hour(seed=0, n=20_000):
     arrival = np.sort(np.clip((centres[:, None] + rng.exponential(2.0, (len(centres), 20))).ravel(), 0, 3600))
     arrival -= arrival[0]
     short = rng.random(n) < 0.7
-    return RequestTrace(arrival, np.where(short, rng.integers(50, 500, n), rng.integers(2000, 6000, n)),
-                        np.where(short, rng.integers(5, 60, n), rng.integers(100, 900, n)), "hour")
+    return RequestTrace(
+        arrival,
+        np.where(short, rng.integers(50, 500, n), rng.integers(2000, 6000, n)),
+        np.where(short, rng.integers(5, 60, n), rng.integers(100, 900, n)),
+        "hour",
+    )
 
 
 def test_stretch_with_a_flat_envelope_is_the_hour_rotated_into_every_tile():
@@ -128,7 +136,8 @@ def test_stretch_with_a_flat_envelope_is_the_hour_rotated_into_every_tile():
     assert np.all(per_tile == len(hour))
     first = day.arrival_s < tile_s
     assert sorted(zip(day.input_tokens[first], day.output_tokens[first], strict=True)) == sorted(
-        zip(hour.input_tokens, hour.output_tokens, strict=True))
+        zip(hour.input_tokens, hour.output_tokens, strict=True)
+    )
 
 
 def test_stretch_follows_the_envelope_and_keeps_the_lengths():
@@ -156,9 +165,11 @@ def test_stretch_keeps_burstiness_within_the_hour():
     """At the peak (keep probability 1) the 10 s counts are as over-dispersed as the hour's own."""
     hour = _hour()
     day = stretch_trace(hour, 3, peak_to_trough=1.0)
+
     def dispersion(arrival, start, end):
         counts = np.bincount(((arrival[(arrival >= start) & (arrival < end)] - start) // 10).astype(int))
         return counts.var() / counts.mean()
+
     own = dispersion(hour.arrival_s, 0, 3500)
     assert own > 5  # clustered, far from Poisson's 1
     assert dispersion(day.arrival_s, 7200, 10_700) == pytest.approx(own, rel=0.25)

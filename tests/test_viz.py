@@ -7,8 +7,11 @@ from planner.charts.viz import enable, offline_renderer
 
 
 def _chart():
-    return alt.Chart(pd.DataFrame({"x": [1, 2], "y": [3, 4]})).mark_line().encode(x="x", y="y").properties(
-        title="A </script> title"
+    return (
+        alt.Chart(pd.DataFrame({"x": [1, 2], "y": [3, 4]}))
+        .mark_line()
+        .encode(x="x", y="y")
+        .properties(title="A </script> title")
     )
 
 

@@ -33,31 +33,71 @@ class Case:
 
 # Settings come from the issue text or the log itself (see tests/data/vllm_logs/README.md).
 CASES = [
-    Case("lmcache-1739-qwen3-14b.log", "qwen3-14b",
-         ServingSpec(max_model_len=32768, vllm_version="0.10.2"), (42_656,), (1.30,)),
-    Case("vllm-25350-qwen3-30b-a3b-fp8-kv.log", "qwen3-30b-a3b",
-         ServingSpec(max_model_len=100_000, kv_cache_dtype="fp8", vllm_version="0.10.2"),
-         (230_528,), (2.31,)),
-    Case("vllm-20665-deepseek-v2-lite-pp2-tp2.log", "deepseek-v2-lite",
-         ServingSpec(tensor_parallel_size=2, pipeline_parallel_size=2, max_model_len=1024,
-                     vllm_version="0.9.2"), (807_792, 807_792), (788.86, 788.86)),
-    Case("vllm-10517-llama-3.1-8b-v0-20k.log", "llama-3.1-8b-instruct",
-         ServingSpec(max_model_len=20_000, vllm_version="0.6.4"), (), (1.56,), (1952,)),
-    Case("vllm-10517-llama-3.1-8b-v0-29k.log", "llama-3.1-8b-instruct",
-         ServingSpec(max_model_len=29_000, vllm_version="0.6.4"), (), (0.82,), (1478,)),
-    Case("vllm-19996-llama-3.1-8b-eagle.log", "llama-3.1-8b-instruct",
-         ServingSpec(max_model_len=131_072, num_draft_layers=1, vllm_version="0.9.1"),
-         (410_128,), (3.13,)),
-    Case("dennislee22-gpt-oss-120b-tp4.log", "gpt-oss-120b",
-         ServingSpec(tensor_parallel_size=4, max_model_len=16_384, vllm_version="0.10.1.1"),
-         (2_640_144,) * 4, (284.25,) * 4),
-    Case("orbit-ai-gemma-3-4b-rocm.log", "gemma-3-4b-it",
-         ServingSpec(max_model_len=8192, max_num_batched_tokens=8192, vllm_version="0.23.0"),
-         (1_217_591,), (148.63,)),
-    Case("joshi004-qwen3-vl-235b-fp8-tp8.log", "qwen3-vl-235b-a22b-thinking-fp8",
-         ServingSpec(tensor_parallel_size=8, max_model_len=131_072, max_num_batched_tokens=8192,
-                     vllm_version="0.11.2"),
-         (798_736,), (6.09,) * 8),
+    Case(
+        "lmcache-1739-qwen3-14b.log",
+        "qwen3-14b",
+        ServingSpec(max_model_len=32768, vllm_version="0.10.2"),
+        (42_656,),
+        (1.30,),
+    ),
+    Case(
+        "vllm-25350-qwen3-30b-a3b-fp8-kv.log",
+        "qwen3-30b-a3b",
+        ServingSpec(max_model_len=100_000, kv_cache_dtype="fp8", vllm_version="0.10.2"),
+        (230_528,),
+        (2.31,),
+    ),
+    Case(
+        "vllm-20665-deepseek-v2-lite-pp2-tp2.log",
+        "deepseek-v2-lite",
+        ServingSpec(tensor_parallel_size=2, pipeline_parallel_size=2, max_model_len=1024, vllm_version="0.9.2"),
+        (807_792, 807_792),
+        (788.86, 788.86),
+    ),
+    Case(
+        "vllm-10517-llama-3.1-8b-v0-20k.log",
+        "llama-3.1-8b-instruct",
+        ServingSpec(max_model_len=20_000, vllm_version="0.6.4"),
+        (),
+        (1.56,),
+        (1952,),
+    ),
+    Case(
+        "vllm-10517-llama-3.1-8b-v0-29k.log",
+        "llama-3.1-8b-instruct",
+        ServingSpec(max_model_len=29_000, vllm_version="0.6.4"),
+        (),
+        (0.82,),
+        (1478,),
+    ),
+    Case(
+        "vllm-19996-llama-3.1-8b-eagle.log",
+        "llama-3.1-8b-instruct",
+        ServingSpec(max_model_len=131_072, num_draft_layers=1, vllm_version="0.9.1"),
+        (410_128,),
+        (3.13,),
+    ),
+    Case(
+        "dennislee22-gpt-oss-120b-tp4.log",
+        "gpt-oss-120b",
+        ServingSpec(tensor_parallel_size=4, max_model_len=16_384, vllm_version="0.10.1.1"),
+        (2_640_144,) * 4,
+        (284.25,) * 4,
+    ),
+    Case(
+        "orbit-ai-gemma-3-4b-rocm.log",
+        "gemma-3-4b-it",
+        ServingSpec(max_model_len=8192, max_num_batched_tokens=8192, vllm_version="0.23.0"),
+        (1_217_591,),
+        (148.63,),
+    ),
+    Case(
+        "joshi004-qwen3-vl-235b-fp8-tp8.log",
+        "qwen3-vl-235b-a22b-thinking-fp8",
+        ServingSpec(tensor_parallel_size=8, max_model_len=131_072, max_num_batched_tokens=8192, vllm_version="0.11.2"),
+        (798_736,),
+        (6.09,) * 8,
+    ),
 ]
 
 
@@ -67,8 +107,7 @@ def test_log_is_reproduced_within_print_rounding(case):
     assert log.kv_cache_tokens == case.tokens
     assert tuple(value for _, value in log.max_concurrency) == case.concurrency
     assert log.gpu_blocks == case.blocks
-    checks = cross_check(log, read_model_config(DATA_DIR / "models" / f"{case.model}.json"),
-                         case.serving)
+    checks = cross_check(log, read_model_config(DATA_DIR / "models" / f"{case.model}.json"), case.serving)
     assert len(checks) == len(case.tokens) + len(case.concurrency) + len(case.blocks)
     assert all(check.ok for check in checks), [c for c in checks if not c.ok]
 
@@ -86,8 +125,7 @@ def test_pipeline_stage_memory_is_paired_by_rank():
     assert [log.stage_of(w, 2) for w in log.available_kv_workers] == [1, 1, 0, 0]
     deepseek = read_model_config(DATA_DIR / "models" / "deepseek-v2-lite.json")
     # Treated as one stage holding all 27 layers, the figures no longer match.
-    wrong = cross_check(log, deepseek, ServingSpec(tensor_parallel_size=4, max_model_len=1024,
-                                                   vllm_version="0.9.2"))
+    wrong = cross_check(log, deepseek, ServingSpec(tensor_parallel_size=4, max_model_len=1024, vllm_version="0.9.2"))
     assert not all(check.ok for check in wrong)
 
 
@@ -107,8 +145,9 @@ def test_gemma3_log_groups_and_sliding_pages():
     # At 8,192 tokens a window of 1,024 plus an 8,192 budget covers the whole request, so
     # sliding layers save nothing here and the padding layer costs 3 %: sized as 34
     # uniform layers (hybrid manager off) the figures no longer match the log.
-    off = ServingSpec(max_model_len=8192, max_num_batched_tokens=8192, vllm_version="0.23.0",
-                      disable_hybrid_kv_cache_manager=True)
+    off = ServingSpec(
+        max_model_len=8192, max_num_batched_tokens=8192, vllm_version="0.23.0", disable_hybrid_kv_cache_manager=True
+    )
     assert kv_capacity(gemma, off, 162.84 * GIB_BYTES).kv_tokens > 1.03 * capacity.kv_tokens
     assert not any(check.ok for check in cross_check(log, gemma, off))
 
@@ -119,8 +158,9 @@ def test_gpt_oss_windows_raise_concurrency_above_tokens_per_length():
     # 2,640,144 tokens / 16,384 is 161 requests; the 128-token windows make it 284.25.
     assert log.kv_cache_tokens[0] / 16_384 < 0.6 * log.max_concurrency[0][1]
     oss = read_model_config(DATA_DIR / "models" / "gpt-oss-120b.json")
-    off = ServingSpec(tensor_parallel_size=4, max_model_len=16_384, vllm_version="0.10.1.1",
-                      disable_hybrid_kv_cache_manager=True)
+    off = ServingSpec(
+        tensor_parallel_size=4, max_model_len=16_384, vllm_version="0.10.1.1", disable_hybrid_kv_cache_manager=True
+    )
     checks = cross_check(log, oss, off)
     assert all(c.ok for c in checks if c.figure == "kv_cache_tokens")  # 2 x 18 layers: same
     assert not any(c.ok for c in checks if c.figure == "max_concurrency")
@@ -182,18 +222,18 @@ def test_negative_memory_log_is_a_clear_error():
 
 
 def test_settings_from_a_v1_config_dump_and_non_default_args():
-    text = "\n".join([
-        "INFO 02-16 14:52:15 [utils.py:325]        █     █     █▄   ▄█  version 0.15.1",
-        "(APIServer pid=1) INFO [utils.py:261] non-default args: {'model': 'm', "
-        "'max_model_len': 128000, 'tensor_parallel_size': 2, 'kv_cache_dtype': 'fp8'}",
-        "(EngineCore_DP0 pid=2) INFO [core.py:96] Initializing a V1 LLM engine (v0.15.1) with "
-        "config: model='m', dtype=torch.float16, max_seq_len=128000, tensor_parallel_size=2, "
-        "pipeline_parallel_size=1, kv_cache_dtype=fp8, device_config=cuda",
-        "\x1b[0;36m(Worker_PP0_TP1 pid=3)\x1b[0;0m INFO [gpu_worker.py:356] "
-        "Available KV cache memory: 26.54 GiB",
-        "GPU KV cache size: 217,376 tokens, Maximum concurrency for 128,000 tokens per "
-        "request: 1.70x",
-    ])
+    text = "\n".join(
+        [
+            "INFO 02-16 14:52:15 [utils.py:325]        █     █     █▄   ▄█  version 0.15.1",
+            "(APIServer pid=1) INFO [utils.py:261] non-default args: {'model': 'm', "
+            "'max_model_len': 128000, 'tensor_parallel_size': 2, 'kv_cache_dtype': 'fp8'}",
+            "(EngineCore_DP0 pid=2) INFO [core.py:96] Initializing a V1 LLM engine (v0.15.1) with "
+            "config: model='m', dtype=torch.float16, max_seq_len=128000, tensor_parallel_size=2, "
+            "pipeline_parallel_size=1, kv_cache_dtype=fp8, device_config=cuda",
+            "\x1b[0;36m(Worker_PP0_TP1 pid=3)\x1b[0;0m INFO [gpu_worker.py:356] Available KV cache memory: 26.54 GiB",
+            "GPU KV cache size: 217,376 tokens, Maximum concurrency for 128,000 tokens per request: 1.70x",
+        ]
+    )
     log = parse_vllm_log(text)
     assert log.version == "0.15.1"
     assert (log.tensor_parallel_size, log.pipeline_parallel_size) == (2, 1)
@@ -211,10 +251,13 @@ def test_exact_byte_lines_explain_every_workers_own_token_line():
     tokens = [kv_capacity(qwen, serving, b).workers[0].kv_tokens_logged for b in exact]
     assert tokens[0] < tokens[1]
     text = "\n".join(
-        [f"(Worker_TP{r}_EP{r} pid=1) INFO Available KV cache memory: "
-         f"{b / GIB_BYTES:.2f} GiB" for r, b in enumerate(exact)]
+        [
+            f"(Worker_TP{r}_EP{r} pid=1) INFO Available KV cache memory: {b / GIB_BYTES:.2f} GiB"
+            for r, b in enumerate(exact)
+        ]
         + [f"INFO GPU KV cache size: {t:,} tokens" for t in tokens]
-        + [f"INFO Current kv cache memory in use is {b} bytes." for b in exact])
+        + [f"INFO Current kv cache memory in use is {b} bytes." for b in exact]
+    )
     checks = cross_check(parse_vllm_log(text), qwen, serving)
     assert [c.ok for c in checks] == [True, True]
 
@@ -231,52 +274,75 @@ def test_text_without_kv_lines_is_refused(tmp_path):
 _DEEPSEEK_LINES = (LOGS / "vllm-20665-deepseek-v2-lite-pp2-tp2.log").read_text()
 
 
-@pytest.mark.parametrize("header", [
-    "$ vllm serve deepseek-ai/DeepSeek-V2-Lite --tensor-parallel-size=2 --pipeline-parallel-size=2",
-    "vllm serve deepseek-ai/DeepSeek-V2-Lite --tensor-parallel-size 2 --pipeline-parallel-size 2",
-    "vllm serve deepseek-ai/DeepSeek-V2-Lite -tp 2 -pp 2",
-    "vllm serve deepseek-ai/DeepSeek-V2-Lite --tensor_parallel 2 --pipeline-parallel-size=2",
-    '  args: ["--tensor-parallel-size", "2", "--pipeline-parallel-size", "2"]',
-    "INFO 07-09 09:47:01 [cli_args.py:325] non-default args: {'model': 'deepseek-ai/DeepSeek-V2-Lite',"
-    " 'tensor_parallel_size': 2, 'pipeline_parallel_size': 2, 'max_model_len': 1024}",
-    "INFO 07-09 09:47:05 [core.py:69] Initializing a V1 LLM engine (v0.9.2) with config: "
-    "model='deepseek-ai/DeepSeek-V2-Lite', dtype=torch.bfloat16, max_seq_len=1024, "
-    "tensor_parallel_size=2, pipeline_parallel_size=2, disable_custom_all_reduce=False",
-    "INFO 07-09 09:47:05 [arg_utils.py:1200] engine args: tensor_parallel_size=2, "
-    "pipeline_parallel_size=2, data_parallel_size=1",
-], ids=["cmd-equals", "cmd-space", "cmd-short", "cmd-prefix", "yaml-args", "non-default-args",
-        "engine-config", "key-value-anywhere"])
+@pytest.mark.parametrize(
+    "header",
+    [
+        "$ vllm serve deepseek-ai/DeepSeek-V2-Lite --tensor-parallel-size=2 --pipeline-parallel-size=2",
+        "vllm serve deepseek-ai/DeepSeek-V2-Lite --tensor-parallel-size 2 --pipeline-parallel-size 2",
+        "vllm serve deepseek-ai/DeepSeek-V2-Lite -tp 2 -pp 2",
+        "vllm serve deepseek-ai/DeepSeek-V2-Lite --tensor_parallel 2 --pipeline-parallel-size=2",
+        '  args: ["--tensor-parallel-size", "2", "--pipeline-parallel-size", "2"]',
+        "INFO 07-09 09:47:01 [cli_args.py:325] non-default args: {'model': 'deepseek-ai/DeepSeek-V2-Lite',"
+        " 'tensor_parallel_size': 2, 'pipeline_parallel_size': 2, 'max_model_len': 1024}",
+        "INFO 07-09 09:47:05 [core.py:69] Initializing a V1 LLM engine (v0.9.2) with config: "
+        "model='deepseek-ai/DeepSeek-V2-Lite', dtype=torch.bfloat16, max_seq_len=1024, "
+        "tensor_parallel_size=2, pipeline_parallel_size=2, disable_custom_all_reduce=False",
+        "INFO 07-09 09:47:05 [arg_utils.py:1200] engine args: tensor_parallel_size=2, "
+        "pipeline_parallel_size=2, data_parallel_size=1",
+    ],
+    ids=[
+        "cmd-equals",
+        "cmd-space",
+        "cmd-short",
+        "cmd-prefix",
+        "yaml-args",
+        "non-default-args",
+        "engine-config",
+        "key-value-anywhere",
+    ],
+)
 def test_parallel_sizes_are_read_wherever_printed(header):
     log = parse_vllm_log(header + "\n" + _DEEPSEEK_LINES)
     assert (log.tensor_parallel_size, log.pipeline_parallel_size) == (2, 2)
 
 
 def test_engine_config_beats_the_command_line():
-    text = ("vllm serve m --tensor-parallel-size 4\n"
-            "INFO Initializing a V1 LLM engine (v0.9.2) with config: model='m', "
-            "tensor_parallel_size=2, pipeline_parallel_size=2\n" + _DEEPSEEK_LINES)
+    text = (
+        "vllm serve m --tensor-parallel-size 4\n"
+        "INFO Initializing a V1 LLM engine (v0.9.2) with config: model='m', "
+        "tensor_parallel_size=2, pipeline_parallel_size=2\n" + _DEEPSEEK_LINES
+    )
     assert parse_vllm_log(text).tensor_parallel_size == 2
 
 
 def test_command_line_settings_other_than_parallelism():
-    log = parse_vllm_log("vllm serve m --max-model-len=1024 --kv-cache-dtype fp8 "
-                         "--block-size 64 --max-num-batched-tokens 4096\n" + _DEEPSEEK_LINES)
-    assert (log.max_model_len, log.kv_cache_dtype, log.block_size,
-            log.max_num_batched_tokens) == (1024, "fp8", 64, 4096)
+    log = parse_vllm_log(
+        "vllm serve m --max-model-len=1024 --kv-cache-dtype fp8 "
+        "--block-size 64 --max-num-batched-tokens 4096\n" + _DEEPSEEK_LINES
+    )
+    assert (log.max_model_len, log.kv_cache_dtype, log.block_size, log.max_num_batched_tokens) == (
+        1024,
+        "fp8",
+        64,
+        4096,
+    )
     # "32k" is vLLM shorthand this reader does not expand: not misread as 32; the length
     # comes from the "Maximum concurrency for 1,024 tokens per request" line instead.
     assert parse_vllm_log("--max-model-len 32k\n" + _DEEPSEEK_LINES).max_model_len == 1024
 
 
 def test_worker_labels_bound_the_parallel_sizes():
-    assert read_vllm_log(LOGS / "vllm-20665-deepseek-v2-lite-pp2-tp2.log").workers_seen() == (
-        1, 1, 4)
-    log = parse_vllm_log("(Worker_PP1_TP1 pid=5) INFO Available KV cache memory: 10.00 GiB\n"
-                         "(Worker_PP0_TP0 pid=2) INFO Available KV cache memory: 11.00 GiB\n")
+    assert read_vllm_log(LOGS / "vllm-20665-deepseek-v2-lite-pp2-tp2.log").workers_seen() == (1, 1, 4)
+    log = parse_vllm_log(
+        "(Worker_PP1_TP1 pid=5) INFO Available KV cache memory: 10.00 GiB\n"
+        "(Worker_PP0_TP0 pid=2) INFO Available KV cache memory: 11.00 GiB\n"
+    )
     assert log.workers_seen() == (2, 2, 4)
     assert read_vllm_log(LOGS / "lmcache-1739-qwen3-14b.log").workers_seen() == (1, 1, 1)
     # Newer workers name only the dimensions larger than one, expert parallel included.
-    log = parse_vllm_log("(Worker_TP3_EP3 pid=5) INFO Available KV cache memory: 10.00 GiB\n"
-                         "(Worker_PP1 pid=7) INFO Available KV cache memory: 10.00 GiB\n")
+    log = parse_vllm_log(
+        "(Worker_TP3_EP3 pid=5) INFO Available KV cache memory: 10.00 GiB\n"
+        "(Worker_PP1 pid=7) INFO Available KV cache memory: 10.00 GiB\n"
+    )
     assert log.available_kv_workers == ("pp0/tp3", "pp1/tp0")
     assert log.workers_seen() == (4, 2, 8)

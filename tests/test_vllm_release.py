@@ -20,8 +20,11 @@ RELEASE_LITERAL = re.compile(r"v?0\.\d+(\.\d+)*")
 
 
 def _string_constants(source: str) -> list[str]:
-    return [node.value for node in ast.walk(ast.parse(source))
-            if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+    return [
+        node.value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
 
 
 def test_the_release_is_defined_once_in_the_planner():
@@ -30,8 +33,11 @@ def test_the_release_is_defined_once_in_the_planner():
     assert RULE_RELEASES["v1-capacity"] == CURRENT_VLLM_VERSION
     # The metric history runs to the same release, and nothing in it is newer.
     assert history_releases()[-1] == CURRENT_VLLM_VERSION
-    defining = [path.relative_to(REPO_ROOT).as_posix() for path in (REPO_ROOT / "planner").rglob("*.py")
-                if f'"{CURRENT_VLLM_VERSION}"' in path.read_text(encoding="utf-8")]
+    defining = [
+        path.relative_to(REPO_ROOT).as_posix()
+        for path in (REPO_ROOT / "planner").rglob("*.py")
+        if f'"{CURRENT_VLLM_VERSION}"' in path.read_text(encoding="utf-8")
+    ]
     assert defining == ["planner/vllm/release.py"]
 
 
@@ -44,18 +50,23 @@ def test_notebooks_take_the_release_from_the_planner(notebook):
         releases = [text for text in _string_constants(cell.source) if RELEASE_LITERAL.fullmatch(text)]
         assert not releases, (
             f"{notebook.name} cell {index}: hard-coded vLLM release(s) {releases}; use "
-            "planner.vllm.release.CURRENT_VLLM_VERSION (or planner.capacity.kv_cache.RULE_RELEASES)")
+            "planner.vllm.release.CURRENT_VLLM_VERSION (or planner.capacity.kv_cache.RULE_RELEASES)"
+        )
         if "parameters" in cell.metadata.get("tags", []):
             for node in ast.parse(cell.source).body:
                 if isinstance(node, ast.AnnAssign) and "version" in node.target.id:
                     assert isinstance(node.value, ast.Constant) and node.value.value == "", (
-                        f"{notebook.name}: parameter {node.target.id} must default to \"\" "
-                        "(the planner's current release)")
+                        f'{notebook.name}: parameter {node.target.id} must default to "" '
+                        "(the planner's current release)"
+                    )
 
 
 def test_the_metrics_chapter_resolves_an_empty_version_to_the_constant():
-    source = "\n".join(c.source for c in nbformat.read(REPO_ROOT / "book" / "vllm_metrics.ipynb",
-                                                         as_version=4).cells if c.cell_type == "code")
+    source = "\n".join(
+        c.source
+        for c in nbformat.read(REPO_ROOT / "book" / "vllm_metrics.ipynb", as_version=4).cells
+        if c.cell_type == "code"
+    )
     assert "vllm_version or CURRENT_VLLM_VERSION" in source
 
 

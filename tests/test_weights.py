@@ -57,15 +57,28 @@ def test_uncovered_layouts_say_what_to_pass_instead(config):
 
 
 def test_unknown_quantization_is_refused():
-    config = {"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 4,
-              "num_key_value_heads": 2, "hidden_size": 64, "intermediate_size": 128,
-              "vocab_size": 100, "quantization_config": {"quant_method": "bitsandbytes"}}
+    config = {
+        "model_type": "llama",
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "vocab_size": 100,
+        "quantization_config": {"quant_method": "bitsandbytes"},
+    }
     with pytest.raises(PlannerInputError, match="'bitsandbytes' is not covered"):
         read_weight_bytes_estimate(config)
 
 
 def test_missing_size_field_is_named():
-    config = {"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 4,
-              "num_key_value_heads": 2, "hidden_size": 64, "vocab_size": 100}
+    config = {
+        "model_type": "llama",
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "hidden_size": 64,
+        "vocab_size": 100,
+    }
     with pytest.raises(PlannerInputError, match="'intermediate_size' is missing"):
         read_weight_bytes_estimate(config)

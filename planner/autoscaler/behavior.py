@@ -209,8 +209,10 @@ def maybe_init_scale_down_stabilization_window(
     behavior: HorizontalPodAutoscalerBehavior | None, downscale_stabilization_window_s: float
 ) -> HorizontalPodAutoscalerBehavior | None:
     """Fill an unset scale-down window from the controller flag (Go ``maybeInitScaleDownStabilizationWindow``)."""
-    if behavior is not None and behavior.scale_down is not None and (
-        behavior.scale_down.stabilization_window_seconds is None
+    if (
+        behavior is not None
+        and behavior.scale_down is not None
+        and (behavior.scale_down.stabilization_window_seconds is None)
     ):
         window = int(downscale_stabilization_window_s)
         return replace(behavior, scale_down=replace(behavior.scale_down, stabilization_window_seconds=window))
@@ -296,7 +298,8 @@ def convert_desired_replicas_with_rules(
         reason = "the desired replica count is more than the maximum replica count"
     if desired_replicas < minimum_allowed_replicas:
         return LimitedReplicas(
-            minimum_allowed_replicas, "TooFewReplicas",
+            minimum_allowed_replicas,
+            "TooFewReplicas",
             "the desired replica count is less than the minimum replica count",
         )
     if desired_replicas > maximum_allowed_replicas:
@@ -421,15 +424,11 @@ def calculate_scale_up_limit_with_scaling_rules(
         select_policy_fn = max  # Use the default policy otherwise to produce a highest possible change
     proposed = 0
     for policy in scaling_rules.policies or ():
-        replicas_added_in_current_period = get_replicas_change_per_period(
-            policy.period_seconds, scale_up_events, now_s
-        )
+        replicas_added_in_current_period = get_replicas_change_per_period(policy.period_seconds, scale_up_events, now_s)
         replicas_deleted_in_current_period = get_replicas_change_per_period(
             policy.period_seconds, scale_down_events, now_s
         )
-        period_start_replicas = (
-            current_replicas - replicas_added_in_current_period + replicas_deleted_in_current_period
-        )
+        period_start_replicas = current_replicas - replicas_added_in_current_period + replicas_deleted_in_current_period
         if policy.type == PODS_SCALING_POLICY:
             proposed = period_start_replicas + policy.value
         elif policy.type == PERCENT_SCALING_POLICY:
@@ -463,15 +462,11 @@ def calculate_scale_down_limit_with_behaviors(
         select_policy_fn = min  # Use the default policy otherwise to produce a highest possible change
     proposed = 0
     for policy in scaling_rules.policies or ():
-        replicas_added_in_current_period = get_replicas_change_per_period(
-            policy.period_seconds, scale_up_events, now_s
-        )
+        replicas_added_in_current_period = get_replicas_change_per_period(policy.period_seconds, scale_up_events, now_s)
         replicas_deleted_in_current_period = get_replicas_change_per_period(
             policy.period_seconds, scale_down_events, now_s
         )
-        period_start_replicas = (
-            current_replicas - replicas_added_in_current_period + replicas_deleted_in_current_period
-        )
+        period_start_replicas = current_replicas - replicas_added_in_current_period + replicas_deleted_in_current_period
         if policy.type == PODS_SCALING_POLICY:
             proposed = period_start_replicas - policy.value
         elif policy.type == PERCENT_SCALING_POLICY:
@@ -525,7 +520,9 @@ def convert_desired_replicas_with_behavior_rate(
             reason = "TooFewReplicas"
         if args.desired_replicas < minimum_allowed_replicas:
             return LimitedReplicas(minimum_allowed_replicas, reason, message)
-    return LimitedReplicas(args.desired_replicas, "DesiredWithinRange", "the desired count is within the acceptable range")
+    return LimitedReplicas(
+        args.desired_replicas, "DesiredWithinRange", "the desired count is within the acceptable range"
+    )
 
 
 def get_longest_policy_period(scaling_rules: HPAScalingRules) -> int:
@@ -538,9 +535,7 @@ def mark_scale_events_outdated(
 ) -> tuple[TimestampedScaleEvent, ...]:
     """Flag events older than the longest period for reuse (Go ``markScaleEventsOutdated``)."""
     cutoff_s = now_s - float(longest_policy_period)
-    return tuple(
-        replace(event, outdated=True) if event.timestamp_s < cutoff_s else event for event in scale_events
-    )
+    return tuple(replace(event, outdated=True) if event.timestamp_s < cutoff_s else event for event in scale_events)
 
 
 def store_scale_event(

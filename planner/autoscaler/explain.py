@@ -124,8 +124,10 @@ class Decision:
             who = "The scalingModifiers formula's composite metric"
         else:
             who = f"{'Trigger' if self.kind == 'ScaledObject' else 'Metric'} {line.key}"
-        text = (f"{who} has the ratio {line.usage_ratio:.3g}, so it proposes {line.proposal} "
-                f"replica{'' if line.proposal == 1 else 's'}")
+        text = (
+            f"{who} has the ratio {line.usage_ratio:.3g}, so it proposes {line.proposal} "
+            f"replica{'' if line.proposal == 1 else 's'}"
+        )
         if sum(m.proposal is not None for m in self.metrics) > 1:
             text += ", the largest proposal"
         text += f"; after the stabilization window and the rate limits the controller sets {replicas} at this sync."
@@ -183,10 +185,19 @@ class Decision:
             "after_window_replicas": self.after_window_replicas,
             "triggers": [
                 {
-                    "name": m.key, "index": m.index, "kind": m.kind, "target_type": m.target_type,
-                    "target": m.target, "value": m.value, "value_to_hpa": m.value_to_hpa,
-                    "usage_ratio": m.usage_ratio, "within_tolerance": m.within_tolerance,
-                    "proposal": m.proposal, "active": m.active, "error": m.error, "query": m.query,
+                    "name": m.key,
+                    "index": m.index,
+                    "kind": m.kind,
+                    "target_type": m.target_type,
+                    "target": m.target,
+                    "value": m.value,
+                    "value_to_hpa": m.value_to_hpa,
+                    "usage_ratio": m.usage_ratio,
+                    "within_tolerance": m.within_tolerance,
+                    "proposal": m.proposal,
+                    "active": m.active,
+                    "error": m.error,
+                    "query": m.query,
                 }
                 for m in self.metrics
             ],
@@ -292,8 +303,9 @@ def metric_values_by_key(values, where: str = "metric_values") -> dict[str, obje
     )
 
 
-def _resolve(keys: list[str], values: Mapping[str, str | float | None], what: str,
-             value_hint: str = CLI_VALUE_HINT) -> dict[int, object]:
+def _resolve(
+    keys: list[str], values: Mapping[str, str | float | None], what: str, value_hint: str = CLI_VALUE_HINT
+) -> dict[int, object]:
     """Map user keys (names or indices) onto metric indices; every metric needs one value."""
     resolved: dict[int, object] = {}
     for key, value in values.items():
@@ -349,14 +361,14 @@ def _pods(current: int, ready: int, hpa) -> tuple[Pod, ...]:
     container = next((m.container for m in hpa.metrics if m.type == CONTAINER_RESOURCE), "main")
     pods = ready_pods(ready, current - ready, now_s=0.0)
     return tuple(
-        Pod(p.name, p.phase, p.ready, p.start_time_s, p.ready_transition_s, p.deleted,
-            ((container, _REQUEST_MILLI),))
+        Pod(p.name, p.phase, p.ready, p.start_time_s, p.ready_transition_s, p.deleted, ((container, _REQUEST_MILLI),))
         for p in pods
     )
 
 
-def _hpa_decision(autoscaler: Autoscaler, current: int, ready: int, values, value_hint: str,
-                  tolerance_frac: float) -> Decision:
+def _hpa_decision(
+    autoscaler: Autoscaler, current: int, ready: int, values, value_hint: str, tolerance_frac: float
+) -> Decision:
     hpa = autoscaler.hpa
     keys = [m.name for m in hpa.metrics]
     resolved = _resolve(keys, values, "metric", value_hint)
@@ -376,24 +388,44 @@ def _hpa_decision(autoscaler: Autoscaler, current: int, ready: int, values, valu
     lines = []
     for index, spec in enumerate(hpa.metrics):
         outcome = result.metrics.outcomes[index] if result.metrics else None
-        lines.append(MetricLine(
-            key=keys[index], index=index, kind=spec.type, target_type=spec.target.type,
-            target=_target_value(spec), value=shown[index], value_to_hpa=shown[index],
-            usage_ratio=outcome.usage_ratio if outcome else None,
-            within_tolerance=outcome.within_tolerance if outcome else None,
-            proposal=outcome.replica_count if outcome else None,
-            error=outcome.error if outcome else None,
-        ))
+        lines.append(
+            MetricLine(
+                key=keys[index],
+                index=index,
+                kind=spec.type,
+                target_type=spec.target.type,
+                target=_target_value(spec),
+                value=shown[index],
+                value_to_hpa=shown[index],
+                usage_ratio=outcome.usage_ratio if outcome else None,
+                within_tolerance=outcome.within_tolerance if outcome else None,
+                proposal=outcome.replica_count if outcome else None,
+                error=outcome.error if outcome else None,
+            )
+        )
     steps = _steps(autoscaler, hpa, current, ready, lines, result, after, None)
     return Decision(
-        autoscaler.kind, autoscaler.name, autoscaler.source, current, ready, result.desired_replicas,
-        tuple(lines), _max_proposal(result), result.stabilized_replicas, after, result, None, None,
-        tuple(steps), autoscaler.notes,
+        autoscaler.kind,
+        autoscaler.name,
+        autoscaler.source,
+        current,
+        ready,
+        result.desired_replicas,
+        tuple(lines),
+        _max_proposal(result),
+        result.stabilized_replicas,
+        after,
+        result,
+        None,
+        None,
+        tuple(steps),
+        autoscaler.notes,
     )
 
 
-def _scaled_object_decision(autoscaler: Autoscaler, current: int, ready: int, values, value_hint: str,
-                            tolerance_frac: float) -> Decision:
+def _scaled_object_decision(
+    autoscaler: Autoscaler, current: int, ready: int, values, value_hint: str, tolerance_frac: float
+) -> Decision:
     so, hpa = autoscaler.scaled_object, autoscaler.hpa
     assert so is not None  # only ScaledObjects are routed here
     keys = [t.name for t in so.triggers]
@@ -408,12 +440,18 @@ def _scaled_object_decision(autoscaler: Autoscaler, current: int, ready: int, va
             try:
                 resource_readings[trigger.index], floats[trigger.index] = _reading_for(spec, value, pods, trigger.label)
             except (ValueError, TypeError):
-                raise PlannerInputError(f"value for trigger {trigger.label!r} must be a number, got {value!r}") from None
+                raise PlannerInputError(
+                    f"value for trigger {trigger.label!r} must be a number, got {value!r}"
+                ) from None
         else:
             floats[trigger.index] = _as_float(trigger.label, value)
     evaluation = evaluate_triggers(
-        so, hpa, {i: v for i, v in floats.items() if not so.triggers[i].is_resource},
-        current_replicas=current, ready_replicas=ready, resource_readings=resource_readings,
+        so,
+        hpa,
+        {i: v for i, v in floats.items() if not so.triggers[i].is_resource},
+        current_replicas=current,
+        ready_replicas=ready,
+        resource_readings=resource_readings,
     )
     executor = request_scale(so, current, evaluation.is_active, evaluation.is_error, 0.0, last_active_s=None)
     result = after = None
@@ -426,9 +464,21 @@ def _scaled_object_decision(autoscaler: Autoscaler, current: int, ready: int, va
     lines = _trigger_lines(so, hpa, evaluation, result, floats)
     steps = _steps(autoscaler, hpa, current, ready, lines, result, after, (evaluation, executor))
     return Decision(
-        autoscaler.kind, autoscaler.name, autoscaler.source, current, ready, desired, tuple(lines),
-        _max_proposal(result) if result else None, result.stabilized_replicas if result else None, after,
-        result, evaluation.is_active, executor.reason, tuple(steps), autoscaler.notes,
+        autoscaler.kind,
+        autoscaler.name,
+        autoscaler.source,
+        current,
+        ready,
+        desired,
+        tuple(lines),
+        _max_proposal(result) if result else None,
+        result.stabilized_replicas if result else None,
+        after,
+        result,
+        evaluation.is_active,
+        executor.reason,
+        tuple(steps),
+        autoscaler.notes,
     )
 
 
@@ -441,47 +491,72 @@ def _trigger_lines(so, hpa, evaluation: TriggersEvaluation, result, floats) -> l
     for trigger in so.triggers:
         if trigger.is_resource:
             outcome = outcomes.get(trigger.type)
-            lines.append(MetricLine(
-                key=trigger.label, index=trigger.index, kind=f"{trigger.type} (Resource)",
-                target_type=trigger.metric_type, target=trigger.threshold, value=floats[trigger.index],
-                value_to_hpa=floats[trigger.index], usage_ratio=outcome.usage_ratio if outcome else None,
-                within_tolerance=outcome.within_tolerance if outcome else None,
-                proposal=outcome.replica_count if outcome else None, error=outcome.error if outcome else None,
-            ))
+            lines.append(
+                MetricLine(
+                    key=trigger.label,
+                    index=trigger.index,
+                    kind=f"{trigger.type} (Resource)",
+                    target_type=trigger.metric_type,
+                    target=trigger.threshold,
+                    value=floats[trigger.index],
+                    value_to_hpa=floats[trigger.index],
+                    usage_ratio=outcome.usage_ratio if outcome else None,
+                    within_tolerance=outcome.within_tolerance if outcome else None,
+                    proposal=outcome.replica_count if outcome else None,
+                    error=outcome.error if outcome else None,
+                )
+            )
             continue
         e = evaluations[trigger.index]
         outcome = None if so.is_using_modifiers else outcomes.get(trigger.metric_name)
-        lines.append(MetricLine(
-            key=trigger.label, index=trigger.index, kind=f"{trigger.type} ({trigger.metric_name})",
-            target_type="(formula input)" if so.is_using_modifiers else trigger.metric_type,
-            target=trigger.threshold, value=e.raw_value,
-            value_to_hpa=None if e.value_milli is None else e.value_milli / 1000,
-            usage_ratio=outcome.usage_ratio if outcome else None,
-            within_tolerance=outcome.within_tolerance if outcome else None,
-            proposal=outcome.replica_count if outcome else None,
-            active=e.active, error=e.error or (outcome.error if outcome else None), query=trigger.query,
-        ))
+        lines.append(
+            MetricLine(
+                key=trigger.label,
+                index=trigger.index,
+                kind=f"{trigger.type} ({trigger.metric_name})",
+                target_type="(formula input)" if so.is_using_modifiers else trigger.metric_type,
+                target=trigger.threshold,
+                value=e.raw_value,
+                value_to_hpa=None if e.value_milli is None else e.value_milli / 1000,
+                usage_ratio=outcome.usage_ratio if outcome else None,
+                within_tolerance=outcome.within_tolerance if outcome else None,
+                proposal=outcome.replica_count if outcome else None,
+                active=e.active,
+                error=e.error or (outcome.error if outcome else None),
+                query=trigger.query,
+            )
+        )
     if so.is_using_modifiers:
         outcome = outcomes.get(COMPOSITE_METRIC_NAME)
         modifiers = so.scaling_modifiers
-        lines.append(MetricLine(
-            key=COMPOSITE_METRIC_NAME, index=len(so.triggers), kind="scalingModifiers.formula",
-            target_type=modifiers.metric_type or AVERAGE_VALUE, target=float(modifiers.target),
-            value=None if evaluation.composite_value_milli is None else evaluation.composite_value_milli / 1000,
-            value_to_hpa=None if evaluation.composite_value_milli is None else evaluation.composite_value_milli / 1000,
-            usage_ratio=outcome.usage_ratio if outcome else None,
-            within_tolerance=outcome.within_tolerance if outcome else None,
-            proposal=outcome.replica_count if outcome else None, active=evaluation.is_active,
-            error=evaluation.composite_error or (outcome.error if outcome else None), query=modifiers.formula,
-        ))
+        lines.append(
+            MetricLine(
+                key=COMPOSITE_METRIC_NAME,
+                index=len(so.triggers),
+                kind="scalingModifiers.formula",
+                target_type=modifiers.metric_type or AVERAGE_VALUE,
+                target=float(modifiers.target),
+                value=None if evaluation.composite_value_milli is None else evaluation.composite_value_milli / 1000,
+                value_to_hpa=None
+                if evaluation.composite_value_milli is None
+                else evaluation.composite_value_milli / 1000,
+                usage_ratio=outcome.usage_ratio if outcome else None,
+                within_tolerance=outcome.within_tolerance if outcome else None,
+                proposal=outcome.replica_count if outcome else None,
+                active=evaluation.is_active,
+                error=evaluation.composite_error or (outcome.error if outcome else None),
+                query=modifiers.formula,
+            )
+        )
     return lines
 
 
 def _reconcile(hpa, current, ready, readings, pods, tolerance_frac) -> tuple[ReconcileResult, int | None]:
     # A plain HPA at 0 replicas with minReplicas 0 is taken to have scaled the target there itself
     # (its ScaledToZero condition True), so Kubernetes 1.37 computes its metrics.
-    controller = HorizontalController(hpa, tolerance=tolerance_frac,
-                                      scaled_to_zero=current == 0 and hpa.effective_min_replicas == 0)
+    controller = HorizontalController(
+        hpa, tolerance=tolerance_frac, scaled_to_zero=current == 0 and hpa.effective_min_replicas == 0
+    )
     result = controller.reconcile_autoscaler(0.0, current, readings, pods=pods)
     after = None
     stabilization = result.stabilization
@@ -489,8 +564,11 @@ def _reconcile(hpa, current, ready, readings, pods, tolerance_frac) -> tuple[Rec
         # the same inputs once the seeded record has left the window
         window = _window_s(controller, scale_down=stabilization.reason == "ScaleDownStabilized")
         later = HorizontalController(
-            hpa, tolerance=tolerance_frac, recommendations=controller.recommendations,
-            scale_up_events=controller.scale_up_events, scale_down_events=controller.scale_down_events,
+            hpa,
+            tolerance=tolerance_frac,
+            recommendations=controller.recommendations,
+            scale_up_events=controller.scale_up_events,
+            scale_down_events=controller.scale_down_events,
             scaled_to_zero=controller.scaled_to_zero,
         )
         after = later.reconcile_autoscaler(window + 1.0, current, readings, pods=pods).desired_replicas
@@ -591,13 +669,13 @@ def _steps(autoscaler, hpa, current, ready, lines, result, after, keda) -> list[
     steps.append(f"Final: {result.desired_replicas} replica{'' if result.desired_replicas == 1 else 's'}.")
     if after is not None and after != result.desired_replicas:
         steps.append(
-            f"The stabilization window holds the change; with the same metrics after the window the count goes to {after}."
+            "The stabilization window holds the change; with the same metrics after the window the count goes "
+            f"to {after}."
         )
     if keda is not None and autoscaler.scaled_object.effective_min_replica_count == 0 and not keda[0].is_active:
         cooldown = autoscaler.scaled_object.effective_cooldown_period_s
         steps.append(f"minReplicaCount is 0: KEDA scales to 0 once no trigger has been active for {cooldown:g} s.")
     return steps
-
 
 
 def behavior_text(hpa) -> str:
@@ -610,20 +688,22 @@ def behavior_text(hpa) -> str:
     """
     behavior = set_defaults_horizontal_pod_autoscaler_behavior(hpa.behavior)
     if behavior is None:
-        return ("No behavior is set, so the legacy rules apply: a scale-up reaches at most max(2 x current, 4) "
-                "per sync, and a scale-down waits for the controller's 300 s window.")
+        return (
+            "No behavior is set, so the legacy rules apply: a scale-up reaches at most max(2 x current, 4) "
+            "per sync, and a scale-down waits for the controller's 300 s window."
+        )
 
     def rules_text(rules, window_default: str) -> str:
         if rules.select_policy == "Disabled":
             return "disabled"
         window = rules.stabilization_window_seconds
         policies = ", ".join(
-            f"{p.value}{' %' if p.type == 'Percent' else (' pod' if p.value == 1 else ' pods')} per {p.period_seconds} s"
+            f"{p.value}{' %' if p.type == 'Percent' else (' pod' if p.value == 1 else ' pods')} per "
+            f"{p.period_seconds} s"
             for p in rules.policies
         )
         pick = "the larger" if rules.select_policy in (None, "Max") else "the smaller"
         several = f" ({pick} applies)" if len(rules.policies) > 1 else ""
         return f"window {window_default if window is None else f'{window} s'}, {policies}{several}"
 
-    return (f"Scale-up: {rules_text(behavior.scale_up, '0 s')}. "
-            f"Scale-down: {rules_text(behavior.scale_down, '300 s')}.")
+    return f"Scale-up: {rules_text(behavior.scale_up, '0 s')}. Scale-down: {rules_text(behavior.scale_down, '300 s')}."

@@ -36,12 +36,23 @@ _MAX_DEPTH = 100
 
 # Binary operators: precedence and right-associativity (expr-lang operator.go).
 _BINARY = {
-    "or": (10, False), "||": (10, False),
-    "and": (15, False), "&&": (15, False),
-    "==": (20, False), "!=": (20, False), "<": (20, False), ">": (20, False), ">=": (20, False), "<=": (20, False),
-    "+": (30, False), "-": (30, False),
-    "*": (60, False), "/": (60, False), "%": (60, False),
-    "**": (100, True), "^": (100, True),
+    "or": (10, False),
+    "||": (10, False),
+    "and": (15, False),
+    "&&": (15, False),
+    "==": (20, False),
+    "!=": (20, False),
+    "<": (20, False),
+    ">": (20, False),
+    ">=": (20, False),
+    "<=": (20, False),
+    "+": (30, False),
+    "-": (30, False),
+    "*": (60, False),
+    "/": (60, False),
+    "%": (60, False),
+    "**": (100, True),
+    "^": (100, True),
     "??": (500, False),
 }
 _UNARY = {"not": 50, "!": 50, "-": 90, "+": 90}

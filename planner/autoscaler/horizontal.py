@@ -174,8 +174,10 @@ def describe_conditions(conditions: Sequence[Condition]) -> str:
     rows = [("Type", "Status", "Reason", "Message"), ("----", "------", "------", "-------")]
     rows += [(c.type, c.status_text, c.reason, c.message) for c in conditions]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True)) + "  " + row[3]
-             for row in rows]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True)) + "  " + row[3]
+        for row in rows
+    ]
     return "\n".join(line.rstrip() for line in lines)
 
 
@@ -297,22 +299,49 @@ def compute_replicas_for_metric(
             assert isinstance(reading, PodMetricsReading)  # _check_reading
             if target.average_value_milli is not None:
                 proposal = get_raw_resource_replicas(
-                    spec_replicas, target.average_value_milli, spec.name, tolerances, pods,
-                    reading.metrics, now_s, **timing,
+                    spec_replicas,
+                    target.average_value_milli,
+                    spec.name,
+                    tolerances,
+                    pods,
+                    reading.metrics,
+                    now_s,
+                    **timing,
                 )
-                return _valid(index, spec, proposal.replica_count, proposal.usage_milli,
-                              proposal.usage_ratio, proposal.new_usage_ratio, tolerances)
+                return _valid(
+                    index,
+                    spec,
+                    proposal.replica_count,
+                    proposal.usage_milli,
+                    proposal.usage_ratio,
+                    proposal.new_usage_ratio,
+                    tolerances,
+                )
             if target.average_utilization_pct is None:
                 raise MetricUnavailableError(
                     "invalid resource metric source: neither an average utilization target "
                     "nor an average value (usage) target was set"
                 )
             result = get_resource_replicas(
-                spec_replicas, target.average_utilization_pct, spec.name, tolerances, pods,
-                reading.metrics, now_s, container=spec.container, **timing,
+                spec_replicas,
+                target.average_utilization_pct,
+                spec.name,
+                tolerances,
+                pods,
+                reading.metrics,
+                now_s,
+                container=spec.container,
+                **timing,
             )
-            return _valid(index, spec, result.replica_count, result.utilization_pct,
-                          result.usage_ratio, result.new_usage_ratio, tolerances)
+            return _valid(
+                index,
+                spec,
+                result.replica_count,
+                result.utilization_pct,
+                result.usage_ratio,
+                result.new_usage_ratio,
+                tolerances,
+            )
         if spec.type == PODS:
             assert isinstance(reading, PodMetricsReading)  # _check_reading
             if target.average_value_milli is None:
@@ -320,22 +349,38 @@ def compute_replicas_for_metric(
             proposal = get_metric_replicas(
                 spec_replicas, target.average_value_milli, tolerances, pods, reading.metrics, now_s, **timing
             )
-            return _valid(index, spec, proposal.replica_count, proposal.usage_milli,
-                          proposal.usage_ratio, proposal.new_usage_ratio, tolerances)
+            return _valid(
+                index,
+                spec,
+                proposal.replica_count,
+                proposal.usage_milli,
+                proposal.usage_ratio,
+                proposal.new_usage_ratio,
+                tolerances,
+            )
         if spec.type == OBJECT:
             assert isinstance(reading, ObjectReading)  # _check_reading
             if target.type == VALUE and target.value_milli is not None:
                 proposal = get_object_metric_replicas(
                     spec_replicas, target.value_milli, reading.value_milli, tolerances, pods
                 )
-                return _valid(index, spec, proposal.replica_count, proposal.usage_milli,
-                              proposal.usage_ratio, None, tolerances, from_zero=spec_replicas == 0)
+                return _valid(
+                    index,
+                    spec,
+                    proposal.replica_count,
+                    proposal.usage_milli,
+                    proposal.usage_ratio,
+                    None,
+                    tolerances,
+                    from_zero=spec_replicas == 0,
+                )
             if target.type == AVERAGE_VALUE and target.average_value_milli is not None:
                 proposal = get_object_per_pod_metric_replicas(
                     status_replicas, target.average_value_milli, reading.value_milli, tolerances
                 )
-                return _valid(index, spec, proposal.replica_count, proposal.usage_milli,
-                              proposal.usage_ratio, None, tolerances)
+                return _valid(
+                    index, spec, proposal.replica_count, proposal.usage_milli, proposal.usage_ratio, None, tolerances
+                )
             raise MetricUnavailableError(
                 "invalid object metric source: neither a value target nor an average value target was set"
             )
@@ -345,14 +390,23 @@ def compute_replicas_for_metric(
             proposal = get_external_per_pod_metric_replicas(
                 status_replicas, target.average_value_milli, reading.values_milli, tolerances
             )
-            return _valid(index, spec, proposal.replica_count, proposal.usage_milli,
-                          proposal.usage_ratio, None, tolerances)
+            return _valid(
+                index, spec, proposal.replica_count, proposal.usage_milli, proposal.usage_ratio, None, tolerances
+            )
         if target.value_milli is not None:
             proposal = get_external_metric_replicas(
                 spec_replicas, target.value_milli, reading.values_milli, tolerances, pods
             )
-            return _valid(index, spec, proposal.replica_count, proposal.usage_milli,
-                          proposal.usage_ratio, None, tolerances, from_zero=spec_replicas == 0)
+            return _valid(
+                index,
+                spec,
+                proposal.replica_count,
+                proposal.usage_milli,
+                proposal.usage_ratio,
+                None,
+                tolerances,
+                from_zero=spec_replicas == 0,
+            )
         raise MetricUnavailableError(
             "invalid external metric source: neither a value target nor an average value target was set"
         )
@@ -377,9 +431,7 @@ def compute_replicas_for_metrics(
     metrics the HPA may scale up but never down.
     """
     if len(readings) != len(metric_specs):
-        raise PlannerInputError(
-            f"got {len(readings)} metric readings for {len(metric_specs)} metrics in spec.metrics"
-        )
+        raise PlannerInputError(f"got {len(readings)} metric readings for {len(metric_specs)} metrics in spec.metrics")
     replicas = 0
     metric = ""
     invalid_metrics_count = 0
@@ -412,12 +464,16 @@ def compute_replicas_for_metrics(
     # return an error and set the condition of the hpa based on the first invalid metric.
     if invalid_metrics_count >= len(metric_specs) or (invalid_metrics_count > 0 and replicas < spec_replicas):
         condition = Condition(
-            "ScalingActive", False, invalid_reason,
+            "ScalingActive",
+            False,
+            invalid_reason,
             f"the HPA was unable to compute the replica count: {invalid_metric_error}",
         )
         return MetricsOutcome(-1, "", tuple(outcomes), invalid_metrics_count, error, condition)
     condition = Condition(
-        "ScalingActive", True, "ValidMetricFound",
+        "ScalingActive",
+        True,
+        "ValidMetricFound",
         f"the HPA was able to successfully calculate a replica count from {metric}",
     )
     return MetricsOutcome(replicas, metric, tuple(outcomes), invalid_metrics_count, error, condition)
@@ -479,8 +535,11 @@ class ReconcileResult:
     @property
     def conditions(self) -> tuple[Condition, ...]:
         """The conditions this reconcile set, in the order ``kubectl describe hpa`` lists them."""
-        return tuple(c for c in (self.able_to_scale, self.scaling_active, self.scaling_limited, self.scaled_to_zero)
-                     if c is not None)
+        return tuple(
+            c
+            for c in (self.able_to_scale, self.scaling_active, self.scaling_limited, self.scaled_to_zero)
+            if c is not None
+        )
 
 
 class HorizontalController:
@@ -537,8 +596,9 @@ class HorizontalController:
         scaled_to_zero: bool = False,
     ) -> None:
         if scale_to_zero not in SCALE_TO_ZERO_MODES:
-            raise PlannerInputError(f"scale_to_zero: expected one of {', '.join(SCALE_TO_ZERO_MODES)}, "
-                                    f"got {scale_to_zero!r}")
+            raise PlannerInputError(
+                f"scale_to_zero: expected one of {', '.join(SCALE_TO_ZERO_MODES)}, got {scale_to_zero!r}"
+            )
         self.scale_to_zero = scale_to_zero
         self.scaled_to_zero = bool(scaled_to_zero)
         self.spec = spec
@@ -615,13 +675,16 @@ class HorizontalController:
                 needs_metric_computation, should_disable = False, True
             else:
                 needs_metric_computation, should_disable = should_compute_metrics_for_zero_replicas(
-                    min_replicas, scaled_to_zero_condition, can_scale_from_zero)
+                    min_replicas, scaled_to_zero_condition, can_scale_from_zero
+                )
             if should_disable:
                 # Autoscaling is disabled for this resource
                 desired_replicas = 0
                 rescale = False
                 scaling_active = Condition(
-                    "ScalingActive", False, "ScalingDisabled",
+                    "ScalingActive",
+                    False,
+                    "ScalingDisabled",
                     "scaling is disabled since the replica count of the target is zero",
                 )
         elif current_replicas > max_replicas:
@@ -634,7 +697,13 @@ class HorizontalController:
             needs_metric_computation = False
         if needs_metric_computation:
             metrics_outcome = compute_replicas_for_metrics(
-                self.spec.metrics, readings, spec_replicas, status_replicas, pods, self.tolerances, now_s,
+                self.spec.metrics,
+                readings,
+                spec_replicas,
+                status_replicas,
+                pods,
+                self.tolerances,
+                now_s,
                 cpu_initialization_period_s=self.cpu_initialization_period_s,
                 delay_of_initial_readiness_status_s=self.delay_of_initial_readiness_status_s,
             )
@@ -643,8 +712,18 @@ class HorizontalController:
             error = metrics_outcome.error
             if metrics_outcome.error is not None and metric_desired == -1:
                 return ReconcileResult(
-                    now_s, current_replicas, current_replicas, False, metrics_outcome, metric_desired,
-                    None, able_to_scale, scaling_active, None, "", error,
+                    now_s,
+                    current_replicas,
+                    current_replicas,
+                    False,
+                    metrics_outcome,
+                    metric_desired,
+                    None,
+                    able_to_scale,
+                    scaling_active,
+                    None,
+                    "",
+                    error,
                 )
             rescale_metric = ""
             if metric_desired > desired_replicas:
@@ -665,8 +744,12 @@ class HorizontalController:
                     )
                 )
             able_to_scale = stabilization
-            if (current_replicas == 0 and min_replicas != 0 and scaled_to_zero_condition
-                    and desired_replicas < min_replicas):
+            if (
+                current_replicas == 0
+                and min_replicas != 0
+                and scaled_to_zero_condition
+                and desired_replicas < min_replicas
+            ):
                 desired_replicas = min_replicas
                 if rescale_reason == "":
                     rescale_reason = "Current number of replicas below Spec.MinReplicas"
@@ -675,27 +758,50 @@ class HorizontalController:
         scaled_to_zero = None
         if rescale:
             able_to_scale = Condition(
-                "AbleToScale", True, "SucceededRescale",
+                "AbleToScale",
+                True,
+                "SucceededRescale",
                 f"the HPA controller was able to update the target scale to {desired_replicas}",
             )
             self.scale_up_events, self.scale_down_events = store_scale_event(
-                self.behavior, self.scale_up_events, self.scale_down_events,
-                current_replicas, desired_replicas, now_s,
+                self.behavior,
+                self.scale_up_events,
+                self.scale_down_events,
+                current_replicas,
+                desired_replicas,
+                now_s,
             )
             # Handle ScaledToZero condition based on scale direction
             if scale_to_zero_feature_enabled:
                 if current_replicas > 0 and desired_replicas == 0 and min_replicas == 0 and has_object_or_ext_metrics:
-                    scaled_to_zero = Condition("ScaledToZero", True, "ScaledToZero",
-                                               "the HPA controller scaled the workload to zero")
+                    scaled_to_zero = Condition(
+                        "ScaledToZero", True, "ScaledToZero", "the HPA controller scaled the workload to zero"
+                    )
                 else:
-                    scaled_to_zero = Condition("ScaledToZero", False, "NotScaledToZero",
-                                               "the HPA controller did not scale the workload to zero")
+                    scaled_to_zero = Condition(
+                        "ScaledToZero",
+                        False,
+                        "NotScaledToZero",
+                        "the HPA controller did not scale the workload to zero",
+                    )
                 self.scaled_to_zero = scaled_to_zero.status
         else:
             desired_replicas = current_replicas
         return ReconcileResult(
-            now_s, current_replicas, desired_replicas, rescale, metrics_outcome, metric_desired, stabilized,
-            able_to_scale, scaling_active, scaling_limited, rescale_reason, error, stabilization, scaled_to_zero,
+            now_s,
+            current_replicas,
+            desired_replicas,
+            rescale,
+            metrics_outcome,
+            metric_desired,
+            stabilized,
+            able_to_scale,
+            scaling_active,
+            scaling_limited,
+            rescale_reason,
+            error,
+            stabilization,
+            scaled_to_zero,
         )
 
     def _normalize_desired_replicas(
@@ -708,14 +814,20 @@ class HorizontalController:
         )
         if stabilized != prenormalized_desired_replicas:
             able_to_scale = Condition(
-                "AbleToScale", True, "ScaleDownStabilized",
+                "AbleToScale",
+                True,
+                "ScaleDownStabilized",
                 "recent recommendations were higher than current one, applying the highest recent recommendation",
             )
         else:
             able_to_scale = Condition("AbleToScale", True, "ReadyForNewScale", "recommended size matches current size")
         limited = convert_desired_replicas_with_rules(
-            current_replicas, stabilized, min_replicas, self.spec.max_replicas,
-            self.scale_up_limit_factor, self.scale_up_limit_minimum,
+            current_replicas,
+            stabilized,
+            min_replicas,
+            self.spec.max_replicas,
+            self.scale_up_limit_factor,
+            self.scale_up_limit_minimum,
         )
         scaling_limited = Condition("ScalingLimited", limited.replicas != stabilized, limited.reason, limited.message)
         return limited.replicas, stabilized, able_to_scale, scaling_limited
@@ -750,8 +862,12 @@ class HorizontalController:
         else:
             able_to_scale = Condition("AbleToScale", True, "ReadyForNewScale", "recommended size matches current size")
         arg = NormalizationArg(
-            arg.scale_up_behavior, arg.scale_down_behavior, arg.min_replicas, arg.max_replicas,
-            arg.current_replicas, stabilized.replicas,
+            arg.scale_up_behavior,
+            arg.scale_down_behavior,
+            arg.min_replicas,
+            arg.max_replicas,
+            arg.current_replicas,
+            stabilized.replicas,
         )
         limited = convert_desired_replicas_with_behavior_rate(arg, self.scale_up_events, self.scale_down_events, now_s)
         scaling_limited = Condition(
@@ -765,8 +881,9 @@ def has_object_or_external_metrics(spec: HorizontalPodAutoscalerSpec) -> bool:
     return any(metric.type in (OBJECT, EXTERNAL) for metric in spec.metrics)
 
 
-def should_compute_metrics_for_zero_replicas(min_replicas: int, scaled_to_zero_condition: bool,
-                                             can_scale_from_zero: bool) -> tuple[bool, bool]:
+def should_compute_metrics_for_zero_replicas(
+    min_replicas: int, scaled_to_zero_condition: bool, can_scale_from_zero: bool
+) -> tuple[bool, bool]:
     """At 0 replicas: ``(needsMetricComputation, shouldDisable)`` (Go ``shouldComputeMetricsForZeroReplicas``).
 
     Metrics are computed when the HPA scaled the target to zero itself and can

@@ -252,15 +252,14 @@ def validate_scaled_object(so: ScaledObjectSpec) -> Formula | None:
     if hi is not None and lo > hi:
         raise PlannerInputError(f"MinReplicaCount={lo} must be less than MaxReplicaCount={hi}")
     if so.idle_replica_count is not None and so.idle_replica_count >= lo:
-        raise PlannerInputError(
-            f"IdleReplicaCount={so.idle_replica_count} must be less than MinReplicaCount={lo}"
-        )
+        raise PlannerInputError(f"IdleReplicaCount={so.idle_replica_count} must be less than MinReplicaCount={lo}")
     if not so.triggers:
         raise PlannerInputError("spec.triggers: at least one trigger is required")
     for trigger in so.triggers:
         if trigger.use_cached_metrics and trigger.type in ("cpu", "memory", "cron"):
             raise PlannerInputError(
-                f"spec.triggers[{trigger.index}].useCachedMetrics: not supported for the {trigger.type} scaler")
+                f"spec.triggers[{trigger.index}].useCachedMetrics: not supported for the {trigger.type} scaler"
+            )
     if so.fallback is not None:
         if so.fallback.failure_threshold < 0 or so.fallback.replicas < 0:
             raise PlannerInputError("spec.fallback: failureThreshold and replicas must be >= 0")
@@ -335,8 +334,8 @@ def hpa_for_scaled_object(so: ScaledObjectSpec) -> HorizontalPodAutoscalerSpec:
             target = MetricTarget(AVERAGE_VALUE, average_value_milli=target_milli)
         composite = MetricSpec(EXTERNAL, COMPOSITE_METRIC_NAME, target)
         specs = [spec for spec in specs if spec.type == RESOURCE] + [composite]
-    min_replicas = so.min_replica_count if so.min_replica_count and so.min_replica_count > 0 else (
-        DEFAULT_HPA_MIN_REPLICAS
+    min_replicas = (
+        so.min_replica_count if so.min_replica_count and so.min_replica_count > 0 else (DEFAULT_HPA_MIN_REPLICAS)
     )
     max_replicas = DEFAULT_HPA_MAX_REPLICAS if so.max_replica_count is None else so.max_replica_count
     return HorizontalPodAutoscalerSpec(
@@ -444,8 +443,14 @@ def evaluate_triggers(
             )
         else:
             evaluation = _fallback(
-                so, hpa, trigger, raw, error, consecutive_failures.get(trigger.index, 1),
-                current_replicas, ready_replicas,
+                so,
+                hpa,
+                trigger,
+                raw,
+                error,
+                consecutive_failures.get(trigger.index, 1),
+                current_replicas,
+                ready_replicas,
             )
         results.append(evaluation)
         by_metric_name[trigger.metric_name] = evaluation
@@ -513,7 +518,9 @@ def _fallback(so, hpa, trigger, raw, error, failures, current_replicas, ready_re
     spec = next(s for s in hpa.metrics if s.name == trigger.metric_name)
     target_milli = spec.target.value_milli if spec.target.type == VALUE else spec.target.average_value_milli
     value = _fallback_value_milli(
-        _fallback_replicas(fallback, current_replicas), target_milli / 1000, spec.target.type == VALUE,
+        _fallback_replicas(fallback, current_replicas),
+        target_milli / 1000,
+        spec.target.type == VALUE,
         ready_replicas,
     )
     if value is None:
@@ -530,8 +537,10 @@ def _composite(so, hpa, results, consecutive_failures, current_replicas, ready_r
         failures = max(consecutive_failures.get(e.trigger.index, 1) for e in failed)
         if fallback is not None and failures > fallback.failure_threshold:
             value = _fallback_value_milli(
-                _fallback_replicas(fallback, current_replicas), float(modifiers.target),
-                modifiers.metric_type == VALUE, ready_replicas,
+                _fallback_replicas(fallback, current_replicas),
+                float(modifiers.target),
+                modifiers.metric_type == VALUE,
+                ready_replicas,
             )
             if value is not None:
                 return value, None, False
@@ -671,9 +680,16 @@ class KedaController:
             not trigger.ignore_null_values and (raw is None or not math.isfinite(raw))
         )
 
-    def poll(self, now_s: float, current_replicas: int, values: Mapping[int, float | None], *,
-             ready_replicas: int | None = None, errors: Mapping[int, str] | None = None,
-             resource_readings=None) -> ExecutorDecision:
+    def poll(
+        self,
+        now_s: float,
+        current_replicas: int,
+        values: Mapping[int, float | None],
+        *,
+        ready_replicas: int | None = None,
+        errors: Mapping[int, str] | None = None,
+        resource_readings=None,
+    ) -> ExecutorDecision:
         """KEDA's operator loop at ``now_s``: activation, scale from and to zero.
 
         The scale loop (``getScaledObjectState``) neither reads nor updates the
@@ -684,12 +700,23 @@ class KedaController:
         ready = current_replicas if ready_replicas is None else ready_replicas
         no_fallback = {t.index: 0 for t in self.so.triggers if not t.is_resource}
         evaluation = evaluate_triggers(
-            self.so, self.hpa, values, current_replicas=current_replicas, ready_replicas=ready,
-            consecutive_failures=no_fallback, errors=errors, resource_readings=resource_readings,
+            self.so,
+            self.hpa,
+            values,
+            current_replicas=current_replicas,
+            ready_replicas=ready,
+            consecutive_failures=no_fallback,
+            errors=errors,
+            resource_readings=resource_readings,
         )
         decision = request_scale(
-            self.so, current_replicas, evaluation.is_active, evaluation.is_error, now_s,
-            last_active_s=self.last_active_s, created_s=self.created_s,
+            self.so,
+            current_replicas,
+            evaluation.is_active,
+            evaluation.is_error,
+            now_s,
+            last_active_s=self.last_active_s,
+            created_s=self.created_s,
         )
         self.last_active_s = decision.last_active_s
         for trigger in self.so.triggers:  # getScalerState's records, stored by checkScalers
@@ -697,8 +724,9 @@ class KedaController:
                 self.metrics_cache[trigger.index] = (values.get(trigger.index), (errors or {}).get(trigger.index))
         return decision
 
-    def served_values(self, values: Mapping[int, float | None], errors: Mapping[int, str] | None = None
-                      ) -> tuple[dict[int, float | None], dict[int, str]]:
+    def served_values(
+        self, values: Mapping[int, float | None], errors: Mapping[int, str] | None = None
+    ) -> tuple[dict[int, float | None], dict[int, str]]:
         """What the metrics server hands the HPA now (``GetScaledObjectMetrics``): ``(values, errors)``.
 
         A fresh query (``values``, ``errors``) for every trigger, except those
@@ -717,9 +745,17 @@ class KedaController:
                 failed[trigger.index] = error
         return served, failed
 
-    def reconcile(self, now_s: float, current_replicas: int, values: Mapping[int, float | None], *,
-                  ready_replicas: int | None = None, pods: Sequence[Pod] | None = None,
-                  errors: Mapping[int, str] | None = None, resource_readings=None) -> ReconcileResult:
+    def reconcile(
+        self,
+        now_s: float,
+        current_replicas: int,
+        values: Mapping[int, float | None],
+        *,
+        ready_replicas: int | None = None,
+        pods: Sequence[Pod] | None = None,
+        errors: Mapping[int, str] | None = None,
+        resource_readings=None,
+    ) -> ReconcileResult:
         """The HPA's reconcile at ``now_s`` on the values KEDA's metrics adapter serves.
 
         Serving each metric goes through ``GetMetricsWithFallback``, which is
@@ -734,11 +770,18 @@ class KedaController:
             pods = ready_pods(ready, max(current_replicas - ready, 0), now_s=now_s)
         self.failures = {
             t.index: self.failures.get(t.index, 0) + 1 if self._failed(t, values, errors) else 0
-            for t in self.so.triggers if not t.is_resource
+            for t in self.so.triggers
+            if not t.is_resource
         }
         evaluation = evaluate_triggers(
-            self.so, self.hpa, values, current_replicas=current_replicas, ready_replicas=ready,
-            consecutive_failures=self.failures, errors=errors, resource_readings=resource_readings,
+            self.so,
+            self.hpa,
+            values,
+            current_replicas=current_replicas,
+            ready_replicas=ready,
+            consecutive_failures=self.failures,
+            errors=errors,
+            resource_readings=resource_readings,
         )
         return self.controller.reconcile_autoscaler(now_s, current_replicas, evaluation.readings, pods=pods)
 

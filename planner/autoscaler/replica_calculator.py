@@ -291,9 +291,7 @@ def group_pods(
             elif pod.start_time_s + cpu_initialization_period_s > now_s:
                 # Still initializing: drop the sample if the pod is unready or the
                 # sample does not yet cover a full window since the last transition.
-                is_unready = (pod.ready is False) or (
-                    metric.timestamp_s < pod.ready_transition_s + metric.window_s
-                )
+                is_unready = (pod.ready is False) or (metric.timestamp_s < pod.ready_transition_s + metric.window_s)
             else:
                 # Past initialization: drop it only if the pod has never been ready.
                 is_unready = (pod.ready is False) and (
@@ -459,8 +457,12 @@ def get_resource_replicas(
         raise MetricUnavailableError("no pods returned by selector while calculating replica count")
 
     groups = group_pods(
-        pod_list, metrics, resource, cpu_initialization_period_s,
-        delay_of_initial_readiness_status_s, now_s,
+        pod_list,
+        metrics,
+        resource,
+        cpu_initialization_period_s,
+        delay_of_initial_readiness_status_s,
+        now_s,
     )
     for name in groups.ignored_pods | groups.unready_pods:
         metrics.pop(name, None)
@@ -479,7 +481,9 @@ def get_resource_replicas(
         # if we don't have any unready or missing pods, we can calculate the new replica count now
         return ResourceProposal(
             math.ceil(usage_ratio * float(groups.ready_pod_count)),
-            first.utilization_pct, first.raw_average_milli, usage_ratio,
+            first.utilization_pct,
+            first.raw_average_milli,
+            usage_ratio,
         )
 
     if groups.missing_pods:
@@ -524,9 +528,7 @@ def get_resource_replicas(
 
     # return the result, where the number of replicas considered is
     # however many replicas factored into our calculation
-    return ResourceProposal(
-        new_replicas, first.utilization_pct, first.raw_average_milli, usage_ratio, new_usage_ratio
-    )
+    return ResourceProposal(new_replicas, first.utilization_pct, first.raw_average_milli, usage_ratio, new_usage_ratio)
 
 
 def get_raw_resource_replicas(
@@ -592,8 +594,12 @@ def calc_plain_metric_replicas(
         raise MetricUnavailableError("no pods returned by selector while calculating replica count")
 
     groups = group_pods(
-        pod_list, metrics, resource, cpu_initialization_period_s,
-        delay_of_initial_readiness_status_s, now_s,
+        pod_list,
+        metrics,
+        resource,
+        cpu_initialization_period_s,
+        delay_of_initial_readiness_status_s,
+        now_s,
     )
     for name in groups.ignored_pods | groups.unready_pods:
         metrics.pop(name, None)
@@ -703,9 +709,7 @@ def get_object_per_pod_metric_replicas(
     if not tolerances.is_within(usage_ratio):
         # update number of replicas if change is large enough
         replica_count = math.ceil(float(usage_milli) / float(target_average_usage_milli))
-    per_pod_usage = (
-        math.ceil(float(usage_milli) / float(status_replicas)) if status_replicas else usage_milli
-    )
+    per_pod_usage = math.ceil(float(usage_milli) / float(status_replicas)) if status_replicas else usage_milli
     return MetricProposal(replica_count, per_pod_usage, usage_ratio)
 
 
@@ -776,8 +780,9 @@ def get_external_per_pod_metric_replicas(
     return MetricProposal(replica_count, per_pod_usage, usage_ratio)
 
 
-def ready_pods(ready: int, not_ready: int = 0, *, now_s: float = 0.0, warming_since_s: float | None = None,
-               prefix: str = "pod") -> tuple[Pod, ...]:
+def ready_pods(
+    ready: int, not_ready: int = 0, *, now_s: float = 0.0, warming_since_s: float | None = None, prefix: str = "pod"
+) -> tuple[Pod, ...]:
     """A fleet of ``ready`` Ready pods and ``not_ready`` Running-but-not-Ready pods.
 
     The Ready pods started long ago; the others started at ``warming_since_s``

@@ -61,8 +61,9 @@ class Version:
         """
         match = _VERSION.match(str(text).strip())
         if match is None:
-            raise PlannerInputError(f"{what}: expected MAJOR.MINOR such as 1.37 (a v prefix and a patch "
-                                    f"level are allowed), got {text!r}")
+            raise PlannerInputError(
+                f"{what}: expected MAJOR.MINOR such as 1.37 (a v prefix and a patch level are allowed), got {text!r}"
+            )
         return cls(int(match.group(1)), int(match.group(2)))
 
     def __str__(self) -> str:
@@ -93,10 +94,16 @@ class FeatureGate:
         return self.on_by_default is not None and version >= self.on_by_default
 
 
-HPA_CONFIGURABLE_TOLERANCE = FeatureGate("HPAConfigurableTolerance", alpha=Version(1, 33), beta=Version(1, 35),
-                                         ga=Version(1, 37), on_by_default=Version(1, 35))
-HPA_SCALE_TO_ZERO = FeatureGate("HPAScaleToZero", alpha=Version(1, 16), beta=Version(1, 37), ga=None,
-                                on_by_default=Version(1, 37))
+HPA_CONFIGURABLE_TOLERANCE = FeatureGate(
+    "HPAConfigurableTolerance",
+    alpha=Version(1, 33),
+    beta=Version(1, 35),
+    ga=Version(1, 37),
+    on_by_default=Version(1, 35),
+)
+HPA_SCALE_TO_ZERO = FeatureGate(
+    "HPAScaleToZero", alpha=Version(1, 16), beta=Version(1, 37), ga=None, on_by_default=Version(1, 37)
+)
 SCALED_TO_ZERO_CONDITION_SINCE = Version(1, 36)
 """The HPA controller's condition-based scale to zero (``ScaledToZero``), kubernetes PR 135118."""
 KEDA_TOLERANCE_SINCE = Version(2, 18)
@@ -136,12 +143,16 @@ class ClusterVersions:
         if not gate.enabled_by_default(k8s):
             if gate.stage(k8s) == "absent":
                 return f"Kubernetes {k8s} has no per-HPA tolerance (it came in {gate.alpha}, as alpha)"
-            return (f"on Kubernetes {k8s} the {gate.name} feature gate is alpha and off by default (on by "
-                    f"default from {gate.on_by_default}), so the API server drops the field unless the gate "
-                    "is enabled")
+            return (
+                f"on Kubernetes {k8s} the {gate.name} feature gate is alpha and off by default (on by "
+                f"default from {gate.on_by_default}), so the API server drops the field unless the gate "
+                "is enabled"
+            )
         if kind == "ScaledObject" and self.keda < KEDA_TOLERANCE_SINCE:
-            return (f"KEDA {self.keda} does not pass tolerance to the HPA it creates (KEDA "
-                    f"{KEDA_TOLERANCE_SINCE} and later do)")
+            return (
+                f"KEDA {self.keda} does not pass tolerance to the HPA it creates (KEDA "
+                f"{KEDA_TOLERANCE_SINCE} and later do)"
+            )
         return None
 
     @property

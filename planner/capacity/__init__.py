@@ -1,2 +1,1 @@
-"""What one replica holds and serves: KV cache, weights, step time, Little's law, headroom, the knee.
-"""
+"""What one replica holds and serves: KV cache, weights, step time, Little's law, headroom, the knee."""

@@ -314,8 +314,9 @@ def growth_during_gap_rps(growth_rate_rps_per_s, gap_s):
     return growth_rate_rps_per_s * gap_s
 
 
-def step_backlog_trajectory_requests(time_s, arrival_rate_rps, step_arrival_rate_rps, capacity_rps,
-                                     capacity_after_rps, reaction_time_s):
+def step_backlog_trajectory_requests(
+    time_s, arrival_rate_rps, step_arrival_rate_rps, capacity_rps, capacity_after_rps, reaction_time_s
+):
     """Queue over time when arrivals step up at t = 0 and new capacity serves from ``reaction_time_s``.
 
     Parameters
@@ -373,8 +374,7 @@ def backlog_clear_s(backlog, capacity_rps, arrival_rate_rps):
     spare = capacity_rps - arrival_rate_rps
     if np.ndim(spare):
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(spare > 0, backlog / np.where(spare > 0, spare, 1.0),
-                            np.where(backlog > 0, np.inf, 0.0))
+            return np.where(spare > 0, backlog / np.where(spare > 0, spare, 1.0), np.where(backlog > 0, np.inf, 0.0))
     if spare <= 0:
         return math.inf if backlog > 0 else 0.0
     return backlog / spare

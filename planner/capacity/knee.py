@@ -92,8 +92,7 @@ class Shortfall:
         if self.metric == "preemptions":
             return f"zero preemptions ({self.measured:g} preempted)"
         name = _METRIC_NAMES[self.metric].replace("ITL", itl_name)
-        return (f"{name} by {_ms(self.excess)} ms ({_ms(self.measured)} ms against "
-                f"{_ms(self.objective)} ms)")
+        return f"{name} by {_ms(self.excess)} ms ({_ms(self.measured)} ms against {_ms(self.objective)} ms)"
 
 
 def _ms(value: float) -> str:
@@ -145,8 +144,16 @@ class Knee:
         return self.status != "no passing step"
 
 
-def find_knee(step, ttft_p99_ms, itl_p99_ms, preemptions=None, *, ttft_p99_slo_ms: float,
-              itl_p99_slo_ms: float, interpolate: bool = False) -> Knee:
+def find_knee(
+    step,
+    ttft_p99_ms,
+    itl_p99_ms,
+    preemptions=None,
+    *,
+    ttft_p99_slo_ms: float,
+    itl_p99_slo_ms: float,
+    interpolate: bool = False,
+) -> Knee:
     """Find the knee: the highest step of the first run of steps that meet every objective.
 
     Parameters
@@ -191,16 +198,33 @@ def find_knee(step, ttft_p99_ms, itl_p99_ms, preemptions=None, *, ttft_p99_slo_m
 
     failures = [_failures(ttft[i], itl[i], preempt[i], ttft_p99_slo_ms, itl_p99_slo_ms) for i in range(step.size)]
     if failures[0]:
-        measured = {"ttft_p99": (ttft[0], ttft_p99_slo_ms), "itl_p99": (itl[0], itl_p99_slo_ms),
-                    "preemptions": (preempt[0], 0.0)}
+        measured = {
+            "ttft_p99": (ttft[0], ttft_p99_slo_ms),
+            "itl_p99": (itl[0], itl_p99_slo_ms),
+            "preemptions": (preempt[0], 0.0),
+        }
         misses = tuple(Shortfall(f, float(measured[f][0]), float(measured[f][1])) for f in failures[0])
-        return Knee(index=-1, step=math.nan, interpolated=False, limited_by="+".join(failures[0]),
-                    lower_bound=False, later_passing_steps=tuple(i for i, f in enumerate(failures) if not f),
-                    status="no passing step", lightest_misses=misses)
+        return Knee(
+            index=-1,
+            step=math.nan,
+            interpolated=False,
+            limited_by="+".join(failures[0]),
+            lower_bound=False,
+            later_passing_steps=tuple(i for i, f in enumerate(failures) if not f),
+            status="no passing step",
+            lightest_misses=misses,
+        )
     first_fail = next((i for i, f in enumerate(failures) if f), None)
     if first_fail is None:
-        return Knee(index=step.size - 1, step=float(step[-1]), interpolated=False, limited_by="none",
-                    lower_bound=True, later_passing_steps=(), status="lower bound")
+        return Knee(
+            index=step.size - 1,
+            step=float(step[-1]),
+            interpolated=False,
+            limited_by="none",
+            lower_bound=True,
+            later_passing_steps=(),
+            status="lower bound",
+        )
     index = first_fail - 1
     later = tuple(i for i in range(first_fail + 1, step.size) if not failures[i])
     knee_step = float(step[index])
@@ -213,15 +237,23 @@ def find_knee(step, ttft_p99_ms, itl_p99_ms, preemptions=None, *, ttft_p99_slo_m
                 crossing.append(step[index] + share * (step[first_fail] - step[index]))
         knee_step = float(min(crossing))
         interpolated = knee_step > step[index]
-    return Knee(index=index, step=knee_step, interpolated=interpolated,
-                limited_by="+".join(failures[first_fail]), lower_bound=False, later_passing_steps=later)
+    return Knee(
+        index=index,
+        step=knee_step,
+        interpolated=interpolated,
+        limited_by="+".join(failures[first_fail]),
+        lower_bound=False,
+        later_passing_steps=later,
+    )
 
 
 def _checked_sweep(step, ttft_p99_ms, itl_p99_ms, preemptions):
     step = np.atleast_1d(np.asarray(step, dtype=float))
     ttft = np.atleast_1d(np.asarray(ttft_p99_ms, dtype=float))
     itl = np.atleast_1d(np.asarray(itl_p99_ms, dtype=float))
-    preempt = np.full(step.shape, np.nan) if preemptions is None else np.atleast_1d(np.asarray(preemptions, dtype=float))
+    preempt = (
+        np.full(step.shape, np.nan) if preemptions is None else np.atleast_1d(np.asarray(preemptions, dtype=float))
+    )
     if not (step.shape == ttft.shape == itl.shape == preempt.shape) or step.size == 0:
         raise PlannerInputError("step, ttft_p99_ms, itl_p99_ms and preemptions must be non-empty and of one length")
     if np.any(np.isnan(step)) or np.any(np.diff(step) <= 0):
@@ -373,7 +405,9 @@ class LoadTestThresholds:
     concurrency_source: str = ""
 
 
-def in_flight_by_step(steps: pd.DataFrame, mean_output_tokens: float | None = None) -> tuple[np.ndarray, np.ndarray, str]:
+def in_flight_by_step(
+    steps: pd.DataFrame, mean_output_tokens: float | None = None
+) -> tuple[np.ndarray, np.ndarray, str]:
     """Mean request duration W and requests in flight L = X x W at every step (Little's law).
 
     Parameters
@@ -410,8 +444,9 @@ def in_flight_by_step(steps: pd.DataFrame, mean_output_tokens: float | None = No
     assumed_tokens = ~np.isfinite(tokens)
     if mean_output_tokens is not None:
         tokens = np.where(assumed_tokens, mean_output_tokens, tokens)
-    estimate = (steps["ttft_mean_ms"].to_numpy(dtype=float)
-                + steps["tpot_mean_ms"].to_numpy(dtype=float) * np.maximum(tokens - 1.0, 0.0))
+    estimate = steps["ttft_mean_ms"].to_numpy(dtype=float) + steps["tpot_mean_ms"].to_numpy(dtype=float) * np.maximum(
+        tokens - 1.0, 0.0
+    )
     duration_ms = np.where(np.isfinite(e2e), e2e, estimate)
     throughput = steps["request_throughput_rps"].to_numpy(dtype=float)
     rate = steps["request_rate_rps"].to_numpy(dtype=float)
@@ -421,8 +456,11 @@ def in_flight_by_step(steps: pd.DataFrame, mean_output_tokens: float | None = No
 
     tools = set(steps["tool"])
     if np.isfinite(measured).all():
-        source = ("measured by GuideLLM (mean request concurrency)" if tools == {"guidellm"} else
-                  "from the file: measured, or by Little's law L = throughput x mean duration per step")
+        source = (
+            "measured by GuideLLM (mean request concurrency)"
+            if tools == {"guidellm"}
+            else "from the file: measured, or by Little's law L = throughput x mean duration per step"
+        )
         return in_flight, duration_ms, source
     parts = ["Little's law per step, L = X x W"]
     derived = ~np.isfinite(measured)
@@ -432,18 +470,27 @@ def in_flight_by_step(steps: pd.DataFrame, mean_output_tokens: float | None = No
         if (assumed_tokens & derived).any() and mean_output_tokens is not None:
             parts.append(f"W = TTFT + TPOT x (N - 1) with N = {mean_output_tokens:g} output tokens as given")
         elif (assumed_tokens & derived).any():
-            parts.append("W unknown: the file records neither end-to-end latency nor output lengths; "
-                         "give the workload's mean output tokens (mean_output_tokens, --mean-output-tokens)")
+            parts.append(
+                "W unknown: the file records neither end-to-end latency nor output lengths; "
+                "give the workload's mean output tokens (mean_output_tokens, --mean-output-tokens)"
+            )
         else:
             parts.append("W = TTFT + TPOT x (N - 1) with the file's mean output tokens N")
     return in_flight, duration_ms, "; ".join(parts)
 
 
-def thresholds_from_loadtest(steps: pd.DataFrame, *, ttft_p99_slo_ms: float, itl_p99_slo_ms: float,
-                             growth_frac: float = 0.2, queue_wait_budget_s: float | None = None,
-                             kv_margin_frac: float = DEFAULT_KV_MARGIN_FRAC,
-                             interpolate: bool = False, step_column: str | None = None,
-                             mean_output_tokens: float | None = None) -> LoadTestThresholds:
+def thresholds_from_loadtest(
+    steps: pd.DataFrame,
+    *,
+    ttft_p99_slo_ms: float,
+    itl_p99_slo_ms: float,
+    growth_frac: float = 0.2,
+    queue_wait_budget_s: float | None = None,
+    kv_margin_frac: float = DEFAULT_KV_MARGIN_FRAC,
+    interpolate: bool = False,
+    step_column: str | None = None,
+    mean_output_tokens: float | None = None,
+) -> LoadTestThresholds:
     """Knee, targets and step-time fits from a validated sweep.
 
     Parameters
@@ -479,8 +526,15 @@ def thresholds_from_loadtest(steps: pd.DataFrame, *, ttft_p99_slo_ms: float, itl
     growth_frac = require_non_negative("growth_frac", growth_frac)
     variable, step, itl_source = _sweep_columns(steps, step_column)
     preemptions = steps["preemptions"].to_numpy(dtype=float)
-    knee = find_knee(step, steps["ttft_p99_ms"], steps[itl_source], preemptions,
-                     ttft_p99_slo_ms=ttft_p99_slo_ms, itl_p99_slo_ms=itl_p99_slo_ms, interpolate=interpolate)
+    knee = find_knee(
+        step,
+        steps["ttft_p99_ms"],
+        steps[itl_source],
+        preemptions,
+        ttft_p99_slo_ms=ttft_p99_slo_ms,
+        itl_p99_slo_ms=itl_p99_slo_ms,
+        interpolate=interpolate,
+    )
     in_flight, duration_ms_by_step, in_flight_source = in_flight_by_step(steps, mean_output_tokens)
 
     def at_knee(column: str) -> float:
@@ -506,27 +560,44 @@ def thresholds_from_loadtest(steps: pd.DataFrame, *, ttft_p99_slo_ms: float, itl
         if np.isfinite(measured) and measured > 0:
             drain, drain_source = measured, "measured throughput at the knee"
     threshold = math.nan
-    budget = math.nan if queue_wait_budget_s is None else float(require_positive("queue_wait_budget_s", queue_wait_budget_s))
+    budget = (
+        math.nan if queue_wait_budget_s is None else float(require_positive("queue_wait_budget_s", queue_wait_budget_s))
+    )
     if np.isfinite(budget) and np.isfinite(drain):
         threshold = float(queue_threshold_requests(budget, drain))
     kv_knee = at_knee("kv_usage_frac")
-    kv_target = float(kv_usage_target_frac(kv_knee, kv_margin_frac)) if np.isfinite(kv_knee) and kv_knee > 0 else math.nan
+    kv_target = (
+        float(kv_usage_target_frac(kv_knee, kv_margin_frac)) if np.isfinite(kv_knee) and kv_knee > 0 else math.nan
+    )
     if too_short:
         target = kv_target = threshold = math.nan
 
     tpot_fit, throughput_fit, fit_indices, fit_batch = _fit_step_time_models(steps, knee, in_flight)
-    concurrency_source = ("the step itself (a concurrency sweep)" if variable == "concurrency"
-                          else in_flight_source)
+    concurrency_source = "the step itself (a concurrency sweep)" if variable == "concurrency" else in_flight_source
     return LoadTestThresholds(
-        knee=knee, step_variable=variable, knee_concurrency=float(knee_concurrency),
-        knee_request_rate_rps=float(knee_rate), itl_source=itl_source,
-        preemptions_checked=bool(np.isfinite(preemptions).any()), growth_frac=float(growth_frac),
-        concurrency_target=target, request_duration_s=float(duration_s), drain_rate_rps=float(drain),
-        drain_rate_source=drain_source, kv_usage_at_knee_frac=float(kv_knee), kv_usage_target_frac=kv_target,
-        queue_wait_budget_s=budget, queue_threshold_requests=threshold,
-        tpot_fit=tpot_fit, throughput_fit=throughput_fit, fit_steps=len(fit_indices),
-        fit_step_indices=fit_indices, fit_batch=fit_batch, sweep_steps=len(steps),
-        sweep_too_short=too_short, concurrency_source=concurrency_source,
+        knee=knee,
+        step_variable=variable,
+        knee_concurrency=float(knee_concurrency),
+        knee_request_rate_rps=float(knee_rate),
+        itl_source=itl_source,
+        preemptions_checked=bool(np.isfinite(preemptions).any()),
+        growth_frac=float(growth_frac),
+        concurrency_target=target,
+        request_duration_s=float(duration_s),
+        drain_rate_rps=float(drain),
+        drain_rate_source=drain_source,
+        kv_usage_at_knee_frac=float(kv_knee),
+        kv_usage_target_frac=kv_target,
+        queue_wait_budget_s=budget,
+        queue_threshold_requests=threshold,
+        tpot_fit=tpot_fit,
+        throughput_fit=throughput_fit,
+        fit_steps=len(fit_indices),
+        fit_step_indices=fit_indices,
+        fit_batch=fit_batch,
+        sweep_steps=len(steps),
+        sweep_too_short=too_short,
+        concurrency_source=concurrency_source,
     )
 
 
@@ -583,12 +654,16 @@ def knee_finding(result: LoadTestThresholds, steps: pd.DataFrame) -> str:
     step = steps[result.step_variable].to_numpy(dtype=float)
     if not knee.found:
         misses = " and ".join(m.describe(itl_name) for m in knee.lightest_misses)
-        text = (f"No step meets the objectives: the lightest step ({step_name(result.step_variable, step[0])}) "
-                f"already misses {misses}.")
+        text = (
+            f"No step meets the objectives: the lightest step ({step_name(result.step_variable, step[0])}) "
+            f"already misses {misses}."
+        )
         if knee.later_passing_steps:
-            text += (" Heavier steps pass ("
-                     + ", ".join(step_name(result.step_variable, step[i]) for i in knee.later_passing_steps)
-                     + "), but a knee starts from the lightest step.")
+            text += (
+                " Heavier steps pass ("
+                + ", ".join(step_name(result.step_variable, step[i]) for i in knee.later_passing_steps)
+                + "), but a knee starts from the lightest step."
+            )
         return text
     k = result.knee_concurrency
     where = f"{k:,.0f}" if math.isfinite(k) and k == round(k) else f"{k:,.1f}"
@@ -596,14 +671,15 @@ def knee_finding(result: LoadTestThresholds, steps: pd.DataFrame) -> str:
     if result.step_variable != "concurrency":
         where += f" (at {step_name(result.step_variable, knee.step)})"
     if knee.lower_bound:
-        text = (f"Every step meets the objectives, so the knee is at least {where}: "
-                "run heavier steps to find it.")
+        text = f"Every step meets the objectives, so the knee is at least {where}: run heavier steps to find it."
     else:
         limited = " and ".join(_METRIC_NAMES[m].replace("ITL", itl_name) for m in knee.limited_by.split("+"))
         text = f"The knee is at {where}; the next step misses {limited}."
     if result.sweep_too_short:
-        text += (f" The sweep has {result.sweep_steps} step{'s' if result.sweep_steps != 1 else ''}; a knee "
-                 f"needs at least {MIN_SWEEP_STEPS}, so no target is given.")
+        text += (
+            f" The sweep has {result.sweep_steps} step{'s' if result.sweep_steps != 1 else ''}; a knee "
+            f"needs at least {MIN_SWEEP_STEPS}, so no target is given."
+        )
     return text
 
 
@@ -621,21 +697,29 @@ def targets_summary(result: LoadTestThresholds) -> str:
         exist; otherwise why there are none.
     """
     if not result.knee.found:
-        return ("No step met the objectives, so there is no knee and no target: loosen the objectives, "
-                "or measure lighter steps, or a faster replica.")
+        return (
+            "No step met the objectives, so there is no knee and no target: loosen the objectives, "
+            "or measure lighter steps, or a faster replica."
+        )
     if result.sweep_too_short:
-        return (f"The sweep has {result.sweep_steps} step{'' if result.sweep_steps == 1 else 's'}, fewer than "
-                f"the {MIN_SWEEP_STEPS} a knee needs, so no target is given; the knee, duration and drain "
-                "rate above describe the measured steps only.")
+        return (
+            f"The sweep has {result.sweep_steps} step{'' if result.sweep_steps == 1 else 's'}, fewer than "
+            f"the {MIN_SWEEP_STEPS} a knee needs, so no target is given; the knee, duration and drain "
+            "rate above describe the measured steps only."
+        )
     if not math.isfinite(result.concurrency_target):
-        return (f"The requests in flight at the knee are unknown ({result.concurrency_source}), "
-                "so no concurrency target follows.")
+        return (
+            f"The requests in flight at the knee are unknown ({result.concurrency_source}), "
+            "so no concurrency target follows."
+        )
     text = f"Hold each replica at about {result.concurrency_target:,.1f} requests in flight."
     if math.isfinite(result.drain_rate_rps):
         text += f" At the knee one replica completes {result.drain_rate_rps:,.2f} requests per second"
         if math.isfinite(result.queue_threshold_requests):
-            text += (f", so a queue-depth trigger that keeps waits within {result.queue_wait_budget_s:g} s "
-                     f"fires at about {result.queue_threshold_requests:,.0f} waiting requests")
+            text += (
+                f", so a queue-depth trigger that keeps waits within {result.queue_wait_budget_s:g} s "
+                f"fires at about {result.queue_threshold_requests:,.0f} waiting requests"
+            )
         text += "."
     return text
 
@@ -691,9 +775,16 @@ def _mean_tokens(values: pd.Series, default: int) -> int:
     return round(float(finite.mean())) if finite.size else default
 
 
-def knee_grid(steps: pd.DataFrame, ttft_slos_ms, itl_slos_ms, growth_frac: float = 0.2, *,
-              interpolate: bool = False, step_column: str | None = None,
-              mean_output_tokens: float | None = None) -> pd.DataFrame:
+def knee_grid(
+    steps: pd.DataFrame,
+    ttft_slos_ms,
+    itl_slos_ms,
+    growth_frac: float = 0.2,
+    *,
+    interpolate: bool = False,
+    step_column: str | None = None,
+    mean_output_tokens: float | None = None,
+) -> pd.DataFrame:
     """Knee and concurrency target for every pair of objectives, one row per pair.
 
     The rows are what a slider over the objectives selects from: each is
@@ -756,14 +847,28 @@ def knee_grid(steps: pd.DataFrame, ttft_slos_ms, itl_slos_ms, growth_frac: float
     rows = []
     for ttft_slo in ttft_slos:
         for itl_slo in itl_slos:
-            knee = find_knee(step, ttft, itl, preempt, ttft_p99_slo_ms=ttft_slo, itl_p99_slo_ms=itl_slo,
-                             interpolate=interpolate)
+            knee = find_knee(
+                step, ttft, itl, preempt, ttft_p99_slo_ms=ttft_slo, itl_p99_slo_ms=itl_slo, interpolate=interpolate
+            )
             concurrency = _knee_concurrency(knee, variable, step, in_flight)
-            target = (float(target_for_step(concurrency, growth_frac))
-                      if np.isfinite(concurrency) and concurrency > 0 and not too_short else math.nan)
+            target = (
+                float(target_for_step(concurrency, growth_frac))
+                if np.isfinite(concurrency) and concurrency > 0 and not too_short
+                else math.nan
+            )
             rows.append((ttft_slo, itl_slo, knee.step, concurrency, target, knee.limited_by, knee.status))
-    return pd.DataFrame(rows, columns=["ttft_p99_slo_ms", "itl_p99_slo_ms", "knee_step", "knee_concurrency",
-                                       "concurrency_target", "limited_by", "status"])
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "ttft_p99_slo_ms",
+            "itl_p99_slo_ms",
+            "knee_step",
+            "knee_concurrency",
+            "concurrency_target",
+            "limited_by",
+            "status",
+        ],
+    )
 
 
 def _fit_step_time_models(steps: pd.DataFrame, knee: Knee, in_flight: np.ndarray):

@@ -109,8 +109,7 @@ LAYER_KINDS = ("full", "sliding")
 RULES = ("v0", "v1-early", "v1-blocks", "v1-capacity")
 
 # The newest release read for each rule, for pages and tests that set the rules side by side.
-RULE_RELEASES = {"v0": "0.6.3", "v1-early": "0.8.5", "v1-blocks": "0.20.0",
-                 "v1-capacity": CURRENT_VLLM_VERSION}
+RULE_RELEASES = {"v0": "0.6.3", "v1-early": "0.8.5", "v1-blocks": "0.20.0", "v1-capacity": CURRENT_VLLM_VERSION}
 
 # vllm serve's default max_num_batched_tokens on GPUs under 70 GiB (V1,
 # chunked prefill on); on H100-class GPUs it is 8192. Only sliding-window
@@ -170,34 +169,29 @@ class ModelSpec:
         for name in ("num_layers", "num_attention_heads", "num_kv_heads", "head_dim"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise PlannerInputError(
-                    f"model {self.name!r}: {name} must be a whole number >= 1, got {value!r}")
+                raise PlannerInputError(f"model {self.name!r}: {name} must be a whole number >= 1, got {value!r}")
         if self.dtype not in _MODEL_DTYPE_BYTES:
             raise PlannerInputError(
-                f"model {self.name!r}: dtype must be one of {sorted(_MODEL_DTYPE_BYTES)}, "
-                f"got {self.dtype!r}")
+                f"model {self.name!r}: dtype must be one of {sorted(_MODEL_DTYPE_BYTES)}, got {self.dtype!r}"
+            )
         if self.layer_kinds:
             if len(self.layer_kinds) != self.num_layers:
                 raise PlannerInputError(
-                    f"model {self.name!r}: layer_kinds has {len(self.layer_kinds)} entries "
-                    f"for {self.num_layers} layers")
+                    f"model {self.name!r}: layer_kinds has {len(self.layer_kinds)} entries for {self.num_layers} layers"
+                )
             unknown = sorted(set(self.layer_kinds) - set(LAYER_KINDS))
             if unknown:
                 raise PlannerInputError(
-                    f"model {self.name!r}: unknown layer kind(s) {unknown}; "
-                    f"expected {list(LAYER_KINDS)}")
+                    f"model {self.name!r}: unknown layer kind(s) {unknown}; expected {list(LAYER_KINDS)}"
+                )
             if "sliding" in self.layer_kinds and not (self.sliding_window or 0) > 0:
-                raise PlannerInputError(
-                    f"model {self.name!r}: sliding layers need a sliding_window > 0")
+                raise PlannerInputError(f"model {self.name!r}: sliding layers need a sliding_window > 0")
         for name in ("sliding_window", "max_position_embeddings"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
-                raise PlannerInputError(
-                    f"model {self.name!r}: {name} must be a whole number >= 1, got {value!r}")
-        if self.weight_bytes is not None and not (
-                math.isfinite(self.weight_bytes) and self.weight_bytes > 0):
-            raise PlannerInputError(
-                f"model {self.name!r}: weight_bytes must be > 0, got {self.weight_bytes!r}")
+                raise PlannerInputError(f"model {self.name!r}: {name} must be a whole number >= 1, got {value!r}")
+        if self.weight_bytes is not None and not (math.isfinite(self.weight_bytes) and self.weight_bytes > 0):
+            raise PlannerInputError(f"model {self.name!r}: weight_bytes must be > 0, got {self.weight_bytes!r}")
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -257,23 +251,20 @@ class ServingSpec:
     disable_hybrid_kv_cache_manager: bool = False
 
     def __post_init__(self):
-        for name in ("tensor_parallel_size", "pipeline_parallel_size", "block_size",
-                     "max_num_batched_tokens"):
+        for name in ("tensor_parallel_size", "pipeline_parallel_size", "block_size", "max_num_batched_tokens"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise PlannerInputError(f"{name} must be a whole number >= 1, got {value!r}")
         if self.max_model_len is not None and (
-                isinstance(self.max_model_len, bool) or not isinstance(self.max_model_len, int)
-                or self.max_model_len < 1):
-            raise PlannerInputError(
-                f"max_model_len must be a whole number >= 1, got {self.max_model_len!r}")
+            isinstance(self.max_model_len, bool) or not isinstance(self.max_model_len, int) or self.max_model_len < 1
+        ):
+            raise PlannerInputError(f"max_model_len must be a whole number >= 1, got {self.max_model_len!r}")
         if not isinstance(self.num_draft_layers, int) or self.num_draft_layers < 0:
-            raise PlannerInputError(
-                f"num_draft_layers must be a whole number >= 0, got {self.num_draft_layers!r}")
+            raise PlannerInputError(f"num_draft_layers must be a whole number >= 0, got {self.num_draft_layers!r}")
         if self.kv_cache_dtype not in KV_CACHE_DTYPES:
             raise PlannerInputError(
-                f"kv_cache_dtype must be one of {list(KV_CACHE_DTYPES)}, "
-                f"got {self.kv_cache_dtype!r}")
+                f"kv_cache_dtype must be one of {list(KV_CACHE_DTYPES)}, got {self.kv_cache_dtype!r}"
+            )
         if self.engine not in (None, "v0", "v1"):
             raise PlannerInputError(f"engine must be 'v0', 'v1' or None, got {self.engine!r}")
         kv_rule(self.vllm_version, self.engine)  # validates the version string
@@ -438,8 +429,8 @@ def kv_rule(vllm_version: str, engine: str | None = None) -> str:
     match = re.fullmatch(r"v?(\d+)\.(\d+)(?:[.\w+-]*)", str(vllm_version).strip())
     if not match:
         raise PlannerInputError(
-            f"vllm_version must look like '0.11.0' or be one of {list(RULES)}, "
-            f"got {vllm_version!r}")
+            f"vllm_version must look like '0.11.0' or be one of {list(RULES)}, got {vllm_version!r}"
+        )
     major, minor = int(match.group(1)), int(match.group(2))
     if engine == "v0" and (major, minor) > (0, 10):
         raise PlannerInputError(f"vLLM {vllm_version} has no V0 engine (removed after 0.10)")
@@ -473,12 +464,14 @@ def _kv_heads_per_gpu(model: ModelSpec, serving: ServingSpec) -> int:
     if model.num_attention_heads % tp:
         raise PlannerInputError(
             f"model {model.name!r}: vLLM refuses tensor_parallel_size {tp}: the "
-            f"{model.num_attention_heads} attention heads must be divisible by it")
+            f"{model.num_attention_heads} attention heads must be divisible by it"
+        )
     kv = model.num_kv_heads
     if (tp >= kv and tp % kv) or (tp < kv and kv % tp):
         raise PlannerInputError(
             f"model {model.name!r}: vLLM refuses tensor_parallel_size {tp} with {kv} KV heads: "
-            "one must divide the other")
+            "one must divide the other"
+        )
     return max(1, kv // tp)
 
 
@@ -486,12 +479,10 @@ def _bytes_per_token_per_layer(model: ModelSpec, serving: ServingSpec) -> int:
     """KV bytes one token takes in one layer on one GPU. [bytes/token/layer]"""
     if serving.kv_cache_dtype == "fp8_ds_mla":
         if not model.use_mla:
-            raise PlannerInputError(
-                f"kv_cache_dtype 'fp8_ds_mla' applies only to MLA models; {model.name!r} is not")
+            raise PlannerInputError(f"kv_cache_dtype 'fp8_ds_mla' applies only to MLA models; {model.name!r} is not")
         return FP8_DS_MLA_BYTES_PER_TOKEN
     coefficient = 1 if model.use_mla else 2  # MLA keeps one latent vector, no separate V
-    return coefficient * _kv_heads_per_gpu(model, serving) * model.head_dim * kv_dtype_bytes(
-        model, serving)
+    return coefficient * _kv_heads_per_gpu(model, serving) * model.head_dim * kv_dtype_bytes(model, serving)
 
 
 def page_size_bytes(model: ModelSpec, serving: ServingSpec) -> int:
@@ -522,7 +513,8 @@ def pipeline_stage_layers(num_layers: int, pipeline_parallel_size: int) -> tuple
     if pipeline_parallel_size > num_layers:
         raise PlannerInputError(
             f"pipeline_parallel_size {pipeline_parallel_size} exceeds the model's "
-            f"{num_layers} layers; vLLM needs at least one layer per stage")
+            f"{num_layers} layers; vLLM needs at least one layer per stage"
+        )
     sizes = [num_layers // pipeline_parallel_size] * pipeline_parallel_size
     for i in range(2, num_layers % pipeline_parallel_size + 2):
         sizes[-i] += 1
@@ -536,15 +528,13 @@ def pipeline_stage_layers(num_layers: int, pipeline_parallel_size: int) -> tuple
 def _layer_kinds(model: ModelSpec, serving: ServingSpec) -> tuple[str, ...]:
     """Kinds of all cache-holding layers, draft layers appended as full attention."""
     kinds = model.kinds
-    if serving.disable_hybrid_kv_cache_manager or kv_rule(
-            serving.vllm_version, serving.engine) == "v0":
+    if serving.disable_hybrid_kv_cache_manager or kv_rule(serving.vllm_version, serving.engine) == "v0":
         kinds = ("full",) * len(kinds)  # no sliding-window savings in sizing
     return kinds + ("full",) * serving.num_draft_layers
 
 
 def _stage_of_layers(model: ModelSpec, serving: ServingSpec) -> tuple[set[int], ...]:
-    stages = [set(r) for r in pipeline_stage_layers(model.num_layers,
-                                                    serving.pipeline_parallel_size)]
+    stages = [set(r) for r in pipeline_stage_layers(model.num_layers, serving.pipeline_parallel_size)]
     stages[-1].update(range(model.num_layers, model.num_layers + serving.num_draft_layers))
     return tuple(stages)
 
@@ -603,13 +593,11 @@ def kv_cache_groups(model: ModelSpec, serving: ServingSpec) -> tuple[KvCacheGrou
     groups: list[KvCacheGroup] = []
     for kind, layers in by_kind.items():
         num_groups = -(-len(layers) // group_size)
-        groups.extend(KvCacheGroup(kind, tuple(layers[i::num_groups]))
-                      for i in range(num_groups))
+        groups.extend(KvCacheGroup(kind, tuple(layers[i::num_groups])) for i in range(num_groups))
     return tuple(groups)
 
 
-def _pages_per_max_request(kind: str, model: ModelSpec, serving: ServingSpec,
-                           max_model_len: int) -> int:
+def _pages_per_max_request(kind: str, model: ModelSpec, serving: ServingSpec, max_model_len: int) -> int:
     """Pages one max-length request needs in one layer of ``kind`` (``max_memory_usage_bytes``)."""
     block = serving.block_size
     if kind == "sliding":
@@ -623,8 +611,7 @@ def _resolved_max_model_len(model: ModelSpec, serving: ServingSpec) -> int:
     if serving.max_model_len is not None:
         return serving.max_model_len
     if model.max_position_embeddings is None:
-        raise PlannerInputError(
-            f"model {model.name!r}: no max_model_len given and none derivable from the config")
+        raise PlannerInputError(f"model {model.name!r}: no max_model_len given and none derivable from the config")
     return model.max_position_embeddings
 
 
@@ -668,9 +655,9 @@ def kv_capacity(model: ModelSpec, serving: ServingSpec, available_kv_bytes) -> K
     if rule == "v1-early" and len(groups) > 1:
         raise PlannerInputError(
             f"model {model.name!r} mixes attention kinds; the vLLM 0.8 V1 rule for hybrid "
-            "models was not documented here: pick vllm_version 0.9 or later, or engine 'v0'")
-    pages_per_request = sum(_pages_per_max_request(g.kind, model, serving, max_len)
-                            for g in groups)
+            "models was not documented here: pick vllm_version 0.9 or later, or engine 'v0'"
+        )
+    pages_per_request = sum(_pages_per_max_request(g.kind, model, serving, max_len) for g in groups)
     block = serving.block_size
 
     workers = []
@@ -689,8 +676,7 @@ def kv_capacity(model: ModelSpec, serving: ServingSpec, available_kv_bytes) -> K
             else:
                 tokens = num_blocks // len(groups) * block
                 concurrency = num_blocks / pages_per_request
-        workers.append(WorkerKvCache(stage, len(layers), float(avail), num_blocks, group_size,
-                                     tokens, concurrency))
+        workers.append(WorkerKvCache(stage, len(layers), float(avail), num_blocks, group_size, tokens, concurrency))
 
     engine = min(workers, key=lambda w: w.num_blocks)
     if rule == "v1-capacity":
@@ -701,18 +687,25 @@ def kv_capacity(model: ModelSpec, serving: ServingSpec, available_kv_bytes) -> K
     group_layers = max(len(g.layers) for g in groups) if rule != "v0" else 0
     padding = len(groups) * group_layers - sum(len(g.layers) for g in groups) if group_layers else 0
     return KvCapacity(
-        rule=rule, block_size=block, page_size_bytes=page,
-        bytes_per_token=kv_bytes_per_token(model, serving), num_groups=len(groups),
-        padding_layers=padding, max_model_len=max_len, num_blocks=engine.num_blocks,
-        kv_tokens=tokens, max_concurrency=concurrency, workers=tuple(workers))
+        rule=rule,
+        block_size=block,
+        page_size_bytes=page,
+        bytes_per_token=kv_bytes_per_token(model, serving),
+        num_groups=len(groups),
+        padding_layers=padding,
+        max_model_len=max_len,
+        num_blocks=engine.num_blocks,
+        kv_tokens=tokens,
+        max_concurrency=concurrency,
+        workers=tuple(workers),
+    )
 
 
 def _per_stage(available_kv_bytes, num_stages: int) -> list[float]:
     if isinstance(available_kv_bytes, Sequence) and not isinstance(available_kv_bytes, str):
         values = list(available_kv_bytes)
         if len(values) != num_stages:
-            raise PlannerInputError(
-                f"available_kv_bytes has {len(values)} values for {num_stages} pipeline stages")
+            raise PlannerInputError(f"available_kv_bytes has {len(values)} values for {num_stages} pipeline stages")
     else:
         values = [available_kv_bytes] * num_stages
     checked = []
@@ -720,13 +713,13 @@ def _per_stage(available_kv_bytes, num_stages: int) -> list[float]:
         try:
             number = float(value)
         except (TypeError, ValueError):
-            raise PlannerInputError(
-                f"available KV memory must be a number of bytes, got {value!r}") from None
+            raise PlannerInputError(f"available KV memory must be a number of bytes, got {value!r}") from None
         if not math.isfinite(number) or number <= 0:
             raise PlannerInputError(
                 f"available KV memory must be > 0 bytes, got {value!r} "
                 f"({number / GIB_BYTES:.2f} GiB): vLLM stops with 'No available memory "
-                "for the cache blocks'")
+                "for the cache blocks'"
+            )
         checked.append(number)
     return checked
 
@@ -740,7 +733,7 @@ def kv_tokens(model: ModelSpec, serving: ServingSpec, available_kv_bytes) -> int
 
 
 def max_concurrency(model: ModelSpec, serving: ServingSpec, available_kv_bytes) -> float:
-    """"Maximum concurrency for max_model_len tokens per request" as vLLM computes it. [requests]
+    """ "Maximum concurrency for max_model_len tokens per request" as vLLM computes it. [requests]
 
     Sliding-window layers need only their window's pages, so a hybrid model's
     concurrency exceeds ``kv_tokens / max_model_len``.
@@ -748,8 +741,9 @@ def max_concurrency(model: ModelSpec, serving: ServingSpec, available_kv_bytes) 
     return kv_capacity(model, serving, available_kv_bytes).max_concurrency
 
 
-def kv_capacity_for_printed_gib(model: ModelSpec, serving: ServingSpec, printed_gib,
-                                decimals: int = 2) -> tuple[KvCapacity, KvCapacity]:
+def kv_capacity_for_printed_gib(
+    model: ModelSpec, serving: ServingSpec, printed_gib, decimals: int = 2
+) -> tuple[KvCapacity, KvCapacity]:
     """Capacities at both ends of the interval a printed GiB figure stands for.
 
     vLLM prints "Available KV cache memory" rounded to ``decimals`` places, so
@@ -768,7 +762,7 @@ def kv_capacity_for_printed_gib(model: ModelSpec, serving: ServingSpec, printed_
     (KvCapacity, KvCapacity)
         At the lower and the upper end of the interval.
     """
-    half = 0.5 * 10.0 ** -decimals
+    half = 0.5 * 10.0**-decimals
     if isinstance(printed_gib, Sequence):
         low = [(g - half) * GIB_BYTES for g in printed_gib]
         high = [(g + half) * GIB_BYTES - 1 for g in printed_gib]
@@ -778,8 +772,7 @@ def kv_capacity_for_printed_gib(model: ModelSpec, serving: ServingSpec, printed_
     return kv_capacity(model, serving, low), kv_capacity(model, serving, high)
 
 
-def kv_memory_range_for_tokens(model: ModelSpec, serving: ServingSpec,
-                               kv_tokens_printed: int) -> tuple[float, float]:
+def kv_memory_range_for_tokens(model: ModelSpec, serving: ServingSpec, kv_tokens_printed: int) -> tuple[float, float]:
     """The available KV memory per GPU that makes vLLM print exactly ``kv_tokens_printed``. [bytes]
 
     The inverse of :func:`kv_capacity` for one memory figure shared by every
@@ -815,17 +808,15 @@ def kv_memory_range_for_tokens(model: ModelSpec, serving: ServingSpec,
     >>> round(low / GIB_BYTES, 4), round(high / GIB_BYTES, 4)
     (13.7565, 13.7573)
     """
-    if isinstance(kv_tokens_printed, bool) or not isinstance(kv_tokens_printed, int) \
-            or kv_tokens_printed < 1:
-        raise PlannerInputError(
-            f"kv_tokens_printed must be a whole number >= 1, got {kv_tokens_printed!r}")
+    if isinstance(kv_tokens_printed, bool) or not isinstance(kv_tokens_printed, int) or kv_tokens_printed < 1:
+        raise PlannerInputError(f"kv_tokens_printed must be a whole number >= 1, got {kv_tokens_printed!r}")
     rule = kv_rule(serving.vllm_version, serving.engine)
     groups = kv_cache_groups(model, serving)
     # Bytes one block takes on the busiest stage: the engine keeps that stage's block count.
     unit = page_size_bytes(model, serving) * max(
-        len(layers) if rule == "v0" else max(sum(1 for layer in g.layers if layer in layers)
-                                             for g in groups)
-        for layers in _stage_of_layers(model, serving))
+        len(layers) if rule == "v0" else max(sum(1 for layer in g.layers if layer in layers) for g in groups)
+        for layers in _stage_of_layers(model, serving)
+    )
 
     def printed(num_blocks: int) -> int:
         return kv_capacity(model, serving, num_blocks * unit).kv_tokens
@@ -849,7 +840,8 @@ def kv_memory_range_for_tokens(model: ModelSpec, serving: ServingSpec,
             f"no KV memory makes vLLM (rule {rule}) print {kv_tokens_printed:,} tokens for model "
             f"{model.name!r}: {first - 1:,} blocks print {printed(first - 1) if first > 1 else 0:,} "
             f"and {first:,} print {printed(first):,}; the config, a setting or the version "
-            "differs from the run that printed it")
+            "differs from the run that printed it"
+        )
     after = first_block_count(kv_tokens_printed + 1)
     return float(first * unit), float(after * unit)
 
@@ -869,16 +861,13 @@ def _check_tokens_per_request(tokens_per_request) -> float:
     try:
         value = float(tokens_per_request)
     except (TypeError, ValueError):
-        raise PlannerInputError(
-            f"tokens_per_request must be a number > 0, got {tokens_per_request!r}") from None
+        raise PlannerInputError(f"tokens_per_request must be a number > 0, got {tokens_per_request!r}") from None
     if not math.isfinite(value) or value <= 0:
-        raise PlannerInputError(
-            f"tokens_per_request must be a number > 0, got {tokens_per_request!r}")
+        raise PlannerInputError(f"tokens_per_request must be a number > 0, got {tokens_per_request!r}")
     return value
 
 
-def concurrent_requests(model: ModelSpec, serving: ServingSpec, available_kv_bytes,
-                        tokens_per_request: float) -> float:
+def concurrent_requests(model: ModelSpec, serving: ServingSpec, available_kv_bytes, tokens_per_request: float) -> float:
     """Requests of a mean length (prompt + output) the KV cache holds at once. [requests]
 
     Mean-field: each request holds ``tokens_per_request`` tokens in every
@@ -897,15 +886,15 @@ def concurrent_requests(model: ModelSpec, serving: ServingSpec, available_kv_byt
     """
     tokens_per_request = _check_tokens_per_request(tokens_per_request)
     capacity = kv_capacity(model, serving, available_kv_bytes)
-    held = sum(_mean_tokens_held(g.kind, model, tokens_per_request)
-               for g in kv_cache_groups(model, serving))
+    held = sum(_mean_tokens_held(g.kind, model, tokens_per_request) for g in kv_cache_groups(model, serving))
     if capacity.rule == "v0":
         held = tokens_per_request
     return capacity.num_blocks * capacity.block_size / held
 
 
-def kv_memory_for_concurrency_bytes(model: ModelSpec, serving: ServingSpec, concurrency: float,
-                                    tokens_per_request: float) -> float:
+def kv_memory_for_concurrency_bytes(
+    model: ModelSpec, serving: ServingSpec, concurrency: float, tokens_per_request: float
+) -> float:
     """Available KV memory per GPU needed to hold ``concurrency`` requests of a mean length. [bytes]
 
     The inverse of :func:`concurrent_requests`: whole blocks, each
@@ -927,14 +916,14 @@ def kv_memory_for_concurrency_bytes(model: ModelSpec, serving: ServingSpec, conc
     page = page_size_bytes(model, serving)
     worst = 0
     for layers in _stage_of_layers(model, serving):
-        group_size = len(layers) if rule == "v0" else max(
-            sum(1 for layer in g.layers if layer in layers) for g in groups)
+        group_size = (
+            len(layers) if rule == "v0" else max(sum(1 for layer in g.layers if layer in layers) for g in groups)
+        )
         worst = max(worst, blocks * page * group_size)
     return float(worst)
 
 
-def kv_memory_for_max_len_bytes(model: ModelSpec, serving: ServingSpec,
-                                max_model_len: int | None = None) -> int:
+def kv_memory_for_max_len_bytes(model: ModelSpec, serving: ServingSpec, max_model_len: int | None = None) -> int:
     """KV memory one GPU needs for one request of ``max_model_len`` tokens. [bytes]
 
     vLLM V1's start-up check (``check_enough_kv_cache_memory``): the sum over
@@ -942,19 +931,18 @@ def kv_memory_for_max_len_bytes(model: ModelSpec, serving: ServingSpec,
     only their window. vLLM refuses to start ("... GiB KV cache is needed,
     which is larger than the available KV cache memory") below it.
     """
-    max_len = max_model_len if max_model_len is not None else _resolved_max_model_len(
-        model, serving)
+    max_len = max_model_len if max_model_len is not None else _resolved_max_model_len(model, serving)
     if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 1:
         raise PlannerInputError(f"max_model_len must be a whole number >= 1, got {max_len!r}")
     page = page_size_bytes(model, serving)
     kinds = _layer_kinds(model, serving)
-    return max(sum(_pages_per_max_request(kinds[layer], model, serving, max_len) * page
-                   for layer in stage)
-               for stage in _stage_of_layers(model, serving))
+    return max(
+        sum(_pages_per_max_request(kinds[layer], model, serving, max_len) * page for layer in stage)
+        for stage in _stage_of_layers(model, serving)
+    )
 
 
-def max_model_len_for_memory(model: ModelSpec, serving: ServingSpec,
-                             available_kv_bytes: float) -> int:
+def max_model_len_for_memory(model: ModelSpec, serving: ServingSpec, available_kv_bytes: float) -> int:
     """The longest ``max_model_len`` whose single request fits, as vLLM estimates it. [tokens]
 
     vLLM's ``estimate_max_model_len``: a binary search for the largest length
@@ -962,8 +950,9 @@ def max_model_len_for_memory(model: ModelSpec, serving: ServingSpec,
     (printed as "the estimated maximum model length is K").
     """
     (available,) = _per_stage(available_kv_bytes, 1)
-    upper = max(_resolved_max_model_len(model, serving)
-                if (serving.max_model_len or model.max_position_embeddings) else 1, 1)
+    upper = max(
+        _resolved_max_model_len(model, serving) if (serving.max_model_len or model.max_position_embeddings) else 1, 1
+    )
     if kv_memory_for_max_len_bytes(model, serving, 1) > available:
         return 0
     # Grow the bracket past the configured length if memory allows; vLLM stops at it.
@@ -990,10 +979,13 @@ DEFAULT_NON_TORCH_GIB = 0.4
 TYPICAL_ESTIMATE_ERROR_GIB = 1.5
 
 
-def available_kv_memory_estimate(gpu_memory_gib: float, gpu_memory_utilization: float,
-                                 weights_per_gpu_gib: float,
-                                 activation_gib: float = DEFAULT_ACTIVATION_GIB,
-                                 non_torch_gib: float = DEFAULT_NON_TORCH_GIB) -> KvMemoryEstimate:
+def available_kv_memory_estimate(
+    gpu_memory_gib: float,
+    gpu_memory_utilization: float,
+    weights_per_gpu_gib: float,
+    activation_gib: float = DEFAULT_ACTIVATION_GIB,
+    non_torch_gib: float = DEFAULT_NON_TORCH_GIB,
+) -> KvMemoryEstimate:
     """ESTIMATE vLLM's "Available KV cache memory" of one GPU from its size.
 
     vLLM computes ``total x gpu_memory_utilization - (weights + activation
@@ -1037,12 +1029,19 @@ def available_kv_memory_estimate(gpu_memory_gib: float, gpu_memory_utilization: 
             f"no memory left for the KV cache: {gpu_memory_gib:.2f} GiB x "
             f"{gpu_memory_utilization} = {requested:.2f} GiB, minus weights "
             f"{weights_per_gpu_gib:.2f} GiB and overheads {activation_gib + non_torch_gib:.2f} "
-            f"GiB leaves {available:.2f} GiB; use more GPUs (tensor parallelism) or a larger GPU")
+            f"GiB leaves {available:.2f} GiB; use more GPUs (tensor parallelism) or a larger GPU"
+        )
     return KvMemoryEstimate(
-        requested_gib=requested, weights_gib=weights_per_gpu_gib, activation_gib=activation_gib,
-        non_torch_gib=non_torch_gib, available_kv_gib=available,
+        requested_gib=requested,
+        weights_gib=weights_per_gpu_gib,
+        activation_gib=activation_gib,
+        non_torch_gib=non_torch_gib,
+        available_kv_gib=available,
         typical_error_gib=TYPICAL_ESTIMATE_ERROR_GIB,
-        note=(f"estimate: GPU memory x utilization - weights - assumed activation "
-              f"({activation_gib:g} GiB) and non-torch ({non_torch_gib:g} GiB) overheads; "
-              f"typically within +-{TYPICAL_ESTIMATE_ERROR_GIB:g} GiB of vLLM's own "
-              "'Available KV cache memory'"))
+        note=(
+            f"estimate: GPU memory x utilization - weights - assumed activation "
+            f"({activation_gib:g} GiB) and non-torch ({non_torch_gib:g} GiB) overheads; "
+            f"typically within +-{TYPICAL_ESTIMATE_ERROR_GIB:g} GiB of vLLM's own "
+            "'Available KV cache memory'"
+        ),
+    )

@@ -153,4 +153,3 @@ def queue_threshold_requests(wait_budget_s, drain_rate_rps):
     wait_budget_s = require_positive("wait_budget_s", wait_budget_s)
     drain_rate_rps = require_positive("drain_rate_rps", drain_rate_rps)
     return wait_budget_s * drain_rate_rps
-

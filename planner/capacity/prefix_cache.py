@@ -89,8 +89,13 @@ def _non_negative(name: str, value) -> float:
     return number
 
 
-def shared_prefix_tokens(prompt_tokens: float, *, prefix_cache_hit_frac: float | None = None,
-                         common_prefix_tokens: float | None = None, block_size: int = 16) -> float:
+def shared_prefix_tokens(
+    prompt_tokens: float,
+    *,
+    prefix_cache_hit_frac: float | None = None,
+    common_prefix_tokens: float | None = None,
+    block_size: int = 16,
+) -> float:
     """Prompt tokens per request that the prefix cache can serve from blocks already stored. [tokens]
 
     Give exactly one of ``prefix_cache_hit_frac`` and ``common_prefix_tokens``.
@@ -130,15 +135,15 @@ def shared_prefix_tokens(prompt_tokens: float, *, prefix_cache_hit_frac: float |
         if hit_frac >= 1:
             raise PlannerInputError(
                 "prefix_cache_hit_frac must be below 1 (vLLM always computes the last prompt token), "
-                f"got {prefix_cache_hit_frac!r}")
+                f"got {prefix_cache_hit_frac!r}"
+            )
         return hit_frac * prompt_tokens
     common = _non_negative("common_prefix_tokens", common_prefix_tokens)
     usable = min(common, math.ceil(prompt_tokens) - 1)
     return float(max(0, math.floor(usable / block_size)) * block_size)
 
 
-def kv_with_shared_prefix(kv_tokens: float, tokens_per_request: float,
-                          shared_tokens: float) -> PrefixSharing:
+def kv_with_shared_prefix(kv_tokens: float, tokens_per_request: float, shared_tokens: float) -> PrefixSharing:
     """Requests held at once and KV per request when every request shares ``shared_tokens`` of its prompt.
 
     Parameters
@@ -172,15 +177,22 @@ def kv_with_shared_prefix(kv_tokens: float, tokens_per_request: float,
     if shared_tokens >= length:
         raise PlannerInputError(
             f"shared_tokens ({shared_tokens:g}) must be below tokens_per_request ({length:g}): "
-            "a request always computes at least its last prompt token")
+            "a request always computes at least its last prompt token"
+        )
     if kv_tokens <= shared_tokens:
         raise PlannerInputError(
             f"a KV cache of {kv_tokens:,.0f} tokens cannot hold the {shared_tokens:,.0f}-token "
-            "shared prefix and a request besides")
+            "shared prefix and a request besides"
+        )
     unshared = kv_tokens / length
     shared = (kv_tokens - shared_tokens) / (length - shared_tokens)
     per_request = length - shared_tokens + shared_tokens / shared  # = kv_tokens / shared
     return PrefixSharing(
-        kv_tokens=kv_tokens, tokens_per_request=length, shared_tokens=shared_tokens,
-        requests_unshared=unshared, requests_shared=shared, kv_tokens_per_request=per_request,
-        overstatement_frac=length / per_request - 1.0)
+        kv_tokens=kv_tokens,
+        tokens_per_request=length,
+        shared_tokens=shared_tokens,
+        requests_unshared=unshared,
+        requests_shared=shared,
+        kv_tokens_per_request=per_request,
+        overstatement_frac=length / per_request - 1.0,
+    )

@@ -38,8 +38,15 @@ from planner.capacity.kv_cache import (
 from planner.capacity.startup_log import LogCheck, VllmStartupLog, cross_check
 from planner.errors import PlannerInputError, require_non_negative, require_positive
 
-__all__ = ["DEFAULT_BLOCK_SIZE", "GpuEstimate", "ReplicaKv", "estimate_on_gpu",
-           "explain_log_mismatch", "model_label", "replica_kv"]
+__all__ = [
+    "DEFAULT_BLOCK_SIZE",
+    "GpuEstimate",
+    "ReplicaKv",
+    "estimate_on_gpu",
+    "explain_log_mismatch",
+    "model_label",
+    "replica_kv",
+]
 
 # vLLM's default --block-size on CUDA.
 DEFAULT_BLOCK_SIZE = 16
@@ -123,17 +130,21 @@ class ReplicaKv:
     def log_summary(self) -> str:
         """One paragraph on the log: reproduced, or which field would explain it."""
         if self.memory_source != "vllm log" and not self.log_checks:
-            return ("No start-up log was given, so nothing is checked; the memory is the "
-                    "figure passed in.")
+            return "No start-up log was given, so nothing is checked; the memory is the figure passed in."
         if not self.log_checks:
             return "The log printed no token, block or concurrency figure to check."
         units = {"kv_cache_tokens": " tokens", "max_concurrency": "x"}
-        printed = ", ".join(dict.fromkeys(  # one mention per distinct line
-            f'"{_FIGURES.get(c.figure, c.figure)}: {_number(c.printed)}{units.get(c.figure, "")}"'
-            for c in self.log_checks))
+        printed = ", ".join(
+            dict.fromkeys(  # one mention per distinct line
+                f'"{_FIGURES.get(c.figure, c.figure)}: {_number(c.printed)}{units.get(c.figure, "")}"'
+                for c in self.log_checks
+            )
+        )
         if self.log_consistent:
-            return (f"The log printed {printed}; the planner reproduces every figure within "
-                    "the rounding of the printed memory.")
+            return (
+                f"The log printed {printed}; the planner reproduces every figure within "
+                "the rounding of the printed memory."
+            )
         first, *rest = self.log_mismatch
         text = f"The log and the model disagree. {first}."
         if rest and not rest[0].startswith("no single"):
@@ -168,8 +179,9 @@ class ReplicaKv:
             result["kv_tokens_range"] = list(self.kv_tokens_range)
         if self.memory_source == "vllm log" or self.log_checks:
             result["log_check"] = [
-                {"figure": c.figure, "printed": c.printed, "predicted_low": c.low,
-                 "predicted_high": c.high, "ok": c.ok} for c in self.log_checks]
+                {"figure": c.figure, "printed": c.printed, "predicted_low": c.low, "predicted_high": c.high, "ok": c.ok}
+                for c in self.log_checks
+            ]
             result["log_consistent"] = self.log_consistent
             result["log_mismatch"] = list(self.log_mismatch)
         if self.estimate is not None:
@@ -179,38 +191,49 @@ class ReplicaKv:
                 "activation_gib": self.estimate.activation_gib,
                 "non_torch_gib": self.estimate.non_torch_gib,
                 "typical_error_gib": self.estimate.typical_error_gib,
-                "note": self.estimate.note}
-        result.update({
-            "available_kv_gib": self.available_kv_gib,
-            "available_kv_source": self.memory_source,
-            "is_estimate": self.memory_source == "estimate",
-            "rule": capacity.rule,
-            "bytes_per_token": capacity.bytes_per_token,
-            "page_size_bytes": capacity.page_size_bytes,
-            "num_kv_cache_groups": capacity.num_groups,
-            "padding_layers": capacity.padding_layers,
-            "num_blocks": capacity.num_blocks,
-            "kv_tokens": capacity.kv_tokens,
-            "max_concurrency": capacity.max_concurrency,
-            "max_concurrency_printed": f"{capacity.max_concurrency:.2f}x",
-        })
+                "note": self.estimate.note,
+            }
+        result.update(
+            {
+                "available_kv_gib": self.available_kv_gib,
+                "available_kv_source": self.memory_source,
+                "is_estimate": self.memory_source == "estimate",
+                "rule": capacity.rule,
+                "bytes_per_token": capacity.bytes_per_token,
+                "page_size_bytes": capacity.page_size_bytes,
+                "num_kv_cache_groups": capacity.num_groups,
+                "padding_layers": capacity.padding_layers,
+                "num_blocks": capacity.num_blocks,
+                "kv_tokens": capacity.kv_tokens,
+                "max_concurrency": capacity.max_concurrency,
+                "max_concurrency_printed": f"{capacity.max_concurrency:.2f}x",
+            }
+        )
         if self.tokens_per_request is not None:
             result["tokens_per_request"] = self.tokens_per_request
             result["concurrent_requests"] = self.concurrent_requests
         return result
 
 
-def replica_kv(model: ModelSpec, *, log: VllmStartupLog | None = None,
-               available_kv_gib: float | None = None,
-               default_available_kv_gib: float | None = None,
-               gpu_memory_gib: float | None = None, weights_gib: float | None = None,
-               gpu_memory_utilization: float = 0.9,
-               tensor_parallel_size: int | None = None,
-               pipeline_parallel_size: int | None = None,
-               kv_cache_dtype: str | None = None, block_size: int | None = None,
-               max_model_len: int | None = None, max_num_batched_tokens: int | None = None,
-               num_draft_layers: int = 0, vllm_version: str | None = None,
-               tokens_per_request: float | None = None) -> ReplicaKv:
+def replica_kv(
+    model: ModelSpec,
+    *,
+    log: VllmStartupLog | None = None,
+    available_kv_gib: float | None = None,
+    default_available_kv_gib: float | None = None,
+    gpu_memory_gib: float | None = None,
+    weights_gib: float | None = None,
+    gpu_memory_utilization: float = 0.9,
+    tensor_parallel_size: int | None = None,
+    pipeline_parallel_size: int | None = None,
+    kv_cache_dtype: str | None = None,
+    block_size: int | None = None,
+    max_model_len: int | None = None,
+    max_num_batched_tokens: int | None = None,
+    num_draft_layers: int = 0,
+    vllm_version: str | None = None,
+    tokens_per_request: float | None = None,
+) -> ReplicaKv:
     """KV-cache capacity of one replica, as vLLM prints it, from every input at hand.
 
     A setting left as None is taken from ``log`` when the log shows it, else
@@ -263,30 +286,35 @@ def replica_kv(model: ModelSpec, *, log: VllmStartupLog | None = None,
         sources[name] = default_source
         return default
 
-    tp = pick("tensor_parallel_size", tensor_parallel_size,
-              log.tensor_parallel_size if log else None, 1)
-    pp = pick("pipeline_parallel_size", pipeline_parallel_size,
-              log.pipeline_parallel_size if log else None, 1)
+    tp = pick("tensor_parallel_size", tensor_parallel_size, log.tensor_parallel_size if log else None, 1)
+    pp = pick("pipeline_parallel_size", pipeline_parallel_size, log.pipeline_parallel_size if log else None, 1)
     if log is not None:
         tp, pp = _parallel_from_workers(log, tp, pp, sources)
-    kv_dtype = pick("kv_cache_dtype", kv_cache_dtype, log.kv_cache_dtype if log else None,
-                    "auto")
-    block = pick("block_size", block_size, log.block_size if log else None,
-                 DEFAULT_BLOCK_SIZE)
-    version = pick("vllm_version", vllm_version, log.version if log else None,
-                   CURRENT_VLLM_VERSION)
+    kv_dtype = pick("kv_cache_dtype", kv_cache_dtype, log.kv_cache_dtype if log else None, "auto")
+    block = pick("block_size", block_size, log.block_size if log else None, DEFAULT_BLOCK_SIZE)
+    version = pick("vllm_version", vllm_version, log.version if log else None, CURRENT_VLLM_VERSION)
     if sources["vllm_version"] == "default" and log is not None and log.engine == "v0":
         # No release printed, but the lines are the V0 engine's: follow its rule.
         version, sources["vllm_version"] = "v0", "vllm log (V0 engine lines)"
-    batched = pick("max_num_batched_tokens", max_num_batched_tokens,
-                   log.max_num_batched_tokens if log else None, DEFAULT_MAX_NUM_BATCHED_TOKENS)
-    max_len = pick("max_model_len", max_model_len, log.max_model_len if log else None,
-                   model.max_position_embeddings, "config (as vLLM derives it)")
+    batched = pick(
+        "max_num_batched_tokens",
+        max_num_batched_tokens,
+        log.max_num_batched_tokens if log else None,
+        DEFAULT_MAX_NUM_BATCHED_TOKENS,
+    )
+    max_len = pick(
+        "max_model_len",
+        max_model_len,
+        log.max_model_len if log else None,
+        model.max_position_embeddings,
+        "config (as vLLM derives it)",
+    )
     sources["num_draft_layers"] = "argument" if num_draft_layers else "default"
     if kv_dtype not in KV_CACHE_DTYPES:
         raise PlannerInputError(
             f"kv_cache_dtype {kv_dtype!r} ({sources['kv_cache_dtype']}) is not one vLLM "
-            f"documents; expected one of {list(KV_CACHE_DTYPES)}")
+            f"documents; expected one of {list(KV_CACHE_DTYPES)}"
+        )
     # A log written by the V0 engine (0.8-0.10 could still run it) follows V0's rule.
     engine = "v0" if (log and log.engine == "v0") else None
     try:
@@ -294,9 +322,16 @@ def replica_kv(model: ModelSpec, *, log: VllmStartupLog | None = None,
     except PlannerInputError:
         engine = None
     serving = ServingSpec(
-        tensor_parallel_size=tp, pipeline_parallel_size=pp, kv_cache_dtype=kv_dtype,
-        block_size=block, max_model_len=max_len, max_num_batched_tokens=batched,
-        num_draft_layers=num_draft_layers, vllm_version=version, engine=engine)
+        tensor_parallel_size=tp,
+        pipeline_parallel_size=pp,
+        kv_cache_dtype=kv_dtype,
+        block_size=block,
+        max_model_len=max_len,
+        max_num_batched_tokens=batched,
+        num_draft_layers=num_draft_layers,
+        vllm_version=version,
+        engine=engine,
+    )
 
     estimate = None
     kv_range = None
@@ -313,17 +348,18 @@ def replica_kv(model: ModelSpec, *, log: VllmStartupLog | None = None,
     elif log is not None:
         raise PlannerInputError(
             f"{log.source}: no 'Available KV cache memory' line (nor the V0 equivalents); "
-            "give the available KV memory instead")
+            "give the available KV memory instead"
+        )
     elif gpu_memory_gib is not None and weights_gib is not None:
         memory_source = "estimate"
         estimate = available_kv_memory_estimate(
-            gpu_memory_gib, gpu_memory_utilization,
-            require_non_negative("weights_gib", weights_gib) / (tp * pp))
+            gpu_memory_gib, gpu_memory_utilization, require_non_negative("weights_gib", weights_gib) / (tp * pp)
+        )
         per_stage = [estimate.available_kv_gib] * pp
     else:
         raise PlannerInputError(
-            "no KV memory to size: give the available KV memory, a vLLM log, "
-            "or a GPU's memory and the weights' size")
+            "no KV memory to size: give the available KV memory, a vLLM log, or a GPU's memory and the weights' size"
+        )
     capacity = kv_capacity(model, serving, [g * GIB_BYTES for g in per_stage])
     mismatch: tuple[str, ...] = ()
     if log is not None:
@@ -335,15 +371,24 @@ def replica_kv(model: ModelSpec, *, log: VllmStartupLog | None = None,
     requests = None
     if tokens_per_request is not None:
         tokens_per_request = require_positive("tokens_per_request", tokens_per_request)
-        requests = concurrent_requests(model, serving,
-                                       [w.available_kv_bytes for w in capacity.workers],
-                                       tokens_per_request)
+        requests = concurrent_requests(
+            model, serving, [w.available_kv_bytes for w in capacity.workers], tokens_per_request
+        )
     return ReplicaKv(
-        model=model, serving=serving, sources=tuple(sources.items()),
-        available_kv_gib_per_stage=tuple(per_stage), memory_source=memory_source,
-        capacity=capacity, kv_tokens_range=kv_range, log_checks=checks,
-        log_mismatch=mismatch, estimate=estimate, tokens_per_request=tokens_per_request,
-        concurrent_requests=requests, model_label=model_label(model, log))
+        model=model,
+        serving=serving,
+        sources=tuple(sources.items()),
+        available_kv_gib_per_stage=tuple(per_stage),
+        memory_source=memory_source,
+        capacity=capacity,
+        kv_tokens_range=kv_range,
+        log_checks=checks,
+        log_mismatch=mismatch,
+        estimate=estimate,
+        tokens_per_request=tokens_per_request,
+        concurrent_requests=requests,
+        model_label=model_label(model, log),
+    )
 
 
 def model_label(model: ModelSpec, log: VllmStartupLog | None = None) -> str:
@@ -374,14 +419,21 @@ class GpuEstimate:
             return f"No estimate for the {self.gpu_name}: {self.reason}."
         estimate = self.replica.estimate
         assert estimate is not None  # the replica was sized from the GPU's memory
-        return (f"On the {self.gpu_name} the estimate is {estimate.available_kv_gib:.1f} GiB "
-                f"of KV memory per GPU (give or take about {estimate.typical_error_gib:.1f} "
-                f"GiB), or about {self.replica.capacity.kv_tokens:,} tokens.")
+        return (
+            f"On the {self.gpu_name} the estimate is {estimate.available_kv_gib:.1f} GiB "
+            f"of KV memory per GPU (give or take about {estimate.typical_error_gib:.1f} "
+            f"GiB), or about {self.replica.capacity.kv_tokens:,} tokens."
+        )
 
 
-def estimate_on_gpu(replica: ReplicaKv, gpu_name: str, gpu_memory_gib: float,
-                    gpu_memory_utilization: float, weights_gib: float | None,
-                    weights_note: str = "") -> GpuEstimate:
+def estimate_on_gpu(
+    replica: ReplicaKv,
+    gpu_name: str,
+    gpu_memory_gib: float,
+    gpu_memory_utilization: float,
+    weights_gib: float | None,
+    weights_note: str = "",
+) -> GpuEstimate:
     """The same replica, its memory estimated from the GPU's size instead of measured.
 
     Parameters
@@ -408,22 +460,28 @@ def estimate_on_gpu(replica: ReplicaKv, gpu_name: str, gpu_memory_gib: float,
     serving = replica.serving
     try:
         estimated = replica_kv(
-            replica.model, gpu_memory_gib=gpu_memory_gib, weights_gib=weights_gib,
+            replica.model,
+            gpu_memory_gib=gpu_memory_gib,
+            weights_gib=weights_gib,
             gpu_memory_utilization=gpu_memory_utilization,
             tensor_parallel_size=serving.tensor_parallel_size,
             pipeline_parallel_size=serving.pipeline_parallel_size,
-            kv_cache_dtype=serving.kv_cache_dtype, block_size=serving.block_size,
+            kv_cache_dtype=serving.kv_cache_dtype,
+            block_size=serving.block_size,
             max_model_len=replica.capacity.max_model_len,
             max_num_batched_tokens=serving.max_num_batched_tokens,
-            num_draft_layers=serving.num_draft_layers, vllm_version=serving.vllm_version,
-            tokens_per_request=replica.tokens_per_request)
+            num_draft_layers=serving.num_draft_layers,
+            vllm_version=serving.vllm_version,
+            tokens_per_request=replica.tokens_per_request,
+        )
     except PlannerInputError as error:
         return GpuEstimate(gpu_name, None, str(error))
     return GpuEstimate(gpu_name, estimated)
 
 
-def explain_log_mismatch(log: VllmStartupLog, model: ModelSpec, serving: ServingSpec,
-                         sources: dict[str, str] | None = None) -> tuple[str, ...]:
+def explain_log_mismatch(
+    log: VllmStartupLog, model: ModelSpec, serving: ServingSpec, sources: dict[str, str] | None = None
+) -> tuple[str, ...]:
     """Say which printed figure disagrees, and which one field or setting would fix it.
 
     Every config field and serving setting the KV figures depend on is
@@ -452,21 +510,20 @@ def explain_log_mismatch(log: VllmStartupLog, model: ModelSpec, serving: Serving
         return ()
     sources = sources or {}
     failed = next(check for check in checks if not check.ok)
-    lines = [f"{_FIGURES.get(failed.figure, failed.figure)}: the log printed "
-             f"{_number(failed.printed)}, the model predicts {_range(failed.low, failed.high)}"]
+    lines = [
+        f"{_FIGURES.get(failed.figure, failed.figure)}: the log printed "
+        f"{_number(failed.printed)}, the model predicts {_range(failed.low, failed.high)}"
+    ]
     config_name = PurePath(model.name).name or "the config"
 
     def setting(name: str, value, implied) -> str:
         where = sources.get(name, "")
-        return (f"{name}: the planner used {value}{f' ({where})' if where else ''}, "
-                f"the log implies {implied}")
+        return f"{name}: the planner used {value}{f' ({where})' if where else ''}, the log implies {implied}"
 
     # A setting the log states itself is not second-guessed.
     fixed = {name for name, where in sources.items() if where.startswith("vllm log")}
-    tps = ((serving.tensor_parallel_size,) if "tensor_parallel_size" in fixed
-           else _TRY_PARALLEL)
-    pps = ((serving.pipeline_parallel_size,) if "pipeline_parallel_size" in fixed
-           else _TRY_PARALLEL[:4])
+    tps = (serving.tensor_parallel_size,) if "tensor_parallel_size" in fixed else _TRY_PARALLEL
+    pps = (serving.pipeline_parallel_size,) if "pipeline_parallel_size" in fixed else _TRY_PARALLEL[:4]
     for tp in tps:
         for pp in pps:
             if (tp, pp) == (serving.tensor_parallel_size, serving.pipeline_parallel_size):
@@ -474,15 +531,16 @@ def explain_log_mismatch(log: VllmStartupLog, model: ModelSpec, serving: Serving
             if _fits(log, model, serving, tensor_parallel_size=tp, pipeline_parallel_size=pp):
                 parts = []
                 if tp != serving.tensor_parallel_size:
-                    parts.append(setting("tensor_parallel_size",
-                                         serving.tensor_parallel_size, tp))
+                    parts.append(setting("tensor_parallel_size", serving.tensor_parallel_size, tp))
                 if pp != serving.pipeline_parallel_size:
-                    parts.append(setting("pipeline_parallel_size",
-                                         serving.pipeline_parallel_size, pp))
+                    parts.append(setting("pipeline_parallel_size", serving.pipeline_parallel_size, pp))
                 lines.append(" and ".join(parts))
-    for name, values in (("kv_cache_dtype", _TRY_KV_DTYPES), ("block_size", _TRY_BLOCK_SIZES),
-                         ("max_num_batched_tokens", _TRY_BATCHED_TOKENS),
-                         ("num_draft_layers", _TRY_DRAFT_LAYERS)):
+    for name, values in (
+        ("kv_cache_dtype", _TRY_KV_DTYPES),
+        ("block_size", _TRY_BLOCK_SIZES),
+        ("max_num_batched_tokens", _TRY_BATCHED_TOKENS),
+        ("num_draft_layers", _TRY_DRAFT_LAYERS),
+    ):
         if name in fixed:
             continue
         current = getattr(serving, name)
@@ -493,8 +551,9 @@ def explain_log_mismatch(log: VllmStartupLog, model: ModelSpec, serving: Serving
     for version in () if "vllm_version" in fixed else _TRY_VERSIONS:
         rule = kv_rule(version)
         if rule != current_rule and _fits(log, model, serving, vllm_version=version, engine=None):
-            lines.append(setting("vllm_version", serving.vllm_version,
-                                 f"a release with the {rule!r} rule (e.g. {version})"))
+            lines.append(
+                setting("vllm_version", serving.vllm_version, f"a release with the {rule!r} rule (e.g. {version})")
+            )
 
     def field(key: str, attribute: str, values) -> None:
         current = getattr(model, attribute)
@@ -509,11 +568,9 @@ def explain_log_mismatch(log: VllmStartupLog, model: ModelSpec, serving: Serving
                 lines.append(f"{key}: {config_name} says {current}, the log implies {value}")
 
     layers = model.num_layers
-    field("num_hidden_layers", "num_layers",
-          range(max(1, layers // 2), 2 * layers + 1))
+    field("num_hidden_layers", "num_layers", range(max(1, layers // 2), 2 * layers + 1))
     if not model.use_mla:
-        field("num_key_value_heads", "num_kv_heads",
-              [h for h in _TRY_KV_HEADS if h <= model.num_attention_heads])
+        field("num_key_value_heads", "num_kv_heads", [h for h in _TRY_KV_HEADS if h <= model.num_attention_heads])
         field("head_dim", "head_dim", _TRY_HEAD_DIMS)
     else:
         field("kv_lora_rank + qk_rope_head_dim", "head_dim", _TRY_HEAD_DIMS)
@@ -522,8 +579,11 @@ def explain_log_mismatch(log: VllmStartupLog, model: ModelSpec, serving: Serving
     return tuple(lines)
 
 
-_FIGURES = {"kv_cache_tokens": "GPU KV cache size", "gpu_blocks": "# GPU blocks",
-            "max_concurrency": "Maximum concurrency"}
+_FIGURES = {
+    "kv_cache_tokens": "GPU KV cache size",
+    "gpu_blocks": "# GPU blocks",
+    "max_concurrency": "Maximum concurrency",
+}
 
 
 def _number(value: float) -> str:
@@ -561,8 +621,7 @@ def _fits_model(log, model, serving) -> bool:
     return all(check.ok for check in checks)
 
 
-def _parallel_from_workers(log: VllmStartupLog, tp: int, pp: int,
-                           sources: dict[str, str]) -> tuple[int, int]:
+def _parallel_from_workers(log: VllmStartupLog, tp: int, pp: int, sources: dict[str, str]) -> tuple[int, int]:
     """Fill the parallel sizes from worker labels, or refuse settings the labels rule out."""
     label_tp, label_pp, workers = log.workers_seen()
     if sources["tensor_parallel_size"] == "default" and label_tp > tp:
@@ -570,16 +629,19 @@ def _parallel_from_workers(log: VllmStartupLog, tp: int, pp: int,
     if sources["pipeline_parallel_size"] == "default" and label_pp > pp:
         pp, sources["pipeline_parallel_size"] = label_pp, "vllm log worker labels"
     if tp * pp < workers or tp < label_tp or pp < label_pp:
-        named = [name for name in ("tensor_parallel_size", "pipeline_parallel_size")
-                 if sources[name] == "vllm log"]
-        hint = ("the log names neither size: give both" if not named
-                else f"the log itself names {' and '.join(named)}: check it is the whole log")
+        named = [name for name in ("tensor_parallel_size", "pipeline_parallel_size") if sources[name] == "vllm log"]
+        hint = (
+            "the log names neither size: give both"
+            if not named
+            else f"the log itself names {' and '.join(named)}: check it is the whole log"
+        )
         raise PlannerInputError(
             f"{log.source}: KV memory lines come from {workers} workers (labels up to "
             f"{workers - 1}), so one replica has at least {workers} GPUs, but "
             f"tensor_parallel_size {tp} ({sources['tensor_parallel_size']}) x "
             f"pipeline_parallel_size {pp} ({sources['pipeline_parallel_size']}) is {tp * pp}; "
-            f"{hint} (tensor x pipeline = GPUs of one replica)")
+            f"{hint} (tensor x pipeline = GPUs of one replica)"
+        )
     return tp, pp
 
 
@@ -591,6 +653,7 @@ def _log_memory_per_stage(log: VllmStartupLog, tp: int, pp: int) -> list[float]:
     if min(min(v) for v in per_stage.values()) <= 0:
         raise PlannerInputError(
             f"{log.source}: 'Available KV cache memory' is {min(log.available_kv_gib)} GiB: "
-            "vLLM had no memory left for the KV cache (weights and activations took it all)")
+            "vLLM had no memory left for the KV cache (weights and activations took it all)"
+        )
     fallback = min(per_stage.get(0) or next(iter(per_stage.values())))
     return [min(per_stage[s]) if s in per_stage else fallback for s in range(pp)]

@@ -64,11 +64,11 @@ class VllmStartupLog:
         """
         tensor = pipeline = workers = 1
         for worker in self.available_kv_workers:
-            if (match := re.fullmatch(r"pp(\d+)/tp(\d+)", worker)):
+            if match := re.fullmatch(r"pp(\d+)/tp(\d+)", worker):
                 pipeline = max(pipeline, int(match.group(1)) + 1)
                 tensor = max(tensor, int(match.group(2)) + 1)
                 workers = max(workers, pipeline * tensor)
-            elif (match := re.fullmatch(r"rank=(\d+)", worker)):
+            elif match := re.fullmatch(r"rank=(\d+)", worker):
                 workers = max(workers, int(match.group(1)) + 1)
         return tensor, pipeline, workers
 
@@ -103,8 +103,7 @@ class LogCheck:
         return self.low <= self.printed <= self.high
 
 
-def cross_check(log: VllmStartupLog, model: ModelSpec, serving: ServingSpec,
-                decimals: int = 2) -> tuple[LogCheck, ...]:
+def cross_check(log: VllmStartupLog, model: ModelSpec, serving: ServingSpec, decimals: int = 2) -> tuple[LogCheck, ...]:
     """Compare a log's token, block and concurrency lines with the model's prediction.
 
     Each printed "Available KV cache memory" stands for an interval (two
@@ -122,7 +121,7 @@ def cross_check(log: VllmStartupLog, model: ModelSpec, serving: ServingSpec,
         return ()
     tp = serving.tensor_parallel_size
     stages = serving.pipeline_parallel_size
-    half = 0.5 * 10.0 ** -decimals
+    half = 0.5 * 10.0**-decimals
     per_stage: dict[int, list[float]] = {}
     for gib, worker in zip(log.available_kv_gib, log.available_kv_workers, strict=True):
         stage = min(log.stage_of(worker, tp), stages - 1)
@@ -130,7 +129,8 @@ def cross_check(log: VllmStartupLog, model: ModelSpec, serving: ServingSpec,
     if any(g <= 0 for values in per_stage.values() for g in values):
         raise PlannerInputError(
             f"{log.source}: 'Available KV cache memory' is not positive "
-            f"({min(log.available_kv_gib)} GiB): vLLM had no memory for the cache")
+            f"({min(log.available_kv_gib)} GiB): vLLM had no memory for the cache"
+        )
     # A stage without its own line is assumed to have stage 0's memory.
     fallback = per_stage.get(0) or next(iter(per_stage.values()))
     lows, highs = [], []
@@ -147,14 +147,14 @@ def cross_check(log: VllmStartupLog, model: ModelSpec, serving: ServingSpec,
     # A printed line is explained by the engine's figure or, for versions that
     # print per worker, by one worker's own figure.
     token_ranges = [(low.kv_tokens, high.kv_tokens)] + [
-        (lw.kv_tokens_logged, hw.kv_tokens_logged)
-        for lw, hw in zip(low.workers, high.workers, strict=True)]
-    block_ranges = [(min(w.num_blocks for w in low.workers),
-                     min(w.num_blocks for w in high.workers))] + [
-        (lw.num_blocks, hw.num_blocks) for lw, hw in zip(low.workers, high.workers, strict=True)]
+        (lw.kv_tokens_logged, hw.kv_tokens_logged) for lw, hw in zip(low.workers, high.workers, strict=True)
+    ]
+    block_ranges = [(min(w.num_blocks for w in low.workers), min(w.num_blocks for w in high.workers))] + [
+        (lw.num_blocks, hw.num_blocks) for lw, hw in zip(low.workers, high.workers, strict=True)
+    ]
     concurrency_ranges = [(low.max_concurrency, high.max_concurrency)] + [
-        (lw.max_concurrency_logged, hw.max_concurrency_logged)
-        for lw, hw in zip(low.workers, high.workers, strict=True)]
+        (lw.max_concurrency_logged, hw.max_concurrency_logged) for lw, hw in zip(low.workers, high.workers, strict=True)
+    ]
     checks = [_check("kv_cache_tokens", t, token_ranges) for t in log.kv_cache_tokens]
     checks += [_check("gpu_blocks", b, block_ranges) for b in log.gpu_blocks]
     for max_len, printed in log.max_concurrency:

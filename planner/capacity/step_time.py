@@ -267,9 +267,7 @@ def fit_step_time(batch_size, step_ms) -> StepTimeFit:
     batch = np.atleast_1d(require_positive("batch_size", batch_size)).astype(float)
     step = np.atleast_1d(require_positive("step_ms", step_ms)).astype(float)
     if batch.shape != step.shape:
-        raise PlannerInputError(
-            f"batch_size and step_ms must have the same length, got {batch.size} and {step.size}"
-        )
+        raise PlannerInputError(f"batch_size and step_ms must have the same length, got {batch.size} and {step.size}")
     if np.unique(batch).size < 2:
         raise PlannerInputError("fitting a step-time model needs at least two distinct batch sizes")
     design = np.column_stack([np.ones_like(batch), batch])

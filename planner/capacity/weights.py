@@ -131,8 +131,7 @@ def decoder_parameter_count(shape: DecoderShape) -> int:
     return linear + other
 
 
-def weight_bytes_estimate(shape: DecoderShape, dtype_bytes: float,
-                          quantization: Quantization | None = None) -> float:
+def weight_bytes_estimate(shape: DecoderShape, dtype_bytes: float, quantization: Quantization | None = None) -> float:
     """Bytes of the checkpoint: unquantized parts at ``dtype_bytes``, linear layers as quantized.
 
     Parameters

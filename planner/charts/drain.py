@@ -16,8 +16,10 @@ _WIDTH = 560
 # Short codes in the data (it is inlined in the page, once per row); the legend spells them out.
 ABORT = "abort"
 DRAIN = "drain"
-_LABELS = {ABORT: "--shutdown-timeout 0 (abort at SIGTERM)",
-           DRAIN: "--shutdown-timeout = grace - preStop - slack (drain)"}
+_LABELS = {
+    ABORT: "--shutdown-timeout 0 (abort at SIGTERM)",
+    DRAIN: "--shutdown-timeout = grace - preStop - slack (drain)",
+}
 
 
 def grace_axis_s(max_grace_period_s: float, points: int = 120) -> np.ndarray:
@@ -31,8 +33,16 @@ def grace_axis_s(max_grace_period_s: float, points: int = 120) -> np.ndarray:
     return np.arange(step, step * np.ceil(max_grace_period_s / step) + 1, step, dtype=float)
 
 
-def cut_grid(itls_ms, lengths: OutputLengths, grace_periods_s=None, *, ttft_ms: float = 0.0,
-             pre_stop_s: float = 0.0, slack_s: float = 5.0, margin_frac: float = 0.1) -> pd.DataFrame:
+def cut_grid(
+    itls_ms,
+    lengths: OutputLengths,
+    grace_periods_s=None,
+    *,
+    ttft_ms: float = 0.0,
+    pre_stop_s: float = 0.0,
+    slack_s: float = 5.0,
+    margin_frac: float = 0.1,
+) -> pd.DataFrame:
     """Fraction of in-flight generations cut, per ITL, grace period and shutdown setting.
 
     Two settings are compared at every grace period: vLLM's default, which
@@ -49,22 +59,38 @@ def cut_grid(itls_ms, lengths: OutputLengths, grace_periods_s=None, *, ttft_ms: 
     """
     frames = []
     for itl in np.asarray(itls_ms, dtype=float):
-        recommended = plan_grace(drain_time_s(lengths.max_tokens, itl, ttft_ms), pre_stop_s=pre_stop_s,
-                                 margin_frac=margin_frac, slack_s=slack_s).termination_grace_period_s
-        grace_s = (grace_axis_s(1.25 * recommended) if grace_periods_s is None
-                   else np.asarray(grace_periods_s, dtype=float))
+        recommended = plan_grace(
+            drain_time_s(lengths.max_tokens, itl, ttft_ms),
+            pre_stop_s=pre_stop_s,
+            margin_frac=margin_frac,
+            slack_s=slack_s,
+        ).termination_grace_period_s
+        grace_s = (
+            grace_axis_s(1.25 * recommended) if grace_periods_s is None else np.asarray(grace_periods_s, dtype=float)
+        )
         draining_timeout_s = np.maximum(grace_s - pre_stop_s - slack_s, 0.0)
-        for setting, window in ((ABORT, drain_window_s(grace_s, 0.0, pre_stop_s)),
-                                (DRAIN, drain_window_s(grace_s, draining_timeout_s, pre_stop_s))):
-            frames.append(pd.DataFrame({"itl_ms": itl, "grace_s": grace_s, "setting": setting,
-                                        "cut_frac": cut_frac(window, lengths, itl, ttft_ms),
-                                        "recommended_grace_s": float(recommended),
-                                        "pre_stop_s": float(pre_stop_s)}))
+        for setting, window in (
+            (ABORT, drain_window_s(grace_s, 0.0, pre_stop_s)),
+            (DRAIN, drain_window_s(grace_s, draining_timeout_s, pre_stop_s)),
+        ):
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "itl_ms": itl,
+                        "grace_s": grace_s,
+                        "setting": setting,
+                        "cut_frac": cut_frac(window, lengths, itl, ttft_ms),
+                        "recommended_grace_s": float(recommended),
+                        "pre_stop_s": float(pre_stop_s),
+                    }
+                )
+            )
     return pd.concat(frames, ignore_index=True)
 
 
-def settings_table(settings, lengths: OutputLengths, itl_ms: float, in_flight_requests: float,
-                   ttft_ms: float = 0.0) -> pd.DataFrame:
+def settings_table(
+    settings, lengths: OutputLengths, itl_ms: float, in_flight_requests: float, ttft_ms: float = 0.0
+) -> pd.DataFrame:
     """What each named setting cuts on one scale-down.
 
     Parameters
@@ -76,10 +102,17 @@ def settings_table(settings, lengths: OutputLengths, itl_ms: float, in_flight_re
     for name, grace_s, shutdown_s, pre_stop_s in settings:
         window = drain_window_s(grace_s, shutdown_s, pre_stop_s)
         frac = cut_frac(window, lengths, itl_ms, ttft_ms)
-        rows.append({"setting": name, "grace (s)": grace_s, "--shutdown-timeout (s)": shutdown_s,
-                     "preStop (s)": pre_stop_s, "time to finish (s)": window,
-                     "in flight cut": f"{frac:.1%}",
-                     "cut per scale-down": round(float(cut_requests(in_flight_requests, frac)), 1)})
+        rows.append(
+            {
+                "setting": name,
+                "grace (s)": grace_s,
+                "--shutdown-timeout (s)": shutdown_s,
+                "preStop (s)": pre_stop_s,
+                "time to finish (s)": window,
+                "in flight cut": f"{frac:.1%}",
+                "cut per scale-down": round(float(cut_requests(in_flight_requests, frac)), 1),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -99,26 +132,58 @@ def cut_chart(grid: pd.DataFrame, initial_itl_ms: float) -> alt.LayerChart:
     # The page inlines the data: one recommendation per ITL, and the fractions at 5 decimals (0.001 %).
     curves = grid[["itl_ms", "grace_s", "setting"]].assign(cut_frac=grid["cut_frac"].round(5))
     per_itl = grid.groupby("itl_ms", as_index=False)["recommended_grace_s"].first()
-    lines = alt.Chart(curves).transform_filter(chosen).mark_line().encode(
-        x=alt.X("grace_s:Q", title="terminationGracePeriodSeconds (s)"),
-        y=alt.Y("cut_frac:Q", title="In-flight generations cut", axis=alt.Axis(format="%"),
-                scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("setting:N", title=None, sort=[ABORT, DRAIN],
-                        scale=alt.Scale(domain=[ABORT, DRAIN], range=["#e45756", "#4c78a8"]),
-                        legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=520,
-                                          labelExpr=f"datum.label == '{ABORT}' ? '{labels[ABORT]}' "
-                                                    f": '{labels[DRAIN]}'")),
-        tooltip=[alt.Tooltip("setting:N"), alt.Tooltip("grace_s:Q", title="grace (s)", format=".0f"),
-                 alt.Tooltip("cut_frac:Q", title="cut", format=".1%")],
+    lines = (
+        alt.Chart(curves)
+        .transform_filter(chosen)
+        .mark_line()
+        .encode(
+            x=alt.X("grace_s:Q", title="terminationGracePeriodSeconds (s)"),
+            y=alt.Y(
+                "cut_frac:Q",
+                title="In-flight generations cut",
+                axis=alt.Axis(format="%"),
+                scale=alt.Scale(domain=[0, 1]),
+            ),
+            color=alt.Color(
+                "setting:N",
+                title=None,
+                sort=[ABORT, DRAIN],
+                scale=alt.Scale(domain=[ABORT, DRAIN], range=["#e45756", "#4c78a8"]),
+                legend=alt.Legend(
+                    orient="bottom",
+                    direction="vertical",
+                    labelLimit=520,
+                    labelExpr=f"datum.label == '{ABORT}' ? '{labels[ABORT]}' : '{labels[DRAIN]}'",
+                ),
+            ),
+            tooltip=[
+                alt.Tooltip("setting:N"),
+                alt.Tooltip("grace_s:Q", title="grace (s)", format=".0f"),
+                alt.Tooltip("cut_frac:Q", title="cut", format=".1%"),
+            ],
+        )
     )
-    default = alt.Chart(pd.DataFrame({"grace_s": [30.0]})).mark_rule(color="#888888", strokeDash=[2, 2]).encode(
-        x="grace_s:Q")
-    recommended = alt.Chart(per_itl).transform_filter(chosen).mark_rule(color="#54a24b", strokeDash=[6, 4]).encode(
-        x=alt.X("recommended_grace_s:Q"),
-        tooltip=[alt.Tooltip("recommended_grace_s:Q", title="recommended grace (s)")])
-    subtitle = (["Without a preStop, --shutdown-timeout 0 cuts every generation at any grace period."]
-                if pre_stop_s > 0 else [])
-    return alt.LayerChart(layer=[lines, default, recommended]).add_params(itl).properties(
-        width=_WIDTH, height=240,
-        title=alt.TitleParams(f"Generations cut by one scale-down, {hook}", subtitle=subtitle),
+    default = (
+        alt.Chart(pd.DataFrame({"grace_s": [30.0]})).mark_rule(color="#888888", strokeDash=[2, 2]).encode(x="grace_s:Q")
+    )
+    recommended = (
+        alt.Chart(per_itl)
+        .transform_filter(chosen)
+        .mark_rule(color="#54a24b", strokeDash=[6, 4])
+        .encode(
+            x=alt.X("recommended_grace_s:Q"),
+            tooltip=[alt.Tooltip("recommended_grace_s:Q", title="recommended grace (s)")],
+        )
+    )
+    subtitle = (
+        ["Without a preStop, --shutdown-timeout 0 cuts every generation at any grace period."] if pre_stop_s > 0 else []
+    )
+    return (
+        alt.LayerChart(layer=[lines, default, recommended])
+        .add_params(itl)
+        .properties(
+            width=_WIDTH,
+            height=240,
+            title=alt.TitleParams(f"Generations cut by one scale-down, {hook}", subtitle=subtitle),
+        )
     )

@@ -29,10 +29,18 @@ def recommendation_frame(curves: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
 
 def recommendation_table(curves: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """:func:`recommendation_frame` for reading: one row per design and fleet size, headers in words."""
-    return recommendation_frame(curves).rename(columns={
-        "signal": "design", "replicas": "replicas running", "query_value": "query value",
-        "desired_replicas": "replicas asked for"})[["design", "replicas running", "query value", "replicas asked for"]
-    ].set_index(["design", "replicas running"])
+    return (
+        recommendation_frame(curves)
+        .rename(
+            columns={
+                "signal": "design",
+                "replicas": "replicas running",
+                "query_value": "query value",
+                "desired_replicas": "replicas asked for",
+            }
+        )[["design", "replicas running", "query value", "replicas asked for"]]
+        .set_index(["design", "replicas running"])
+    )
 
 
 def fixed_point_chart(frame: pd.DataFrame) -> alt.FacetChart:
@@ -56,39 +64,72 @@ def fixed_point_chart(frame: pd.DataFrame) -> alt.FacetChart:
     # One table, three parts, shared x and y columns so every layer draws on the same axes:
     # the trigger's answers at whole counts; each answer as a step from n - 0.5 to n + 0.5 (a last
     # row, the largest count's answer again at the right edge, closes the final step); the diagonal.
-    answers = frame.assign(part="answer", x=frame["replicas"], y=frame["desired_replicas"],
-                           fixed=frame["replicas"] == frame["desired_replicas"])
+    answers = frame.assign(
+        part="answer",
+        x=frame["replicas"],
+        y=frame["desired_replicas"],
+        fixed=frame["replicas"] == frame["desired_replicas"],
+    )
     steps = [frame.assign(part="step", x=frame["replicas"] - 0.5, y=frame["desired_replicas"])]
     for signal, curve in frame.groupby("signal", sort=False):
         last = curve.loc[curve["replicas"].idxmax()]
-        steps.append(pd.DataFrame([{"signal": signal, "part": "step", "x": float(last["replicas"]) + 0.5,
-                                    "y": last["desired_replicas"]}]))
-    diagonal = pd.DataFrame([{"signal": signal, "part": "diagonal", "x": v, "y": v}
-                             for signal in signals for v in (low, high)])
+        steps.append(
+            pd.DataFrame(
+                [{"signal": signal, "part": "step", "x": float(last["replicas"]) + 0.5, "y": last["desired_replicas"]}]
+            )
+        )
+    diagonal = pd.DataFrame(
+        [{"signal": signal, "part": "diagonal", "x": v, "y": v} for signal in signals for v in (low, high)]
+    )
     data = pd.concat([answers, *steps, diagonal], ignore_index=True)
-    x = alt.X("x:Q", title="Replicas running", scale=alt.Scale(domain=[low, high], nice=False),
-              axis=alt.Axis(values=list(range(int(low + 0.5), int(high + 0.5) + 1)), format="d",
-                            labelOverlap=False))
-    y = alt.Y("y:Q", title="Replicas asked for", scale=alt.Scale(domain=[0, top + 0.5], nice=False),
-              axis=alt.Axis(values=list(range(0, top + 1)), format="d", labelOverlap=False))
+    x = alt.X(
+        "x:Q",
+        title="Replicas running",
+        scale=alt.Scale(domain=[low, high], nice=False),
+        axis=alt.Axis(values=list(range(int(low + 0.5), int(high + 0.5) + 1)), format="d", labelOverlap=False),
+    )
+    y = alt.Y(
+        "y:Q",
+        title="Replicas asked for",
+        scale=alt.Scale(domain=[0, top + 0.5], nice=False),
+        axis=alt.Axis(values=list(range(0, top + 1)), format="d", labelOverlap=False),
+    )
     color = alt.Color("signal:N", legend=None, sort=signals)
     base = alt.Chart().encode(x=x, y=y)
     diagonal_line = base.transform_filter("datum.part == 'diagonal'").mark_line(color="#999", strokeDash=[3, 3])
-    step_line = base.transform_filter("datum.part == 'step'").mark_line(
-        interpolate="step-after", strokeWidth=2.5).encode(color=color, order="x:Q")
-    answer_points = base.transform_filter("datum.part == 'answer'").mark_point(filled=True, size=50).encode(
-        color=color,
-        tooltip=["signal:N", alt.Tooltip("replicas:Q", title="replicas running"),
-                 alt.Tooltip("query_value:Q", format=".2f", title="query value"),
-                 alt.Tooltip("desired_replicas:Q", title="replicas asked for")],
+    step_line = (
+        base.transform_filter("datum.part == 'step'")
+        .mark_line(interpolate="step-after", strokeWidth=2.5)
+        .encode(color=color, order="x:Q")
+    )
+    answer_points = (
+        base.transform_filter("datum.part == 'answer'")
+        .mark_point(filled=True, size=50)
+        .encode(
+            color=color,
+            tooltip=[
+                "signal:N",
+                alt.Tooltip("replicas:Q", title="replicas running"),
+                alt.Tooltip("query_value:Q", format=".2f", title="query value"),
+                alt.Tooltip("desired_replicas:Q", title="replicas asked for"),
+            ],
+        )
     )
     fixed_rings = base.transform_filter("datum.part == 'answer' && datum.fixed").mark_point(
-        size=320, color="black", strokeWidth=1.5)
-    return alt.layer(diagonal_line, step_line, answer_points, fixed_rings, data=data).properties(
-        width=_WIDTH, height=_WIDTH + 20).facet(
-        facet=alt.Facet("signal:N", title=None, sort=signals,
-                        # "label: name" on two lines, so long names fit a narrow panel.
-                        header=alt.Header(labelExpr="split(datum.value, ': ')", labelLimit=_WIDTH + 12,
-                                          labelFontSize=11)),
-        columns=3, spacing=12,
+        size=320, color="black", strokeWidth=1.5
+    )
+    return (
+        alt.layer(diagonal_line, step_line, answer_points, fixed_rings, data=data)
+        .properties(width=_WIDTH, height=_WIDTH + 20)
+        .facet(
+            facet=alt.Facet(
+                "signal:N",
+                title=None,
+                sort=signals,
+                # "label: name" on two lines, so long names fit a narrow panel.
+                header=alt.Header(labelExpr="split(datum.value, ': ')", labelLimit=_WIDTH + 12, labelFontSize=11),
+            ),
+            columns=3,
+            spacing=12,
+        )
     )

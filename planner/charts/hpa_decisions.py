@@ -74,8 +74,9 @@ def _fit(chart, title: str):
     return chart.properties(width=WIDTH_PX, height=240, title=alt.TitleParams(title, limit=WIDTH_PX + 60))
 
 
-def tolerance_grid(replica_counts, values, target: float, target_type: str = AVERAGE_VALUE,
-                   tolerances: Tolerances | None = None) -> pd.DataFrame:
+def tolerance_grid(
+    replica_counts, values, target: float, target_type: str = AVERAGE_VALUE, tolerances: Tolerances | None = None
+) -> pd.DataFrame:
     """Proposals of one External metric, per current count and metric value, every pod Ready.
 
     Parameters
@@ -113,31 +114,49 @@ def tolerance_grid(replica_counts, values, target: float, target_type: str = AVE
     return pd.DataFrame(rows, columns=["replicas", "value", "usage_ratio", "proposal", "within_tolerance"])
 
 
-def tolerance_chart(grid: pd.DataFrame, initial_replicas: int, value_title: str,
-                    now_value: float | None = None) -> alt.LayerChart:
+def tolerance_chart(
+    grid: pd.DataFrame, initial_replicas: int, value_title: str, now_value: float | None = None
+) -> alt.LayerChart:
     """Proposal against the metric value, with a slider for the current count and a rule at today's value."""
     counts = np.sort(grid["replicas"].unique())
-    current = alt.param(name="current", value=int(initial_replicas),
-                        bind=alt.binding_range(min=int(counts.min()), max=int(counts.max()), step=1,
-                                               name="Current replicas "))
+    current = alt.param(
+        name="current",
+        value=int(initial_replicas),
+        bind=alt.binding_range(min=int(counts.min()), max=int(counts.max()), step=1, name="Current replicas "),
+    )
     base = alt.Chart(grid).transform_filter(alt.datum.replicas == current)
     line = base.mark_line(interpolate="step-after", color="#4c78a8").encode(
         x=alt.X("value:Q", title=value_title),
         y=alt.Y("proposal:Q", title="Proposed replicas"),
     )
     points = base.mark_point(filled=True, size=18).encode(
-        x="value:Q", y="proposal:Q",
-        color=alt.Color("within_tolerance:N", legend=alt.Legend(
-            orient="bottom", title=None, labelLimit=0,
-            labelExpr="datum.label == 'true' ? 'inside the tolerance: the count stays' : 'outside: the proposal applies'"),
-                        scale=alt.Scale(domain=[True, False], range=["#54a24b", "#e45756"])),
-        tooltip=[alt.Tooltip("value:Q"), alt.Tooltip("usage_ratio:Q", title="ratio", format=".3f"),
-                 alt.Tooltip("proposal:Q")],
+        x="value:Q",
+        y="proposal:Q",
+        color=alt.Color(
+            "within_tolerance:N",
+            legend=alt.Legend(
+                orient="bottom",
+                title=None,
+                labelLimit=0,
+                labelExpr=(
+                    "datum.label == 'true' ? 'inside the tolerance: the count stays' : 'outside: the proposal applies'"
+                ),
+            ),
+            scale=alt.Scale(domain=[True, False], range=["#54a24b", "#e45756"]),
+        ),
+        tooltip=[
+            alt.Tooltip("value:Q"),
+            alt.Tooltip("usage_ratio:Q", title="ratio", format=".3f"),
+            alt.Tooltip("proposal:Q"),
+        ],
     )
     layers = [line, points]
     if now_value is not None:
-        layers.append(alt.Chart(pd.DataFrame({"value": [float(now_value)]})).mark_rule(
-            color="#888", strokeDash=[4, 4]).encode(x="value:Q"))
+        layers.append(
+            alt.Chart(pd.DataFrame({"value": [float(now_value)]}))
+            .mark_rule(color="#888", strokeDash=[4, 4])
+            .encode(x="value:Q")
+        )
     return _fit(alt.layer(*layers).add_params(current), "A metric's proposal, and the tolerance band around the count")
 
 
@@ -169,8 +188,11 @@ def tolerance_chart_for(autoscaler: Autoscaler, decision: Decision) -> alt.Layer
     top = max(2.0 * now_value, 1.5 * target * (counts[-1] if target_type == AVERAGE_VALUE else 2))
     values = np.unique(np.round(np.append(np.linspace(0.0, top, TOLERANCE_POINTS), now_value), 6))
     grid = tolerance_grid(counts, values, target, target_type, tolerances_for(autoscaler.hpa.behavior))
-    title = (f"{line.key}: total over the fleet (target {target:g} per replica)" if target_type == AVERAGE_VALUE
-             else f"{line.key}: value (target {target:g})")
+    title = (
+        f"{line.key}: total over the fleet (target {target:g} per replica)"
+        if target_type == AVERAGE_VALUE
+        else f"{line.key}: value (target {target:g})"
+    )
     return tolerance_chart(grid, min(max(decision.current_replicas, 1), counts[-1]), title, now_value)
 
 
@@ -187,17 +209,20 @@ def ready_grid(current_replicas: int, per_pod_values, target: float) -> pd.DataF
     for value in per_pod_values:
         value_milli = keda_quantity_milli(value)
         for ready in range(1, current_replicas + 1):
-            total = get_external_per_pod_metric_replicas(current_replicas, target_milli, [ready * value_milli],
-                                                         tolerances)
-            mean = get_external_metric_replicas(current_replicas, target_milli, [value_milli], tolerances,
-                                                ready_pods(ready, current_replicas - ready))
+            total = get_external_per_pod_metric_replicas(
+                current_replicas, target_milli, [ready * value_milli], tolerances
+            )
+            mean = get_external_metric_replicas(
+                current_replicas, target_milli, [value_milli], tolerances, ready_pods(ready, current_replicas - ready)
+            )
             rows.append((float(value), ready, "sum(...) with AverageValue", total.replica_count))
             rows.append((float(value), ready, "avg(...) with Value", mean.replica_count))
     return pd.DataFrame(rows, columns=["per_pod_value", "ready_replicas", "trigger", "proposal"])
 
 
-def coinciding_lines(base: alt.Chart, x, y, field: str, under: str, over: str, colors: dict[str, str],
-                     tooltip) -> tuple[alt.Chart, alt.Chart]:
+def coinciding_lines(
+    base: alt.Chart, x, y, field: str, under: str, over: str, colors: dict[str, str], tooltip
+) -> tuple[alt.Chart, alt.Chart]:
     """Two series that often take the same values, drawn so both stay visible.
 
     ``under`` is a wide translucent band and ``over`` a thin line with hollow
@@ -210,10 +235,16 @@ def coinciding_lines(base: alt.Chart, x, y, field: str, under: str, over: str, c
         The band, then the line (layer them in this order).
     """
     color = alt.Color(f"{field}:N", legend=LEGEND, scale=alt.Scale(domain=list(colors), range=list(colors.values())))
-    band = base.transform_filter(alt.datum[field] == under).mark_line(strokeWidth=8, opacity=0.35).encode(
-        x=x, y=y, color=color, tooltip=tooltip)
-    line = base.transform_filter(alt.datum[field] == over).mark_line(
-        strokeWidth=2, point=alt.OverlayMarkDef(filled=False, size=45)).encode(x=x, y=y, color=color, tooltip=tooltip)
+    band = (
+        base.transform_filter(alt.datum[field] == under)
+        .mark_line(strokeWidth=8, opacity=0.35)
+        .encode(x=x, y=y, color=color, tooltip=tooltip)
+    )
+    line = (
+        base.transform_filter(alt.datum[field] == over)
+        .mark_line(strokeWidth=2, point=alt.OverlayMarkDef(filled=False, size=45))
+        .encode(x=x, y=y, color=color, tooltip=tooltip)
+    )
     return band, line
 
 
@@ -227,20 +258,37 @@ def ready_chart(grid: pd.DataFrame, current_replicas: int, initial_value: float)
     the tolerance (both ask for ceil(Ready pods x value / target)), so the
     ``Value`` one is a wide band and the ``AverageValue`` one a thin line on it.
     """
-    value, step = grid_slider("per_pod", grid["per_pod_value"], initial_value,
-                              "Value each Ready pod reports ", default_step=0.1)
+    value, step = grid_slider(
+        "per_pod", grid["per_pod_value"], initial_value, "Value each Ready pod reports ", default_step=0.1
+    )
     base = alt.Chart(grid).transform_filter(f"abs(datum.per_pod_value - per_pod) < {step / 2}")
     band, line = coinciding_lines(
-        base, alt.X("ready_replicas:Q", title=f"Ready pods (of {current_replicas})", axis=alt.Axis(tickMinStep=1)),
-        alt.Y("proposal:Q", title="Proposed replicas"), "trigger", under="avg(...) with Value",
-        over="sum(...) with AverageValue", colors=READY_TRIGGERS,
-        tooltip=["trigger:N", "ready_replicas:Q", "proposal:Q"])
+        base,
+        alt.X("ready_replicas:Q", title=f"Ready pods (of {current_replicas})", axis=alt.Axis(tickMinStep=1)),
+        alt.Y("proposal:Q", title="Proposed replicas"),
+        "trigger",
+        under="avg(...) with Value",
+        over="sum(...) with AverageValue",
+        colors=READY_TRIGGERS,
+        tooltip=["trigger:N", "ready_replicas:Q", "proposal:Q"],
+    )
     now = alt.Chart(pd.DataFrame({"y": [current_replicas]})).mark_rule(color="#888", strokeDash=[4, 4]).encode(y="y:Q")
-    return alt.LayerChart(layer=[band, line, now]).add_params(value).properties(
-        width=WIDTH_PX, height=240,
-        title=alt.TitleParams("While pods warm up, only Ready pods count", limit=WIDTH_PX + 60, subtitle=[
-            "Where the lines coincide both ask for ceil(Ready pods x value / target);",
-            "they part where one of them is inside the tolerance and keeps the current count."]))
+    return (
+        alt.LayerChart(layer=[band, line, now])
+        .add_params(value)
+        .properties(
+            width=WIDTH_PX,
+            height=240,
+            title=alt.TitleParams(
+                "While pods warm up, only Ready pods count",
+                limit=WIDTH_PX + 60,
+                subtitle=[
+                    "Where the lines coincide both ask for ceil(Ready pods x value / target);",
+                    "they part where one of them is inside the tolerance and keeps the current count.",
+                ],
+            ),
+        )
+    )
 
 
 def ready_chart_for(autoscaler: Autoscaler, decision: Decision) -> alt.LayerChart:
@@ -262,8 +310,9 @@ def ready_chart_for(autoscaler: Autoscaler, decision: Decision) -> alt.LayerChar
 
 def _external_hpa(max_replicas: int, behavior, min_replicas: int = 1) -> HorizontalPodAutoscalerSpec:
     target = MetricTarget("AverageValue", average_value_milli=1000)
-    return HorizontalPodAutoscalerSpec("hpa", max_replicas, (MetricSpec("External", "s0-prometheus", target),),
-                                       min_replicas, behavior)
+    return HorizontalPodAutoscalerSpec(
+        "hpa", max_replicas, (MetricSpec("External", "s0-prometheus", target),), min_replicas, behavior
+    )
 
 
 def _idle_limit_s(behavior: HorizontalPodAutoscalerBehavior | None, sync_period_s: float) -> float:
@@ -273,14 +322,24 @@ def _idle_limit_s(behavior: HorizontalPodAutoscalerBehavior | None, sync_period_
         for rules in (behavior.scale_up, behavior.scale_down):
             if rules is None:
                 continue
-            longest = max(longest, float(rules.stabilization_window_seconds or 0) + max(
-                (p.period_seconds for p in rules.policies or ()), default=0))
+            longest = max(
+                longest,
+                float(rules.stabilization_window_seconds or 0)
+                + max((p.period_seconds for p in rules.policies or ()), default=0),
+            )
     return longest + 2 * sync_period_s
 
 
-def policy_grid(start_replicas: int, wanted, behavior: HorizontalPodAutoscalerBehavior | None = None, *,
-                min_replicas: int = 1, max_replicas: int = 1000, sync_period_s: float = DEFAULT_SYNC_PERIOD_S,
-                tolerance_frac: float | None = None) -> pd.DataFrame:
+def policy_grid(
+    start_replicas: int,
+    wanted,
+    behavior: HorizontalPodAutoscalerBehavior | None = None,
+    *,
+    min_replicas: int = 1,
+    max_replicas: int = 1000,
+    sync_period_s: float = DEFAULT_SYNC_PERIOD_S,
+    tolerance_frac: float | None = None,
+) -> pd.DataFrame:
     """``spec.replicas`` over time when a trigger's fleet total asks for ``wanted`` replicas and stays there.
 
     Each ramp runs the HPA port with ``behavior`` (``None``: the legacy
@@ -302,14 +361,18 @@ def policy_grid(start_replicas: int, wanted, behavior: HorizontalPodAutoscalerBe
     idle_s = _idle_limit_s(behavior, sync_period_s)
     out = []
     for goal in wanted:
-        controller = (HorizontalController(spec) if tolerance_frac is None
-                      else HorizontalController(spec, tolerance=tolerance_frac))
+        controller = (
+            HorizontalController(spec)
+            if tolerance_frac is None
+            else HorizontalController(spec, tolerance=tolerance_frac)
+        )
         replicas, last_change_s, now_s = start_replicas, 0.0, 0.0
         rows = [(int(goal), 0.0, replicas, "")]
         for step in range(POLICY_SYNC_LIMIT):
             now_s = step * sync_period_s
-            result = controller.reconcile_autoscaler(now_s, replicas, [ExternalReading((int(goal) * 1000,))],
-                                                     pods=ready_pods(replicas, now_s=now_s))
+            result = controller.reconcile_autoscaler(
+                now_s, replicas, [ExternalReading((int(goal) * 1000,))], pods=ready_pods(replicas, now_s=now_s)
+            )
             reason = result.scaling_limited.reason if result.scaling_limited is not None else ""
             if result.desired_replicas != replicas:
                 replicas, last_change_s = result.desired_replicas, now_s
@@ -387,8 +450,9 @@ def has_several_triggers(autoscaler: Autoscaler) -> bool:
     return so is not None and len(so.triggers) > 1 and not so.is_using_modifiers
 
 
-def or_grid(autoscaler: Autoscaler, current_replicas: int, values: dict, load_factors, *,
-            ready_replicas: int | None = None) -> pd.DataFrame:
+def or_grid(
+    autoscaler: Autoscaler, current_replicas: int, values: dict, load_factors, *, ready_replicas: int | None = None
+) -> pd.DataFrame:
     """Each trigger's proposal and the HPA's choice as the load scales, by :func:`evaluate_decision`.
 
     Every trigger's value is multiplied by the load factor (1 = the values
@@ -432,13 +496,17 @@ def or_grid(autoscaler: Autoscaler, current_replicas: int, values: dict, load_fa
 
 def or_chart(grid: pd.DataFrame) -> alt.LayerChart:
     """Every trigger's proposal and their maximum against the load, with a rule at today's load."""
-    lines = alt.Chart(grid).mark_line(interpolate="step-after").encode(
-        x=alt.X("load:Q", title="Load relative to the values given (1 = now)"),
-        y=alt.Y("replicas:Q", title="Proposed replicas"),
-        color=alt.Color("proposal_of:N", legend=LEGEND),
-        strokeDash=alt.StrokeDash("proposal_of:N", legend=None),
-        size=alt.condition(alt.datum.proposal_of == "HPA: the larger", alt.value(3.5), alt.value(1.5)),
-        tooltip=["proposal_of:N", alt.Tooltip("load:Q", format=".2f"), "replicas:Q"],
+    lines = (
+        alt.Chart(grid)
+        .mark_line(interpolate="step-after")
+        .encode(
+            x=alt.X("load:Q", title="Load relative to the values given (1 = now)"),
+            y=alt.Y("replicas:Q", title="Proposed replicas"),
+            color=alt.Color("proposal_of:N", legend=LEGEND),
+            strokeDash=alt.StrokeDash("proposal_of:N", legend=None),
+            size=alt.condition(alt.datum.proposal_of == "HPA: the larger", alt.value(3.5), alt.value(1.5)),
+            tooltip=["proposal_of:N", alt.Tooltip("load:Q", format=".2f"), "replicas:Q"],
+        )
     )
     now = alt.Chart(pd.DataFrame({"load": [1.0]})).mark_rule(color="#888", strokeDash=[4, 4]).encode(x="load:Q")
     return _fit(alt.layer(lines, now), "Several triggers are OR: the largest proposal wins")

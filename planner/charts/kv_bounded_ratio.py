@@ -44,8 +44,9 @@ __all__ = [
 ]
 
 
-def kv_targets_around(kv_target_frac: float, step_frac: float = 0.05, low_frac: float = 0.3,
-                      high_frac: float = 0.99) -> np.ndarray:
+def kv_targets_around(
+    kv_target_frac: float, step_frac: float = 0.05, low_frac: float = 0.3, high_frac: float = 0.99
+) -> np.ndarray:
     """KV targets for a slider: ``kv_target_frac`` plus and minus whole steps, within ``[low, high]``.
 
     The chapter's own target is always one of them, so a slider opens exactly on it.
@@ -92,25 +93,35 @@ def ramp_grid(start_replicas: int, targets, n_warmups: int, goal_replicas: int) 
 
 def ramp_chart(grid: pd.DataFrame, goal_replicas: int, initial_target: float) -> alt.LayerChart:
     """Replicas per warmup against the goal, with a slider for the KV target."""
-    target, step = grid_slider("kv_target", grid["target"], initial_target, "KV usage target ",
-                               default_step=0.05)
-    lines = alt.Chart(grid).transform_filter(f"abs(datum.target - kv_target) < {step / 2}").mark_line(
-        interpolate="step-after", point=True
-    ).encode(
-        x=alt.X("warmup:Q", title="Warmups after the overload starts", axis=alt.Axis(tickMinStep=1)),
-        y=alt.Y("replicas:Q", title="Ready replicas"),
-        color=alt.Color("signal:N", legend=LEGEND),
-        tooltip=["signal:N", "warmup:Q", "replicas:Q"],
+    target, step = grid_slider("kv_target", grid["target"], initial_target, "KV usage target ", default_step=0.05)
+    lines = (
+        alt.Chart(grid)
+        .transform_filter(f"abs(datum.target - kv_target) < {step / 2}")
+        .mark_line(interpolate="step-after", point=True)
+        .encode(
+            x=alt.X("warmup:Q", title="Warmups after the overload starts", axis=alt.Axis(tickMinStep=1)),
+            y=alt.Y("replicas:Q", title="Ready replicas"),
+            color=alt.Color("signal:N", legend=LEGEND),
+            tooltip=["signal:N", "warmup:Q", "replicas:Q"],
+        )
     )
-    goal = alt.Chart(pd.DataFrame({"goal": [goal_replicas]})).mark_rule(color="#e45756", strokeDash=[6, 4]).encode(
-        y="goal:Q"
+    goal = (
+        alt.Chart(pd.DataFrame({"goal": [goal_replicas]}))
+        .mark_rule(color="#e45756", strokeDash=[6, 4])
+        .encode(y="goal:Q")
     )
     # The unbounded signal sits on the goal once it gets there, so the rule is named where the lines start.
-    goal_label = alt.Chart(pd.DataFrame({"goal": [goal_replicas], "warmup": [0.05],
-                                         "text": [f"goal: {goal_replicas} replicas"]})).mark_text(
-        align="left", baseline="bottom", dy=-3, color="#e45756").encode(x="warmup:Q", y="goal:Q", text="text:N")
-    return alt.LayerChart(layer=[lines, goal, goal_label]).add_params(target).properties(
-        width=WIDTH_PX, height=260, title="A bounded ratio grows the fleet by at most 1/target per warmup"
+    goal_label = (
+        alt.Chart(
+            pd.DataFrame({"goal": [goal_replicas], "warmup": [0.05], "text": [f"goal: {goal_replicas} replicas"]})
+        )
+        .mark_text(align="left", baseline="bottom", dy=-3, color="#e45756")
+        .encode(x="warmup:Q", y="goal:Q", text="text:N")
+    )
+    return (
+        alt.LayerChart(layer=[lines, goal, goal_label])
+        .add_params(target)
+        .properties(width=WIDTH_PX, height=260, title="A bounded ratio grows the fleet by at most 1/target per warmup")
     )
 
 
@@ -124,17 +135,38 @@ def sum_avg_grid(replica_counts, kv_levels, target: float) -> pd.DataFrame:
         for n in replica_counts:
             n = int(n)
             pods = ready_pods(n)
-            rows.append((float(kv), n, "sum(kv) with AverageValue",
-                         get_external_per_pod_metric_replicas(n, target_milli, [n * kv_milli], tolerances).replica_count))
-            rows.append((float(kv), n, "avg(kv) with Value",
-                         get_external_metric_replicas(n, target_milli, [kv_milli], tolerances, pods).replica_count))
-            rows.append((float(kv), n, "avg(kv) with AverageValue",
-                         get_external_per_pod_metric_replicas(n, target_milli, [kv_milli], tolerances).replica_count))
+            rows.append(
+                (
+                    float(kv),
+                    n,
+                    "sum(kv) with AverageValue",
+                    get_external_per_pod_metric_replicas(n, target_milli, [n * kv_milli], tolerances).replica_count,
+                )
+            )
+            rows.append(
+                (
+                    float(kv),
+                    n,
+                    "avg(kv) with Value",
+                    get_external_metric_replicas(n, target_milli, [kv_milli], tolerances, pods).replica_count,
+                )
+            )
+            rows.append(
+                (
+                    float(kv),
+                    n,
+                    "avg(kv) with AverageValue",
+                    get_external_per_pod_metric_replicas(n, target_milli, [kv_milli], tolerances).replica_count,
+                )
+            )
     return pd.DataFrame(rows, columns=["kv_usage", "replicas", "trigger", "proposal"])
 
 
-SUM_AVG_TRIGGERS = {"avg(kv) with Value": "#f58518", "sum(kv) with AverageValue": "#e45756",
-                    "avg(kv) with AverageValue": "#4c78a8"}
+SUM_AVG_TRIGGERS = {
+    "avg(kv) with Value": "#f58518",
+    "sum(kv) with AverageValue": "#e45756",
+    "avg(kv) with AverageValue": "#4c78a8",
+}
 NO_CHANGE = "no change: proposal = current"
 
 
@@ -146,46 +178,86 @@ def sum_avg_chart(grid: pd.DataFrame, initial_kv: float) -> alt.LayerChart:
     thin line on it; the dashed grey diagonal (in the legend) is where the
     proposal equals the current count.
     """
-    kv, step = grid_slider("kv_usage", grid["kv_usage"], initial_kv, "KV usage on every pod ",
-                           default_step=0.05)
+    kv, step = grid_slider("kv_usage", grid["kv_usage"], initial_kv, "KV usage on every pod ", default_step=0.05)
     colors = {**SUM_AVG_TRIGGERS, NO_CHANGE: "#888888"}
     base = alt.Chart(grid).transform_filter(f"abs(datum.kv_usage - kv_usage) < {step / 2}")
     x = alt.X("replicas:Q", title="Current replicas (all Ready)")
     y = alt.Y("proposal:Q", title="Proposed replicas")
     tooltip = ["trigger:N", "replicas:Q", "proposal:Q"]
-    band, line = coinciding_lines(base, x, y, "trigger", under="avg(kv) with Value",
-                                  over="sum(kv) with AverageValue", colors=colors, tooltip=tooltip)
-    twice = base.transform_filter(alt.datum.trigger == "avg(kv) with AverageValue").mark_line(
-        point=True, strokeDash=[6, 3]).encode(x=x, y=y, color=alt.Color("trigger:N"), tooltip=tooltip)
+    band, line = coinciding_lines(
+        base,
+        x,
+        y,
+        "trigger",
+        under="avg(kv) with Value",
+        over="sum(kv) with AverageValue",
+        colors=colors,
+        tooltip=tooltip,
+    )
+    twice = (
+        base.transform_filter(alt.datum.trigger == "avg(kv) with AverageValue")
+        .mark_line(point=True, strokeDash=[6, 3])
+        .encode(x=x, y=y, color=alt.Color("trigger:N"), tooltip=tooltip)
+    )
     ends = [float(grid["replicas"].min()), float(grid["replicas"].max())]
-    diagonal = alt.Chart(pd.DataFrame({"replicas": ends, "proposal": ends, "trigger": NO_CHANGE})).mark_line(
-        strokeDash=[2, 3]).encode(x="replicas:Q", y="proposal:Q", color=alt.Color("trigger:N"))
-    return alt.LayerChart(layer=[band, line, twice, diagonal]).add_params(kv).properties(
-        width=WIDTH_PX, height=260,
-        title=alt.TitleParams("Three ways to put KV usage in a trigger", limit=WIDTH_PX + 60, subtitle=[
-            "sum with AverageValue = avg with Value: the red line runs inside the orange band;",
-            "avg with AverageValue divides by the pods twice."]),
+    diagonal = (
+        alt.Chart(pd.DataFrame({"replicas": ends, "proposal": ends, "trigger": NO_CHANGE}))
+        .mark_line(strokeDash=[2, 3])
+        .encode(x="replicas:Q", y="proposal:Q", color=alt.Color("trigger:N"))
+    )
+    return (
+        alt.LayerChart(layer=[band, line, twice, diagonal])
+        .add_params(kv)
+        .properties(
+            width=WIDTH_PX,
+            height=260,
+            title=alt.TitleParams(
+                "Three ways to put KV usage in a trigger",
+                limit=WIDTH_PX + 60,
+                subtitle=[
+                    "sum with AverageValue = avg with Value: the red line runs inside the orange band;",
+                    "avg with AverageValue divides by the pods twice.",
+                ],
+            ),
+        )
     )
 
 
-def paired_hpa(kv_target: float, in_flight_target: float | None, max_replicas: int,
-               behavior=None) -> HorizontalPodAutoscalerSpec:
-    """The HPA for a KV trigger (``avg`` with ``Value``), optionally with an in-flight trigger (``sum``, AverageValue)."""
+def paired_hpa(
+    kv_target: float, in_flight_target: float | None, max_replicas: int, behavior=None
+) -> HorizontalPodAutoscalerSpec:
+    """The HPA for a KV trigger (``avg`` with ``Value``), optionally with an in-flight trigger (``sum``, "
+    "AverageValue)."""
     metrics = [MetricSpec("External", "kv-usage", MetricTarget("Value", value_milli=keda_quantity_milli(kv_target)))]
     if in_flight_target is not None:
-        metrics.append(MetricSpec("External", "in-flight", MetricTarget(
-            "AverageValue", average_value_milli=keda_quantity_milli(in_flight_target))))
+        metrics.append(
+            MetricSpec(
+                "External",
+                "in-flight",
+                MetricTarget("AverageValue", average_value_milli=keda_quantity_milli(in_flight_target)),
+            )
+        )
     return HorizontalPodAutoscalerSpec("hpa", max_replicas, tuple(metrics), 1, behavior)
 
 
-def pairing_grid(kv_targets, *, start_replicas: int, in_flight_total: float, kv_capacity_requests: float,
-                 in_flight_target: float, warmup_s: float, duration_s: float, max_replicas: int) -> pd.DataFrame:
+def pairing_grid(
+    kv_targets,
+    *,
+    start_replicas: int,
+    in_flight_total: float,
+    kv_capacity_requests: float,
+    in_flight_target: float,
+    warmup_s: float,
+    duration_s: float,
+    max_replicas: int,
+) -> pd.DataFrame:
     """Ready replicas over time after a load step, KV alone vs KV paired with in-flight requests.
 
     The load after the step is ``in_flight_total`` requests; each Ready pod
     holds an equal share, and its KV usage is that share over
     ``kv_capacity_requests``, capped at 1.
     """
+
     def readings(with_in_flight: bool):
         def readings_for(ready: int, current: int):
             share = in_flight_total / max(ready, 1)
@@ -194,14 +266,16 @@ def pairing_grid(kv_targets, *, start_replicas: int, in_flight_total: float, kv_
             if with_in_flight:
                 values.append(ExternalReading((keda_quantity_milli(in_flight_total),)))
             return values
+
         return readings_for
 
     frames = []
     for kv_target in kv_targets:
         for label, in_flight in (("KV usage alone", None), ("KV usage + in-flight", in_flight_target)):
             controller = HorizontalController(paired_hpa(float(kv_target), in_flight, max_replicas))
-            trace = step_through_warmup(controller, start_replicas, readings(in_flight is not None), warmup_s,
-                                        duration_s)
+            trace = step_through_warmup(
+                controller, start_replicas, readings(in_flight is not None), warmup_s, duration_s
+            )
             trace["kv_target"] = float(kv_target)
             trace["triggers"] = label
             # Only the syncs where something changes (and the last): the chart draws steps between them.
@@ -213,21 +287,29 @@ def pairing_grid(kv_targets, *, start_replicas: int, in_flight_total: float, kv_
 
 def pairing_chart(grid: pd.DataFrame, goal_replicas: int, initial_target: float) -> alt.LayerChart:
     """Ready replicas over time for both trigger sets, with a slider for the KV target."""
-    target, step = grid_slider("pair_kv_target", grid["kv_target"], initial_target, "KV usage target ",
-                               default_step=0.05)
-    lines = alt.Chart(grid).transform_filter(f"abs(datum.kv_target - pair_kv_target) < {step / 2}").mark_line(
-        interpolate="step-after"
-    ).encode(
-        x=alt.X("t_s:Q", title="Time after the load step (s)"),
-        y=alt.Y("ready_replicas:Q", title="Ready replicas"),
-        color=alt.Color("triggers:N", legend=LEGEND),
-        tooltip=["triggers:N", "t_s:Q", "ready_replicas:Q", "desired_replicas:Q"],
+    target, step = grid_slider(
+        "pair_kv_target", grid["kv_target"], initial_target, "KV usage target ", default_step=0.05
     )
-    goal = alt.Chart(pd.DataFrame({"goal": [goal_replicas]})).mark_rule(color="#e45756", strokeDash=[6, 4]).encode(
-        y="goal:Q"
+    lines = (
+        alt.Chart(grid)
+        .transform_filter(f"abs(datum.kv_target - pair_kv_target) < {step / 2}")
+        .mark_line(interpolate="step-after")
+        .encode(
+            x=alt.X("t_s:Q", title="Time after the load step (s)"),
+            y=alt.Y("ready_replicas:Q", title="Ready replicas"),
+            color=alt.Color("triggers:N", legend=LEGEND),
+            tooltip=["triggers:N", "t_s:Q", "ready_replicas:Q", "desired_replicas:Q"],
+        )
     )
-    return alt.LayerChart(layer=[lines, goal]).add_params(target).properties(
-        width=WIDTH_PX, height=260, title="Pairing KV with an unbounded signal: KV becomes a floor"
+    goal = (
+        alt.Chart(pd.DataFrame({"goal": [goal_replicas]}))
+        .mark_rule(color="#e45756", strokeDash=[6, 4])
+        .encode(y="goal:Q")
+    )
+    return (
+        alt.LayerChart(layer=[lines, goal])
+        .add_params(target)
+        .properties(width=WIDTH_PX, height=260, title="Pairing KV with an unbounded signal: KV becomes a floor")
     )
 
 

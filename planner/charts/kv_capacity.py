@@ -42,14 +42,18 @@ REFERENCE_SETUPS: tuple[tuple[str, str, str], ...] = (
     ("Sliding 5:1 (Gemma 3 27B)", "gemma-3-27b-it", "auto"),
 )
 
-_TABLE_COLUMNS = {"setup": "set-up", "bytes_per_token": "bytes/token/GPU",
-                  "kv_tokens": "GPU KV cache size (tokens)",
-                  "tokens_over_length": "tokens ÷ length",
-                  "concurrent_requests": "requests held"}
+_TABLE_COLUMNS = {
+    "setup": "set-up",
+    "bytes_per_token": "bytes/token/GPU",
+    "kv_tokens": "GPU KV cache size (tokens)",
+    "tokens_over_length": "tokens ÷ length",
+    "concurrent_requests": "requests held",
+}
 
 
-def comparison_setups(label: str, model: ModelSpec, serving: ServingSpec,
-                      references: Mapping[str, ModelSpec]) -> dict[str, tuple[ModelSpec, ServingSpec]]:
+def comparison_setups(
+    label: str, model: ModelSpec, serving: ServingSpec, references: Mapping[str, ModelSpec]
+) -> dict[str, tuple[ModelSpec, ServingSpec]]:
     """The page's model (as served, and with an fp8 cache) beside the reference architectures.
 
     Parameters
@@ -70,10 +74,15 @@ def comparison_setups(label: str, model: ModelSpec, serving: ServingSpec,
     if serving.kv_cache_dtype != "fp8":
         setups["This model, fp8 KV"] = (model, replace(serving, kv_cache_dtype="fp8"))
     for name, stem, dtype in REFERENCE_SETUPS:
-        setups[name] = (references[stem], ServingSpec(
-            kv_cache_dtype=dtype, max_model_len=serving.max_model_len or model.max_position_embeddings,
-            max_num_batched_tokens=serving.max_num_batched_tokens,
-            vllm_version=serving.vllm_version))
+        setups[name] = (
+            references[stem],
+            ServingSpec(
+                kv_cache_dtype=dtype,
+                max_model_len=serving.max_model_len or model.max_position_embeddings,
+                max_num_batched_tokens=serving.max_num_batched_tokens,
+                vllm_version=serving.vllm_version,
+            ),
+        )
     return setups
 
 
@@ -88,8 +97,13 @@ def comparison_table(grid: pd.DataFrame, memory_gib: float):
     """
     rows = rows_at_memory(grid, memory_gib)[list(_TABLE_COLUMNS)].rename(columns=_TABLE_COLUMNS)
     return rows.style.hide(axis="index").format(
-        {"bytes/token/GPU": "{:,}", "GPU KV cache size (tokens)": "{:,}",
-         "tokens ÷ length": "{:,.1f}", "requests held": "{:,.1f}"})
+        {
+            "bytes/token/GPU": "{:,}",
+            "GPU KV cache size (tokens)": "{:,}",
+            "tokens ÷ length": "{:,.1f}",
+            "requests held": "{:,.1f}",
+        }
+    )
 
 
 def rows_at_memory(grid: pd.DataFrame, memory_gib: float) -> pd.DataFrame:
@@ -112,8 +126,9 @@ def geometry_text(model: ModelSpec) -> str:
     return text
 
 
-def architecture_grid(setups: Mapping[str, tuple[ModelSpec, ServingSpec]], memories_gib,
-                      tokens_per_request: float) -> pd.DataFrame:
+def architecture_grid(
+    setups: Mapping[str, tuple[ModelSpec, ServingSpec]], memories_gib, tokens_per_request: float
+) -> pd.DataFrame:
     """KV capacity of several model set-ups at each amount of available KV memory.
 
     Parameters
@@ -138,48 +153,53 @@ def architecture_grid(setups: Mapping[str, tuple[ModelSpec, ServingSpec]], memor
         per_token = kv_bytes_per_token(model, serving)
         for memory_gib in np.asarray(memories_gib, dtype=float):
             capacity = kv_capacity(model, serving, memory_gib * GIB_BYTES)
-            rows.append({
-                "setup": label,
-                "memory_gib": float(memory_gib),
-                "bytes_per_token": per_token,
-                "kv_tokens": capacity.kv_tokens,
-                "max_concurrency": capacity.max_concurrency,
-                "tokens_over_length": capacity.kv_tokens / tokens_per_request,
-                "concurrent_requests": concurrent_requests(
-                    model, serving, memory_gib * GIB_BYTES, tokens_per_request),
-            })
+            rows.append(
+                {
+                    "setup": label,
+                    "memory_gib": float(memory_gib),
+                    "bytes_per_token": per_token,
+                    "kv_tokens": capacity.kv_tokens,
+                    "max_concurrency": capacity.max_concurrency,
+                    "tokens_over_length": capacity.kv_tokens / tokens_per_request,
+                    "concurrent_requests": concurrent_requests(
+                        model, serving, memory_gib * GIB_BYTES, tokens_per_request
+                    ),
+                }
+            )
     return pd.DataFrame(rows)
 
 
-def architecture_chart(grid: pd.DataFrame, initial_memory_gib: float,
-                       tokens_per_request: float) -> alt.Chart:
+def architecture_chart(grid: pd.DataFrame, initial_memory_gib: float, tokens_per_request: float) -> alt.Chart:
     """Requests of a mean length each set-up holds, at a memory chosen with a slider.
 
     The slider only selects rows of ``grid``, which the planner computed.
     """
-    memory, _ = grid_slider("memory", grid["memory_gib"], initial_memory_gib,
-                            "Available KV memory per GPU (GiB) ")
-    return alt.Chart(grid).transform_filter(alt.datum.memory_gib == memory).mark_bar().encode(
-        x=alt.X("concurrent_requests:Q",
-                title=f"Requests of {tokens_per_request:,.0f} tokens held at once"),
-        y=alt.Y("setup:N", title=None, sort="-x", axis=alt.Axis(labelLimit=220)),
-        color=alt.Color("setup:N", legend=None),
-        tooltip=[
-            alt.Tooltip("setup:N", title="set-up"),
-            alt.Tooltip("bytes_per_token:Q", title="bytes/token/GPU", format=","),
-            alt.Tooltip("kv_tokens:Q", title="GPU KV cache size (tokens)", format=","),
-            alt.Tooltip("max_concurrency:Q", title="max concurrency (vLLM)", format=".2f"),
-            alt.Tooltip("concurrent_requests:Q", title="requests", format=",.0f"),
-        ],
-    ).add_params(memory).properties(
-        width=380, height=240, title="Same memory, different architectures")
+    memory, _ = grid_slider("memory", grid["memory_gib"], initial_memory_gib, "Available KV memory per GPU (GiB) ")
+    return (
+        alt.Chart(grid)
+        .transform_filter(alt.datum.memory_gib == memory)
+        .mark_bar()
+        .encode(
+            x=alt.X("concurrent_requests:Q", title=f"Requests of {tokens_per_request:,.0f} tokens held at once"),
+            y=alt.Y("setup:N", title=None, sort="-x", axis=alt.Axis(labelLimit=220)),
+            color=alt.Color("setup:N", legend=None),
+            tooltip=[
+                alt.Tooltip("setup:N", title="set-up"),
+                alt.Tooltip("bytes_per_token:Q", title="bytes/token/GPU", format=","),
+                alt.Tooltip("kv_tokens:Q", title="GPU KV cache size (tokens)", format=","),
+                alt.Tooltip("max_concurrency:Q", title="max concurrency (vLLM)", format=".2f"),
+                alt.Tooltip("concurrent_requests:Q", title="requests", format=",.0f"),
+            ],
+        )
+        .add_params(memory)
+        .properties(width=380, height=240, title="Same memory, different architectures")
+    )
 
 
 PREFIX_CASES = ("hits on prefixes held by requests in flight", "hits on prefixes of finished requests")
 
 
-def prefix_sharing_grid(kv_tokens: float, tokens_per_request: float, prompt_tokens: float,
-                        hit_fracs) -> pd.DataFrame:
+def prefix_sharing_grid(kv_tokens: float, tokens_per_request: float, prompt_tokens: float, hit_fracs) -> pd.DataFrame:
     """Requests held at once against the prefix-cache hit fraction, at both ends of what hits can mean.
 
     Parameters
@@ -204,33 +224,56 @@ def prefix_sharing_grid(kv_tokens: float, tokens_per_request: float, prompt_toke
     rows = []
     for hit_frac in np.asarray(hit_fracs, dtype=float):
         sharing = kv_with_shared_prefix(
-            kv_tokens, tokens_per_request,
-            shared_prefix_tokens(prompt_tokens, prefix_cache_hit_frac=hit_frac))
-        rows.append({"hit_frac": float(hit_frac), "case": PREFIX_CASES[0],
-                     "requests": sharing.requests_shared,
-                     "kv_tokens_per_request": sharing.kv_tokens_per_request})
-        rows.append({"hit_frac": float(hit_frac), "case": PREFIX_CASES[1],
-                     "requests": sharing.requests_unshared,
-                     "kv_tokens_per_request": sharing.tokens_per_request})
+            kv_tokens, tokens_per_request, shared_prefix_tokens(prompt_tokens, prefix_cache_hit_frac=hit_frac)
+        )
+        rows.append(
+            {
+                "hit_frac": float(hit_frac),
+                "case": PREFIX_CASES[0],
+                "requests": sharing.requests_shared,
+                "kv_tokens_per_request": sharing.kv_tokens_per_request,
+            }
+        )
+        rows.append(
+            {
+                "hit_frac": float(hit_frac),
+                "case": PREFIX_CASES[1],
+                "requests": sharing.requests_unshared,
+                "kv_tokens_per_request": sharing.tokens_per_request,
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def prefix_sharing_chart(grid: pd.DataFrame, prefix_cache_hit_frac: float) -> alt.LayerChart:
     """Requests held at once against the hit fraction, the two readings of a hit, and the page's hit fraction."""
-    color = alt.Color("case:N", title=None, sort=list(PREFIX_CASES),
-                      legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=320))
-    lines = alt.Chart(grid).mark_line().encode(
-        x=alt.X("hit_frac:Q", title="Prefix-cache hit fraction (hits / queries)",
-                axis=alt.Axis(format="%")),
-        y=alt.Y("requests:Q", title="Requests held at once"),
-        color=color, strokeDash=alt.StrokeDash("case:N", sort=list(PREFIX_CASES), legend=None),
-        tooltip=[alt.Tooltip("hit_frac:Q", title="hit fraction", format=".0%"),
-                 alt.Tooltip("case:N", title="case"),
-                 alt.Tooltip("requests:Q", title="requests", format=",.0f"),
-                 alt.Tooltip("kv_tokens_per_request:Q", title="KV tokens per request",
-                             format=",.0f")])
-    marker = alt.Chart(pd.DataFrame({"hit_frac": [prefix_cache_hit_frac]})).mark_rule(color="gray").encode(
-        x="hit_frac:Q", tooltip=[alt.Tooltip("hit_frac:Q", title="this page's hit fraction",
-                                             format=".1%")])
+    color = alt.Color(
+        "case:N",
+        title=None,
+        sort=list(PREFIX_CASES),
+        legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=320),
+    )
+    lines = (
+        alt.Chart(grid)
+        .mark_line()
+        .encode(
+            x=alt.X("hit_frac:Q", title="Prefix-cache hit fraction (hits / queries)", axis=alt.Axis(format="%")),
+            y=alt.Y("requests:Q", title="Requests held at once"),
+            color=color,
+            strokeDash=alt.StrokeDash("case:N", sort=list(PREFIX_CASES), legend=None),
+            tooltip=[
+                alt.Tooltip("hit_frac:Q", title="hit fraction", format=".0%"),
+                alt.Tooltip("case:N", title="case"),
+                alt.Tooltip("requests:Q", title="requests", format=",.0f"),
+                alt.Tooltip("kv_tokens_per_request:Q", title="KV tokens per request", format=",.0f"),
+            ],
+        )
+    )
+    marker = (
+        alt.Chart(pd.DataFrame({"hit_frac": [prefix_cache_hit_frac]}))
+        .mark_rule(color="gray")
+        .encode(x="hit_frac:Q", tooltip=[alt.Tooltip("hit_frac:Q", title="this page's hit fraction", format=".1%")])
+    )
     return alt.LayerChart(layer=[lines, marker]).properties(
-        width=380, height=240, title="Requests held as prompts share more of their prefix")
+        width=380, height=240, title="Requests held as prompts share more of their prefix"
+    )

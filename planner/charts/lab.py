@@ -53,9 +53,14 @@ def configurations_long(runs: Mapping[str, Outcome], every_s: float = 5.0) -> pd
     return pd.concat(frames, ignore_index=True)
 
 
-def configuration_timeline_chart(long: pd.DataFrame, initial: str | None = None, *, title: str = "",
-                                 panels: Sequence[str] = ("throughput", "waiting", "replicas"),
-                                 selector: str = "configuration") -> alt.VConcatChart:
+def configuration_timeline_chart(
+    long: pd.DataFrame,
+    initial: str | None = None,
+    *,
+    title: str = "",
+    panels: Sequence[str] = ("throughput", "waiting", "replicas"),
+    selector: str = "configuration",
+) -> alt.VConcatChart:
     """Demand against Ready capacity, the queue, and replicas, for the configuration a selector picks.
 
     Parameters
@@ -78,30 +83,51 @@ def configuration_timeline_chart(long: pd.DataFrame, initial: str | None = None,
     labels = list(dict.fromkeys(long["configuration"]))
     if not labels:
         raise ValueError("no runs to chart")
-    chosen = alt.param(name="chosen", value=initial if initial is not None else labels[0],
-                       bind=alt.binding_select(options=labels, name=f"{selector} "))
+    chosen = alt.param(
+        name="chosen",
+        value=initial if initial is not None else labels[0],
+        bind=alt.binding_select(options=labels, name=f"{selector} "),
+    )
     x = alt.X("t_s:Q", title="Time (s)")
     base = alt.Chart(long).transform_filter(alt.datum.configuration == chosen)
     built = {
-        "throughput": base.transform_filter(alt.FieldOneOfPredicate("series", list(_THROUGHPUT))).mark_line(
-            interpolate="step-after").encode(
-            x=x, y=alt.Y("value:Q", title="Output tokens/s"),
-            color=alt.Color("series:N", title=None, scale=alt.Scale(domain=list(_THROUGHPUT),
-                                                                    range=["#4c78a8", "#54a24b"]),
-                            legend=alt.Legend(orient="top", labelLimit=0)),
-        ).properties(width=_WIDTH, height=150),
-        "waiting": base.transform_filter(alt.datum.series == "waiting requests").mark_area(
-            color="#e377c2", opacity=0.6, interpolate="step-after",
-        ).encode(x=x, y=count_axis_y("Waiting requests")).properties(width=_WIDTH, height=90),
-        "replicas": base.transform_filter(alt.FieldOneOfPredicate("series", list(_REPLICAS))).mark_line(
-            interpolate="step-after").encode(
-            x=x, y=count_axis_y("Replicas"),
-            color=alt.Color("series:N", title=None, scale=alt.Scale(domain=list(_REPLICAS),
-                                                                    range=["#f58518", "#54a24b"]),
-                            legend=alt.Legend(orient="bottom")),
-            strokeDash=alt.StrokeDash("series:N", legend=None, scale=alt.Scale(domain=list(_REPLICAS),
-                                                                                range=[[4, 2], [1, 0]])),
-        ).properties(width=_WIDTH, height=110),
+        "throughput": base.transform_filter(alt.FieldOneOfPredicate("series", list(_THROUGHPUT)))
+        .mark_line(interpolate="step-after")
+        .encode(
+            x=x,
+            y=alt.Y("value:Q", title="Output tokens/s"),
+            color=alt.Color(
+                "series:N",
+                title=None,
+                scale=alt.Scale(domain=list(_THROUGHPUT), range=["#4c78a8", "#54a24b"]),
+                legend=alt.Legend(orient="top", labelLimit=0),
+            ),
+        )
+        .properties(width=_WIDTH, height=150),
+        "waiting": base.transform_filter(alt.datum.series == "waiting requests")
+        .mark_area(
+            color="#e377c2",
+            opacity=0.6,
+            interpolate="step-after",
+        )
+        .encode(x=x, y=count_axis_y("Waiting requests"))
+        .properties(width=_WIDTH, height=90),
+        "replicas": base.transform_filter(alt.FieldOneOfPredicate("series", list(_REPLICAS)))
+        .mark_line(interpolate="step-after")
+        .encode(
+            x=x,
+            y=count_axis_y("Replicas"),
+            color=alt.Color(
+                "series:N",
+                title=None,
+                scale=alt.Scale(domain=list(_REPLICAS), range=["#f58518", "#54a24b"]),
+                legend=alt.Legend(orient="bottom"),
+            ),
+            strokeDash=alt.StrokeDash(
+                "series:N", legend=None, scale=alt.Scale(domain=list(_REPLICAS), range=[[4, 2], [1, 0]])
+            ),
+        )
+        .properties(width=_WIDTH, height=110),
     }
     unknown = [p for p in panels if p not in built]
     if unknown:
@@ -111,7 +137,7 @@ def configuration_timeline_chart(long: pd.DataFrame, initial: str | None = None,
 
 
 def configuration_table_view(table: pd.DataFrame):
-    """:func:`planner.workflows.lab.configuration_table` as the page shows it: human headers, units, and a width that fits.
+    """:func:`planner.workflows.lab.configuration_table` as the page shows it: headers, units, a width that fits.
 
     Percentages print without their sign (the header carries it); headers wrap
     and the cells are compact, so ten columns fit the book's text column at
@@ -133,10 +159,19 @@ def configuration_table_view(table: pd.DataFrame):
             spec = spec.replace("%}", "f}")
         formats[header] = spec
     shown = shown.rename(columns={c: TABLE_COLUMNS[c][0] for c in shown.columns})
-    return shown.style.format(formats).hide(axis="index").set_table_styles([
-        {"selector": "", "props": "font-size: 0.8em; border-collapse: collapse;"},
-        {"selector": "th", "props": "white-space: normal; vertical-align: bottom; text-align: right; "
-                                    "padding: 2px 3px; line-height: 1.2;"},
-        {"selector": "td", "props": "text-align: right; padding: 2px 3px;"},
-        {"selector": "th.col0, td.col0", "props": "text-align: left; max-width: 8em;"},
-    ])
+    return (
+        shown.style.format(formats)
+        .hide(axis="index")
+        .set_table_styles(
+            [
+                {"selector": "", "props": "font-size: 0.8em; border-collapse: collapse;"},
+                {
+                    "selector": "th",
+                    "props": "white-space: normal; vertical-align: bottom; text-align: right; "
+                    "padding: 2px 3px; line-height: 1.2;",
+                },
+                {"selector": "td", "props": "text-align: right; padding: 2px 3px;"},
+                {"selector": "th.col0, td.col0", "props": "text-align: left; max-width: 8em;"},
+            ]
+        )
+    )

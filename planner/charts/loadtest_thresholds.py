@@ -39,18 +39,23 @@ def latency_long(steps: pd.DataFrame, step_variable: str, itl_column_prefix: str
     for metric, prefix in (("TTFT", "ttft"), ("ITL" if itl_column_prefix == "itl" else "TPOT", itl_column_prefix)):
         for stat in ("p50", "p90", "p99"):
             values = steps[f"{prefix}_{stat}_ms"]
-            rows.append(pd.DataFrame({
-                "step": steps[step_variable].to_numpy(dtype=float),
-                "metric": metric,
-                "percentile": stat,
-                "latency_ms": values.to_numpy(dtype=float),
-            }))
+            rows.append(
+                pd.DataFrame(
+                    {
+                        "step": steps[step_variable].to_numpy(dtype=float),
+                        "metric": metric,
+                        "percentile": stat,
+                        "latency_ms": values.to_numpy(dtype=float),
+                    }
+                )
+            )
     long = pd.concat(rows, ignore_index=True)
     return long[np.isfinite(long["step"]) & np.isfinite(long["latency_ms"])].reset_index(drop=True)
 
 
-def latency_chart(long: pd.DataFrame, step_variable: str, knee_step: float, ttft_p99_slo_ms: float,
-                  itl_p99_slo_ms: float) -> alt.VConcatChart:
+def latency_chart(
+    long: pd.DataFrame, step_variable: str, knee_step: float, ttft_p99_slo_ms: float, itl_p99_slo_ms: float
+) -> alt.VConcatChart:
     """TTFT and inter-token percentiles against load, with the objectives and the knee marked.
 
     The two panels are stacked and the legend sits on top, so the chart
@@ -64,17 +69,27 @@ def latency_chart(long: pd.DataFrame, step_variable: str, knee_step: float, ttft
         lines = base.mark_line(point=True).encode(
             x=alt.X("step:Q", title=_STEP_TITLES.get(step_variable, step_variable)),
             y=alt.Y("latency_ms:Q", title=f"{metric} (ms)", scale=alt.Scale(type="log")),
-            color=alt.Color("percentile:N", title="Percentile", sort=["p50", "p90", "p99"],
-                            legend=alt.Legend(orient="top")),
-            tooltip=[alt.Tooltip("step:Q", title="step"), "percentile:N",
-                     alt.Tooltip("latency_ms:Q", title="latency (ms)", format=",.1f")],
+            color=alt.Color(
+                "percentile:N", title="Percentile", sort=["p50", "p90", "p99"], legend=alt.Legend(orient="top")
+            ),
+            tooltip=[
+                alt.Tooltip("step:Q", title="step"),
+                "percentile:N",
+                alt.Tooltip("latency_ms:Q", title="latency (ms)", format=",.1f"),
+            ],
         )
-        slo_rule = alt.Chart(pd.DataFrame({"latency_ms": [slo], "label": [f"p99 objective {slo:g} ms"]})).mark_rule(
-            color="firebrick", strokeDash=[6, 3]).encode(y="latency_ms:Q", tooltip=["label:N"])
+        slo_rule = (
+            alt.Chart(pd.DataFrame({"latency_ms": [slo], "label": [f"p99 objective {slo:g} ms"]}))
+            .mark_rule(color="firebrick", strokeDash=[6, 3])
+            .encode(y="latency_ms:Q", tooltip=["label:N"])
+        )
         layers = [lines, slo_rule]
         if np.isfinite(knee_step):
-            layers.append(alt.Chart(pd.DataFrame({"step": [knee_step], "label": [f"knee {knee_step:g}"]})).mark_rule(
-                color="black").encode(x="step:Q", tooltip=["label:N"]))
+            layers.append(
+                alt.Chart(pd.DataFrame({"step": [knee_step], "label": [f"knee {knee_step:g}"]}))
+                .mark_rule(color="black")
+                .encode(x="step:Q", tooltip=["label:N"])
+            )
         panels.append(alt.layer(*layers).properties(width=PANEL_WIDTH_PX, height=200, title=metric))
     return alt.vconcat(*panels).properties(title="Latency percentiles against load")
 
@@ -84,10 +99,15 @@ def step_time_points(batch, measured_ms, fit: StepTimeFit) -> pd.DataFrame:
     batch = np.asarray(batch, dtype=float)
     measured = np.asarray(measured_ms, dtype=float)
     keep = np.isfinite(batch) & np.isfinite(measured)
-    return pd.concat([
-        pd.DataFrame({"batch": batch[keep], "source": "measured", "step_ms": measured[keep]}),
-        pd.DataFrame({"batch": batch[keep], "source": "fitted a + b x batch", "step_ms": fit.predict_ms(batch[keep])}),
-    ], ignore_index=True)
+    return pd.concat(
+        [
+            pd.DataFrame({"batch": batch[keep], "source": "measured", "step_ms": measured[keep]}),
+            pd.DataFrame(
+                {"batch": batch[keep], "source": "fitted a + b x batch", "step_ms": fit.predict_ms(batch[keep])}
+            ),
+        ],
+        ignore_index=True,
+    )
 
 
 def step_time_chart(points: pd.DataFrame, title: str) -> alt.LayerChart:
@@ -145,8 +165,11 @@ def select_objectives_ms(measured_p99_ms, objective_ms: float) -> np.ndarray:
 def _knee_label(row) -> str:
     # Two short lines (split at the newline), so the caption stays inside its panel.
     limited = str(row.limited_by).replace("ttft_p99", "TTFT p99").replace("itl_p99", "ITL p99").replace("+", " and ")
-    target = ("no target (under 3 steps)" if not np.isfinite(row.concurrency_target)
-              else f"target {row.concurrency_target:,.1f}")
+    target = (
+        "no target (under 3 steps)"
+        if not np.isfinite(row.concurrency_target)
+        else f"target {row.concurrency_target:,.1f}"
+    )
     if row.status == "no passing step":
         return f"No step meets these objectives:\nthe lightest misses {limited}."
     if row.status == "lower bound":
@@ -154,8 +177,14 @@ def _knee_label(row) -> str:
     return f"Knee {row.knee_concurrency:,.1f} requests, {target};\nthe next step misses {limited}."
 
 
-def knee_slider_chart(latency: pd.DataFrame, grid: pd.DataFrame, step_variable: str,
-                      ttft_p99_slo_ms: float, itl_p99_slo_ms: float, itl_metric: str = "ITL") -> alt.VConcatChart:
+def knee_slider_chart(
+    latency: pd.DataFrame,
+    grid: pd.DataFrame,
+    step_variable: str,
+    ttft_p99_slo_ms: float,
+    itl_p99_slo_ms: float,
+    itl_metric: str = "ITL",
+) -> alt.VConcatChart:
     """Measured p99s with the knee moving as the reader changes the objectives.
 
     A range slider picks the ITL p99 objective and a drop-down the TTFT p99
@@ -185,11 +214,21 @@ def knee_slider_chart(latency: pd.DataFrame, grid: pd.DataFrame, step_variable: 
     slider_step = float(spacing.min()) if spacing.size else 1.0
     if spacing.size and not np.allclose(spacing, slider_step):
         raise ValueError("the ITL objectives in the grid must be evenly spaced for a slider")
-    itl = alt.param(name="itl_slo", value=float(itl_p99_slo_ms), bind=alt.binding_range(
-        min=float(itl_values[0]), max=float(itl_values[-1]), step=slider_step,
-        name=f"{itl_metric} p99 objective (ms) "))
-    ttft = alt.param(name="ttft_slo", value=float(ttft_p99_slo_ms), bind=alt.binding_select(
-        options=[float(v) for v in ttft_values], name="TTFT p99 objective (ms) "))
+    itl = alt.param(
+        name="itl_slo",
+        value=float(itl_p99_slo_ms),
+        bind=alt.binding_range(
+            min=float(itl_values[0]),
+            max=float(itl_values[-1]),
+            step=slider_step,
+            name=f"{itl_metric} p99 objective (ms) ",
+        ),
+    )
+    ttft = alt.param(
+        name="ttft_slo",
+        value=float(ttft_p99_slo_ms),
+        bind=alt.binding_select(options=[float(v) for v in ttft_values], name="TTFT p99 objective (ms) "),
+    )
 
     rows = grid.copy()
     rows["knee_step"] = rows["knee_step"].where(np.isfinite(rows["knee_step"]))  # inf has no place on an axis
@@ -203,18 +242,25 @@ def knee_slider_chart(latency: pd.DataFrame, grid: pd.DataFrame, step_variable: 
 
     panels = []
     for metric, slo_field in (("TTFT", "ttft_p99_slo_ms"), (itl_metric, "itl_p99_slo_ms")):
-        points = alt.Chart(latency[(latency["metric"] == metric) & (latency["percentile"] == "p99")]).mark_line(
-            point=True, color="#4c78a8").encode(
-            x=alt.X("step:Q", title=step_title, scale=x_domain),
-            y=alt.Y("latency_ms:Q", title=f"{metric} p99 (ms)", scale=alt.Scale(type="log")),
-            tooltip=[alt.Tooltip("step:Q", title="step"), alt.Tooltip("latency_ms:Q", title="p99 (ms)", format=",.1f")],
+        points = (
+            alt.Chart(latency[(latency["metric"] == metric) & (latency["percentile"] == "p99")])
+            .mark_line(point=True, color="#4c78a8")
+            .encode(
+                x=alt.X("step:Q", title=step_title, scale=x_domain),
+                y=alt.Y("latency_ms:Q", title=f"{metric} p99 (ms)", scale=alt.Scale(type="log")),
+                tooltip=[
+                    alt.Tooltip("step:Q", title="step"),
+                    alt.Tooltip("latency_ms:Q", title="p99 (ms)", format=",.1f"),
+                ],
+            )
         )
         slo_rule = selected.mark_rule(color="firebrick", strokeDash=[6, 3]).encode(
-            y=alt.Y(f"{slo_field}:Q"), tooltip=[alt.Tooltip(f"{slo_field}:Q", title="objective (ms)")])
-        knee_rule = selected.mark_rule(color="black", strokeWidth=2).encode(
-            x=alt.X("knee_step:Q"), tooltip=["label:N"])
-        panels.append(alt.layer(points, slo_rule, knee_rule).properties(width=220, height=200,
-                                                                       title=f"{metric} p99 against load"))
+            y=alt.Y(f"{slo_field}:Q"), tooltip=[alt.Tooltip(f"{slo_field}:Q", title="objective (ms)")]
+        )
+        knee_rule = selected.mark_rule(color="black", strokeWidth=2).encode(x=alt.X("knee_step:Q"), tooltip=["label:N"])
+        panels.append(
+            alt.layer(points, slo_rule, knee_rule).properties(width=220, height=200, title=f"{metric} p99 against load")
+        )
 
     # Fixed axes, so they stay put while the reader moves the objectives.
     knees = rows["knee_concurrency"].to_numpy(dtype=float)
@@ -222,23 +268,45 @@ def knee_slider_chart(latency: pd.DataFrame, grid: pd.DataFrame, step_variable: 
     y_scale = alt.Scale(domain=[0, max(highest, 1.0) * 1.1])
     x_scale = alt.Scale(domain=[0, float(itl_values[-1])])
     colors = alt.Scale(domain=["knee K", "target T"], range=["black", "#54a24b"])
-    this_ttft = alt.Chart(rows).transform_filter(alt.datum.ttft_p99_slo_ms == ttft).transform_fold(
-        ["knee K", "target T"], as_=["quantity", "requests"])
+    this_ttft = (
+        alt.Chart(rows)
+        .transform_filter(alt.datum.ttft_p99_slo_ms == ttft)
+        .transform_fold(["knee K", "target T"], as_=["quantity", "requests"])
+    )
     by_itl = this_ttft.mark_line(interpolate="step-after").encode(
         x=alt.X("itl_p99_slo_ms:Q", title=f"{itl_metric} p99 objective (ms)", scale=x_scale),
         y=alt.Y("requests:Q", title="Requests in flight per replica", scale=y_scale),
         color=alt.Color("quantity:N", scale=colors, legend=None),
     )
-    here = this_ttft.transform_filter(itl_matches).mark_point(filled=True, size=120).encode(
-        x="itl_p99_slo_ms:Q", y="requests:Q", color=alt.Color("quantity:N", scale=colors, legend=None),
-        tooltip=["label:N"])
+    here = (
+        this_ttft.transform_filter(itl_matches)
+        .mark_point(filled=True, size=120)
+        .encode(
+            x="itl_p99_slo_ms:Q",
+            y="requests:Q",
+            color=alt.Color("quantity:N", scale=colors, legend=None),
+            tooltip=["label:N"],
+        )
+    )
     # Name each line at its right end instead of a legend.
-    names = this_ttft.transform_filter(alt.datum.itl_p99_slo_ms == float(itl_values[-1])).mark_text(
-        align="left", dx=6).encode(x="itl_p99_slo_ms:Q", y="requests:Q", text="quantity:N",
-                                   color=alt.Color("quantity:N", scale=colors, legend=None))
+    names = (
+        this_ttft.transform_filter(alt.datum.itl_p99_slo_ms == float(itl_values[-1]))
+        .mark_text(align="left", dx=6)
+        .encode(
+            x="itl_p99_slo_ms:Q",
+            y="requests:Q",
+            text="quantity:N",
+            color=alt.Color("quantity:N", scale=colors, legend=None),
+        )
+    )
     caption = selected.mark_text(align="left", fontSize=12, dy=-18, lineBreak="\n").encode(
-        x=alt.value(0), y=alt.value(0), text="label:N")
+        x=alt.value(0), y=alt.value(0), text="label:N"
+    )
     summary = alt.layer(by_itl, here, names, caption).properties(
-        width=460, height=180, title=alt.TitleParams("Knee and target against the objective", dy=-30))
-    return alt.vconcat(alt.hconcat(*panels), summary).add_params(itl, ttft).properties(
-        title="Move the objectives: the knee follows")
+        width=460, height=180, title=alt.TitleParams("Knee and target against the objective", dy=-30)
+    )
+    return (
+        alt.vconcat(alt.hconcat(*panels), summary)
+        .add_params(itl, ttft)
+        .properties(title="Move the objectives: the knee follows")
+    )

@@ -16,8 +16,12 @@ def count_axis_y(title: str, field: str = "value") -> alt.Y:
     A queue that stays empty would otherwise get a zero-height domain and a
     single tick printed as "0.000000", with no baseline.
     """
-    return alt.Y(f"{field}:Q", title=title, scale=alt.Scale(domain=alt.DomainUnionWith(unionWith=[0, 1])),
-                 axis=alt.Axis(format="d", tickMinStep=1))
+    return alt.Y(
+        f"{field}:Q",
+        title=title,
+        scale=alt.Scale(domain=alt.DomainUnionWith(unionWith=[0, 1])),
+        axis=alt.Axis(format="d", tickMinStep=1),
+    )
 
 
 def timeline_long(timeseries: pd.DataFrame, every_s: float = 5.0) -> pd.DataFrame:
@@ -49,8 +53,9 @@ def timeline_long(timeseries: pd.DataFrame, every_s: float = 5.0) -> pd.DataFram
     return long
 
 
-def fleet_timeline_chart(timeseries: pd.DataFrame, title: str = "Simulated fleet",
-                         every_s: float = 5.0) -> alt.VConcatChart:
+def fleet_timeline_chart(
+    timeseries: pd.DataFrame, title: str = "Simulated fleet", every_s: float = 5.0
+) -> alt.VConcatChart:
     """Demand against Ready capacity, the waiting queue, and replicas requested against Ready.
 
     The gap between the two replica lines is the cold start; queue growth
@@ -59,20 +64,37 @@ def fleet_timeline_chart(timeseries: pd.DataFrame, title: str = "Simulated fleet
     long = timeline_long(timeseries, every_s)
     x = alt.X("t_s:Q", title="Time (s)")
     base = alt.Chart(long)
-    throughput = base.transform_filter(
-        alt.FieldOneOfPredicate("series", ["demand (output tokens/s)", "Ready capacity (output tokens/s)"])
-    ).mark_line(interpolate="step-after").encode(
-        x=x, y=alt.Y("value:Q", title="Output tokens/s"),
-        color=alt.Color("series:N", title=None, legend=alt.Legend(orient="top")),
-    ).properties(width=_WIDTH, height=160, title=title)
-    waiting = base.transform_filter(alt.datum.series == "waiting requests").mark_area(
-        color="#e377c2", opacity=0.6, interpolate="step-after"
-    ).encode(x=x, y=count_axis_y("Waiting requests")).properties(width=_WIDTH, height=90)
-    replicas = base.transform_filter(
-        alt.FieldOneOfPredicate("series", ["replicas requested", "replicas Ready"])
-    ).mark_line(interpolate="step-after").encode(
-        x=x, y=count_axis_y("Replicas"),
-        color=alt.Color("series:N", title=None, scale=alt.Scale(range=["#f58518", "#54a24b"]),
-                        legend=alt.Legend(orient="bottom")),
-    ).properties(width=_WIDTH, height=110)
+    throughput = (
+        base.transform_filter(
+            alt.FieldOneOfPredicate("series", ["demand (output tokens/s)", "Ready capacity (output tokens/s)"])
+        )
+        .mark_line(interpolate="step-after")
+        .encode(
+            x=x,
+            y=alt.Y("value:Q", title="Output tokens/s"),
+            color=alt.Color("series:N", title=None, legend=alt.Legend(orient="top")),
+        )
+        .properties(width=_WIDTH, height=160, title=title)
+    )
+    waiting = (
+        base.transform_filter(alt.datum.series == "waiting requests")
+        .mark_area(color="#e377c2", opacity=0.6, interpolate="step-after")
+        .encode(x=x, y=count_axis_y("Waiting requests"))
+        .properties(width=_WIDTH, height=90)
+    )
+    replicas = (
+        base.transform_filter(alt.FieldOneOfPredicate("series", ["replicas requested", "replicas Ready"]))
+        .mark_line(interpolate="step-after")
+        .encode(
+            x=x,
+            y=count_axis_y("Replicas"),
+            color=alt.Color(
+                "series:N",
+                title=None,
+                scale=alt.Scale(range=["#f58518", "#54a24b"]),
+                legend=alt.Legend(orient="bottom"),
+            ),
+        )
+        .properties(width=_WIDTH, height=110)
+    )
     return alt.vconcat(throughput, waiting, replicas).resolve_scale(color="independent")

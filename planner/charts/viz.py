@@ -5,8 +5,8 @@ under papermill and nbval, which run kernels without a JupyterLab server) it
 selects the ``planner`` renderer: a deterministic ``text/html`` snippet that
 draws with the page-global ``vegaEmbed`` the book loads from its own vendored
 copy of vega, through the book's ``charts.js`` (book/_js), which scales the
-chart's panels down to the width of its column on narrow screens. Inside JupyterLab, with the ``lab`` extra installed, it selects
-altair's ``jupyter`` renderer in offline mode.
+chart's panels down to the width of its column on narrow screens. Inside JupyterLab, with the
+``lab`` extra installed, it selects altair's ``jupyter`` renderer in offline mode.
 """
 
 from __future__ import annotations

@@ -18,7 +18,17 @@ from planner.errors import PlannerInputError
 
 # Subcommand modules, in the order `planner --help` lists them.
 _COMMANDS: tuple[str, ...] = (
-    "replicas", "grace", "kv", "knee", "metrics", "hpa", "simulate", "sweep", "plan", "lint", "manifests",
+    "replicas",
+    "grace",
+    "kv",
+    "knee",
+    "metrics",
+    "hpa",
+    "simulate",
+    "sweep",
+    "plan",
+    "lint",
+    "manifests",
     "report",
 )
 
@@ -61,8 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"planner {args.command}: error: no such file: {error.filename}", file=sys.stderr)
         return 2
     except IsADirectoryError as error:
-        print(f"planner {args.command}: error: expected a file, got a directory: {error.filename}",
-              file=sys.stderr)
+        print(f"planner {args.command}: error: expected a file, got a directory: {error.filename}", file=sys.stderr)
         return 2
 
 
@@ -81,8 +90,14 @@ def _in_flags(error: PlannerInputError, parser: argparse.ArgumentParser, command
     flag = getattr(module, "PARAMETER_FLAGS", {}).get(error.parameter)
     if flag is None:
         subparser = _subparser(parser, command)
-        flag = next((action.option_strings[-1] for action in subparser._actions
-                     if action.dest == error.parameter and action.option_strings), None)
+        flag = next(
+            (
+                action.option_strings[-1]
+                for action in subparser._actions
+                if action.dest == error.parameter and action.option_strings
+            ),
+            None,
+        )
     if flag is None:
         return str(error)
     return f"{flag} must be {error.expected}, got {error.value!r}"
@@ -97,8 +112,7 @@ class _VersionAction(argparse.Action):
     """``--version``, looked up only when asked (importlib.metadata is slow to import)."""
 
     def __init__(self, option_strings, dest, **kwargs):
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
-                         help="show the version and exit")
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="show the version and exit")
 
     def __call__(self, parser, namespace, values, option_string=None):
         print(_version())

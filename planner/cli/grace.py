@@ -35,18 +35,29 @@ def register(subparsers) -> None:
             "settings you have now. Exit status 1 when the current settings cut generations off."
         ),
     )
-    parser.add_argument("--max-tokens", type=float, required=True,
-                        help="largest max_tokens the service accepts [tokens]")
-    parser.add_argument("--itl-ms", type=float, required=True,
-                        help="inter-token latency while draining; use a high percentile [ms]")
+    parser.add_argument(
+        "--max-tokens", type=float, required=True, help="largest max_tokens the service accepts [tokens]"
+    )
+    parser.add_argument(
+        "--itl-ms", type=float, required=True, help="inter-token latency while draining; use a high percentile [ms]"
+    )
     parser.add_argument("--ttft-ms", type=float, default=0.0, help="time to first token [ms]")
     parser.add_argument("--pre-stop-s", type=float, default=0.0, help="preStop hook duration [s]")
-    parser.add_argument("--margin-frac", type=float, default=0.1,
-                        help="safety margin on the drain time (default 0.1) [fraction]")
-    parser.add_argument("--grace-period-s", type=float, default=DEFAULT_TERMINATION_GRACE_PERIOD_S,
-                        help="current terminationGracePeriodSeconds (default 30) [s]")
-    parser.add_argument("--shutdown-timeout-s", type=float, default=DEFAULT_VLLM_SHUTDOWN_TIMEOUT_S,
-                        help="current vLLM --shutdown-timeout (default 0) [s]")
+    parser.add_argument(
+        "--margin-frac", type=float, default=0.1, help="safety margin on the drain time (default 0.1) [fraction]"
+    )
+    parser.add_argument(
+        "--grace-period-s",
+        type=float,
+        default=DEFAULT_TERMINATION_GRACE_PERIOD_S,
+        help="current terminationGracePeriodSeconds (default 30) [s]",
+    )
+    parser.add_argument(
+        "--shutdown-timeout-s",
+        type=float,
+        default=DEFAULT_VLLM_SHUTDOWN_TIMEOUT_S,
+        help="current vLLM --shutdown-timeout (default 0) [s]",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(func=run)
 
@@ -56,20 +67,25 @@ def run(args: argparse.Namespace) -> int:
     plan = plan_grace(drain_s, pre_stop_s=args.pre_stop_s, margin_frac=args.margin_frac)
     check = check_grace(args.grace_period_s, args.shutdown_timeout_s, drain_s, args.pre_stop_s)
     if args.json:
-        print_json({
-            "drain_time_s": drain_s,
-            "recommended_shutdown_timeout_s": plan.shutdown_timeout_s,
-            "recommended_termination_grace_period_s": plan.termination_grace_period_s,
-            "pre_stop_s": plan.pre_stop_s,
-            "current_ok": check.ok,
-            "problems": list(check.problems),
-        })
+        print_json(
+            {
+                "drain_time_s": drain_s,
+                "recommended_shutdown_timeout_s": plan.shutdown_timeout_s,
+                "recommended_termination_grace_period_s": plan.termination_grace_period_s,
+                "pre_stop_s": plan.pre_stop_s,
+                "current_ok": check.ok,
+                "problems": list(check.problems),
+            }
+        )
     else:
-        print_table([
-            ("longest generation finishes in", f"{drain_s:g} s"),
-            ("vLLM --shutdown-timeout", f"{plan.shutdown_timeout_s} s"),
-            ("terminationGracePeriodSeconds", f"{plan.termination_grace_period_s} s"),
-        ], title="Recommended")
+        print_table(
+            [
+                ("longest generation finishes in", f"{drain_s:g} s"),
+                ("vLLM --shutdown-timeout", f"{plan.shutdown_timeout_s} s"),
+                ("terminationGracePeriodSeconds", f"{plan.termination_grace_period_s} s"),
+            ],
+            title="Recommended",
+        )
         print("Current settings: " + ("OK" if check.ok else "generations are cut off"))
         for problem in check.problems:
             print(f"  - {problem}")

@@ -35,15 +35,25 @@ def register(subparsers) -> None:
             "stabilization window; pods that are not Ready report no per-pod samples."
         ),
     )
-    parser.add_argument("--manifest", required=True, metavar="FILE.yaml",
-                        help="YAML with an autoscaling/v2 HorizontalPodAutoscaler or a keda.sh ScaledObject")
+    parser.add_argument(
+        "--manifest",
+        required=True,
+        metavar="FILE.yaml",
+        help="YAML with an autoscaling/v2 HorizontalPodAutoscaler or a keda.sh ScaledObject",
+    )
     parser.add_argument("--name", metavar="NAME", help="which autoscaler, when the file holds several")
-    parser.add_argument("--current-replicas", required=True, type=_count, metavar="N",
-                        help="spec.replicas of the scale target now")
-    parser.add_argument("--ready-replicas", type=_count, metavar="N",
-                        help="pods that are Ready (default: all of them)")
-    parser.add_argument("--metric", action="append", default=[], metavar="NAME=VALUE", required=True,
-                        help="a trigger's or metric's name (or 0-based index) and what its query returns; repeat")
+    parser.add_argument(
+        "--current-replicas", required=True, type=_count, metavar="N", help="spec.replicas of the scale target now"
+    )
+    parser.add_argument("--ready-replicas", type=_count, metavar="N", help="pods that are Ready (default: all of them)")
+    parser.add_argument(
+        "--metric",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        required=True,
+        help="a trigger's or metric's name (or 0-based index) and what its query returns; repeat",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(func=run)
 
@@ -88,11 +98,18 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for line in decision.metrics:
         proposal = "-" if line.proposal is None else line.proposal
-        state = line.error or ("" if line.within_tolerance is None else
-                               ("inside tolerance" if line.within_tolerance else "outside tolerance"))
-        rows.append((f"{line.key} [{line.target_type} {line.target:g}]",
-                     f"value {_show(line.value_to_hpa)}  ratio {_show(line.usage_ratio, 4)}  "
-                     f"proposal {proposal}  {state}".rstrip()))
+        state = line.error or (
+            ""
+            if line.within_tolerance is None
+            else ("inside tolerance" if line.within_tolerance else "outside tolerance")
+        )
+        rows.append(
+            (
+                f"{line.key} [{line.target_type} {line.target:g}]",
+                f"value {_show(line.value_to_hpa)}  ratio {_show(line.usage_ratio, 4)}  "
+                f"proposal {proposal}  {state}".rstrip(),
+            )
+        )
     print_table(rows, title="Per trigger")
     print()
     print_table([("current replicas", decision.current_replicas), ("desired replicas", decision.desired_replicas)])

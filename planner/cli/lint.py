@@ -29,18 +29,43 @@ def register(subparsers) -> None:
     )
     parser.add_argument("paths", nargs="+", metavar="FILE|DIR", help="manifests to review")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default text)")
-    parser.add_argument("--json", action="store_const", const="json", dest="format",
-                        help="same as --format json, like the other subcommands")
-    parser.add_argument("--max-tokens", type=float, default=None,
-                        help="largest max_tokens the service accepts [tokens] (default: the server's --max-model-len)")
-    parser.add_argument("--itl-ms", type=float, default=None,
-                        help=f"inter-token latency while draining [ms] (default {DEFAULT_ITL_MS:g})")
-    parser.add_argument("--max-num-seqs", type=int, default=None,
-                        help="vLLM --max-num-seqs of the replicas (default: the workload's flag, else 256)")
-    parser.add_argument("--warmup-s", type=float, default=DEFAULT_WARMUP_S,
-                        help=f"time from a new pod to Ready [s] (default {DEFAULT_WARMUP_S:g})")
-    parser.add_argument("--scrape", default=None, metavar="SCRAPE_FILE",
-                        help="a saved vLLM /metrics scrape: flag queries on metrics the server does not export")
+    parser.add_argument(
+        "--json",
+        action="store_const",
+        const="json",
+        dest="format",
+        help="same as --format json, like the other subcommands",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=float,
+        default=None,
+        help="largest max_tokens the service accepts [tokens] (default: the server's --max-model-len)",
+    )
+    parser.add_argument(
+        "--itl-ms",
+        type=float,
+        default=None,
+        help=f"inter-token latency while draining [ms] (default {DEFAULT_ITL_MS:g})",
+    )
+    parser.add_argument(
+        "--max-num-seqs",
+        type=int,
+        default=None,
+        help="vLLM --max-num-seqs of the replicas (default: the workload's flag, else 256)",
+    )
+    parser.add_argument(
+        "--warmup-s",
+        type=float,
+        default=DEFAULT_WARMUP_S,
+        help=f"time from a new pod to Ready [s] (default {DEFAULT_WARMUP_S:g})",
+    )
+    parser.add_argument(
+        "--scrape",
+        default=None,
+        metavar="SCRAPE_FILE",
+        help="a saved vLLM /metrics scrape: flag queries on metrics the server does not export",
+    )
     add_version_arguments(parser)
     parser.set_defaults(func=run)
 
@@ -74,13 +99,16 @@ def _run(args: argparse.Namespace) -> int:
     findings = lint(manifests, settings)
     status = exit_status(findings)
     if args.format == "json":
-        print_json({
-            "files": list(manifests.files),
-            "findings": [finding.as_dict() for finding in findings],
-            "counts": {severity: sum(f.severity == severity for f in findings)
-                       for severity in ("error", "warning", "info")},
-            "exit_status": status,
-        })
+        print_json(
+            {
+                "files": list(manifests.files),
+                "findings": [finding.as_dict() for finding in findings],
+                "counts": {
+                    severity: sum(f.severity == severity for f in findings) for severity in ("error", "warning", "info")
+                },
+                "exit_status": status,
+            }
+        )
         return status
     for finding in findings:
         template = f" [{finding.template}]" if finding.template else ""
@@ -89,6 +117,8 @@ def _run(args: argparse.Namespace) -> int:
         print(f"    fix: {finding.fix}")
         print(f"    see: {RULES_PAGE}#{finding.rule}")
     counts = {s: sum(f.severity == s for f in findings) for s in ("error", "warning", "info")}
-    print(f"{len(manifests.files)} file(s), {len(findings)} finding(s): "
-          f"{counts['error']} error, {counts['warning']} warning, {counts['info']} info")
+    print(
+        f"{len(manifests.files)} file(s), {len(findings)} finding(s): "
+        f"{counts['error']} error, {counts['warning']} warning, {counts['info']} info"
+    )
     return status

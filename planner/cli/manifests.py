@@ -25,8 +25,15 @@ from planner.manifests.generate import (
 from planner.manifests.schema import schema_errors
 from planner.manifests.writer import dump_manifest, patch_workload_text, vllm_argument
 
-_KNEE_KEYS = ("concurrency_target", "kv_usage_target", "queue_threshold_requests", "knee_concurrency",
-              "growth_frac", "warmup_s", "kv_usage_at_knee_frac")
+_KNEE_KEYS = (
+    "concurrency_target",
+    "kv_usage_target",
+    "queue_threshold_requests",
+    "knee_concurrency",
+    "growth_frac",
+    "warmup_s",
+    "kv_usage_at_knee_frac",
+)
 
 
 def register(subparsers) -> None:
@@ -45,37 +52,65 @@ def register(subparsers) -> None:
     )
     add_threshold_arguments(parser)
     parser.add_argument("--warmup-s", type=float, help="decision to Ready for a new replica [s]")
-    parser.add_argument("--max-tokens", type=float, required=True,
-                        help="largest max_tokens the service accepts [tokens]")
-    parser.add_argument("--itl-ms", type=float, required=True,
-                        help="inter-token latency while draining; a high percentile [ms]")
+    parser.add_argument(
+        "--max-tokens", type=float, required=True, help="largest max_tokens the service accepts [tokens]"
+    )
+    parser.add_argument(
+        "--itl-ms", type=float, required=True, help="inter-token latency while draining; a high percentile [ms]"
+    )
     parser.add_argument("--ttft-ms", type=float, default=0.0, help="time to first token [ms]")
     parser.add_argument("--min-replicas", type=int, default=1, help="lower bound (default 1)")
-    parser.add_argument("--max-replicas", type=int, required=True,
-                        help="upper bound: GPU quota / GPUs per replica")
-    parser.add_argument("--target", metavar="NAME",
-                        help="Deployment (or StatefulSet) to scale; default: the one in --patch")
+    parser.add_argument("--max-replicas", type=int, required=True, help="upper bound: GPU quota / GPUs per replica")
+    parser.add_argument(
+        "--target", metavar="NAME", help="Deployment (or StatefulSet) to scale; default: the one in --patch"
+    )
     parser.add_argument("--target-kind", choices=("Deployment", "StatefulSet"), default="Deployment")
     parser.add_argument("--namespace", default="", help="namespace, also a label matcher in the queries")
     parser.add_argument("--model-name", default="", help="vLLM model_name label for the queries")
-    parser.add_argument("--match", action="append", default=[], metavar='LABEL="VALUE"',
-                        help="a label matcher every query keeps, e.g. your own model_name=\"chat\" (repeatable); "
-                             "with --patch, the workload's namespace and served model name are added for labels "
-                             "not named")
-    parser.add_argument("--prometheus", default="http://prometheus-operated.monitoring.svc:9090",
-                        metavar="URL", help="Prometheus address KEDA queries")
-    parser.add_argument("--container", metavar="NAME",
-                        help="the vLLM container (default: found by image or command in --patch, else 'vllm')")
-    parser.add_argument("--max-num-seqs", type=int, metavar="N",
-                        help="vLLM's --max-num-seqs (default: read from --patch); the target must stay below it")
-    parser.add_argument("--pre-stop-s", type=float, default=DEFAULT_PRE_STOP_S,
-                        help=f"preStop sleep before SIGTERM (default {DEFAULT_PRE_STOP_S:g}) [s]")
-    parser.add_argument("--scale-up-tolerance", default="0", metavar="FRAC|cluster",
-                        help="behavior.scaleUp.tolerance (default 0); 'cluster' leaves the cluster's 10 %%")
+    parser.add_argument(
+        "--match",
+        action="append",
+        default=[],
+        metavar='LABEL="VALUE"',
+        help='a label matcher every query keeps, e.g. your own model_name="chat" (repeatable); '
+        "with --patch, the workload's namespace and served model name are added for labels "
+        "not named",
+    )
+    parser.add_argument(
+        "--prometheus",
+        default="http://prometheus-operated.monitoring.svc:9090",
+        metavar="URL",
+        help="Prometheus address KEDA queries",
+    )
+    parser.add_argument(
+        "--container",
+        metavar="NAME",
+        help="the vLLM container (default: found by image or command in --patch, else 'vllm')",
+    )
+    parser.add_argument(
+        "--max-num-seqs",
+        type=int,
+        metavar="N",
+        help="vLLM's --max-num-seqs (default: read from --patch); the target must stay below it",
+    )
+    parser.add_argument(
+        "--pre-stop-s",
+        type=float,
+        default=DEFAULT_PRE_STOP_S,
+        help=f"preStop sleep before SIGTERM (default {DEFAULT_PRE_STOP_S:g}) [s]",
+    )
+    parser.add_argument(
+        "--scale-up-tolerance",
+        default="0",
+        metavar="FRAC|cluster",
+        help="behavior.scaleUp.tolerance (default 0); 'cluster' leaves the cluster's 10 %%",
+    )
     add_version_arguments(parser)
-    parser.add_argument("--patch", metavar="FILE",
-                        help="your Deployment/StatefulSet YAML: a patched copy is written to --out "
-                             "(the file itself is never changed)")
+    parser.add_argument(
+        "--patch",
+        metavar="FILE",
+        help="your Deployment/StatefulSet YAML: a patched copy is written to --out (the file itself is never changed)",
+    )
     parser.add_argument("--out", metavar="DIR", help="directory to write the files to (default: stdout)")
     parser.add_argument("--json", action="store_true", help="print a JSON summary")
     parser.set_defaults(func=run)
@@ -83,32 +118,47 @@ def register(subparsers) -> None:
 
 def add_version_arguments(parser) -> None:
     """``--kubernetes-version`` and ``--keda-version``, shared with ``planner lint``."""
-    parser.add_argument("--kubernetes-version", metavar="MAJOR.MINOR", default=None,
-                        help=f"the cluster's Kubernetes (default {DEFAULT_KUBERNETES_VERSION}): decides whether "
-                             "behavior.scaleUp.tolerance is kept and whether an HPA may scale to zero")
-    parser.add_argument("--keda-version", metavar="MAJOR.MINOR", default=None,
-                        help=f"the cluster's KEDA (default {DEFAULT_KEDA_VERSION}, the newest minor series): "
-                             f"KEDA {KEDA_TOLERANCE_SINCE} and later pass tolerance to their HPA")
+    parser.add_argument(
+        "--kubernetes-version",
+        metavar="MAJOR.MINOR",
+        default=None,
+        help=f"the cluster's Kubernetes (default {DEFAULT_KUBERNETES_VERSION}): decides whether "
+        "behavior.scaleUp.tolerance is kept and whether an HPA may scale to zero",
+    )
+    parser.add_argument(
+        "--keda-version",
+        metavar="MAJOR.MINOR",
+        default=None,
+        help=f"the cluster's KEDA (default {DEFAULT_KEDA_VERSION}, the newest minor series): "
+        f"KEDA {KEDA_TOLERANCE_SINCE} and later pass tolerance to their HPA",
+    )
 
 
 def add_threshold_arguments(parser: argparse.ArgumentParser) -> None:
     """The thresholds' sources: a knee file, a load test, or the flags (``planner plan`` takes them too)."""
     source = parser.add_argument_group("thresholds (one source; the flags override)")
     source.add_argument("--knee-json", metavar="FILE", help="a file holding `planner knee --json` output")
-    source.add_argument("--loadtest", nargs="+", metavar="FILE",
-                        help="load-test files or directories (one sweep), read as `planner knee` does")
+    source.add_argument(
+        "--loadtest",
+        nargs="+",
+        metavar="FILE",
+        help="load-test files or directories (one sweep), read as `planner knee` does",
+    )
     source.add_argument("--ttft-p99-ms", type=float, help="TTFT p99 objective, with --loadtest [ms]")
     source.add_argument("--itl-p99-ms", type=float, help="ITL p99 objective, with --loadtest [ms]")
-    source.add_argument("--growth-frac", type=float, default=0.2,
-                        help="load growth during one warmup, with --loadtest (default 0.2)")
-    source.add_argument("--wait-budget-s", type=float,
-                        help="longest acceptable queue wait, with --loadtest, for the queue threshold [s]")
-    source.add_argument("--concurrency-target", type=float, metavar="T",
-                        help="per-replica in-flight target [requests]")
-    source.add_argument("--kv-target", type=float, metavar="FRAC",
-                        help="per-replica KV usage target, 0-1 [fraction]")
-    source.add_argument("--queue-threshold", type=float, metavar="N",
-                        help="per-replica waiting-request threshold [requests]")
+    source.add_argument(
+        "--growth-frac", type=float, default=0.2, help="load growth during one warmup, with --loadtest (default 0.2)"
+    )
+    source.add_argument(
+        "--wait-budget-s",
+        type=float,
+        help="longest acceptable queue wait, with --loadtest, for the queue threshold [s]",
+    )
+    source.add_argument("--concurrency-target", type=float, metavar="T", help="per-replica in-flight target [requests]")
+    source.add_argument("--kv-target", type=float, metavar="FRAC", help="per-replica KV usage target, 0-1 [fraction]")
+    source.add_argument(
+        "--queue-threshold", type=float, metavar="N", help="per-replica waiting-request threshold [requests]"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -121,14 +171,14 @@ def run(args: argparse.Namespace) -> int:
         if target is None:
             target = _workload_name(patch_text, args.patch)
         if not args.out:
-            raise PlannerInputError("--patch needs --out DIR: the patched copy is written there, never "
-                                    "over your file")
+            raise PlannerInputError("--patch needs --out DIR: the patched copy is written there, never over your file")
     if target is None:
         raise PlannerInputError("--target NAME is required (the Deployment to scale) unless --patch names it")
     max_num_seqs = args.max_num_seqs
     if max_num_seqs is None and patch_text is not None:
-        found = vllm_argument(patch_text, "--max-num-seqs", source=args.patch, target_name=target,
-                              container_name=args.container)
+        found = vllm_argument(
+            patch_text, "--max-num-seqs", source=args.patch, target_name=target, container_name=args.container
+        )
         if found is not None:
             try:
                 max_num_seqs = int(found)
@@ -168,20 +218,25 @@ def run(args: argparse.Namespace) -> int:
     files: dict[str, str] = {}
     for manifest in result.all:
         if manifest.is_kubernetes_object:
-            problems = schema_errors(manifest.document, source=f"{manifest.file_stem}.yaml",
-                                     partial=manifest.is_patch)
+            problems = schema_errors(manifest.document, source=f"{manifest.file_stem}.yaml", partial=manifest.is_patch)
             if problems:  # a bug here, or an input the schema refuses (a name, a label)
                 raise PlannerInputError("generated manifest fails its schema: " + "; ".join(map(str, problems)))
         files[f"{manifest.file_stem}.yaml"] = dump_manifest(manifest)
     patch_summary: _PatchSummary | None = None
     if patch_text is not None:
-        patch = patch_workload_text(patch_text, result.grace, source=args.patch, target_name=target,
-                                    container_name=args.container)
+        patch = patch_workload_text(
+            patch_text, result.grace, source=args.patch, target_name=target, container_name=args.container
+        )
         _check_patched(patch_text, patch.text, args.patch)
         name = Path(args.patch).name
         files[name] = patch.text
-        patch_summary = _PatchSummary(file=name, document=patch.document_index + 1, container=patch.container,
-                                      changes=list(patch.changes), warnings=list(patch.warnings))
+        patch_summary = _PatchSummary(
+            file=name,
+            document=patch.document_index + 1,
+            container=patch.container,
+            changes=list(patch.changes),
+            warnings=list(patch.warnings),
+        )
     written = _write(files, args.out, args.patch) if args.out else []
     if args.json:
         print_json(_summary(result, plan, written, patch_summary))
@@ -189,15 +244,18 @@ def run(args: argparse.Namespace) -> int:
     if not args.out:
         print("\n---\n".join(text.rstrip("\n") for text in files.values()))
         return 0
-    print_table([
-        ("signals", ", ".join(result.signals)),
-        ("formula", result.formula or "(one signal)"),
-        ("scale-down window [s]", result.scale_down_window_s),
-        ("remove at most 1 replica per [s]", result.scale_down_period_s),
-        ("longest generation [s]", result.grace.drain_time_s),
-        ("vLLM flag", result.shutdown_flag),
-        ("terminationGracePeriodSeconds", result.grace.termination_grace_period_s),
-    ], title="Plan")
+    print_table(
+        [
+            ("signals", ", ".join(result.signals)),
+            ("formula", result.formula or "(one signal)"),
+            ("scale-down window [s]", result.scale_down_window_s),
+            ("remove at most 1 replica per [s]", result.scale_down_period_s),
+            ("longest generation [s]", result.grace.drain_time_s),
+            ("vLLM flag", result.shutdown_flag),
+            ("terminationGracePeriodSeconds", result.grace.termination_grace_period_s),
+        ],
+        title="Plan",
+    )
     print("Wrote: " + ", ".join(written))
     if patch_summary:
         for change in patch_summary["changes"]:
@@ -214,8 +272,7 @@ def _workload_scope(text: str, source: str, target: str, given: tuple[str, ...],
     from planner.manifests.generate import workload_matchers
     from planner.readers.workload import manifest_set_from_texts
 
-    workload = next((w for w in manifest_set_from_texts({Path(source).name: text}).workloads if w.name == target),
-                    None)
+    workload = next((w for w in manifest_set_from_texts({Path(source).name: text}).workloads if w.name == target), None)
     if workload is None:
         return ()
     named = {m.split("=")[0].rstrip("!~").strip() for m in given}
@@ -245,8 +302,11 @@ def _thresholds(args) -> dict:
         found = _read_knee_json(args.knee_json)
     elif args.loadtest:
         found = _from_loadtest(args)
-    for key, value in (("concurrency_target", args.concurrency_target), ("kv_usage_target", args.kv_target),
-                       ("queue_threshold_requests", args.queue_threshold)):
+    for key, value in (
+        ("concurrency_target", args.concurrency_target),
+        ("kv_usage_target", args.kv_target),
+        ("queue_threshold_requests", args.queue_threshold),
+    ):
         if value is not None:
             found[key] = value
     if found.get("concurrency_target") is None:
@@ -259,11 +319,13 @@ def _read_knee_json(path: str) -> dict:
     try:
         payload = json.loads(text)
     except json.JSONDecodeError as error:
-        raise PlannerInputError(f"{path}: not JSON (line {error.lineno}): {error.msg}; expected the output "
-                                "of `planner knee --json`") from None
+        raise PlannerInputError(
+            f"{path}: not JSON (line {error.lineno}): {error.msg}; expected the output of `planner knee --json`"
+        ) from None
     if not isinstance(payload, dict) or "concurrency_target" not in payload:
-        raise PlannerInputError(f"{path}: expected the output of `planner knee --json`, with a "
-                                "concurrency_target field")
+        raise PlannerInputError(
+            f"{path}: expected the output of `planner knee --json`, with a concurrency_target field"
+        )
     if payload["concurrency_target"] is None and payload.get("finding"):
         raise PlannerInputError(f"{path}: no concurrency target: {payload['finding']}")
     found = {}
@@ -285,8 +347,11 @@ def _from_loadtest(args) -> dict:
         raise PlannerInputError("--loadtest needs --ttft-p99-ms and --itl-p99-ms (the objectives)")
     steps = read_loadtest(args.loadtest)
     result = thresholds_from_loadtest(
-        steps, ttft_p99_slo_ms=args.ttft_p99_ms, itl_p99_slo_ms=args.itl_p99_ms,
-        growth_frac=args.growth_frac, queue_wait_budget_s=args.wait_budget_s,
+        steps,
+        ttft_p99_slo_ms=args.ttft_p99_ms,
+        itl_p99_slo_ms=args.itl_p99_ms,
+        growth_frac=args.growth_frac,
+        queue_wait_budget_s=args.wait_budget_s,
     )
     try:
         return manifest_thresholds(result, steps)
@@ -325,8 +390,9 @@ def _write(files: dict[str, str], out_dir: str, patch_input: str | None) -> list
     for name, text in files.items():
         path = out / name
         if patch_input is not None and path.resolve() == Path(patch_input).resolve():
-            raise PlannerInputError(f"--out {out_dir}: would overwrite the input {patch_input}; "
-                                    "choose another directory")
+            raise PlannerInputError(
+                f"--out {out_dir}: would overwrite the input {patch_input}; choose another directory"
+            )
         write_text_atomically(path, text)
         written.append(str(path))
     return written

@@ -24,27 +24,41 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     report = read_metrics_scrape(args.scrape, model_name=args.model_name)
     if args.json:
-        print_json({
-            "source": report.source,
-            "engine": report.engine,
-            "model_names": list(report.model_names),
-            "signals": {s.key: {"status": s.status, "metric": s.name, "current_name": s.current, "value": s.value}
-                        for s in report.signals},
-            "missing_required": list(report.missing_required),
-            "deprecated_in_use": list(report.deprecated_in_use),
-            "deprecated_present": list(report.deprecated_present),
-            "legacy_metrics": list(report.legacy_metrics),
-            "queries": report.queries,
-        })
+        print_json(
+            {
+                "source": report.source,
+                "engine": report.engine,
+                "model_names": list(report.model_names),
+                "signals": {
+                    s.key: {"status": s.status, "metric": s.name, "current_name": s.current, "value": s.value}
+                    for s in report.signals
+                },
+                "missing_required": list(report.missing_required),
+                "deprecated_in_use": list(report.deprecated_in_use),
+                "deprecated_present": list(report.deprecated_present),
+                "legacy_metrics": list(report.legacy_metrics),
+                "queries": report.queries,
+            }
+        )
         return 0
-    print_table([("engine", report.engine), ("models", ", ".join(report.model_names) or "(none labelled)")],
-                title=f"Scrape {report.source}")
-    print_table([(s.key, f"{s.status:<10} {s.name or s.current}" + ("" if s.value is None else f" = {s.value:g}"))
-                 for s in report.signals], title="Signals")
+    print_table(
+        [("engine", report.engine), ("models", ", ".join(report.model_names) or "(none labelled)")],
+        title=f"Scrape {report.source}",
+    )
+    print_table(
+        [
+            (s.key, f"{s.status:<10} {s.name or s.current}" + ("" if s.value is None else f" = {s.value:g}"))
+            for s in report.signals
+        ],
+        title="Signals",
+    )
     if report.missing_required:
         print(f"Missing (needed for the planner's thresholds): {', '.join(report.missing_required)}")
     if report.deprecated_present:
-        print(f"Deprecated names exported (vLLM hides them one minor version later): {', '.join(report.deprecated_present)}")
+        print(
+            "Deprecated names exported (vLLM hides them one minor version later): "
+            f"{', '.join(report.deprecated_present)}"
+        )
     if report.legacy_metrics:
         print(f"V0-only swap metrics present: {', '.join(report.legacy_metrics)}")
     print_table(list(report.queries.items()), title="PromQL")

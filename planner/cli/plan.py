@@ -50,37 +50,79 @@ def register(subparsers) -> None:
             "cheaper without flapping more; the recommendation is never dominated on cost, attainment and "
             "flap cycles); print current against recommended per week, the Pareto front and the reason; "
             "write the manifests carrying exactly the recommended values, and lint them with the patched "
-            "workload."),
+            "workload."
+        ),
     )
-    parser.add_argument("--trace", required=True, metavar="TRACE.csv",
-                        help="request trace (CSV arrival_s,input_tokens,output_tokens; Azure; rate trace; scenario)")
-    parser.add_argument("--manifest", required=True, metavar="FILE.yaml",
-                        help="the current manifests: a file or folder with the HPA or ScaledObject (and its workload)")
+    parser.add_argument(
+        "--trace",
+        required=True,
+        metavar="TRACE.csv",
+        help="request trace (CSV arrival_s,input_tokens,output_tokens; Azure; rate trace; scenario)",
+    )
+    parser.add_argument(
+        "--manifest",
+        required=True,
+        metavar="FILE.yaml",
+        help="the current manifests: a file or folder with the HPA or ScaledObject (and its workload)",
+    )
     parser.add_argument("--name", default="", metavar="NAME", help="which autoscaler, when there are several")
     parser.add_argument("--fleet", metavar="FLEET.yaml", help="replica and fleet parameters (defaults otherwise)")
     parser.add_argument("--grid", metavar="GRID.yaml", help="grid keys -> lists of values (default: around the target)")
-    parser.add_argument("--attainment-goal", type=float, default=DEFAULT_ATTAINMENT_GOAL, metavar="F",
-                        help=f"SLO attainment to meet, a fraction (default {DEFAULT_ATTAINMENT_GOAL})")
-    parser.add_argument("--max-flap-cycles", type=float, metavar="N",
-                        help="flap cycles allowed over the replayed trace (a day with --stretch-day); default: no limit")
-    parser.add_argument("--stretch-day", action="store_true",
-                        help="replay one day stretched from the trace under a diurnal envelope (seeded by --seed)")
+    parser.add_argument(
+        "--attainment-goal",
+        type=float,
+        default=DEFAULT_ATTAINMENT_GOAL,
+        metavar="F",
+        help=f"SLO attainment to meet, a fraction (default {DEFAULT_ATTAINMENT_GOAL})",
+    )
+    parser.add_argument(
+        "--max-flap-cycles",
+        type=float,
+        metavar="N",
+        help="flap cycles allowed over the replayed trace (a day with --stretch-day); default: no limit",
+    )
+    parser.add_argument(
+        "--stretch-day",
+        action="store_true",
+        help="replay one day stretched from the trace under a diurnal envelope (seeded by --seed)",
+    )
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="seed for the trace and --stretch-day")
     add_threshold_arguments(parser)
     parser.add_argument("--warmup-s", type=float, help="pod request to Ready (default: the fleet's warmup_s) [s]")
-    parser.add_argument("--max-tokens", type=float, default=0.0,
-                        help="longest generation to drain (default: the workload's --max-model-len, else 4096) [tokens]")
-    parser.add_argument("--itl-ms", type=float, default=50.0, help="inter-token latency while draining (default 50) [ms]")
-    parser.add_argument("--max-replicas", type=int,
-                        help="upper bound of the generated setting (default: the current autoscaler's)")
-    parser.add_argument("--target", metavar="NAME",
-                        help="the Deployment the emitted manifests scale (default: the one the current autoscaler scales)")
-    parser.add_argument("--max-num-seqs", type=int, metavar="N",
-                        help="vLLM --max-num-seqs (default: the workload's flag, else the fleet's max_num_seqs)")
-    parser.add_argument("--prometheus", default="http://prometheus-operated.monitoring.svc:9090", metavar="URL",
-                        help="Prometheus address KEDA queries")
-    parser.add_argument("--out", metavar="DIR", help="write scaledobject.yaml (or the kept autoscaler), the patch "
-                                                      "and the patched workload here")
+    parser.add_argument(
+        "--max-tokens",
+        type=float,
+        default=0.0,
+        help="longest generation to drain (default: the workload's --max-model-len, else 4096) [tokens]",
+    )
+    parser.add_argument(
+        "--itl-ms", type=float, default=50.0, help="inter-token latency while draining (default 50) [ms]"
+    )
+    parser.add_argument(
+        "--max-replicas", type=int, help="upper bound of the generated setting (default: the current autoscaler's)"
+    )
+    parser.add_argument(
+        "--target",
+        metavar="NAME",
+        help="the Deployment the emitted manifests scale (default: the one the current autoscaler scales)",
+    )
+    parser.add_argument(
+        "--max-num-seqs",
+        type=int,
+        metavar="N",
+        help="vLLM --max-num-seqs (default: the workload's flag, else the fleet's max_num_seqs)",
+    )
+    parser.add_argument(
+        "--prometheus",
+        default="http://prometheus-operated.monitoring.svc:9090",
+        metavar="URL",
+        help="Prometheus address KEDA queries",
+    )
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        help="write scaledobject.yaml (or the kept autoscaler), the patch and the patched workload here",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(func=run)
 
@@ -102,29 +144,45 @@ def run(args: argparse.Namespace) -> int:
     grid = _read_grid(args.grid) if args.grid else default_grid(thresholds["concurrency_target"])
     current = setup.autoscaler
     target = args.target or current.hpa.scale_target_name or current.name
-    kind = current.hpa.scale_target_kind if current.hpa.scale_target_kind in ("Deployment", "StatefulSet") \
+    kind = (
+        current.hpa.scale_target_kind
+        if current.hpa.scale_target_kind in ("Deployment", "StatefulSet")
         else "Deployment"
+    )
     server = setup.workload.servers[0] if setup.workload is not None and setup.workload.servers else None
     base = ScalingPlan(
-        target_name=target, target_kind=kind,
+        target_name=target,
+        target_kind=kind,
         concurrency_target=thresholds["concurrency_target"],
         warmup_s=args.warmup_s if args.warmup_s is not None else thresholds.get("warmup_s", fleet.warmup_s),
-        max_output_tokens=setup.max_tokens(args.max_tokens), itl_ms=args.itl_ms,
+        max_output_tokens=setup.max_tokens(args.max_tokens),
+        itl_ms=args.itl_ms,
         max_replicas=args.max_replicas if args.max_replicas is not None else current.hpa.max_replicas,
         kv_usage_target_frac=thresholds.get("kv_usage_target"),
         queue_threshold_requests=thresholds.get("queue_threshold_requests"),
-        knee_concurrency=thresholds.get("knee_concurrency"), growth_frac=thresholds.get("growth_frac"),
+        knee_concurrency=thresholds.get("knee_concurrency"),
+        growth_frac=thresholds.get("growth_frac"),
         kv_usage_at_knee_frac=thresholds.get("kv_usage_at_knee_frac"),
         prometheus_address=args.prometheus,
         container_name=server.container if server is not None else "vllm",
-        max_num_seqs=args.max_num_seqs or (server.max_num_seqs if server is not None and server.max_num_seqs
-                                            else fleet.replica.max_num_seqs),
+        max_num_seqs=args.max_num_seqs
+        or (server.max_num_seqs if server is not None and server.max_num_seqs else fleet.replica.max_num_seqs),
         label_matchers=setup.scope(target, kind),
     )
     source = Path(setup.workload.document.source).name if setup.workload is not None else "deployment.yaml"
-    plan = make_plan(trace, current, fleet, base, grid, goal, args.max_flap_cycles, period_s=period_s,
-                     current_document=setup.document.data, workload_text=setup.workload_yaml,
-                     workload_source=source)
+    plan = make_plan(
+        trace,
+        current,
+        fleet,
+        base,
+        grid,
+        goal,
+        args.max_flap_cycles,
+        period_s=period_s,
+        current_document=setup.document.data,
+        workload_text=setup.workload_yaml,
+        workload_source=source,
+    )
     written = _write(plan, args.out, source, [args.trace, args.manifest, args.fleet, args.grid]) if args.out else []
     if args.json:
         print_json({"trace": str(args.trace), "manifest": str(args.manifest), **plan.as_dict(), "files": written})
@@ -148,8 +206,10 @@ def _write(plan, out_dir: str, source: str, inputs) -> list[str]:
     if out.exists() and not out.is_dir():
         raise PlannerInputError(f"--out {out_dir}: exists and is not a directory")
     kept = plan.recommendation.is_current
-    files = {("current-autoscaler.yaml" if kept else "scaledobject.yaml"): plan.manifests_text,
-             "deployment-patch.yaml": plan.deployment_patch_text}
+    files = {
+        ("current-autoscaler.yaml" if kept else "scaledobject.yaml"): plan.manifests_text,
+        "deployment-patch.yaml": plan.deployment_patch_text,
+    }
     if plan.patched_workload_text:
         files[f"patched-{source}"] = plan.patched_workload_text
     given = {Path(p).resolve() for p in inputs if p}
@@ -165,26 +225,34 @@ def _write(plan, out_dir: str, source: str, inputs) -> list[str]:
 
 
 def _row(figures: dict) -> str:
-    return (f"${figures['cost_usd_per_week']:,.0f}/week, {100 * figures['slo_attainment_frac']:.2f} % attained, "
-            f"{figures['flap_cycles_per_week']:,.0f} flap cycles/week, {figures['scale_events_per_week']:,.0f} "
-            f"scale events/week, peak {figures['peak_replicas']} replicas")
+    return (
+        f"${figures['cost_usd_per_week']:,.0f}/week, {100 * figures['slo_attainment_frac']:.2f} % attained, "
+        f"{figures['flap_cycles_per_week']:,.0f} flap cycles/week, {figures['scale_events_per_week']:,.0f} "
+        f"scale events/week, peak {figures['peak_replicas']} replicas"
+    )
 
 
 def _print(plan, written: list[str]) -> None:
     summary = plan.as_dict()
-    print_table([("current", _row(summary["current"])),
-                 ("recommended" + (" (current)" if plan.recommendation.is_current else ""),
-                  _row(summary["recommended"]))],
-                title="Current against recommended")
+    print_table(
+        [
+            ("current", _row(summary["current"])),
+            ("recommended" + (" (current)" if plan.recommendation.is_current else ""), _row(summary["recommended"])),
+        ],
+        title="Current against recommended",
+    )
     print(f"Recommended: {summary['recommended']['setting']}.")
     print(summary["reason"])
-    print_table([(("current" if r["index"] == CURRENT_INDEX else f"#{r['index']} {r['setting']}"), _row(r))
-                 for r in summary["front"]],
-                title=f"Pareto front on cost, attainment and flap cycles ({len(summary['front'])} of "
-                      f"{len(summary['configurations']) + 1})")
+    print_table(
+        [
+            (("current" if r["index"] == CURRENT_INDEX else f"#{r['index']} {r['setting']}"), _row(r))
+            for r in summary["front"]
+        ],
+        title=f"Pareto front on cost, attainment and flap cycles ({len(summary['front'])} of "
+        f"{len(summary['configurations']) + 1})",
+    )
     errors = plan.errors
-    print(f"lint of the manifests with the patched workload: {len(plan.findings)} finding(s), "
-          f"{len(errors)} error(s)")
+    print(f"lint of the manifests with the patched workload: {len(plan.findings)} finding(s), {len(errors)} error(s)")
     for finding in errors:
         print(f"  error: {finding.rule}: {finding.why}")
     if written:

@@ -46,14 +46,10 @@ def register(subparsers) -> None:
         ),
     )
     parser.add_argument("--arrival-rate-rps", type=float, required=True, help="arrival rate [requests/s]")
-    parser.add_argument("--duration-s", type=float, required=True,
-                        help="mean time in system per request [s]")
-    parser.add_argument("--knee", type=float, required=True,
-                        help="per-replica knee from the load test [requests]")
-    parser.add_argument("--target", type=float,
-                        help="per-replica concurrency target (default: the knee) [requests]")
-    parser.add_argument("--step-arrival-rate-rps", type=float,
-                        help="arrival rate after a sudden step [requests/s]")
+    parser.add_argument("--duration-s", type=float, required=True, help="mean time in system per request [s]")
+    parser.add_argument("--knee", type=float, required=True, help="per-replica knee from the load test [requests]")
+    parser.add_argument("--target", type=float, help="per-replica concurrency target (default: the knee) [requests]")
+    parser.add_argument("--step-arrival-rate-rps", type=float, help="arrival rate after a sudden step [requests/s]")
     parser.add_argument("--warmup-s", type=float, default=0.0, help="pod scheduled to Ready [s]")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(func=run)

@@ -30,19 +30,36 @@ HELP = "replay a request trace through a simulated vLLM fleet driven by the mani
 
 def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     """The inputs every replay takes: trace, manifest (and which autoscaler), fleet, duration."""
-    parser.add_argument("--trace", required=True, metavar="TRACE.csv",
-                        help="CSV with arrival_s,input_tokens,output_tokens, sorted by arrival")
-    parser.add_argument("--manifest", required=True, metavar="FILE.yaml",
-                        help="YAML with an autoscaling/v2 HorizontalPodAutoscaler or a keda.sh ScaledObject")
+    parser.add_argument(
+        "--trace",
+        required=True,
+        metavar="TRACE.csv",
+        help="CSV with arrival_s,input_tokens,output_tokens, sorted by arrival",
+    )
+    parser.add_argument(
+        "--manifest",
+        required=True,
+        metavar="FILE.yaml",
+        help="YAML with an autoscaling/v2 HorizontalPodAutoscaler or a keda.sh ScaledObject",
+    )
     parser.add_argument("--name", metavar="NAME", help="which autoscaler, when the file holds several")
     parser.add_argument("--fleet", metavar="FLEET.yaml", help="replica and fleet parameters (defaults otherwise)")
-    parser.add_argument("--duration-s", type=float, metavar="N",
-                        help="simulated time; default: the last arrival plus 120 s [s]")
-    parser.add_argument("--stretch-day", action="store_true",
-                        help="replay one day stretched from the trace under a diurnal envelope "
-                             "(seeded by --seed; as the chapter 'Your plan' does)")
-    parser.add_argument("--seed", type=int, default=0, metavar="N",
-                        help="seed for a scenario's or rate trace's arrivals and for --stretch-day (default 0)")
+    parser.add_argument(
+        "--duration-s", type=float, metavar="N", help="simulated time; default: the last arrival plus 120 s [s]"
+    )
+    parser.add_argument(
+        "--stretch-day",
+        action="store_true",
+        help="replay one day stretched from the trace under a diurnal envelope "
+        "(seeded by --seed; as the chapter 'Your plan' does)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="seed for a scenario's or rate trace's arrivals and for --stretch-day (default 0)",
+    )
 
 
 def read_replay_inputs(args: argparse.Namespace):
@@ -70,8 +87,12 @@ def register(subparsers) -> None:
         ),
     )
     add_replay_arguments(parser)
-    parser.add_argument("--engine", choices=ENGINES, default="fast",
-                        help="simulation engine: fast (default) or reference (the readable specification); same results")
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="fast",
+        help="simulation engine: fast (default) or reference (the readable specification); same results",
+    )
     parser.add_argument("--timeseries", metavar="OUT.csv", help="write the per-tick time series here")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(func=run)
@@ -93,8 +114,14 @@ def run(args: argparse.Namespace) -> int:
         write_text_atomically(Path(args.timeseries), outcome.timeseries.to_csv(index=False))
     summary = outcome.summary()
     if args.json:
-        print_json({"trace": str(args.trace), "manifest": autoscaler.source, **summary,
-                    "events": [{"t_s": t, "from": a, "to": b} for t, a, b in outcome.events]})
+        print_json(
+            {
+                "trace": str(args.trace),
+                "manifest": autoscaler.source,
+                **summary,
+                "events": [{"t_s": t, "from": a, "to": b} for t, a, b in outcome.events],
+            }
+        )
     else:
         print_table(list(summary.items()), title=f"{autoscaler.kind} {autoscaler.name} on {args.trace}")
     return 0

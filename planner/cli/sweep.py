@@ -61,15 +61,28 @@ def register(subparsers) -> None:
     )
     add_replay_arguments(parser)
     parser.add_argument("--grid", required=True, metavar="GRID.yaml", help="grid keys -> lists of values")
-    parser.add_argument("--attainment-goal", type=float, default=DEFAULT_ATTAINMENT_GOAL, metavar="F",
-                        help=f"SLO attainment to meet, a fraction (default {DEFAULT_ATTAINMENT_GOAL})")
-    parser.add_argument("--max-flap-cycles", type=int, metavar="N",
-                        help="the cheapest configuration may flap at most N times over the trace "
-                             "(a scale-up after a scale-down); default: no limit")
+    parser.add_argument(
+        "--attainment-goal",
+        type=float,
+        default=DEFAULT_ATTAINMENT_GOAL,
+        metavar="F",
+        help=f"SLO attainment to meet, a fraction (default {DEFAULT_ATTAINMENT_GOAL})",
+    )
+    parser.add_argument(
+        "--max-flap-cycles",
+        type=int,
+        metavar="N",
+        help="the cheapest configuration may flap at most N times over the trace "
+        "(a scale-up after a scale-down); default: no limit",
+    )
     parser.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler, e.g. tcp://10.0.0.5:8786")
-    parser.add_argument("--chunk-size", type=int, metavar="N",
-                        help="configurations per chunk of work (default: configurations that can share a "
-                             f"simulated fleet kept together, {CHUNKS_PER_THREAD} chunks per worker thread)")
+    parser.add_argument(
+        "--chunk-size",
+        type=int,
+        metavar="N",
+        help="configurations per chunk of work (default: configurations that can share a "
+        f"simulated fleet kept together, {CHUNKS_PER_THREAD} chunks per worker thread)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(func=run)
 
@@ -101,11 +114,20 @@ def run(args: argparse.Namespace) -> int:
         try:
             client = Client(args.scheduler, timeout="10s")
         except OSError as error:
-            raise PlannerInputError(f"--scheduler {args.scheduler}: cannot reach the Dask scheduler "
-                                    f"({error})") from None
+            raise PlannerInputError(
+                f"--scheduler {args.scheduler}: cannot reach the Dask scheduler ({error})"
+            ) from None
     try:
-        results = run_sweep(trace, autoscaler, fleet, points, duration_s=args.duration_s, client=client,
-                            chunk_size=args.chunk_size, progress=not args.json)
+        results = run_sweep(
+            trace,
+            autoscaler,
+            fleet,
+            points,
+            duration_s=args.duration_s,
+            client=client,
+            chunk_size=args.chunk_size,
+            progress=not args.json,
+        )
     finally:
         if client is not None:
             client.close()
@@ -114,19 +136,37 @@ def run(args: argparse.Namespace) -> int:
         print_json({"trace": str(args.trace), "manifest": autoscaler.source, **summary})
         return 0
     best = summary["cheapest_meeting_goal"]
-    print_table([(f"#{r['index']} {_label(r)}", f"{r['slo_attainment_frac']:.4f} attained, ${r['cost_usd']:.2f}, "
-                  f"{r['flap_cycles']} flap cycles") for r in summary["pareto_front"]],
-                title=f"Pareto front of {len(results)} configurations ({autoscaler.kind} {autoscaler.name})")
+    print_table(
+        [
+            (
+                f"#{r['index']} {_label(r)}",
+                f"{r['slo_attainment_frac']:.4f} attained, ${r['cost_usd']:.2f}, {r['flap_cycles']} flap cycles",
+            )
+            for r in summary["pareto_front"]
+        ],
+        title=f"Pareto front of {len(results)} configurations ({autoscaler.kind} {autoscaler.name})",
+    )
     limit = "" if args.max_flap_cycles is None else f" within {args.max_flap_cycles} flap cycles"
     if best is None:
         print(f"No configuration reaches {goal:.4f} attainment{limit}.")
     else:
-        print(f"Cheapest meeting {goal:.4f}{limit}: #{best['index']} {_label(best)}: "
-              f"{best['slo_attainment_frac']:.4f} attained, ${best['cost_usd']:.2f}, {best['flap_cycles']} flap cycles")
+        print(
+            f"Cheapest meeting {goal:.4f}{limit}: #{best['index']} {_label(best)}: "
+            f"{best['slo_attainment_frac']:.4f} attained, ${best['cost_usd']:.2f}, {best['flap_cycles']} flap cycles"
+        )
     return 0
 
 
 def _label(result: dict) -> str:
-    skip = {"index", "slo_attainment_frac", "cost_usd", "gpu_hours", "scale_events", "flap_cycles",
-            "peak_replicas", "peak_waiting", "cut_generations"}
+    skip = {
+        "index",
+        "slo_attainment_frac",
+        "cost_usd",
+        "gpu_hours",
+        "scale_events",
+        "flap_cycles",
+        "peak_replicas",
+        "peak_waiting",
+        "cut_generations",
+    }
     return " ".join(f"{k}={v}" for k, v in result.items() if k not in skip) or "(manifest as written)"

@@ -103,8 +103,12 @@ class ClusterAutoscalerSettings:
     scale_down_delay_after_add_s: float = 600.0
 
     def __post_init__(self) -> None:
-        for name in ("scan_interval_s", "gpu_pod_scale_up_delay_s", "scale_down_unneeded_s",
-                     "scale_down_delay_after_add_s"):
+        for name in (
+            "scan_interval_s",
+            "gpu_pod_scale_up_delay_s",
+            "scale_down_unneeded_s",
+            "scale_down_delay_after_add_s",
+        ):
             require_non_negative(name, getattr(self, name))
 
 
@@ -154,8 +158,9 @@ class Phase:
         return self.end_s - self.start_s
 
 
-def cluster_autoscaler_scale_up_s(pending_since_s: float, settings: ClusterAutoscalerSettings, *,
-                                  first_scan_s: float = 0.0) -> float:
+def cluster_autoscaler_scale_up_s(
+    pending_since_s: float, settings: ClusterAutoscalerSettings, *, first_scan_s: float = 0.0
+) -> float:
     """When cluster-autoscaler asks for a node for a GPU pod pending since ``pending_since_s``.
 
     It scans at ``first_scan_s + k x scan_interval_s`` and counts the pod at
@@ -212,23 +217,32 @@ def karpenter_batch_close_s(pending_times_s: Sequence[float], settings: Karpente
     2.2
     """
     if len(pending_times_s) == 0:
-        raise PlannerInputError("pending_times_s: expected at least one pending pod", parameter="pending_times_s",
-                                expected="at least one time", value=pending_times_s)
+        raise PlannerInputError(
+            "pending_times_s: expected at least one pending pod",
+            parameter="pending_times_s",
+            expected="at least one time",
+            value=pending_times_s,
+        )
     opened_s = float(pending_times_s[0])
     deadline_s = opened_s + settings.batch_max_s
     last_s = opened_s
     for time_s in pending_times_s[1:]:
         if time_s < last_s:
-            raise PlannerInputError("pending_times_s: expected times in ascending order",
-                                    parameter="pending_times_s", expected="ascending times", value=pending_times_s)
+            raise PlannerInputError(
+                "pending_times_s: expected times in ascending order",
+                parameter="pending_times_s",
+                expected="ascending times",
+                value=pending_times_s,
+            )
         if time_s - last_s > settings.batch_idle_s or time_s > deadline_s:
             break
         last_s = float(time_s)
     return min(last_s + settings.batch_idle_s, deadline_s)
 
 
-def phase_waterfall(phases: ColdStartPhases, *, needs_node: bool, image_cached: bool,
-                    reaction_delay_s: float = 0.0) -> tuple[Phase, ...]:
+def phase_waterfall(
+    phases: ColdStartPhases, *, needs_node: bool, image_cached: bool, reaction_delay_s: float = 0.0
+) -> tuple[Phase, ...]:
     """The phases one pod goes through, back to back, from its creation.
 
     Parameters
@@ -252,8 +266,11 @@ def phase_waterfall(phases: ColdStartPhases, *, needs_node: bool, image_cached: 
     reaction_delay_s = require_non_negative("reaction_delay_s", reaction_delay_s)
     steps: list[tuple[str, float]] = []
     if needs_node:
-        steps += [("node autoscaler", reaction_delay_s), ("provision", phases.provision_s),
-                  ("node init", phases.node_init_s)]
+        steps += [
+            ("node autoscaler", reaction_delay_s),
+            ("provision", phases.provision_s),
+            ("node init", phases.node_init_s),
+        ]
     if not image_cached:
         steps.append(("image pull", phases.image_pull_s))
     steps += [("weights load", phases.weights_load_s), ("warmup", phases.warmup_s)]
@@ -265,8 +282,9 @@ def phase_waterfall(phases: ColdStartPhases, *, needs_node: bool, image_cached: 
     return tuple(waterfall)
 
 
-def time_to_ready_s(phases: ColdStartPhases, *, needs_node: bool, image_cached: bool,
-                    reaction_delay_s: float = 0.0) -> float:
+def time_to_ready_s(
+    phases: ColdStartPhases, *, needs_node: bool, image_cached: bool, reaction_delay_s: float = 0.0
+) -> float:
     """Pod creation to Ready: the sum of the phases the pod goes through.
 
     Parameters
@@ -294,8 +312,9 @@ def time_to_ready_s(phases: ColdStartPhases, *, needs_node: bool, image_cached: 
     >>> time_to_ready_s(phases, needs_node=False, image_cached=True)
     455.0
     """
-    waterfall = phase_waterfall(phases, needs_node=needs_node, image_cached=image_cached,
-                                reaction_delay_s=reaction_delay_s)
+    waterfall = phase_waterfall(
+        phases, needs_node=needs_node, image_cached=image_cached, reaction_delay_s=reaction_delay_s
+    )
     return float(waterfall[-1].end_s)
 
 
@@ -312,5 +331,8 @@ def pods_per_node(gpus_per_node: int, gpus_per_pod: int) -> int:
     if gpus_per_pod > gpus_per_node:
         raise PlannerInputError(
             f"gpus_per_pod: {gpus_per_pod} GPUs per pod do not fit on a node of {gpus_per_node}",
-            parameter="gpus_per_pod", expected=f"at most gpus_per_node ({gpus_per_node})", value=gpus_per_pod)
+            parameter="gpus_per_pod",
+            expected=f"at most gpus_per_node ({gpus_per_node})",
+            value=gpus_per_pod,
+        )
     return gpus_per_node // gpus_per_pod

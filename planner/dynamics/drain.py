@@ -352,9 +352,19 @@ class DrainReview:
     plan: GracePlan
 
 
-def review_drain(lengths: OutputLengths, *, max_output_tokens, itl_ms, ttft_ms=0.0, in_flight_requests=0.0,
-                 termination_grace_period_s, shutdown_timeout_s, pre_stop_s, planned_pre_stop_s,
-                 margin_frac=0.1) -> DrainReview:
+def review_drain(
+    lengths: OutputLengths,
+    *,
+    max_output_tokens,
+    itl_ms,
+    ttft_ms=0.0,
+    in_flight_requests=0.0,
+    termination_grace_period_s,
+    shutdown_timeout_s,
+    pre_stop_s,
+    planned_pre_stop_s,
+    margin_frac=0.1,
+) -> DrainReview:
     """What the current settings cut, and what to set instead.
 
     Parameters

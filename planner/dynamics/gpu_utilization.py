@@ -160,9 +160,16 @@ def utilization_hpa_trace(
             f"{start_replicas} and {max_replicas}"
         )
     spec = HorizontalPodAutoscalerSpec(
-        name="gpu-utilization", max_replicas=int(max_replicas), min_replicas=int(min_replicas),
-        metrics=(MetricSpec("Pods", "DCGM_FI_DEV_GPU_UTIL",
-                            MetricTarget("AverageValue", average_value_milli=round(target_pct * 1000))),),
+        name="gpu-utilization",
+        max_replicas=int(max_replicas),
+        min_replicas=int(min_replicas),
+        metrics=(
+            MetricSpec(
+                "Pods",
+                "DCGM_FI_DEV_GPU_UTIL",
+                MetricTarget("AverageValue", average_value_milli=round(target_pct * 1000)),
+            ),
+        ),
     )
     readings_pct: list[float] = []
 
@@ -172,6 +179,5 @@ def utilization_hpa_trace(
         milli = round(pct * 1000)
         return [PodMetricsReading({f"pod-{i}": PodMetric(milli, -1e9) for i in range(ready)})]
 
-    trace = step_through_warmup(HorizontalController(spec), int(start_replicas), readings_for, warmup_s,
-                                duration_s)
+    trace = step_through_warmup(HorizontalController(spec), int(start_replicas), readings_for, warmup_s, duration_s)
     return trace.assign(utilization_pct=readings_pct)

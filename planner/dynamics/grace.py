@@ -179,8 +179,7 @@ def check_grace(
         )
     elif shutdown < drain:
         problems.append(
-            f"--shutdown-timeout {shutdown:g} s is shorter than the {drain:g} s the longest "
-            "generation needs"
+            f"--shutdown-timeout {shutdown:g} s is shorter than the {drain:g} s the longest generation needs"
         )
     if pre_stop + shutdown >= grace:
         problems.append(

@@ -21,7 +21,6 @@ from planner.autoscaler.replica_calculator import ready_pods
 __all__ = ["step_through_warmup"]
 
 
-
 def step_through_warmup(
     controller: HorizontalController,
     start_replicas: int,

@@ -231,13 +231,19 @@ def compare_ramps(
     """
     warmup_s = require_positive("warmup_s", warmup_s)
     warmups = warmups_to_reach(
-        start_replicas, goal_replicas, target_frac,
-        metric_ceiling_frac=metric_ceiling_frac, tolerance_frac=tolerance_frac,
+        start_replicas,
+        goal_replicas,
+        target_frac,
+        metric_ceiling_frac=metric_ceiling_frac,
+        tolerance_frac=tolerance_frac,
     )
     shown = warmups if warmups is not None else 0
     replicas = ramp_replicas(
-        start_replicas, target_frac, shown,
-        metric_ceiling_frac=metric_ceiling_frac, tolerance_frac=tolerance_frac,
+        start_replicas,
+        target_frac,
+        shown,
+        metric_ceiling_frac=metric_ceiling_frac,
+        tolerance_frac=tolerance_frac,
     )
     periods = scale_up_periods(start_replicas, goal_replicas)
     unbounded_time_s = 0.0 if periods == 0 else warmup_s + (periods - 1) * DEFAULT_SCALE_UP_PERIOD_S

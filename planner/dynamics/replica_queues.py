@@ -82,9 +82,17 @@ def _level_fill(loads: np.ndarray, amount: float) -> np.ndarray:
     return added  # unreachable: the loop returns at k == size
 
 
-def per_replica_waiting_requests(time_s, arrival_rate_rps, ready_replicas, per_replica_capacity_rps: float,
-                                 slots: float, router: str, *, initial_load_requests=0.0,
-                                 dt_s: float = _DEFAULT_DT_S) -> np.ndarray:
+def per_replica_waiting_requests(
+    time_s,
+    arrival_rate_rps,
+    ready_replicas,
+    per_replica_capacity_rps: float,
+    slots: float,
+    router: str,
+    *,
+    initial_load_requests=0.0,
+    dt_s: float = _DEFAULT_DT_S,
+) -> np.ndarray:
     """Requests waiting in each pod's own queue over time, with arrivals split by the router.
 
     Pods are numbered in the order they become Ready; a pod Ready later
@@ -187,8 +195,9 @@ def round_robin_clear_s(backlog_per_replica, per_replica_capacity_rps, arrival_r
     return float(backlog / spare)
 
 
-def backlog_per_replica_requests(arrival_rate_rps, step_arrival_rate_rps, replicas, per_replica_capacity_rps,
-                                 slots, reaction_time_s):
+def backlog_per_replica_requests(
+    arrival_rate_rps, step_arrival_rate_rps, replicas, per_replica_capacity_rps, slots, reaction_time_s
+):
     """Requests waiting in each old replica's own queue when new replicas are Ready after a step. [requests]
 
     Each of ``replicas`` pods gets ``step / replicas`` requests per second and
@@ -225,8 +234,9 @@ def backlog_per_replica_requests(arrival_rate_rps, step_arrival_rate_rps, replic
     return float(max(0.0, (step / replicas - mu) * reaction - free_slots))
 
 
-def least_loaded_clear_s(backlog_per_replica, per_replica_capacity_rps, slots, arrival_rate_rps, replicas_before,
-                         replicas_after):
+def least_loaded_clear_s(
+    backlog_per_replica, per_replica_capacity_rps, slots, arrival_rate_rps, replicas_before, replicas_after
+):
     """Time for the old replicas' queues to drain behind a least-loaded router, from new replicas Ready. [s]
 
     The closed form of the fluid model of :func:`per_replica_waiting_requests`
@@ -319,9 +329,19 @@ class StepDrain:
         return self.old_waiting_requests + self.new_waiting_requests
 
 
-def step_drain(time_s, arrival_rate_rps: float, step_arrival_rate_rps: float, replicas_before: int,
-               replicas_after: int, per_replica_capacity_rps: float, slots: float, reaction_time_s: float,
-               router: str, *, dt_s: float = _DEFAULT_DT_S) -> StepDrain:
+def step_drain(
+    time_s,
+    arrival_rate_rps: float,
+    step_arrival_rate_rps: float,
+    replicas_before: int,
+    replicas_after: int,
+    per_replica_capacity_rps: float,
+    slots: float,
+    reaction_time_s: float,
+    router: str,
+    *,
+    dt_s: float = _DEFAULT_DT_S,
+) -> StepDrain:
     """The per-replica queues after arrivals step up at t = 0 and new replicas are Ready at ``reaction_time_s``.
 
     Before the step each of the ``replicas_before`` pods holds its share of
@@ -361,10 +381,11 @@ def step_drain(time_s, arrival_rate_rps: float, step_arrival_rate_rps: float, re
     grid = np.union1d(time_s, [reaction_time_s]) if time_s[0] <= reaction_time_s <= time_s[-1] else time_s
     ready = np.where(grid < reaction_time_s, int(replicas_before), int(replicas_after))
     steady_load = arrival_rate_rps * (slots / mu) / int(replicas_before)
-    waiting = per_replica_waiting_requests(grid, step_arrival_rate_rps, ready, mu, slots, router,
-                                           initial_load_requests=steady_load, dt_s=dt_s)
+    waiting = per_replica_waiting_requests(
+        grid, step_arrival_rate_rps, ready, mu, slots, router, initial_load_requests=steady_load, dt_s=dt_s
+    )
     old = waiting[:, : int(replicas_before)].sum(axis=1)
-    new = waiting[:, int(replicas_before):].sum(axis=1)
+    new = waiting[:, int(replicas_before) :].sum(axis=1)
     total = old + new
     # The queues are empty for good from the first sample after Ready with nothing waiting anywhere after it.
     nonzero_after = np.flatnonzero((grid >= reaction_time_s) & (total > 1e-6))

@@ -34,12 +34,13 @@ def backlog_explorer(
     """Sliders for the cold start, the step and the target; the summary reruns the planner."""
     sliders = {
         "cold_start_s": widgets.FloatSlider(value=cold_start_s, min=0, max=900, step=5, description="cold start (s)"),
-        "step_arrival_rate_rps": widgets.FloatSlider(value=step_arrival_rate_rps, min=0, max=500, step=1,
-                                                     description="after step"),
-        "target_concurrency": widgets.FloatSlider(value=target_concurrency, min=1, max=256, step=1,
-                                                  description="target T"),
-        "metric_window_s": widgets.FloatSlider(value=metric_window_s, min=0, max=300, step=5,
-                                               description="window (s)"),
+        "step_arrival_rate_rps": widgets.FloatSlider(
+            value=step_arrival_rate_rps, min=0, max=500, step=1, description="after step"
+        ),
+        "target_concurrency": widgets.FloatSlider(
+            value=target_concurrency, min=1, max=256, step=1, description="target T"
+        ),
+        "metric_window_s": widgets.FloatSlider(value=metric_window_s, min=0, max=300, step=5, description="window (s)"),
     }
     summary = widgets.HTML()
 
@@ -48,20 +49,25 @@ def backlog_explorer(
         reaction = reaction_time_s(v["metric_window_s"], eval_interval_s, v["cold_start_s"])
         per_replica = drain_rate_rps(knee_concurrency, request_duration_s)
         before = replicas_for_target(in_flight_requests(arrival_rate_rps, request_duration_s), v["target_concurrency"])
-        after = replicas_for_target(in_flight_requests(v["step_arrival_rate_rps"], request_duration_s),
-                                    v["target_concurrency"])
+        after = replicas_for_target(
+            in_flight_requests(v["step_arrival_rate_rps"], request_duration_s), v["target_concurrency"]
+        )
         capacity = fleet_capacity_rps(before, per_replica)
         backlog = backlog_requests(v["step_arrival_rate_rps"], capacity, reaction)
         clear = backlog_clear_s(backlog, fleet_capacity_rps(after, per_replica), v["step_arrival_rate_rps"])
         # The backlog sits in the old replicas' own queues: how each router drains it (closed forms).
-        per_old = backlog_per_replica_requests(arrival_rate_rps, v["step_arrival_rate_rps"], before, per_replica,
-                                               knee_concurrency, reaction)
+        per_old = backlog_per_replica_requests(
+            arrival_rate_rps, v["step_arrival_rate_rps"], before, per_replica, knee_concurrency, reaction
+        )
         after = max(after, before)
         round_robin = round_robin_clear_s(per_old, per_replica, v["step_arrival_rate_rps"], after)
-        least_loaded = least_loaded_clear_s(per_old, per_replica, knee_concurrency, v["step_arrival_rate_rps"],
-                                            before, after)
-        head = (f"<p>Cold start {v['cold_start_s']:.0f} s: reaction time <b>{reaction:.0f} s</b>. "
-                f"{before} replicas complete {capacity:.0f} requests/s; ")
+        least_loaded = least_loaded_clear_s(
+            per_old, per_replica, knee_concurrency, v["step_arrival_rate_rps"], before, after
+        )
+        head = (
+            f"<p>Cold start {v['cold_start_s']:.0f} s: reaction time <b>{reaction:.0f} s</b>. "
+            f"{before} replicas complete {capacity:.0f} requests/s; "
+        )
         if backlog == 0:
             summary.value = head + f"a step to {v['step_arrival_rate_rps']:.0f} requests/s queues nothing.</p>"
             return

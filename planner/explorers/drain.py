@@ -29,14 +29,17 @@ def drain_explorer(
     ``margin_frac``, as in the chapter's table.
     """
     sliders = {
-        "termination_grace_period_s": widgets.FloatSlider(value=termination_grace_period_s, min=1, max=900, step=1,
-                                                          description="grace (s)"),
-        "shutdown_timeout_s": widgets.FloatSlider(value=shutdown_timeout_s, min=0, max=900, step=1,
-                                                  description="shutdown (s)"),
+        "termination_grace_period_s": widgets.FloatSlider(
+            value=termination_grace_period_s, min=1, max=900, step=1, description="grace (s)"
+        ),
+        "shutdown_timeout_s": widgets.FloatSlider(
+            value=shutdown_timeout_s, min=0, max=900, step=1, description="shutdown (s)"
+        ),
         "pre_stop_s": widgets.FloatSlider(value=pre_stop_s, min=0, max=120, step=1, description="preStop (s)"),
         "itl_ms": widgets.FloatSlider(value=itl_ms, min=1, max=200, step=1, description="ITL (ms)"),
-        "max_output_tokens": widgets.IntSlider(value=max_output_tokens, min=16, max=32768, step=16,
-                                               description="max tokens"),
+        "max_output_tokens": widgets.IntSlider(
+            value=max_output_tokens, min=16, max=32768, step=16, description="max tokens"
+        ),
     }
     summary = widgets.HTML()
     shape_text = output_length_shape if output_tokens is None else f"{len(output_tokens):,} recorded"
@@ -47,13 +50,25 @@ def drain_explorer(
             lengths = output_lengths(v["max_output_tokens"], output_length_shape, mean_output_tokens)
         else:
             lengths = empirical_output_lengths(output_tokens, v["max_output_tokens"])
-        review = review_drain(lengths, max_output_tokens=v["max_output_tokens"], itl_ms=v["itl_ms"], ttft_ms=ttft_ms,
-                              in_flight_requests=in_flight_requests,
-                              termination_grace_period_s=v["termination_grace_period_s"],
-                              shutdown_timeout_s=v["shutdown_timeout_s"], pre_stop_s=v["pre_stop_s"],
-                              planned_pre_stop_s=planned_pre_stop_s, margin_frac=margin_frac)
-        longest_s, window_s, frac, check, plan = (review.longest_s, review.window_s, review.cut_frac,
-                                                  review.current, review.plan)
+        review = review_drain(
+            lengths,
+            max_output_tokens=v["max_output_tokens"],
+            itl_ms=v["itl_ms"],
+            ttft_ms=ttft_ms,
+            in_flight_requests=in_flight_requests,
+            termination_grace_period_s=v["termination_grace_period_s"],
+            shutdown_timeout_s=v["shutdown_timeout_s"],
+            pre_stop_s=v["pre_stop_s"],
+            planned_pre_stop_s=planned_pre_stop_s,
+            margin_frac=margin_frac,
+        )
+        longest_s, window_s, frac, check, plan = (
+            review.longest_s,
+            review.window_s,
+            review.cut_frac,
+            review.current,
+            review.plan,
+        )
         problems = "".join(f"<li>{p}</li>" for p in check.problems)
         summary.value = (
             f"<p>Grace {v['termination_grace_period_s']:.0f} s, --shutdown-timeout {v['shutdown_timeout_s']:.0f} s, "

@@ -14,9 +14,17 @@ FLAPPING_SIGNALS = ("waiting requests", "KV cache use (sum)", "KV cache use (avg
 """The signals the experiment compares (keys of :data:`planner.workflows.lab.SIGNAL_QUERIES`)."""
 
 
-def flapping_explorer(trace: RequestTrace, fleet: FleetSpec, *, signal: str = "waiting requests",
-                      threshold: float = 7.0, scale_down_window_s: int = 0, max_replicas: int = 3,
-                      duration_s: float | None = None, run_now: bool = True) -> widgets.VBox:
+def flapping_explorer(
+    trace: RequestTrace,
+    fleet: FleetSpec,
+    *,
+    signal: str = "waiting requests",
+    threshold: float = 7.0,
+    scale_down_window_s: int = 0,
+    max_replicas: int = 3,
+    duration_s: float | None = None,
+    run_now: bool = True,
+) -> widgets.VBox:
     """The lab's widgets on the flapping rig: one to ``max_replicas`` replicas, the chosen trigger.
 
     Parameters
@@ -35,6 +43,15 @@ def flapping_explorer(trace: RequestTrace, fleet: FleetSpec, *, signal: str = "w
     run_now : bool
         Simulate the initial setting at once.
     """
-    return lab_explorer(trace, fleet, signal=signal, target=threshold, min_replicas=1, max_replicas=max_replicas,
-                        scale_down_window_s=scale_down_window_s, duration_s=duration_s,
-                        signals=FLAPPING_SIGNALS, run_now=run_now)
+    return lab_explorer(
+        trace,
+        fleet,
+        signal=signal,
+        target=threshold,
+        min_replicas=1,
+        max_replicas=max_replicas,
+        scale_down_window_s=scale_down_window_s,
+        duration_s=duration_s,
+        signals=FLAPPING_SIGNALS,
+        run_now=run_now,
+    )

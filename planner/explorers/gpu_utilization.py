@@ -21,18 +21,25 @@ def gpu_utilization_explorer(
     """Sliders for the utilization target and the load; the summary reruns the HPA port."""
     sliders = {
         "target_pct": widgets.FloatSlider(value=target_pct, min=10, max=100, step=1, description="target %"),
-        "fleet_in_flight": widgets.FloatSlider(value=fleet_in_flight, min=0, max=1000, step=5,
-                                               description="in flight"),
-        "busy_pct": widgets.FloatSlider(value=100 * busy_utilization_frac, min=50, max=100, step=0.5,
-                                        description="busy util %"),
+        "fleet_in_flight": widgets.FloatSlider(value=fleet_in_flight, min=0, max=1000, step=5, description="in flight"),
+        "busy_pct": widgets.FloatSlider(
+            value=100 * busy_utilization_frac, min=50, max=100, step=0.5, description="busy util %"
+        ),
         "warmup_s": widgets.FloatSlider(value=warmup_s, min=0, max=600, step=15, description="warmup (s)"),
     }
     summary = widgets.HTML()
 
     def update(_change=None) -> None:
         v = {name: slider.value for name, slider in sliders.items()}
-        trace = utilization_hpa_trace(v["target_pct"], v["fleet_in_flight"], start_replicas, max_replicas,
-                                      v["warmup_s"], duration_s, busy_utilization_frac=v["busy_pct"] / 100)
+        trace = utilization_hpa_trace(
+            v["target_pct"],
+            v["fleet_in_flight"],
+            start_replicas,
+            max_replicas,
+            v["warmup_s"],
+            duration_s,
+            busy_utilization_frac=v["busy_pct"] / 100,
+        )
         final = int(trace["desired_replicas"].iloc[-1])
         per_pod = 100 * float(replica_utilization_frac(v["fleet_in_flight"] / final, v["busy_pct"] / 100))
         needed = replicas_for_target(v["fleet_in_flight"], concurrency_target) if v["fleet_in_flight"] else 0

@@ -37,8 +37,14 @@ from planner.autoscaler.spec import Autoscaler
 from planner.dynamics.hpa_ramp import step_through_warmup
 from planner.errors import PlannerInputError
 
-__all__ = ["ExplorerOpening", "explorer_autoscaler", "explorer_opening", "hpa_decisions_explorer",
-           "opening_decision", "syncs_with_load_held"]
+__all__ = [
+    "ExplorerOpening",
+    "explorer_autoscaler",
+    "explorer_opening",
+    "hpa_decisions_explorer",
+    "opening_decision",
+    "syncs_with_load_held",
+]
 
 METRIC_TYPES = (AVERAGE_VALUE, VALUE)
 TRIGGER_NAME = "load"  # how the steps name the one trigger
@@ -98,8 +104,16 @@ def explorer_autoscaler(
         )
     so = ScaledObjectSpec(
         "explorer",
-        (Trigger(0, "prometheus", float(target), name=TRIGGER_NAME, metric_type=metric_type,
-                 activation_threshold=float(activation_threshold)),),
+        (
+            Trigger(
+                0,
+                "prometheus",
+                float(target),
+                name=TRIGGER_NAME,
+                metric_type=metric_type,
+                activation_threshold=float(activation_threshold),
+            ),
+        ),
         min_replica_count=int(min_replicas),
         max_replica_count=int(max_replicas),
         behavior=behavior,
@@ -107,8 +121,13 @@ def explorer_autoscaler(
     return Autoscaler("ScaledObject", so.name, "explorer", hpa_for_scaled_object(so), so)
 
 
-def syncs_with_load_held(autoscaler: Autoscaler, start_replicas: int, metric_value: float,
-                         duration_s: float = TIME_VIEW_S, tolerance_frac: float = DEFAULT_TOLERANCE) -> pd.DataFrame:
+def syncs_with_load_held(
+    autoscaler: Autoscaler,
+    start_replicas: int,
+    metric_value: float,
+    duration_s: float = TIME_VIEW_S,
+    tolerance_frac: float = DEFAULT_TOLERANCE,
+) -> pd.DataFrame:
     """``spec.replicas`` at each 15-s sync while the load stays what it is now.
 
     The fleet starts with ``start_replicas`` Ready; a pod the HPA adds counts
@@ -130,13 +149,20 @@ def syncs_with_load_held(autoscaler: Autoscaler, start_replicas: int, metric_val
 
     def readings_for(ready: int, current: int):
         value = total / ready if trigger.metric_type == VALUE else total
-        evaluation = evaluate_triggers(so, autoscaler.hpa, {trigger.index: value},
-                                       current_replicas=current, ready_replicas=ready)
+        evaluation = evaluate_triggers(
+            so, autoscaler.hpa, {trigger.index: value}, current_replicas=current, ready_replicas=ready
+        )
         return list(evaluation.readings)
 
     controller = HorizontalController(autoscaler.hpa, tolerance=tolerance_frac)
-    return step_through_warmup(controller, start_replicas, readings_for, warmup_s=0.0, duration_s=duration_s,
-                               sync_period_s=DEFAULT_SYNC_PERIOD_S)
+    return step_through_warmup(
+        controller,
+        start_replicas,
+        readings_for,
+        warmup_s=0.0,
+        duration_s=duration_s,
+        sync_period_s=DEFAULT_SYNC_PERIOD_S,
+    )
 
 
 @dataclass(frozen=True)
@@ -217,25 +243,48 @@ def explorer_opening(autoscaler: Autoscaler, decision: Decision) -> ExplorerOpen
         activation = so.triggers[line.index].activation_threshold
     if decision.current_replicas == 0 and so is None:
         exact = False
-        notes.append("A plain HPA at 0 replicas acts only if it took the target there itself (Kubernetes 1.37's "
-                     "ScaledToZero condition); the explorer models KEDA, which can scale from 0.")
+        notes.append(
+            "A plain HPA at 0 replicas acts only if it took the target there itself (Kubernetes 1.37's "
+            "ScaledToZero condition); the explorer models KEDA, which can scale from 0."
+        )
     elif decision.current_replicas == 0 and so is not None and len(so.triggers) > 1 and not so.is_using_modifiers:
         exact = False
         notes.append("At 0 replicas KEDA activates on any trigger; the explorer has only this one.")
     return ExplorerOpening(
-        metric_key=line.key, current_replicas=decision.current_replicas, ready_replicas=decision.ready_replicas,
-        metric_type=line.target_type, target=float(line.target), metric_value=float(value),
-        tolerance_frac=float(up_frac), min_replicas=int(min_replicas), max_replicas=int(hpa.max_replicas),
-        behavior=hpa.behavior, activation_threshold=float(activation), note=" ".join(notes), exact=exact,
+        metric_key=line.key,
+        current_replicas=decision.current_replicas,
+        ready_replicas=decision.ready_replicas,
+        metric_type=line.target_type,
+        target=float(line.target),
+        metric_value=float(value),
+        tolerance_frac=float(up_frac),
+        min_replicas=int(min_replicas),
+        max_replicas=int(hpa.max_replicas),
+        behavior=hpa.behavior,
+        activation_threshold=float(activation),
+        note=" ".join(notes),
+        exact=exact,
     )
 
 
 def _decide(v: dict, behavior, activation_threshold: float = 0.0) -> tuple[Autoscaler, Decision]:
     # The explorer's one code path from control values to a decision.
-    autoscaler = explorer_autoscaler(v["metric_type"], v["target"], v["tolerance_frac"],
-                                     v["min_replicas"], v["max_replicas"], behavior, activation_threshold)
-    decision = evaluate_decision(autoscaler, v["current_replicas"], {TRIGGER_NAME: v["metric_value"]},
-                                 ready_replicas=v["ready_replicas"], tolerance_frac=v["tolerance_frac"])
+    autoscaler = explorer_autoscaler(
+        v["metric_type"],
+        v["target"],
+        v["tolerance_frac"],
+        v["min_replicas"],
+        v["max_replicas"],
+        behavior,
+        activation_threshold,
+    )
+    decision = evaluate_decision(
+        autoscaler,
+        v["current_replicas"],
+        {TRIGGER_NAME: v["metric_value"]},
+        ready_replicas=v["ready_replicas"],
+        tolerance_frac=v["tolerance_frac"],
+    )
     return autoscaler, decision
 
 
@@ -263,9 +312,11 @@ def _time_view_html(trace: pd.DataFrame, start_replicas: int, metric_type: str) 
     held = "the fleet total" if metric_type == AVERAGE_VALUE else "the load (the same total over more Ready pods)"
     path = " → ".join(str(c) for c in counts)
     when = f" ({', '.join(changes)})" if changes else " (no change)"
-    return (f"<p><b>Over successive {DEFAULT_SYNC_PERIOD_S:g} s syncs</b>, with {held} held and new pods "
-            f"Ready by the next sync, starting from {start_replicas} Ready: {path}{when}, "
-            f"over {trace['t_s'].iloc[-1]:g} s.</p>")
+    return (
+        f"<p><b>Over successive {DEFAULT_SYNC_PERIOD_S:g} s syncs</b>, with {held} held and new pods "
+        f"Ready by the next sync, starting from {start_replicas} Ready: {path}{when}, "
+        f"over {trace['t_s'].iloc[-1]:g} s.</p>"
+    )
 
 
 def hpa_decisions_explorer(
@@ -315,8 +366,10 @@ def hpa_decisions_explorer(
     opening_note = f"<p><i>{html.escape(note)}</i></p>" if note else ""
     if metric_type not in METRIC_TYPES:
         # A chapter run on a manifest with, say, a CPU trigger still gets a working explorer, and says so.
-        opening_note += (f"<p><i>The explorer models one External trigger with an AverageValue or Value target; "
-                        f"it opened at {AVERAGE_VALUE} instead of {html.escape(str(metric_type))}.</i></p>")
+        opening_note += (
+            f"<p><i>The explorer models one External trigger with an AverageValue or Value target; "
+            f"it opened at {AVERAGE_VALUE} instead of {html.escape(str(metric_type))}.</i></p>"
+        )
         metric_type = AVERAGE_VALUE
     ready_replicas = current_replicas if ready_replicas is None else ready_replicas
     style = {"description_width": "14em"}
@@ -324,30 +377,57 @@ def hpa_decisions_explorer(
     value_max = max(100.0, 4.0 * metric_value, 20.0 * target)
     controls = {
         "current_replicas": widgets.IntSlider(
-            value=current_replicas, min=0, max=max(64, 2 * current_replicas), description="current replicas",
-            style=style, layout=layout),
+            value=current_replicas,
+            min=0,
+            max=max(64, 2 * current_replicas),
+            description="current replicas",
+            style=style,
+            layout=layout,
+        ),
         "ready_replicas": widgets.IntSlider(
-            value=ready_replicas, min=0, max=current_replicas, description="of which Ready",
-            style=style, layout=layout),
+            value=ready_replicas, min=0, max=current_replicas, description="of which Ready", style=style, layout=layout
+        ),
         "metric_type": widgets.ToggleButtons(
-            options=list(METRIC_TYPES), value=metric_type, description="metricType", style=style),
+            options=list(METRIC_TYPES), value=metric_type, description="metricType", style=style
+        ),
         "target": widgets.FloatSlider(
-            value=target, min=min(0.01, target), max=max(10.0, 4.0 * target), step=0.01,
+            value=target,
+            min=min(0.01, target),
+            max=max(10.0, 4.0 * target),
+            step=0.01,
             description="target (threshold)",
-            style=style, layout=layout),
+            style=style,
+            layout=layout,
+        ),
         "metric_value": widgets.FloatSlider(
-            value=metric_value, min=0.0, max=value_max, step=0.01, description="",
-            style=style, layout=layout),
+            value=metric_value, min=0.0, max=value_max, step=0.01, description="", style=style, layout=layout
+        ),
         "tolerance_frac": widgets.FloatSlider(
-            value=tolerance_frac, min=0.0, max=max(0.5, tolerance_frac), step=0.01, readout_format=".0%",
+            value=tolerance_frac,
+            min=0.0,
+            max=max(0.5, tolerance_frac),
+            step=0.01,
+            readout_format=".0%",
             description="tolerance",
-            style=style, layout=layout),
+            style=style,
+            layout=layout,
+        ),
         "min_replicas": widgets.IntSlider(
-            value=min_replicas, min=0, max=max(64, min_replicas), description="minReplicaCount",
-            style=style, layout=layout),
+            value=min_replicas,
+            min=0,
+            max=max(64, min_replicas),
+            description="minReplicaCount",
+            style=style,
+            layout=layout,
+        ),
         "max_replicas": widgets.IntSlider(
-            value=max_replicas, min=1, max=max(200, max_replicas), description="maxReplicaCount",
-            style=style, layout=layout),
+            value=max_replicas,
+            min=1,
+            max=max(200, max_replicas),
+            description="maxReplicaCount",
+            style=style,
+            layout=layout,
+        ),
     }
     explanation = widgets.HTML()
 
@@ -356,20 +436,23 @@ def hpa_decisions_explorer(
         controls["ready_replicas"].max = v["current_replicas"]  # clamps the Ready count with it
         v["ready_replicas"] = controls["ready_replicas"].value
         controls["metric_value"].description = (
-            "query result: fleet total" if v["metric_type"] == AVERAGE_VALUE else "query result: value")
+            "query result: fleet total" if v["metric_type"] == AVERAGE_VALUE else "query result: value"
+        )
         try:
             autoscaler, decision = _decide(v, behavior, activation_threshold)
         except PlannerInputError as error:
             explanation.value = f"<p><b>Not a valid autoscaler:</b> {html.escape(str(error))}.</p>"
             return
         proposal = "" if decision.max_proposal is None else f" (largest proposal {decision.max_proposal})"
-        text = (f"<p>Desired at this sync: <b>{decision.desired_replicas}</b> replicas{proposal}.</p>"
-                + _steps_html(decision))
+        text = f"<p>Desired at this sync: <b>{decision.desired_replicas}</b> replicas{proposal}.</p>" + _steps_html(
+            decision
+        )
         if v["current_replicas"] == 0:
             text += "<p>The HPA is idle at 0 replicas; KEDA's activation decides the first replica.</p>"
         else:
-            trace = syncs_with_load_held(autoscaler, v["current_replicas"], v["metric_value"],
-                                         tolerance_frac=v["tolerance_frac"])
+            trace = syncs_with_load_held(
+                autoscaler, v["current_replicas"], v["metric_value"], tolerance_frac=v["tolerance_frac"]
+            )
             text += _time_view_html(trace, v["current_replicas"], v["metric_type"])
             if v["ready_replicas"] < v["current_replicas"]:
                 text += "<p>(The time view starts with every current replica Ready.)</p>"

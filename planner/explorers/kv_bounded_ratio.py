@@ -47,17 +47,33 @@ def kv_bounded_ratio_explorer(
     layout = widgets.Layout(width="36em")
     sliders = {
         "start_replicas": widgets.IntSlider(
-            value=start_replicas, min=1, max=max(64, start_replicas), description="Ready at the start",
-            style=style, layout=layout),
+            value=start_replicas,
+            min=1,
+            max=max(64, start_replicas),
+            description="Ready at the start",
+            style=style,
+            layout=layout,
+        ),
         "kv_target_frac": widgets.FloatSlider(
-            value=kv_target_frac, min=0.3, max=1.0, step=0.01, description="KV usage target",
-            style=style, layout=layout),
+            value=kv_target_frac, min=0.3, max=1.0, step=0.01, description="KV usage target", style=style, layout=layout
+        ),
         "goal_replicas": widgets.IntSlider(
-            value=goal_replicas, min=1, max=max(200, goal_replicas), description="replicas the load needs",
-            style=style, layout=layout),
+            value=goal_replicas,
+            min=1,
+            max=max(200, goal_replicas),
+            description="replicas the load needs",
+            style=style,
+            layout=layout,
+        ),
         "warmup_s": widgets.FloatSlider(
-            value=warmup_s, min=10.0, max=max(1200.0, warmup_s), step=10.0, description="warmup (s)",
-            style=style, layout=layout),
+            value=warmup_s,
+            min=10.0,
+            max=max(1200.0, warmup_s),
+            step=10.0,
+            description="warmup (s)",
+            style=style,
+            layout=layout,
+        ),
     }
     summary = widgets.HTML()
 
@@ -68,20 +84,25 @@ def kv_bounded_ratio_explorer(
             comparison = compare_ramps(v["start_replicas"], v["goal_replicas"], v["kv_target_frac"], v["warmup_s"])
             ramp = comparison.bounded_replicas
             if comparison.bounded_warmups is None:
-                ramp = tuple(int(r) for r in ramp_replicas(v["start_replicas"], v["kv_target_frac"],
-                                                           NEVER_SHOWN_WARMUPS))
+                ramp = tuple(
+                    int(r) for r in ramp_replicas(v["start_replicas"], v["kv_target_frac"], NEVER_SHOWN_WARMUPS)
+                )
         except PlannerInputError as error:
             summary.value = f"<p><b>Invalid input:</b> {html.escape(str(error))}.</p>"
             return
         goal = v["goal_replicas"]
         if comparison.bounded_warmups is None:
-            reach = (f"the cap is inside the {DEFAULT_TOLERANCE_FRAC:.0%} tolerance, so KV usage alone "
-                     f"<b>never</b> scales up")
+            reach = (
+                f"the cap is inside the {DEFAULT_TOLERANCE_FRAC:.0%} tolerance, so KV usage alone "
+                f"<b>never</b> scales up"
+            )
         elif comparison.bounded_warmups == 0:
             reach = "the fleet already has the replicas the load needs"
         else:
-            reach = (f"it reaches {goal} after <b>{comparison.bounded_warmups}</b> warmups, "
-                     f"<b>{comparison.bounded_time_s / 60:.1f} min</b>")
+            reach = (
+                f"it reaches {goal} after <b>{comparison.bounded_warmups}</b> warmups, "
+                f"<b>{comparison.bounded_time_s / 60:.1f} min</b>"
+            )
         rows = "".join(
             f"<tr><td style='text-align:right'>{k}</td><td style='text-align:right'>{k * v['warmup_s'] / 60:.1f}</td>"
             f"<td style='text-align:right'>{replicas}</td><td>{'goal reached' if replicas >= goal else ''}</td></tr>"
@@ -90,9 +111,11 @@ def kv_bounded_ratio_explorer(
         if goal <= v["start_replicas"]:
             unbounded = "Neither signal needs to scale up."
         else:
-            unbounded = (f"An unbounded signal (requests in flight or waiting) asks for {goal} at once: all Ready "
-                         f"after <b>{comparison.unbounded_time_s / 60:.1f} min</b> (one warmup plus the default "
-                         f"scale-up policy's 15 s periods).")
+            unbounded = (
+                f"An unbounded signal (requests in flight or waiting) asks for {goal} at once: all Ready "
+                f"after <b>{comparison.unbounded_time_s / 60:.1f} min</b> (one warmup plus the default "
+                f"scale-up policy's 15 s periods)."
+            )
         summary.value = (
             f"<p>A saturated KV trigger shows a ratio of at most 1 / {v['kv_target_frac']:.2f} = <b>{cap:.3g}</b>, "
             f"so each decision grows the Ready fleet by at most {cap - 1:.0%}: "

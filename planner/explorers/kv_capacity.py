@@ -25,16 +25,28 @@ def kv_capacity_explorer(replica: ReplicaKv) -> widgets.VBox:
     start_gib = replica.available_kv_gib
     tokens = replica.tokens_per_request or 1000.0
     offsets = [g - start_gib for g in replica.available_kv_gib_per_stage]
-    memory = widgets.FloatSlider(value=start_gib, min=MEMORY_STEP_GIB,
-                                 max=max(160.0, 2 * start_gib), step=MEMORY_STEP_GIB,
-                                 readout_format=".2f", description="KV GiB/GPU")
-    tp = widgets.Dropdown(options=sorted({1, 2, 4, 8, serving.tensor_parallel_size}),
-                          value=serving.tensor_parallel_size, description="TP")
-    dtype = widgets.Dropdown(options=sorted({"auto", "fp8", serving.kv_cache_dtype}),
-                             value=serving.kv_cache_dtype, description="KV dtype")
-    length = widgets.FloatSlider(value=tokens, min=TOKENS_STEP, max=max(32768.0, tokens),
-                                 step=TOKENS_STEP, readout_format=",.0f",
-                                 description="tokens/req")
+    memory = widgets.FloatSlider(
+        value=start_gib,
+        min=MEMORY_STEP_GIB,
+        max=max(160.0, 2 * start_gib),
+        step=MEMORY_STEP_GIB,
+        readout_format=".2f",
+        description="KV GiB/GPU",
+    )
+    tp = widgets.Dropdown(
+        options=sorted({1, 2, 4, 8, serving.tensor_parallel_size}), value=serving.tensor_parallel_size, description="TP"
+    )
+    dtype = widgets.Dropdown(
+        options=sorted({"auto", "fp8", serving.kv_cache_dtype}), value=serving.kv_cache_dtype, description="KV dtype"
+    )
+    length = widgets.FloatSlider(
+        value=tokens,
+        min=TOKENS_STEP,
+        max=max(32768.0, tokens),
+        step=TOKENS_STEP,
+        readout_format=",.0f",
+        description="tokens/req",
+    )
     summary = widgets.HTML()
 
     def update(_change=None) -> None:
@@ -53,7 +65,8 @@ def kv_capacity_explorer(replica: ReplicaKv) -> widgets.VBox:
             f"<p>{capacity.bytes_per_token:,} bytes per token per GPU; GPU KV cache size "
             f"<b>{capacity.kv_tokens:,}</b> tokens; maximum concurrency "
             f"{capacity.max_concurrency:.2f}x at {capacity.max_model_len:,} tokens; "
-            f"<b>{requests:,.0f}</b> requests of {length.value:,.0f} tokens.</p>")
+            f"<b>{requests:,.0f}</b> requests of {length.value:,.0f} tokens.</p>"
+        )
 
     for control in (memory, tp, dtype, length):
         control.observe(update, names="value")

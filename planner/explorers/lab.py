@@ -21,11 +21,21 @@ from planner.workflows.lab import SIGNAL_QUERIES, scaled_object_yaml
 __all__ = ["lab_explorer", "simulate_setting"]
 
 
-def simulate_setting(trace: RequestTrace, fleet: FleetSpec, signal: str, target: float, *, min_replicas: int,
-                     max_replicas: int, scale_down_window_s: int, duration_s: float | None = None):
+def simulate_setting(
+    trace: RequestTrace,
+    fleet: FleetSpec,
+    signal: str,
+    target: float,
+    *,
+    min_replicas: int,
+    max_replicas: int,
+    scale_down_window_s: int,
+    duration_s: float | None = None,
+):
     """Write the chosen ScaledObject to a scratch file, read it as any manifest is read, and simulate it."""
-    text = scaled_object_yaml(signal, target, min_replicas=min_replicas, max_replicas=max_replicas,
-                              scale_down_window_s=scale_down_window_s)
+    text = scaled_object_yaml(
+        signal, target, min_replicas=min_replicas, max_replicas=max_replicas, scale_down_window_s=scale_down_window_s
+    )
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "scaledobject.yaml"
         path.write_text(text)
@@ -33,10 +43,19 @@ def simulate_setting(trace: RequestTrace, fleet: FleetSpec, signal: str, target:
     return simulate(trace, autoscaler, fleet, duration_s=duration_s)
 
 
-def lab_explorer(trace: RequestTrace, fleet: FleetSpec, *, signal: str = "requests in flight",
-                 target: float = 40.0, min_replicas: int = 3, max_replicas: int = 16,
-                 scale_down_window_s: int = int(DEFAULT_DOWNSCALE_STABILIZATION_WINDOW_S), duration_s: float | None = None,
-                 signals: tuple[str, ...] | None = None, run_now: bool = True) -> widgets.VBox:
+def lab_explorer(
+    trace: RequestTrace,
+    fleet: FleetSpec,
+    *,
+    signal: str = "requests in flight",
+    target: float = 40.0,
+    min_replicas: int = 3,
+    max_replicas: int = 16,
+    scale_down_window_s: int = int(DEFAULT_DOWNSCALE_STABILIZATION_WINDOW_S),
+    duration_s: float | None = None,
+    signals: tuple[str, ...] | None = None,
+    run_now: bool = True,
+) -> widgets.VBox:
     """Widgets for one ScaledObject trigger that replay ``trace`` through it whenever one changes.
 
     Each change re-simulates with the ``fast`` engine (the same outcome as the
@@ -64,14 +83,16 @@ def lab_explorer(trace: RequestTrace, fleet: FleetSpec, *, signal: str = "reques
     options = list(signals) if signals is not None else list(SIGNAL_QUERIES)
     controls = {
         "signal": widgets.Dropdown(options=options, value=signal, description="signal"),
-        "target": widgets.BoundedFloatText(value=target, min=0.01, max=10_000.0, step=0.1,
-                                           description="target"),
-        "min_replicas": widgets.IntSlider(value=min_replicas, min=0, max=32, description="min",
-                                          continuous_update=False),
-        "max_replicas": widgets.IntSlider(value=max_replicas, min=1, max=64, description="max",
-                                          continuous_update=False),
-        "scale_down_window_s": widgets.IntSlider(value=scale_down_window_s, min=0, max=900, step=15,
-                                                 description="down window (s)", continuous_update=False),
+        "target": widgets.BoundedFloatText(value=target, min=0.01, max=10_000.0, step=0.1, description="target"),
+        "min_replicas": widgets.IntSlider(
+            value=min_replicas, min=0, max=32, description="min", continuous_update=False
+        ),
+        "max_replicas": widgets.IntSlider(
+            value=max_replicas, min=1, max=64, description="max", continuous_update=False
+        ),
+        "scale_down_window_s": widgets.IntSlider(
+            value=scale_down_window_s, min=0, max=900, step=15, description="down window (s)", continuous_update=False
+        ),
     }
     button = widgets.Button(description="Simulate", button_style="primary")
     summary = widgets.HTML()
@@ -81,9 +102,16 @@ def lab_explorer(trace: RequestTrace, fleet: FleetSpec, *, signal: str = "reques
         v = {name: control.value for name, control in controls.items()}
         summary.value = "<p>simulating...</p>"
         try:
-            outcome = simulate_setting(trace, fleet, v["signal"], v["target"], min_replicas=v["min_replicas"],
-                                       max_replicas=v["max_replicas"],
-                                       scale_down_window_s=v["scale_down_window_s"], duration_s=duration_s)
+            outcome = simulate_setting(
+                trace,
+                fleet,
+                v["signal"],
+                v["target"],
+                min_replicas=v["min_replicas"],
+                max_replicas=v["max_replicas"],
+                scale_down_window_s=v["scale_down_window_s"],
+                duration_s=duration_s,
+            )
         except PlannerInputError as error:
             summary.value = f"<p><b>Not simulated:</b> {error}</p>"
             return

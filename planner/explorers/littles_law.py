@@ -35,16 +35,19 @@ def littles_law_explorer(
 ) -> widgets.VBox:
     """Sliders for the chapter's inputs and a live summary computed by the planner."""
     sliders = {
-        "knee_concurrency": widgets.FloatSlider(value=knee_concurrency, min=4, max=256, step=1,
-                                                description="knee K"),
-        "request_duration_s": widgets.FloatSlider(value=request_duration_s, min=1, max=120, step=0.5,
-                                                  description="W (s)"),
-        "target_concurrency": widgets.FloatSlider(value=target_concurrency, min=1, max=256, step=1,
-                                                  description="target T"),
-        "arrival_rate_rps": widgets.FloatSlider(value=arrival_rate_rps, min=0, max=200, step=0.5,
-                                                description="λ (req/s)"),
-        "step_arrival_rate_rps": widgets.FloatSlider(value=step_arrival_rate_rps, min=0, max=400,
-                                                     step=0.5, description="after step"),
+        "knee_concurrency": widgets.FloatSlider(value=knee_concurrency, min=4, max=256, step=1, description="knee K"),
+        "request_duration_s": widgets.FloatSlider(
+            value=request_duration_s, min=1, max=120, step=0.5, description="W (s)"
+        ),
+        "target_concurrency": widgets.FloatSlider(
+            value=target_concurrency, min=1, max=256, step=1, description="target T"
+        ),
+        "arrival_rate_rps": widgets.FloatSlider(
+            value=arrival_rate_rps, min=0, max=200, step=0.5, description="λ (req/s)"
+        ),
+        "step_arrival_rate_rps": widgets.FloatSlider(
+            value=step_arrival_rate_rps, min=0, max=400, step=0.5, description="after step"
+        ),
         "warmup_s": widgets.FloatSlider(value=warmup_s, min=0, max=900, step=10, description="warmup (s)"),
     }
     summary = widgets.HTML()
@@ -70,19 +73,24 @@ def littles_law_explorer(
         if backlog > 0:
             # It waits in the old replicas' own queues; the new ones take only new arrivals.
             replicas_after = max(replicas_for_target(after, v["target_concurrency"]), replicas)
-            per_old = backlog_per_replica_requests(v["arrival_rate_rps"], v["step_arrival_rate_rps"], replicas, mu,
-                                                   v["knee_concurrency"], v["warmup_s"])
+            per_old = backlog_per_replica_requests(
+                v["arrival_rate_rps"], v["step_arrival_rate_rps"], replicas, mu, v["knee_concurrency"], v["warmup_s"]
+            )
             times = {
-                "one shared queue": backlog_clear_s(backlog, fleet_capacity_rps(replicas_after, mu),
-                                                    v["step_arrival_rate_rps"]),
+                "one shared queue": backlog_clear_s(
+                    backlog, fleet_capacity_rps(replicas_after, mu), v["step_arrival_rate_rps"]
+                ),
                 "round robin": round_robin_clear_s(per_old, mu, v["step_arrival_rate_rps"], replicas_after),
-                "least-loaded": least_loaded_clear_s(per_old, mu, v["knee_concurrency"],
-                                                     v["step_arrival_rate_rps"], replicas, replicas_after),
+                "least-loaded": least_loaded_clear_s(
+                    per_old, mu, v["knee_concurrency"], v["step_arrival_rate_rps"], replicas, replicas_after
+                ),
             }
-            text += (f"<p>About {per_old:,.0f} wait in each old replica's own queue. Time to clear after "
-                     f"{replicas_after} replicas are Ready: "
-                     + ", ".join(f"{name} {'never' if math.isinf(t) else f'{t:,.0f} s'}" for name, t in times.items())
-                     + ".</p>")
+            text += (
+                f"<p>About {per_old:,.0f} wait in each old replica's own queue. Time to clear after "
+                f"{replicas_after} replicas are Ready: "
+                + ", ".join(f"{name} {'never' if math.isinf(t) else f'{t:,.0f} s'}" for name, t in times.items())
+                + ".</p>"
+            )
         summary.value = text
 
     for slider in sliders.values():

@@ -61,24 +61,48 @@ def loadtest_thresholds_explorer(
     sliders = {
         # TTFT p99 spans orders of magnitude between a light and an overloaded step.
         "ttft_p99_slo_ms": widgets.FloatLogSlider(
-            value=ttft_p99_slo_ms, base=10, min=_on_log_grid(ttft_low, ttft_p99_slo_ms, -1),
-            max=_on_log_grid(ttft_high, ttft_p99_slo_ms, 1), step=_LOG_STEP,
-            description="TTFT p99 objective (ms)", readout_format=",.0f", style=style, layout=layout),
+            value=ttft_p99_slo_ms,
+            base=10,
+            min=_on_log_grid(ttft_low, ttft_p99_slo_ms, -1),
+            max=_on_log_grid(ttft_high, ttft_p99_slo_ms, 1),
+            step=_LOG_STEP,
+            description="TTFT p99 objective (ms)",
+            readout_format=",.0f",
+            style=style,
+            layout=layout,
+        ),
         "itl_p99_slo_ms": widgets.FloatSlider(
-            value=itl_p99_slo_ms, min=math.floor(2 * itl_low) / 2, max=math.ceil(2 * itl_high) / 2, step=0.5,
+            value=itl_p99_slo_ms,
+            min=math.floor(2 * itl_low) / 2,
+            max=math.ceil(2 * itl_high) / 2,
+            step=0.5,
             description=f"{'ITL' if itl_column == 'itl_p99_ms' else 'TPOT'} p99 objective (ms)",
-            style=style, layout=layout),
+            style=style,
+            layout=layout,
+        ),
         "growth_frac": widgets.FloatSlider(
-            value=growth_frac, min=0.0, max=2.0, step=0.05, description="growth during a warmup",
-            readout_format=".0%", style=style, layout=layout),
+            value=growth_frac,
+            min=0.0,
+            max=2.0,
+            step=0.05,
+            description="growth during a warmup",
+            readout_format=".0%",
+            style=style,
+            layout=layout,
+        ),
     }
     summary = widgets.HTML()
 
     def update(_change=None) -> None:
         values = {name: slider.value for name, slider in sliders.items()}
         result = thresholds_from_loadtest(
-            steps, **values, queue_wait_budget_s=queue_wait_budget_s, kv_margin_frac=kv_margin_frac,
-            interpolate=interpolate, mean_output_tokens=mean_output_tokens)
+            steps,
+            **values,
+            queue_wait_budget_s=queue_wait_budget_s,
+            kv_margin_frac=kv_margin_frac,
+            interpolate=interpolate,
+            mean_output_tokens=mean_output_tokens,
+        )
         finding = html.escape(knee_finding(result, steps))
         if not result.knee.found:
             summary.value = f"<p><b>No knee:</b> {finding}</p>"
@@ -90,10 +114,14 @@ def loadtest_thresholds_explorer(
             ("drain rate mu", f"{result.drain_rate_rps:,.2f}", "requests/s"),
             ("queue threshold", f"{result.queue_threshold_requests:,.0f}", "waiting requests"),
         ]
-        table = "".join(f"<tr><td>{name}</td><td style='text-align:right'>{value}</td><td>{unit}</td></tr>"
-                        for name, value, unit in rows)
-        summary.value = (f"<p>{finding}</p><table>{table}</table>"
-                         "<p>NaN: the load test did not measure it, or the sweep is too short for a target.</p>")
+        table = "".join(
+            f"<tr><td>{name}</td><td style='text-align:right'>{value}</td><td>{unit}</td></tr>"
+            for name, value, unit in rows
+        )
+        summary.value = (
+            f"<p>{finding}</p><table>{table}</table>"
+            "<p>NaN: the load test did not measure it, or the sweep is too short for a target.</p>"
+        )
 
     for slider in sliders.values():
         slider.observe(update, names="value")

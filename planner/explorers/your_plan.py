@@ -16,8 +16,12 @@ def _shown(result: SweepResult) -> str:
     return ", ".join(f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v}" for k, v in result.values)
 
 
-def goal_explorer(results: Sequence[SweepResult], attainment_goal_frac: float = 0.99,
-                  max_flap_cycles: float | None = None, current: SweepResult | None = None) -> widgets.VBox:
+def goal_explorer(
+    results: Sequence[SweepResult],
+    attainment_goal_frac: float = 0.99,
+    max_flap_cycles: float | None = None,
+    current: SweepResult | None = None,
+) -> widgets.VBox:
     """A goal slider over a finished sweep; the summary names the setting the rules pick at that goal.
 
     Nothing is re-simulated. With ``current`` (the team's setting, as
@@ -26,8 +30,9 @@ def goal_explorer(results: Sequence[SweepResult], attainment_goal_frac: float = 
     configuration meeting the goal within the flap limit
     (:func:`planner.simulate.sweep.cheapest_meeting`).
     """
-    slider = widgets.FloatSlider(value=100.0 * attainment_goal_frac, min=50.0, max=100.0, step=0.1,
-                                 description="goal (%)")
+    slider = widgets.FloatSlider(
+        value=100.0 * attainment_goal_frac, min=50.0, max=100.0, step=0.1, description="goal (%)"
+    )
     summary = widgets.HTML()
 
     def update(_change=None) -> None:
@@ -37,9 +42,11 @@ def goal_explorer(results: Sequence[SweepResult], attainment_goal_frac: float = 
 
             pick = recommend(current, results, goal, max_flap_cycles)
             chosen = pick.result
-            summary.value = (f"<p>At {slider.value:.1f} %: <b>{'the current setting' if pick.is_current else _shown(chosen)}"
-                             f"</b>, {100 * chosen.slo_attainment_frac:.2f} % for ${chosen.cost_usd:.2f} over the "
-                             f"replayed day, {chosen.flap_cycles} flap cycles. {pick.reason}</p>")
+            summary.value = (
+                f"<p>At {slider.value:.1f} %: <b>{'the current setting' if pick.is_current else _shown(chosen)}"
+                f"</b>, {100 * chosen.slo_attainment_frac:.2f} % for ${chosen.cost_usd:.2f} over the "
+                f"replayed day, {chosen.flap_cycles} flap cycles. {pick.reason}</p>"
+            )
             return
         if max_flap_cycles is not None and not isinstance(max_flap_cycles, int):
             # Without the current setting the pick is cheapest_meeting's, which counts whole cycles.
@@ -49,9 +56,11 @@ def goal_explorer(results: Sequence[SweepResult], attainment_goal_frac: float = 
         if best is None:
             summary.value = f"<p>No configuration of the grid reaches {slider.value:.1f} % attainment{within}.</p>"
         else:
-            summary.value = (f"<p>Cheapest meeting {slider.value:.1f} %{within}: <b>{_shown(best)}</b>, "
-                             f"{100 * best.slo_attainment_frac:.2f} % for ${best.cost_usd:.2f} "
-                             f"(peak {best.peak_replicas} replicas, {best.flap_cycles} flap cycles).</p>")
+            summary.value = (
+                f"<p>Cheapest meeting {slider.value:.1f} %{within}: <b>{_shown(best)}</b>, "
+                f"{100 * best.slo_attainment_frac:.2f} % for ${best.cost_usd:.2f} "
+                f"(peak {best.peak_replicas} replicas, {best.flap_cycles} flap cycles).</p>"
+            )
 
     slider.observe(update, names="value")
     update()

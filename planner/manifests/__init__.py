@@ -1,2 +1,1 @@
-"""Autoscaling manifests: writing them, linting them, checking them against their schemas.
-"""
+"""Autoscaling manifests: writing them, linting them, checking them against their schemas."""

@@ -79,15 +79,19 @@ __all__ = [
 DEFAULT_PRE_STOP_S = 10.0
 """preStop sleep: time for the endpoint to leave the Service and load balancers. [s]"""
 POLLING_INTERVAL_S = int(DEFAULT_SYNC_PERIOD_S)
-"""The KEDA ``pollingInterval`` the written ScaledObject sets, as often as the HPA syncs (KEDA's own default is
-:data:`planner.autoscaler.defaults.DEFAULT_POLLING_INTERVAL_S`): how often KEDA's operator checks activation (0 <-> 1) and refreshes its
-metrics cache. The HPA's own 15 s syncs query the scaler afresh through KEDA's metrics server
-unless a trigger sets ``useCachedMetrics``. [s]"""
-METRIC_TYPE_AVERAGE_VALUE = ("External AverageValue: the HPA proposes ceil(fleet sum / threshold), "
-                             "whatever the pod count")
-METRIC_TYPE_WITH_MODIFIERS = ("not used: with scalingModifiers the HPA reads only the composite metric, "
-                              "typed by scalingModifiers.metricType")
-MIN_SCALE_DOWN_WINDOW_S = int(DEFAULT_DOWNSCALE_STABILIZATION_WINDOW_S)  # the HPA's default; shorter would be more eager than stock Kubernetes
+"""The KEDA ``pollingInterval`` the written ScaledObject sets, as often as the HPA syncs (KEDA's own
+default is :data:`planner.autoscaler.defaults.DEFAULT_POLLING_INTERVAL_S`): how often KEDA's operator
+checks activation (0 <-> 1) and refreshes its metrics cache. The HPA's own 15 s syncs query the scaler
+afresh through KEDA's metrics server unless a trigger sets ``useCachedMetrics``. [s]"""
+METRIC_TYPE_AVERAGE_VALUE = (
+    "External AverageValue: the HPA proposes ceil(fleet sum / threshold), whatever the pod count"
+)
+METRIC_TYPE_WITH_MODIFIERS = (
+    "not used: with scalingModifiers the HPA reads only the composite metric, typed by scalingModifiers.metricType"
+)
+MIN_SCALE_DOWN_WINDOW_S = int(
+    DEFAULT_DOWNSCALE_STABILIZATION_WINDOW_S
+)  # the HPA's default; shorter would be more eager than stock Kubernetes
 MAX_STABILIZATION_WINDOW_S = 3600  # API limit on stabilizationWindowSeconds
 MAX_POLICY_PERIOD_S = 1800  # API limit on periodSeconds
 HPA_SYNC_PERIOD_S = int(DEFAULT_SYNC_PERIOD_S)  # an integer, for periodSeconds
@@ -251,12 +255,12 @@ class ManifestSet:
 
 @dataclass(frozen=True)
 class _Signal:
-    name: str           # trigger name, also the formula variable
-    metric: str         # External metric name for the HPA / adapter
+    name: str  # trigger name, also the formula variable
+    metric: str  # External metric name for the HPA / adapter
     query: str
-    series: str         # a series the adapter can discover the metric by
-    target: str         # per-replica target, as written
-    reason: str         # comment on the target
+    series: str  # a series the adapter can discover the metric by
+    target: str  # per-replica target, as written
+    reason: str  # comment on the target
     meaning: str
 
 
@@ -293,10 +297,12 @@ def generate_manifests(plan: ScalingPlan, versions: ClusterVersions | None = Non
         A value out of range, naming it.
     """
     _check(plan)
-    grace = plan_grace(drain_time_s(plan.max_output_tokens, plan.itl_ms, plan.ttft_ms),
-                       pre_stop_s=plan.pre_stop_s)
-    window_s = (plan.scale_down_window_s if plan.scale_down_window_s is not None
-                else max(math.ceil(plan.warmup_s), MIN_SCALE_DOWN_WINDOW_S))
+    grace = plan_grace(drain_time_s(plan.max_output_tokens, plan.itl_ms, plan.ttft_ms), pre_stop_s=plan.pre_stop_s)
+    window_s = (
+        plan.scale_down_window_s
+        if plan.scale_down_window_s is not None
+        else max(math.ceil(plan.warmup_s), MIN_SCALE_DOWN_WINDOW_S)
+    )
     period_s = min(max(math.ceil(plan.warmup_s), HPA_SYNC_PERIOD_S), MAX_POLICY_PERIOD_S)
     signals = _signals(plan)
     formula = ""
@@ -312,8 +318,10 @@ def generate_manifests(plan: ScalingPlan, versions: ClusterVersions | None = Non
     if plan.scale_up_tolerance_frac is not None:
         for name, dropped in (("hpa.yaml", hpa_dropped), ("scaledobject.yaml", so_dropped)):
             if dropped is not None:
-                notes.append(f"{name} leaves behavior.scaleUp.tolerance out: {dropped} (Kubernetes "
-                             f"{versions.kubernetes}, KEDA {versions.keda}); the cluster's 10 % applies")
+                notes.append(
+                    f"{name} leaves behavior.scaleUp.tolerance out: {dropped} (Kubernetes "
+                    f"{versions.kubernetes}, KEDA {versions.keda}); the cluster's 10 % applies"
+                )
     return ManifestSet(
         scaled_object=_scaled_object(plan, signals, formula, so_behavior, so_behavior_comments),
         hpa=_hpa(plan, signals, behavior, behavior_comments),
@@ -339,7 +347,8 @@ def _check(plan: ScalingPlan) -> None:
     if plan.warmup_s > MAX_STABILIZATION_WINDOW_S:
         raise PlannerInputError(
             f"warmup_s {plan.warmup_s:g} s is longer than the {MAX_STABILIZATION_WINDOW_S} s the HPA allows "
-            "for a stabilization window, so no scale-down window can cover it; shorten the warmup")
+            "for a stabilization window, so no scale-down window can cover it; shorten the warmup"
+        )
     if plan.max_num_seqs is not None:
         require_positive("max_num_seqs", plan.max_num_seqs)
         if plan.concurrency_target >= plan.max_num_seqs:
@@ -347,7 +356,8 @@ def _check(plan: ScalingPlan) -> None:
                 f"concurrency target {plan.concurrency_target:g} is at or above --max-num-seqs "
                 f"{plan.max_num_seqs}: a replica runs at most {plan.max_num_seqs} requests at once, so "
                 "in-flight above that is a queue, and the fleet would scale only once requests wait; "
-                "lower the target or raise --max-num-seqs")
+                "lower the target or raise --max-num-seqs"
+            )
     if plan.kv_usage_target_frac is not None:
         require_fraction("kv_usage_target_frac", plan.kv_usage_target_frac)
     if plan.queue_threshold_requests is not None:
@@ -360,31 +370,40 @@ def _check(plan: ScalingPlan) -> None:
         raise PlannerInputError(
             f"min_replicas must be at least 1, got {plan.min_replicas}: every signal here is served by "
             "the vLLM pods, so at 0 replicas there is nothing to scale back up on (KEDA's activation and "
-            "the HPA's own scale to zero, beta from Kubernetes 1.37, both need a value that exists without pods)")
+            "the HPA's own scale to zero, beta from Kubernetes 1.37, both need a value that exists without pods)"
+        )
     if plan.max_replicas < plan.min_replicas:
         raise PlannerInputError(f"max_replicas {plan.max_replicas} is below min_replicas {plan.min_replicas}")
     if plan.scale_up_tolerance_frac is not None:
         require_non_negative("scale_up_tolerance_frac", plan.scale_up_tolerance_frac)
     if plan.scale_down_window_s is not None and (
-            isinstance(plan.scale_down_window_s, bool) or not isinstance(plan.scale_down_window_s, int)
-            or not 0 <= plan.scale_down_window_s <= MAX_STABILIZATION_WINDOW_S):
-        raise PlannerInputError(f"scale_down_window_s must be a whole number 0-{MAX_STABILIZATION_WINDOW_S}, "
-                                f"got {plan.scale_down_window_s!r}")
+        isinstance(plan.scale_down_window_s, bool)
+        or not isinstance(plan.scale_down_window_s, int)
+        or not 0 <= plan.scale_down_window_s <= MAX_STABILIZATION_WINDOW_S
+    ):
+        raise PlannerInputError(
+            f"scale_down_window_s must be a whole number 0-{MAX_STABILIZATION_WINDOW_S}, "
+            f"got {plan.scale_down_window_s!r}"
+        )
     for matcher in plan.label_matchers:
         if not isinstance(matcher, str) or not _MATCHER.fullmatch(matcher.strip()):
-            raise PlannerInputError(f"label matcher {matcher!r}: expected NAME=\"VALUE\" (or !=, =~, !~)")
-    if isinstance(plan.polling_interval_s, bool) or not isinstance(plan.polling_interval_s, int) \
-            or plan.polling_interval_s < 1:
+            raise PlannerInputError(f'label matcher {matcher!r}: expected NAME="VALUE" (or !=, =~, !~)')
+    if (
+        isinstance(plan.polling_interval_s, bool)
+        or not isinstance(plan.polling_interval_s, int)
+        or plan.polling_interval_s < 1
+    ):
         raise PlannerInputError(f"polling_interval_s must be a whole number >= 1, got {plan.polling_interval_s!r}")
     if not plan.prometheus_address.startswith(("http://", "https://")):
-        raise PlannerInputError(f"prometheus address must start with http:// or https://, got "
-                                f"{plan.prometheus_address!r}")
+        raise PlannerInputError(
+            f"prometheus address must start with http:// or https://, got {plan.prometheus_address!r}"
+        )
     if not plan.container_name:
         raise PlannerInputError("container name must not be empty")
 
 
 _MATCHER = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"')
-_METRIC_SELECTOR = re.compile(r'(?<![A-Za-z0-9_:])(vllm[:_][A-Za-z0-9_:]*)\s*\{([^{}]*)\}')
+_METRIC_SELECTOR = re.compile(r"(?<![A-Za-z0-9_:])(vllm[:_][A-Za-z0-9_:]*)\s*\{([^{}]*)\}")
 
 
 def _labels(plan: ScalingPlan) -> dict[str, str]:
@@ -475,40 +494,62 @@ def _signals(plan: ScalingPlan) -> list[_Signal]:
     match = _match(plan)
     t = format_threshold(plan.concurrency_target)
     if plan.knee_concurrency is not None and plan.growth_frac is not None:
-        why = (f"{t} = knee {plan.knee_concurrency:g} / (1 + {plan.growth_frac:g} growth during one "
-               "warmup) requests in flight per replica")
+        why = (
+            f"{t} = knee {plan.knee_concurrency:g} / (1 + {plan.growth_frac:g} growth during one "
+            "warmup) requests in flight per replica"
+        )
     else:
         why = f"{t} requests in flight per replica (running + waiting)"
     if plan.max_num_seqs is not None:
         why += f", below --max-num-seqs {plan.max_num_seqs}"
-    signals = [_Signal(
-        "inflight", "vllm_requests_in_flight",
-        f"sum({RUNNING}{match}) + sum({WAITING}{match})", f"{RUNNING}{match}", t, why,
-        "requests in flight over the fleet (running + waiting): grows with load, unbounded",
-    )]
+    signals = [
+        _Signal(
+            "inflight",
+            "vllm_requests_in_flight",
+            f"sum({RUNNING}{match}) + sum({WAITING}{match})",
+            f"{RUNNING}{match}",
+            t,
+            why,
+            "requests in flight over the fleet (running + waiting): grows with load, unbounded",
+        )
+    ]
     if plan.kv_usage_target_frac is not None:
         kv = format_threshold(plan.kv_usage_target_frac)
         why = f"{kv} of one replica's KV cache per replica"
         if plan.kv_usage_at_knee_frac is not None:
             why += f" (usage at the knee was {plan.kv_usage_at_knee_frac:.3g})"
-        signals.append(_Signal(
-            "kv", "vllm_kv_cache_usage_sum", f"sum({KV_USAGE}{match})", f"{KV_USAGE}{match}", kv, why,
-            "KV cache in use over the fleet, in replicas' worth (sum, not avg: the total does not "
-            "fall when a replica is added)",
-        ))
+        signals.append(
+            _Signal(
+                "kv",
+                "vllm_kv_cache_usage_sum",
+                f"sum({KV_USAGE}{match})",
+                f"{KV_USAGE}{match}",
+                kv,
+                why,
+                "KV cache in use over the fleet, in replicas' worth (sum, not avg: the total does not "
+                "fall when a replica is added)",
+            )
+        )
     if plan.queue_threshold_requests is not None:
         q = format_threshold(plan.queue_threshold_requests)
-        signals.append(_Signal(
-            "waiting", "vllm_requests_waiting_sum", f"sum({WAITING}{match})", f"{WAITING}{match}", q,
-            f"{q} waiting requests per replica = queue-wait budget x drain rate per replica",
-            "requests queued over the fleet; alone it flaps (it falls to 0 once capacity suffices), "
-            "so it only ever adds to the other signals",
-        ))
+        signals.append(
+            _Signal(
+                "waiting",
+                "vllm_requests_waiting_sum",
+                f"sum({WAITING}{match})",
+                f"{WAITING}{match}",
+                q,
+                f"{q} waiting requests per replica = queue-wait budget x drain rate per replica",
+                "requests queued over the fleet; alone it flaps (it falls to 0 once capacity suffices), "
+                "so it only ever adds to the other signals",
+            )
+        )
     return signals
 
 
-def _behavior(plan: ScalingPlan, window_s: int, period_s: int,
-              dropped: str | None = None) -> tuple[dict, list[_Comment]]:
+def _behavior(
+    plan: ScalingPlan, window_s: int, period_s: int, dropped: str | None = None
+) -> tuple[dict, list[_Comment]]:
     # ``dropped``: why these versions would drop scaleUp.tolerance (None: they keep it).
     scale_up = {
         "stabilizationWindowSeconds": 0,
@@ -519,39 +560,57 @@ def _behavior(plan: ScalingPlan, window_s: int, period_s: int,
         ],
     }
     comments: list[_Comment] = [
-        (("scaleUp", "stabilizationWindowSeconds"), "react at once: a replica takes "
-         f"{plan.warmup_s:g} s to warm up, so waiting only adds to it"),
-        (("scaleUp", "policies"), "Kubernetes' defaults, written out: +100 % or +4 pods per 15 s, "
-         "whichever is more"),
+        (
+            ("scaleUp", "stabilizationWindowSeconds"),
+            f"react at once: a replica takes {plan.warmup_s:g} s to warm up, so waiting only adds to it",
+        ),
+        (("scaleUp", "policies"), "Kubernetes' defaults, written out: +100 % or +4 pods per 15 s, whichever is more"),
     ]
     if plan.scale_up_tolerance_frac is not None and dropped is None:
         scale_up["tolerance"] = format_tolerance(plan.scale_up_tolerance_frac)
-        comments.append((("scaleUp", "tolerance"),
-                         "scale up as soon as a target is passed, not 10 % later: T already holds "
-                         "the warmup headroom (HPAConfigurableTolerance)"))
+        comments.append(
+            (
+                ("scaleUp", "tolerance"),
+                "scale up as soon as a target is passed, not 10 % later: T already holds "
+                "the warmup headroom (HPAConfigurableTolerance)",
+            )
+        )
     elif plan.scale_up_tolerance_frac is not None:
-        comments.append((("scaleUp", "selectPolicy"),
-                         f"no tolerance written: {dropped}; the cluster's 10 % applies, so scaling starts "
-                         "10 % above each target"))
+        comments.append(
+            (
+                ("scaleUp", "selectPolicy"),
+                f"no tolerance written: {dropped}; the cluster's 10 % applies, so scaling starts "
+                "10 % above each target",
+            )
+        )
     scale_down = {
         "stabilizationWindowSeconds": window_s,
         "selectPolicy": "Max",
         "policies": [{"type": "Pods", "value": 1, "periodSeconds": period_s}],
     }
     if plan.scale_down_window_s is not None:
-        why = (f"{window_s} s, as chosen for this traffic (planner plan); the warmup is {plan.warmup_s:g} s"
-               + ("" if window_s >= plan.warmup_s else ", so a dip shorter than a warmup may remove a "
-                  "replica that is needed back"))
+        why = f"{window_s} s, as chosen for this traffic (planner plan); the warmup is {plan.warmup_s:g} s" + (
+            ""
+            if window_s >= plan.warmup_s
+            else ", so a dip shorter than a warmup may remove a replica that is needed back"
+        )
     elif window_s > math.ceil(plan.warmup_s):
-        why = (f"{window_s} s: the HPA default, already longer than the {plan.warmup_s:g} s warmup, "
-               "so a dip shorter than a warmup never removes a replica")
+        why = (
+            f"{window_s} s: the HPA default, already longer than the {plan.warmup_s:g} s warmup, "
+            "so a dip shorter than a warmup never removes a replica"
+        )
     else:
-        why = (f"{window_s} s = the warmup: a replica removed in a dip shorter than this would be "
-               "needed back before a new one could be Ready")
+        why = (
+            f"{window_s} s = the warmup: a replica removed in a dip shorter than this would be "
+            "needed back before a new one could be Ready"
+        )
     comments += [
         (("scaleDown", "stabilizationWindowSeconds"), why),
-        (("scaleDown", "policies"), f"at most 1 replica removed per {period_s} s (one warmup): a "
-         "removal that proves wrong costs one replica's warmup, not several"),
+        (
+            ("scaleDown", "policies"),
+            f"at most 1 replica removed per {period_s} s (one warmup): a "
+            "removal that proves wrong costs one replica's warmup, not several",
+        ),
     ]
     return {"scaleUp": scale_up, "scaleDown": scale_down}, comments
 
@@ -574,32 +633,38 @@ def _metadata(plan: ScalingPlan, name: str) -> dict:
 def _scaled_object(plan, signals, formula, behavior, behavior_comments) -> GeneratedManifest:
     triggers = []
     comments: list[_Comment] = [
-        (("spec", "minReplicaCount"), "at least 1: the vLLM metrics vanish at 0 replicas, so "
-         "nothing could scale the fleet back up"),
+        (
+            ("spec", "minReplicaCount"),
+            "at least 1: the vLLM metrics vanish at 0 replicas, so nothing could scale the fleet back up",
+        ),
         (("spec", "maxReplicaCount"), "the ceiling: GPU quota / GPUs per replica"),
-        (("spec", "pollingInterval"), f"{plan.polling_interval_s} s: how often KEDA checks activation "
-         "(0 <-> 1) and refreshes its metrics cache; without useCachedMetrics every 15 s HPA sync "
-         "queries Prometheus afresh through KEDA's metrics server"),
+        (
+            ("spec", "pollingInterval"),
+            f"{plan.polling_interval_s} s: how often KEDA checks activation "
+            "(0 <-> 1) and refreshes its metrics cache; without useCachedMetrics every 15 s HPA sync "
+            "queries Prometheus afresh through KEDA's metrics server",
+        ),
     ]
     for index, signal in enumerate(signals):
-        triggers.append({
-            "type": "prometheus",
-            "name": signal.name,
-            "metricType": "AverageValue",
-            "metadata": {
-                "serverAddress": plan.prometheus_address,
-                "query": signal.query,
-                "threshold": signal.target,
-                "ignoreNullValues": "false",
-            },
-        })
+        triggers.append(
+            {
+                "type": "prometheus",
+                "name": signal.name,
+                "metricType": "AverageValue",
+                "metadata": {
+                    "serverAddress": plan.prometheus_address,
+                    "query": signal.query,
+                    "threshold": signal.target,
+                    "ignoreNullValues": "false",
+                },
+            }
+        )
         base = ("spec", "triggers", index)
         comments += [
             ((*base, "name"), signal.meaning),
             ((*base, "metricType"), METRIC_TYPE_WITH_MODIFIERS if formula else METRIC_TYPE_AVERAGE_VALUE),
             ((*base, "metadata", "threshold"), signal.reason),
-            ((*base, "metadata", "ignoreNullValues"), "a renamed or missing metric is an error, "
-             "not a silent 0"),
+            ((*base, "metadata", "ignoreNullValues"), "a renamed or missing metric is an error, not a silent 0"),
         ]
     advanced: dict = {"horizontalPodAutoscalerConfig": {"behavior": behavior}}
     for path, text in behavior_comments:
@@ -607,13 +672,19 @@ def _scaled_object(plan, signals, formula, behavior, behavior_comments) -> Gener
     if formula:
         advanced["scalingModifiers"] = {"formula": formula, "target": "1", "metricType": "AverageValue"}
         comments += [
-            (("spec", "advanced", "scalingModifiers", "formula"),
-             "replicas the most demanding signal needs; KEDA feeds the raw query values, so the "
-             "per-replica targets are divided out here"),
-            (("spec", "advanced", "scalingModifiers", "target"),
-             "the formula is already in replicas: desired = ceil(its value) once outside the tolerance"),
-            (("spec", "advanced", "scalingModifiers", "metricType"),
-             "the composite metric's type: the only metricType the HPA sees here"),
+            (
+                ("spec", "advanced", "scalingModifiers", "formula"),
+                "replicas the most demanding signal needs; KEDA feeds the raw query values, so the "
+                "per-replica targets are divided out here",
+            ),
+            (
+                ("spec", "advanced", "scalingModifiers", "target"),
+                "the formula is already in replicas: desired = ceil(its value) once outside the tolerance",
+            ),
+            (
+                ("spec", "advanced", "scalingModifiers", "metricType"),
+                "the composite metric's type: the only metricType the HPA sees here",
+            ),
         ]
     spec = {
         "scaleTargetRef": {"apiVersion": "apps/v1", "kind": plan.target_kind, "name": plan.target_name},
@@ -623,36 +694,51 @@ def _scaled_object(plan, signals, formula, behavior, behavior_comments) -> Gener
         "advanced": advanced,
         "triggers": triggers,
     }
-    document = {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
-                "metadata": _metadata(plan, plan.target_name), "spec": spec}
-    header = (f"KEDA ScaledObject for {plan.target_kind} {plan.target_name}, written by planner manifests.\n"
-              "Apply this or hpa.yaml, not both: KEDA creates its own HPA from this object.")
+    document = {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": _metadata(plan, plan.target_name),
+        "spec": spec,
+    }
+    header = (
+        f"KEDA ScaledObject for {plan.target_kind} {plan.target_name}, written by planner manifests.\n"
+        "Apply this or hpa.yaml, not both: KEDA creates its own HPA from this object."
+    )
     return GeneratedManifest("scaledobject", document, header, tuple(comments))
 
 
 def _hpa(plan, signals, behavior, behavior_comments) -> GeneratedManifest:
     metrics = []
     comments: list[_Comment] = [
-        (("spec", "minReplicas"), "at least 1: the vLLM metrics vanish at 0 replicas, so even the "
-         "HPA's own scale to zero (beta from Kubernetes 1.37) would have no External value to come back on"),
+        (
+            ("spec", "minReplicas"),
+            "at least 1: the vLLM metrics vanish at 0 replicas, so even the "
+            "HPA's own scale to zero (beta from Kubernetes 1.37) would have no External value to come back on",
+        ),
         (("spec", "maxReplicas"), "the ceiling: GPU quota / GPUs per replica"),
-        (("spec", "metrics"), "External AverageValue metrics from prometheus-adapter (adapter-rules.yaml), "
-         "the type KEDA itself hands the HPA, so both files decide alike; the HPA scales to the largest "
-         "proposal, the same max() as the ScaledObject's formula"),
+        (
+            ("spec", "metrics"),
+            "External AverageValue metrics from prometheus-adapter (adapter-rules.yaml), "
+            "the type KEDA itself hands the HPA, so both files decide alike; the HPA scales to the largest "
+            "proposal, the same max() as the ScaledObject's formula",
+        ),
     ]
     for index, signal in enumerate(signals):
-        metrics.append({
-            "type": "External",
-            "external": {
-                "metric": {"name": signal.metric},
-                "target": {"type": "AverageValue", "averageValue": signal.target},
-            },
-        })
+        metrics.append(
+            {
+                "type": "External",
+                "external": {
+                    "metric": {"name": signal.metric},
+                    "target": {"type": "AverageValue", "averageValue": signal.target},
+                },
+            }
+        )
         comments.append((("spec", "metrics", index, "external", "target", "averageValue"), signal.reason))
     for path, text in behavior_comments:
         comments.append((("spec", "behavior", *path), text))
     document = {
-        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
         "metadata": _metadata(plan, plan.target_name),
         "spec": {
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": plan.target_kind, "name": plan.target_name},
@@ -662,9 +748,11 @@ def _hpa(plan, signals, behavior, behavior_comments) -> GeneratedManifest:
             "behavior": behavior,
         },
     }
-    header = (f"autoscaling/v2 HorizontalPodAutoscaler for {plan.target_kind} {plan.target_name}, the "
-              "equivalent of scaledobject.yaml\nfor clusters without KEDA. Needs prometheus-adapter with "
-              "the rules in adapter-rules.yaml.")
+    header = (
+        f"autoscaling/v2 HorizontalPodAutoscaler for {plan.target_kind} {plan.target_name}, the "
+        "equivalent of scaledobject.yaml\nfor clusters without KEDA. Needs prometheus-adapter with "
+        "the rules in adapter-rules.yaml."
+    )
     return GeneratedManifest("hpa", document, header, tuple(comments))
 
 
@@ -672,45 +760,57 @@ def _adapter_rules(plan, signals) -> GeneratedManifest:
     rules = []
     comments: list[_Comment] = []
     for index, signal in enumerate(signals):
-        rules.append({
-            "seriesQuery": signal.series,
-            "resources": {"namespaced": False},
-            "name": {"as": signal.metric},
-            "metricsQuery": signal.query,
-        })
+        rules.append(
+            {
+                "seriesQuery": signal.series,
+                "resources": {"namespaced": False},
+                "name": {"as": signal.metric},
+                "metricsQuery": signal.query,
+            }
+        )
         comments += [
-            (("externalRules", index, "resources"), "the query names its own labels, so the adapter "
-             "adds no namespace matcher"),
-            (("externalRules", index, "metricsQuery"), "the same query as the "
-             f"ScaledObject's {signal.name!r} trigger"),
+            (
+                ("externalRules", index, "resources"),
+                "the query names its own labels, so the adapter adds no namespace matcher",
+            ),
+            (("externalRules", index, "metricsQuery"), f"the same query as the ScaledObject's {signal.name!r} trigger"),
         ]
-    header = ("prometheus-adapter configuration (its --config file, or the Helm chart's rules.external):\n"
-              "serves the External metrics hpa.yaml reads. Not a Kubernetes object.")
-    return GeneratedManifest("adapter-rules", {"externalRules": rules}, header, tuple(comments),
-                             is_kubernetes_object=False)
+    header = (
+        "prometheus-adapter configuration (its --config file, or the Helm chart's rules.external):\n"
+        "serves the External metrics hpa.yaml reads. Not a Kubernetes object."
+    )
+    return GeneratedManifest(
+        "adapter-rules", {"externalRules": rules}, header, tuple(comments), is_kubernetes_object=False
+    )
 
 
 def _workload_patch(plan: ScalingPlan, grace: GracePlan) -> GeneratedManifest:
-    container = {"name": plan.container_name,
-                 "lifecycle": {"preStop": {"sleep": {"seconds": grace.pre_stop_s}}}}
+    container = {"name": plan.container_name, "lifecycle": {"preStop": {"sleep": {"seconds": grace.pre_stop_s}}}}
     document = {
-        "apiVersion": "apps/v1", "kind": plan.target_kind,
+        "apiVersion": "apps/v1",
+        "kind": plan.target_kind,
         "metadata": _metadata(plan, plan.target_name),
-        "spec": {"template": {"spec": {
-            "terminationGracePeriodSeconds": grace.termination_grace_period_s,
-            "containers": [container],
-        }}},
+        "spec": {
+            "template": {
+                "spec": {
+                    "terminationGracePeriodSeconds": grace.termination_grace_period_s,
+                    "containers": [container],
+                }
+            }
+        },
     }
     pod = ("spec", "template", "spec")
     comments = (
         ((*pod, "terminationGracePeriodSeconds"), grace_reason(grace)),
         ((*pod, "containers", 0, "lifecycle", "preStop", "sleep", "seconds"), pre_stop_reason(grace)),
     )
-    header = (f"Strategic-merge patch for {plan.target_kind} {plan.target_name} "
-              f"(kubectl patch --type strategic, or a kustomize patch).\n"
-              f"Also add {shutdown_flag_text(grace)} to the vLLM container's args: a strategic merge "
-              "replaces\nthe whole args list, so this patch leaves args alone "
-              "(planner manifests --patch FILE writes it for you).")
+    header = (
+        f"Strategic-merge patch for {plan.target_kind} {plan.target_name} "
+        f"(kubectl patch --type strategic, or a kustomize patch).\n"
+        f"Also add {shutdown_flag_text(grace)} to the vLLM container's args: a strategic merge "
+        "replaces\nthe whole args list, so this patch leaves args alone "
+        "(planner manifests --patch FILE writes it for you)."
+    )
     return GeneratedManifest(f"{plan.target_kind.lower()}-patch", document, header, comments, is_patch=True)
 
 
@@ -721,20 +821,23 @@ def shutdown_flag_text(grace: GracePlan) -> str:
 
 def grace_reason(grace: GracePlan) -> str:
     """Why the grace period is what it is, for a comment."""
-    return (f"{grace.termination_grace_period_s} s = preStop {grace.pre_stop_s} s + --shutdown-timeout "
-            f"{grace.shutdown_timeout_s} s + slack for the process to exit")
+    return (
+        f"{grace.termination_grace_period_s} s = preStop {grace.pre_stop_s} s + --shutdown-timeout "
+        f"{grace.shutdown_timeout_s} s + slack for the process to exit"
+    )
 
 
 def shutdown_reason(grace: GracePlan) -> str:
     """Why ``--shutdown-timeout`` is what it is, for a comment."""
-    return (f"{grace.shutdown_timeout_s} s = longest generation {grace.drain_time_s:g} s + 10 % margin; "
-            f"below the {grace.termination_grace_period_s} s grace period")
+    return (
+        f"{grace.shutdown_timeout_s} s = longest generation {grace.drain_time_s:g} s + 10 % margin; "
+        f"below the {grace.termination_grace_period_s} s grace period"
+    )
 
 
 def pre_stop_reason(grace: GracePlan) -> str:
     """Why the preStop sleep, for a comment."""
-    return (f"keep serving {grace.pre_stop_s} s while the endpoint leaves the Service, then SIGTERM "
-            "starts vLLM's drain")
+    return f"keep serving {grace.pre_stop_s} s while the endpoint leaves the Service, then SIGTERM starts vLLM's drain"
 
 
 def manifest_thresholds(result, steps) -> dict:
@@ -752,8 +855,11 @@ def manifest_thresholds(result, steps) -> dict:
         from planner.capacity.knee import knee_finding  # pandas; only on this path
 
         raise PlannerInputError(f"the load test gives no concurrency target: {knee_finding(result, steps)}")
-    found = {"concurrency_target": result.concurrency_target, "knee_concurrency": result.knee_concurrency,
-             "growth_frac": result.growth_frac}
+    found = {
+        "concurrency_target": result.concurrency_target,
+        "knee_concurrency": result.knee_concurrency,
+        "growth_frac": result.growth_frac,
+    }
     if math.isfinite(result.kv_usage_target_frac):
         found["kv_usage_target"] = result.kv_usage_target_frac
         found["kv_usage_at_knee_frac"] = result.kv_usage_at_knee_frac

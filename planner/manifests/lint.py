@@ -97,37 +97,44 @@ class Rule:
     summary: str
 
 
-RULES: dict[str, Rule] = {rule.id: rule for rule in (
-    Rule("gpu-util-trigger", "warning", "the fleet scales on GPU utilization"),
-    Rule("waiting-only-trigger", "warning", "the only signal is a waiting-queue count"),
-    Rule("avg-with-averagevalue", "error", "a per-pod average under an AverageValue target"),
-    Rule("ignore-null-values", "warning", 'a Prometheus trigger without ignoreNullValues: "false"'),
-    Rule("deprecated-metric", "warning", "a vLLM metric name current servers no longer export"),
-    Rule("multi-trigger-or", "warning", "several KEDA triggers without scalingModifiers combine as OR"),
-    Rule("short-scale-down-window", "warning", "scale-down stabilization shorter than the warmup, or 0"),
-    Rule("min-zero-pod-metric", "error", "scale to zero on a signal only the pods serve"),
-    Rule("hpa-min-zero-version", "warning", "an HPA minReplicas of 0 the cluster's Kubernetes refuses or holds at 0"),
-    Rule("tolerance-dropped", "info", "a behavior tolerance the cluster's Kubernetes or KEDA drops"),
-    Rule("short-grace", "error", "grace period unset or shorter than the longest generation"),
-    Rule("shutdown-timeout-vs-grace", "warning", "vLLM --shutdown-timeout missing, 0, or not below the grace"),
-    Rule("threshold-at-batch-limit", "error", "a per-replica in-flight threshold at or above --max-num-seqs"),
-    Rule("no-max", "warning", "no maxReplicaCount"),
-    Rule("unsubstituted-placeholder", "error", "a ${VAR} or V_NAME placeholder left in the manifest"),
-    Rule("cpu-trigger", "warning", "an LLM server scaled on CPU usage"),
-    Rule("kv-threshold-out-of-range", "error", "a KV-usage threshold above 1, which the 0-1 fraction never reaches"),
-    Rule("unaggregated-query", "error", "a query that returns one series per pod"),
-    Rule("misplaced-metric-type", "warning", "metricType under metadata, where KEDA ignores it"),
-    Rule("missing-readiness-probe", "warning", "a vLLM container without a readiness probe"),
-    Rule("scale-target-not-found", "info", "scaleTargetRef names no workload in the files given"),
-    Rule("metric-not-exported", "error", "a query names a vLLM metric the server's scrape does not export"),
-    Rule("schema-violation", "error", "a field the Kubernetes or KEDA schema rejects"),
-    Rule("unreadable-document", "error", "a file or document that cannot be read; the rest is still reviewed"),
-    Rule("underscore-metric-name", "error", "a query on vllm_... where vLLM exports vllm:..."),
-    Rule("gpu-memory-trigger", "warning", "the fleet scales on GPU memory used, which vLLM pre-allocates"),
-    Rule("hpa-and-scaledobject", "error", "an HPA and a ScaledObject scale the same workload"),
-    Rule("latency-quantile-averagevalue", "error", "a latency quantile under an AverageValue target"),
-    Rule("unscoped-query", "warning", "a query whose selector does not single out the target's pods or model"),
-)}
+RULES: dict[str, Rule] = {
+    rule.id: rule
+    for rule in (
+        Rule("gpu-util-trigger", "warning", "the fleet scales on GPU utilization"),
+        Rule("waiting-only-trigger", "warning", "the only signal is a waiting-queue count"),
+        Rule("avg-with-averagevalue", "error", "a per-pod average under an AverageValue target"),
+        Rule("ignore-null-values", "warning", 'a Prometheus trigger without ignoreNullValues: "false"'),
+        Rule("deprecated-metric", "warning", "a vLLM metric name current servers no longer export"),
+        Rule("multi-trigger-or", "warning", "several KEDA triggers without scalingModifiers combine as OR"),
+        Rule("short-scale-down-window", "warning", "scale-down stabilization shorter than the warmup, or 0"),
+        Rule("min-zero-pod-metric", "error", "scale to zero on a signal only the pods serve"),
+        Rule(
+            "hpa-min-zero-version", "warning", "an HPA minReplicas of 0 the cluster's Kubernetes refuses or holds at 0"
+        ),
+        Rule("tolerance-dropped", "info", "a behavior tolerance the cluster's Kubernetes or KEDA drops"),
+        Rule("short-grace", "error", "grace period unset or shorter than the longest generation"),
+        Rule("shutdown-timeout-vs-grace", "warning", "vLLM --shutdown-timeout missing, 0, or not below the grace"),
+        Rule("threshold-at-batch-limit", "error", "a per-replica in-flight threshold at or above --max-num-seqs"),
+        Rule("no-max", "warning", "no maxReplicaCount"),
+        Rule("unsubstituted-placeholder", "error", "a ${VAR} or V_NAME placeholder left in the manifest"),
+        Rule("cpu-trigger", "warning", "an LLM server scaled on CPU usage"),
+        Rule(
+            "kv-threshold-out-of-range", "error", "a KV-usage threshold above 1, which the 0-1 fraction never reaches"
+        ),
+        Rule("unaggregated-query", "error", "a query that returns one series per pod"),
+        Rule("misplaced-metric-type", "warning", "metricType under metadata, where KEDA ignores it"),
+        Rule("missing-readiness-probe", "warning", "a vLLM container without a readiness probe"),
+        Rule("scale-target-not-found", "info", "scaleTargetRef names no workload in the files given"),
+        Rule("metric-not-exported", "error", "a query names a vLLM metric the server's scrape does not export"),
+        Rule("schema-violation", "error", "a field the Kubernetes or KEDA schema rejects"),
+        Rule("unreadable-document", "error", "a file or document that cannot be read; the rest is still reviewed"),
+        Rule("underscore-metric-name", "error", "a query on vllm_... where vLLM exports vllm:..."),
+        Rule("gpu-memory-trigger", "warning", "the fleet scales on GPU memory used, which vLLM pre-allocates"),
+        Rule("hpa-and-scaledobject", "error", "an HPA and a ScaledObject scale the same workload"),
+        Rule("latency-quantile-averagevalue", "error", "a latency quantile under an AverageValue target"),
+        Rule("unscoped-query", "warning", "a query whose selector does not single out the target's pods or model"),
+    )
+}
 
 
 @dataclass(frozen=True)
@@ -263,8 +270,16 @@ def signals_of(autoscaler: Autoscaler) -> tuple[Signal, ...]:
             is_query = bool(trigger.query) and trigger.type in ("prometheus", "external", "external-push")
             text = trigger.query if trigger.type == "prometheus" or is_query else trigger.type
             per_replica = trigger.metric_type == AVERAGE_VALUE and not so.is_using_modifiers
-            signals.append(Signal(text, ("spec", "triggers", trigger.index), trigger.type, per_replica,
-                                  trigger.threshold, is_query or trigger.type == "prometheus"))
+            signals.append(
+                Signal(
+                    text,
+                    ("spec", "triggers", trigger.index),
+                    trigger.type,
+                    per_replica,
+                    trigger.threshold,
+                    is_query or trigger.type == "prometheus",
+                )
+            )
         return tuple(signals)
     signals = []
     for index, metric in enumerate(autoscaler.hpa.metrics):
@@ -284,9 +299,15 @@ class _Context:
 
     def finding(self, rule: str, path: tuple, why: str, fix: str, severity: str | None = None) -> Finding:
         return Finding(
-            rule=rule, severity=severity or RULES[rule].severity, file=self.document.source,
-            document=self.document.number, path=format_path(path), line=self.document.line(path),
-            why=why, fix=fix, template=self.document.template,
+            rule=rule,
+            severity=severity or RULES[rule].severity,
+            file=self.document.source,
+            document=self.document.number,
+            path=format_path(path),
+            line=self.document.line(path),
+            why=why,
+            fix=fix,
+            template=self.document.template,
         )
 
 
@@ -322,9 +343,11 @@ def _gpu_util_trigger(ctx, autoscaler, signals, settings, target):
     for signal in signals:
         if "gpu_util" in signal.kinds:
             yield ctx.finding(
-                "gpu-util-trigger", signal.path,
+                "gpu-util-trigger",
+                signal.path,
                 "GPU utilization reads near 100 % as soon as any batch runs, so it says nothing about how "
-                "many requests a replica can still take and either pins the fleet at the maximum or never acts (W6, W7).",
+                "many requests a replica can still take and either pins the fleet at the maximum or never acts "
+                "(W6, W7).",
                 "Scale on requests in flight per replica (vllm:num_requests_running + vllm:num_requests_waiting) "
                 "with a threshold below the load-test knee; see `planner knee`.",
             )
@@ -333,7 +356,8 @@ def _gpu_util_trigger(ctx, autoscaler, signals, settings, target):
 def _waiting_only(ctx, autoscaler, signals, settings, target):
     if signals and all(signal.kinds == {"waiting"} for signal in signals):
         yield ctx.finding(
-            "waiting-only-trigger", signals[0].path,
+            "waiting-only-trigger",
+            signals[0].path,
             "A waiting-queue count is zero whenever the replicas keep up, so the autoscaler recommends the "
             "minimum, removes replicas, and the queue re-forms: the fleet flaps at a steady arrival rate (W35).",
             "Scale on running + waiting per replica (sum(vllm:num_requests_running) + "
@@ -348,7 +372,8 @@ def _avg_with_average_value(ctx, autoscaler, signals, settings, target):
         query = signal.text.strip()
         if _AVG_TOP.match(query) or _SUM_OVER_COUNT.match(query):
             yield ctx.finding(
-                "avg-with-averagevalue", (*signal.path, "metadata", "query"),
+                "avg-with-averagevalue",
+                (*signal.path, "metadata", "query"),
                 "The query already divides by the pods and AverageValue reads the value as a fleet total "
                 "(ceil(value / threshold) replicas), so "
                 "the autoscaler sees 1/N of the load and under-scales (W10).",
@@ -366,7 +391,8 @@ def _ignore_null_values(ctx, autoscaler, signals, settings, target):
             if _get(ctx.document.data, (*path, "ignoreNullValues")) is not None:
                 path = (*path, "ignoreNullValues")
             yield ctx.finding(
-                "ignore-null-values", path,
+                "ignore-null-values",
+                path,
                 "With ignoreNullValues left at true an empty query result (a renamed metric, a broken scrape) "
                 "reads as 0, and KEDA scales the fleet down instead of reporting an error.",
                 'Add ignoreNullValues: "false" to the trigger\'s metadata, and a fallback for the replicas '
@@ -386,13 +412,18 @@ def _deprecated_metric(ctx, autoscaler, signals, settings, target):
         for name, pattern in _DEPRECATED:
             if pattern.search(signal.text):
                 current = _CURRENT.get(name)
-                fix = (f"Query {current} instead (check the name with `planner metrics` on a scrape)." if current
-                       else "Drop the trigger: the V1 engine has no swapping, so the metric is gone.")
+                fix = (
+                    f"Query {current} instead (check the name with `planner metrics` on a scrape)."
+                    if current
+                    else "Drop the trigger: the V1 engine has no swapping, so the metric is gone."
+                )
                 path = signal.path + (("metadata", "query") if signal.source == "prometheus" else ())
                 yield ctx.finding(
-                    "deprecated-metric", path,
+                    "deprecated-metric",
+                    path,
                     f"{name} is an old vLLM name that current servers hide or never export, so the trigger "
-                    "reads nothing.", fix,
+                    "reads nothing.",
+                    fix,
                 )
 
 
@@ -403,11 +434,16 @@ def _multi_trigger_or(ctx, autoscaler, signals, settings, target):
     # A cron trigger is a schedule floor (OR is its point); with at most one replica the HPA has nothing to
     # choose and KEDA activates on any trigger by design.
     metric_signals = [signal for signal in signals if signal.source != "cron"]
-    if so is not None and len(metric_signals) > 1 and not so.is_using_modifiers \
-            and not (so.max_replica_count is not None and so.max_replica_count <= 1):
+    if (
+        so is not None
+        and len(metric_signals) > 1
+        and not so.is_using_modifiers
+        and not (so.max_replica_count is not None and so.max_replica_count <= 1)
+    ):
         path = ("spec", "triggers")
         yield ctx.finding(
-            "multi-trigger-or", path,
+            "multi-trigger-or",
+            path,
             f"The {len(metric_signals)} signals combine as OR: the HPA takes the largest proposal, so any one of them "
             "scales up and all must fall before it scales down.",
             "Keep the one leading signal, or combine the triggers explicitly with "
@@ -425,7 +461,8 @@ def _short_scale_down_window(ctx, autoscaler, signals, settings, target):
     if window == 0 or window < warmup:
         path = (*_behavior_path(autoscaler), "scaleDown", "stabilizationWindowSeconds")
         yield ctx.finding(
-            "short-scale-down-window", path,
+            "short-scale-down-window",
+            path,
             f"A {window} s scale-down window is shorter than the {warmup:g} s a new replica takes to warm up, "
             "so a dip removes replicas that the next burst must wait a whole warmup to get back.",
             f"Set stabilizationWindowSeconds to at least the warmup ({math.ceil(warmup)} s; pass --warmup-s with "
@@ -437,13 +474,19 @@ def _min_zero_pod_metric(ctx, autoscaler, signals, settings, target):
     minimum, path, written = _min_replicas(autoscaler)
     if minimum != 0 or not signals or isinstance(_get(ctx.document.data, path), str):
         return  # a placeholder minimum is unknown, reported by unsubstituted-placeholder
-    if all(signal.source in (PODS, RESOURCE, CONTAINER_RESOURCE, "cpu", "memory")
-           or _POD_SERVED.search(signal.text) for signal in signals):
+    if all(
+        signal.source in (PODS, RESOURCE, CONTAINER_RESOURCE, "cpu", "memory") or _POD_SERVED.search(signal.text)
+        for signal in signals
+    ):
         default = "" if written else " (unset: KEDA's default is 0)"
-        back = ("the trigger never activates" if autoscaler.scaled_object is not None else
-                "the HPA, even with Kubernetes 1.37's scale to zero, has no value to scale up on")
+        back = (
+            "the trigger never activates"
+            if autoscaler.scaled_object is not None
+            else "the HPA, even with Kubernetes 1.37's scale to zero, has no value to scale up on"
+        )
         yield ctx.finding(
-            "min-zero-pod-metric", path,
+            "min-zero-pod-metric",
+            path,
             f"The minimum is 0{default} but every signal is scraped from the serving pods, so at zero replicas "
             f"the query is empty, {back}, and the fleet never comes back.",
             "Set the minimum to 1, or activate on a signal that exists without pods (a gateway or queue metric).",
@@ -460,14 +503,16 @@ def _hpa_min_zero_version(ctx, autoscaler, signals, settings, target):
     if not versions.hpa_scale_to_zero_by_default:
         where = "kube-apiserver and kube-controller-manager" if versions.scaled_to_zero_condition else "kube-apiserver"
         yield ctx.finding(
-            "hpa-min-zero-version", path,
+            "hpa-min-zero-version",
+            path,
             f"On Kubernetes {k8s} HPAScaleToZero is alpha and off by default (beta and on from "
             f"{HPA_SCALE_TO_ZERO.on_by_default}), so the API server refuses minReplicas: 0.",
             f"Enable the HPAScaleToZero feature gate on {where}, or set minReplicas to 1.",
         )
     elif versions.scaled_to_zero_condition:
         yield ctx.finding(
-            "hpa-min-zero-version", path,
+            "hpa-min-zero-version",
+            path,
             f"On Kubernetes {k8s} the HPA scales up from 0 only a workload it scaled to 0 itself (its "
             "ScaledToZero condition is True); a workload created or scaled by hand to 0 replicas stays at 0.",
             "Start the workload at 1 or more replicas and let the HPA take it to 0.",
@@ -486,7 +531,8 @@ def _tolerance_dropped(ctx, autoscaler, signals, settings, target):
     for direction, rules in (("scaleUp", behavior.scale_up), ("scaleDown", behavior.scale_down)):
         if rules is not None and rules.tolerance is not None:
             yield ctx.finding(
-                "tolerance-dropped", (*_behavior_path(autoscaler), direction, "tolerance"),
+                "tolerance-dropped",
+                (*_behavior_path(autoscaler), direction, "tolerance"),
                 f"The {direction} tolerance of {rules.tolerance:g} has no effect here: {dropped}; "
                 "the cluster's 10 % applies.",
                 "Upgrade, enable the gate, or drop the field and size the target for a 10 % band "
@@ -508,14 +554,18 @@ def _threshold_at_batch_limit(ctx, autoscaler, signals, settings, target):
             continue
         if signal.threshold >= limit:
             severity = "error" if kinds == {"running"} else "warning"
-            why = (f"A replica never runs more than {limit} requests ({origin}), so a running target of "
-                   f"{signal.threshold:g} per replica is never exceeded and the fleet does not scale up."
-                   if severity == "error" else
-                   f"The in-flight target {signal.threshold:g} per replica is at or above the batch limit {limit} "
-                   f"({origin}), so replicas are added only after requests already queue.")
+            why = (
+                f"A replica never runs more than {limit} requests ({origin}), so a running target of "
+                f"{signal.threshold:g} per replica is never exceeded and the fleet does not scale up."
+                if severity == "error"
+                else f"The in-flight target {signal.threshold:g} per replica is at or above the batch limit {limit} "
+                f"({origin}), so replicas are added only after requests already queue."
+            )
             path = signal.path + (("metadata", "threshold") if signal.source == "prometheus" else ("pods", "target"))
             yield ctx.finding(
-                "threshold-at-batch-limit", path, why,
+                "threshold-at-batch-limit",
+                path,
+                why,
                 f"Set the threshold below {limit}, at the load-test knee times (1 - headroom); see `planner knee`.",
                 severity=severity,
             )
@@ -525,7 +575,8 @@ def _no_max(ctx, autoscaler, signals, settings, target):
     so = autoscaler.scaled_object
     if so is not None and so.max_replica_count is None:
         yield ctx.finding(
-            "no-max", ("spec",),
+            "no-max",
+            ("spec",),
             "Without maxReplicaCount KEDA lets the HPA grow to 100 replicas, and a queue-depth signal "
             "overshoots after slow warmups (W5).",
             "Set maxReplicaCount to your GPU quota divided by the GPUs per replica.",
@@ -536,7 +587,8 @@ def _cpu_trigger(ctx, autoscaler, signals, settings, target):
     for signal in signals:
         if (signal.text == "cpu" and signal.source in (RESOURCE, CONTAINER_RESOURCE, "cpu")) or "cpu" in signal.kinds:
             yield ctx.finding(
-                "cpu-trigger", signal.path,
+                "cpu-trigger",
+                signal.path,
                 "An LLM server's load is on the accelerator; its CPU use barely moves with requests in flight, "
                 "so the fleet does not follow demand.",
                 "Scale on requests in flight per replica from vLLM's metrics (running + waiting, AverageValue).",
@@ -548,7 +600,8 @@ def _kv_threshold(ctx, autoscaler, signals, settings, target):
         if signal.kinds == {"kv"} and signal.threshold > 1.0:
             path = signal.path + (("metadata", "threshold") if signal.source == "prometheus" else ())
             yield ctx.finding(
-                "kv-threshold-out-of-range", path,
+                "kv-threshold-out-of-range",
+                path,
                 f"KV-cache usage is a fraction from 0 to 1 (per pod, or per replica under AverageValue), so a "
                 f"threshold of {signal.threshold:g} is never reached and the fleet never scales up.",
                 "Write the threshold as a fraction, e.g. 0.8 for 80 %.",
@@ -558,10 +611,14 @@ def _kv_threshold(ctx, autoscaler, signals, settings, target):
 def _unaggregated_query(ctx, autoscaler, signals, settings, target):
     for signal in signals:
         # One series per pod only for what the pods serve; a controller's or gateway's gauge is one series.
-        if signal.source == "prometheus" and _BARE_SELECTOR.match(signal.text.strip()) \
-                and _POD_SERVED.search(signal.text):
+        if (
+            signal.source == "prometheus"
+            and _BARE_SELECTOR.match(signal.text.strip())
+            and _POD_SERVED.search(signal.text)
+        ):
             yield ctx.finding(
-                "unaggregated-query", (*signal.path, "metadata", "query"),
+                "unaggregated-query",
+                (*signal.path, "metadata", "query"),
                 "The query is a bare selector that returns one series per pod, and KEDA's Prometheus scaler "
                 "fails on a result with more than one element.",
                 f"Aggregate it: sum({signal.text.strip()}) for a fleet total under AverageValue.",
@@ -573,10 +630,15 @@ def _misplaced_metric_type(ctx, autoscaler, signals, settings, target):
     if so is None:
         return
     for index, trigger in enumerate(_get(ctx.document.data, ("spec", "triggers")) or []):
-        if isinstance(trigger, Mapping) and isinstance(trigger.get("metadata"), Mapping) \
-                and "metricType" in trigger["metadata"] and "metricType" not in trigger:
+        if (
+            isinstance(trigger, Mapping)
+            and isinstance(trigger.get("metadata"), Mapping)
+            and "metricType" in trigger["metadata"]
+            and "metricType" not in trigger
+        ):
             yield ctx.finding(
-                "misplaced-metric-type", ("spec", "triggers", index, "metadata", "metricType"),
+                "misplaced-metric-type",
+                ("spec", "triggers", index, "metadata", "metricType"),
                 "KEDA reads metricType from the trigger itself, not from its metadata, so this one is ignored "
                 "and the trigger uses AverageValue.",
                 "Move metricType up one level, beside type and metadata.",
@@ -590,7 +652,8 @@ def _scale_target_not_found(ctx, autoscaler, signals, settings, target, workload
     if target is None and workloads and not target_in_documents(autoscaler, ctx.document, documents):
         kind, name = autoscaler.hpa.scale_target_kind, autoscaler.hpa.scale_target_name
         yield ctx.finding(
-            "scale-target-not-found", ("spec", "scaleTargetRef"),
+            "scale-target-not-found",
+            ("spec", "scaleTargetRef"),
             f"scaleTargetRef names {kind} {name!r}, which is in none of the files given, so its grace period "
             "and --max-num-seqs are not checked against this autoscaler.",
             "Lint the autoscaler together with the workload it scales, or fix the kind and name.",
@@ -616,11 +679,13 @@ def _metric_not_exported(ctx, autoscaler, signals, settings, target):
     for signal in signals:
         if signal.source != "prometheus":
             continue
-        missing = sorted({name for name in _VLLM_NAME.findall(signal.text)
-                          if name not in exported and _family(name) not in exported})
+        missing = sorted(
+            {name for name in _VLLM_NAME.findall(signal.text) if name not in exported and _family(name) not in exported}
+        )
         if missing:
             yield ctx.finding(
-                "metric-not-exported", (*signal.path, "metadata", "query"),
+                "metric-not-exported",
+                (*signal.path, "metadata", "query"),
                 f"The server's scrape has no {', '.join(missing)}, so the query returns nothing for it "
                 "(a renamed, hidden or misspelt metric).",
                 "Use a name the scrape exports; `planner metrics SCRAPE` lists them with matching PromQL.",
@@ -641,13 +706,16 @@ def _underscore_metric_name(ctx, autoscaler, signals, settings, target):
     for signal in signals:
         if not signal.is_query:
             continue
-        names = sorted({match.group(0) for match in _UNDERSCORE_NAME.finditer(_metric_names_outside_labels(signal.text))})
+        names = sorted(
+            {match.group(0) for match in _UNDERSCORE_NAME.finditer(_metric_names_outside_labels(signal.text))}
+        )
         if names:
             fixed = ", ".join(name.replace("_", ":", 1) for name in names)
             minimum, _, _ = _min_replicas(autoscaler)
-            zero = (" With a minimum of 0 the fleet, once at zero, never comes back." if minimum == 0 else "")
+            zero = " With a minimum of 0 the fleet, once at zero, never comes back." if minimum == 0 else ""
             yield ctx.finding(
-                "underscore-metric-name", (*signal.path, "metadata", "query"),
+                "underscore-metric-name",
+                (*signal.path, "metadata", "query"),
                 f"The query reads {', '.join(names)}, but the server exports {fixed}; a standard Prometheus "
                 "scrape stores the colon name, so the query returns nothing and the trigger reads 0." + zero,
                 f"Query {fixed} (check with `planner metrics` on a scrape); keep the underscore only if your "
@@ -662,7 +730,8 @@ def _gpu_memory_trigger(ctx, autoscaler, signals, settings, target):
     for signal in signals:
         if _GPU_MEMORY.search(signal.text):
             yield ctx.finding(
-                "gpu-memory-trigger", (*signal.path, "metadata", "query") if signal.is_query else signal.path,
+                "gpu-memory-trigger",
+                (*signal.path, "metadata", "query") if signal.is_query else signal.path,
                 "vLLM allocates --gpu-memory-utilization (0.9 by default) of the GPU's memory for weights and KV "
                 "cache at start, so memory used reads about 90 % on an idle replica and the fleet runs to its maximum.",
                 "Scale on requests in flight per replica (vllm:num_requests_running + vllm:num_requests_waiting), "
@@ -670,8 +739,11 @@ def _gpu_memory_trigger(ctx, autoscaler, signals, settings, target):
             )
 
 
-_QUANTILE = re.compile(r"histogram_quantile\s*\(|\bquantile(_over_time)?\s*\(|quantile\s*=~?\s*\"?0?\.\d+"
-                       r"|_p(50|75|90|95|99|999)(?![0-9])|latency_p\d+", re.I)
+_QUANTILE = re.compile(
+    r"histogram_quantile\s*\(|\bquantile(_over_time)?\s*\(|quantile\s*=~?\s*\"?0?\.\d+"
+    r"|_p(50|75|90|95|99|999)(?![0-9])|latency_p\d+",
+    re.I,
+)
 
 
 def _latency_quantile_average_value(ctx, autoscaler, signals, settings, target):
@@ -680,7 +752,8 @@ def _latency_quantile_average_value(ctx, autoscaler, signals, settings, target):
             continue
         path = (*signal.path, "metadata", "query") if signal.is_query else signal.path
         yield ctx.finding(
-            "latency-quantile-averagevalue", path,
+            "latency-quantile-averagevalue",
+            path,
             f"A latency quantile is not a total to share out: under AverageValue the HPA wants "
             f"ceil(p95 / {signal.threshold:g}) replicas whatever the current count, so a slow p95 asks for "
             "more replicas than help and a fast one removes replicas the load needs.",
@@ -695,10 +768,27 @@ def _latency_quantile_average_value(ctx, autoscaler, signals, settings, target):
 _SERVER_METRIC = re.compile(r"^(vllm[:_]|sglang[:_]|tgi_|dcgm_fi_)", re.I)
 _SELECTOR = re.compile(r"(?<![\w:.\\\"'])([A-Za-z_:][\w:]*)\s*(\{[^{}]*\})?")
 _MATCHER = re.compile(r"([A-Za-z_][\w]*)\s*(=~|!~|!=|=)\s*(\"(?:[^\"\\]|\\.)*\"|'[^']*'|[^,}\s]+)")
-_NOT_IDENTIFYING = frozenset({"le", "quantile", "engine", "finished_reason", "__name__", "status", "code",
-                              "method", "handler", "gpu", "device", "uuid", "modelname", "hostname"})
-_NAMESPACE_LABELS = frozenset({"namespace", "k8s_namespace", "k8s_namespace_name", "kubernetes_namespace",
-                               "exported_namespace"})
+_NOT_IDENTIFYING = frozenset(
+    {
+        "le",
+        "quantile",
+        "engine",
+        "finished_reason",
+        "__name__",
+        "status",
+        "code",
+        "method",
+        "handler",
+        "gpu",
+        "device",
+        "uuid",
+        "modelname",
+        "hostname",
+    }
+)
+_NAMESPACE_LABELS = frozenset(
+    {"namespace", "k8s_namespace", "k8s_namespace_name", "kubernetes_namespace", "exported_namespace"}
+)
 _MODEL_LABELS = frozenset({"model_name", "model", "served_model_name", "model_id"})
 _MATCH_ALL = frozenset({".*", ".+", ""})
 
@@ -750,11 +840,17 @@ def _value_matches(op: str, value: str, candidates: set[str]) -> bool:
 
 def _selector_problem(matchers, target: Workload | None, workloads) -> str:
     """Why a selector does not single out the target ('' when it does)."""
-    identifying = [(label, op, value) for label, op, value in matchers
-                   if op in ("=", "=~") and label not in _NOT_IDENTIFYING and value not in _MATCH_ALL]
+    identifying = [
+        (label, op, value)
+        for label, op, value in matchers
+        if op in ("=", "=~") and label not in _NOT_IDENTIFYING and value not in _MATCH_ALL
+    ]
     if not identifying:
-        return "has no label matcher, so it reads every server in the cluster" if not matchers else \
-            "matches no label that picks a workload or model, so it reads every server in the cluster"
+        return (
+            "has no label matcher, so it reads every server in the cluster"
+            if not matchers
+            else "matches no label that picks a workload or model, so it reads every server in the cluster"
+        )
     if target is None:
         return ""
     served = _served_names(target)
@@ -762,18 +858,27 @@ def _selector_problem(matchers, target: Workload | None, workloads) -> str:
     for label, op, value in identifying:
         if label in _MODEL_LABELS:
             if served and not _value_matches(op, value, served):
-                return (f"matches {label}{op}\"{value}\" but the target {target.kind} {target.name} serves "
-                        f"{', '.join(sorted(served))}")
+                return (
+                    f'matches {label}{op}"{value}" but the target {target.kind} {target.name} serves '
+                    f"{', '.join(sorted(served))}"
+                )
             return ""
         if label not in _NAMESPACE_LABELS:
             return ""  # a pod, deployment, job or app label: the team's own choice of scope
     namespaces = {value for label, op, value in identifying if label in _NAMESPACE_LABELS}
     # A workload written without a namespace goes wherever it is applied: it is not counted as sharing one.
-    sharing = sorted({f"{w.kind} {w.name}" for w in others
-                      if w.namespace and any(_value_matches("=", ns, {w.namespace}) for ns in namespaces)})
+    sharing = sorted(
+        {
+            f"{w.kind} {w.name}"
+            for w in others
+            if w.namespace and any(_value_matches("=", ns, {w.namespace}) for ns in namespaces)
+        }
+    )
     if sharing:
-        return (f"only matches the namespace, which also runs {', '.join(sharing)}, so their load is counted "
-                f"as {target.name}'s")
+        return (
+            f"only matches the namespace, which also runs {', '.join(sharing)}, so their load is counted "
+            f"as {target.name}'s"
+        )
     return ""
 
 
@@ -784,10 +889,14 @@ def _unscoped_query(ctx, autoscaler, signals, target, workloads):
         for metric, matchers in _server_selectors(signal.text):
             problem = _selector_problem(matchers, target, workloads)
             if problem:
-                scope = (f'model_name="{sorted(_served_names(target))[0]}"' if target is not None
-                         and _served_names(target) else 'model_name="<served model>", namespace="<namespace>"')
+                scope = (
+                    f'model_name="{sorted(_served_names(target))[0]}"'
+                    if target is not None and _served_names(target)
+                    else 'model_name="<served model>", namespace="<namespace>"'
+                )
                 yield ctx.finding(
-                    "unscoped-query", (*signal.path, "metadata", "query"),
+                    "unscoped-query",
+                    (*signal.path, "metadata", "query"),
                     f"The selector of {metric} {problem}: the autoscaler then scales on other teams' traffic.",
                     f"Add the target's own matchers, e.g. {metric}{{{scope}}}.",
                 )
@@ -796,6 +905,7 @@ def _unscoped_query(ctx, autoscaler, signals, target, workloads):
 
 def _hpa_and_scaled_object(manifests: ManifestSet) -> Iterable[Finding]:
     """An HPA and a ScaledObject on one workload fight over its replicas (KEDA's own keda-hpa-* are not read)."""
+
     def key(document, autoscaler):
         return autoscaler.hpa.scale_target_kind, autoscaler.hpa.scale_target_name, document.namespace
 
@@ -815,7 +925,8 @@ def _hpa_and_scaled_object(manifests: ManifestSet) -> Iterable[Finding]:
                 continue
             kind, name = autoscaler.hpa.scale_target_kind, autoscaler.hpa.scale_target_name
             yield _Context(document).finding(
-                "hpa-and-scaledobject", ("spec", "scaleTargetRef"),
+                "hpa-and-scaledobject",
+                ("spec", "scaleTargetRef"),
                 f"{other.kind} {other.name} (document {other_document.number}) also scales {kind} {name}: the two "
                 "controllers "
                 "set its replicas in turn, and KEDA's webhook refuses the ScaledObject when the HPA exists first.",
@@ -826,19 +937,38 @@ def _hpa_and_scaled_object(manifests: ManifestSet) -> Iterable[Finding]:
 
 def _unreadable(problem: ReadProblem) -> Finding:
     return Finding(
-        rule="unreadable-document", severity=RULES["unreadable-document"].severity, file=problem.source,
-        document=problem.document, path="", line=problem.line, why=problem.message,
+        rule="unreadable-document",
+        severity=RULES["unreadable-document"].severity,
+        file=problem.source,
+        document=problem.document,
+        path="",
+        line=problem.line,
+        why=problem.message,
         fix="Correct the document as the message says; the other documents were reviewed without it.",
     )
 
 
-
 _AUTOSCALER_RULES = (
-    _gpu_util_trigger, _waiting_only, _avg_with_average_value, _ignore_null_values, _deprecated_metric,
-    _multi_trigger_or, _short_scale_down_window, _min_zero_pod_metric, _hpa_min_zero_version, _tolerance_dropped,
-    _threshold_at_batch_limit, _no_max,
-    _cpu_trigger, _kv_threshold, _unaggregated_query, _misplaced_metric_type, _metric_not_exported,
-    _underscore_metric_name, _gpu_memory_trigger, _latency_quantile_average_value,
+    _gpu_util_trigger,
+    _waiting_only,
+    _avg_with_average_value,
+    _ignore_null_values,
+    _deprecated_metric,
+    _multi_trigger_or,
+    _short_scale_down_window,
+    _min_zero_pod_metric,
+    _hpa_min_zero_version,
+    _tolerance_dropped,
+    _threshold_at_batch_limit,
+    _no_max,
+    _cpu_trigger,
+    _kv_threshold,
+    _unaggregated_query,
+    _misplaced_metric_type,
+    _metric_not_exported,
+    _underscore_metric_name,
+    _gpu_memory_trigger,
+    _latency_quantile_average_value,
 )
 
 
@@ -871,21 +1001,33 @@ def _workload_rules(workload: Workload, settings: LintSettings) -> Iterable[Find
         pre_stop_s = server.pre_stop.sleep_s if server.pre_stop and server.pre_stop.sleep_s else 0.0
         drain, basis = _drain_s(server, settings)
         plan = plan_grace(drain, pre_stop_s=pre_stop_s) if drain else None
-        recommend = (f" terminationGracePeriodSeconds: {plan.termination_grace_period_s} with --shutdown-timeout "
-                     f"{plan.shutdown_timeout_s} (from `planner grace`)" if plan else "")
+        recommend = (
+            f" terminationGracePeriodSeconds: {plan.termination_grace_period_s} with --shutdown-timeout "
+            f"{plan.shutdown_timeout_s} (from `planner grace`)"
+            if plan
+            else ""
+        )
         if grace is None:
             yield ctx.finding(
-                "short-grace", workload.pod_path,
+                "short-grace",
+                workload.pod_path,
                 "terminationGracePeriodSeconds is unset, so Kubernetes kills the pod 30 s after scale-down "
-                "starts and every longer generation is cut off" + (f" (the longest, {basis}, takes {drain:g} s)."
-                                                                   if drain else "."),
-                "Set" + (recommend or " terminationGracePeriodSeconds from the longest allowed generation: "
-                         "`planner grace --max-tokens N --itl-ms X`") + ".",
+                "starts and every longer generation is cut off"
+                + (f" (the longest, {basis}, takes {drain:g} s)." if drain else "."),
+                "Set"
+                + (
+                    recommend
+                    or " terminationGracePeriodSeconds from the longest allowed generation: "
+                    "`planner grace --max-tokens N --itl-ms X`"
+                )
+                + ".",
             )
         elif drain is not None and effective_grace - pre_stop_s < drain:
             yield ctx.finding(
-                "short-grace", grace_path,
-                f"A {grace} s grace period" + (f" less the {pre_stop_s:g} s preStop" if pre_stop_s else "")
+                "short-grace",
+                grace_path,
+                f"A {grace} s grace period"
+                + (f" less the {pre_stop_s:g} s preStop" if pre_stop_s else "")
                 + f" is shorter than the longest generation, {drain:g} s ({basis}), so scale-down cuts it off.",
                 "Set" + recommend + ", or cap max_tokens at the gateway.",
             )
@@ -897,25 +1039,33 @@ def _workload_rules(workload: Workload, settings: LintSettings) -> Iterable[Find
         if (flag == "missing" and not inherits) or timeout == 0:
             what = "has no --shutdown-timeout" if flag == "missing" else "sets --shutdown-timeout 0"
             yield ctx.finding(
-                "shutdown-timeout-vs-grace", args_path,
+                "shutdown-timeout-vs-grace",
+                args_path,
                 f"The vLLM container {what}, so on SIGTERM vLLM aborts every running request instead of "
                 "finishing them within the grace period.",
-                (f"Add --shutdown-timeout {plan.shutdown_timeout_s}" if plan else
-                 "Add --shutdown-timeout below the grace period") + " (vLLM 0.18.0 or newer), keeping preStop plus "
+                (
+                    f"Add --shutdown-timeout {plan.shutdown_timeout_s}"
+                    if plan
+                    else "Add --shutdown-timeout below the grace period"
+                )
+                + " (vLLM 0.18.0 or newer), keeping preStop plus "
                 "the timeout below terminationGracePeriodSeconds.",
             )
         elif timeout is not None and pre_stop_s + timeout >= effective_grace:
             yield ctx.finding(
-                "shutdown-timeout-vs-grace", args_path,
+                "shutdown-timeout-vs-grace",
+                args_path,
                 f"preStop {pre_stop_s:g} s plus --shutdown-timeout {timeout} s is not below the {effective_grace} s "
                 "grace period, so SIGKILL can land while vLLM is still draining.",
                 f"Set terminationGracePeriodSeconds to at least {math.ceil(pre_stop_s + timeout + 5)} s, or lower "
-                "the timeout.", severity="error",
+                "the timeout.",
+                severity="error",
             )
         # KServe's reconciler gives an InferenceService container without one a TCP readiness probe.
         if server.readiness_probe is None and workload.kind not in ("InferenceService", "LLMInferenceService"):
             yield ctx.finding(
-                "missing-readiness-probe", server.path,
+                "missing-readiness-probe",
+                server.path,
                 "Without a readiness probe the pod is Ready before the model is loaded, so it gets traffic it "
                 "cannot serve and the HPA averages over a replica that is not serving.",
                 "Add readinessProbe: httpGet /health on the server port, with a startupProbe sized to the model load.",
@@ -979,7 +1129,8 @@ def _placeholders(document: YamlDocument) -> Iterable[Finding]:
     if names:
         assert first is not None  # set with the first name
         yield ctx.finding(
-            "unsubstituted-placeholder", first,
+            "unsubstituted-placeholder",
+            first,
             f"The manifest still holds {', '.join(names)}, which kubectl applies literally: the names are "
             "invalid or point at nothing.",
             "Render it first (envsubst, sed or your template tool) and lint the rendered output.",
@@ -988,8 +1139,9 @@ def _placeholders(document: YamlDocument) -> Iterable[Finding]:
 
 def _is_placeholder_value(document: YamlDocument, path: tuple) -> bool:
     value = _get(document.data, path)
-    return isinstance(value, str) and bool(WHOLE_PLACEHOLDER.match(value) or _TOKEN_PLACEHOLDER.search(value)
-                                           or _PLACEHOLDER.search(value))
+    return isinstance(value, str) and bool(
+        WHOLE_PLACEHOLDER.match(value) or _TOKEN_PLACEHOLDER.search(value) or _PLACEHOLDER.search(value)
+    )
 
 
 _PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
@@ -1006,7 +1158,8 @@ def _schema_violations(document: YamlDocument, problems) -> Iterable[Finding]:
         if _is_placeholder_value(document, _path_tuple(problem.path)):
             continue  # the placeholder's own finding says it; the rendered value decides
         yield ctx.finding(
-            "schema-violation", _path_tuple(problem.path),
+            "schema-violation",
+            _path_tuple(problem.path),
             f"The API server (or KEDA's admission webhook) rejects this: {problem.message}.",
             "Correct the field as the schema says; `kubectl apply --dry-run=server` confirms it.",
         )
@@ -1018,8 +1171,7 @@ def _schema_violations(document: YamlDocument, problems) -> Iterable[Finding]:
 _DEFAULT = object()
 
 
-def lint(manifests: ManifestSet, settings: LintSettings | None = None, *,
-         schema_check=_DEFAULT) -> tuple[Finding, ...]:
+def lint(manifests: ManifestSet, settings: LintSettings | None = None, *, schema_check=_DEFAULT) -> tuple[Finding, ...]:
     """Every finding for a set of manifests, in file, document and line order.
 
     Parameters
@@ -1046,6 +1198,7 @@ def lint(manifests: ManifestSet, settings: LintSettings | None = None, *,
         # unknown fields and wrong types are what a review catches that kubectl would not say first.
         def schema_check(data):
             return schema_errors(data, partial=True)
+
     findings: list[Finding] = []
     for document in manifests.documents:
         findings.extend(_placeholders(document))
@@ -1057,8 +1210,11 @@ def lint(manifests: ManifestSet, settings: LintSettings | None = None, *,
         target = find_scale_target(autoscaler, document, manifests.workloads)
         for rule in _AUTOSCALER_RULES:
             findings.extend(rule(ctx, autoscaler, signals, settings, target))
-        findings.extend(_scale_target_not_found(ctx, autoscaler, signals, settings, target, manifests.workloads,
-                                                manifests.documents))
+        findings.extend(
+            _scale_target_not_found(
+                ctx, autoscaler, signals, settings, target, manifests.workloads, manifests.documents
+            )
+        )
         findings.extend(_unscoped_query(ctx, autoscaler, signals, target, manifests.workloads))
     findings.extend(_hpa_and_scaled_object(manifests))
     findings.extend(_unreadable(problem) for problem in manifests.problems)
@@ -1071,4 +1227,3 @@ def lint(manifests: ManifestSet, settings: LintSettings | None = None, *,
 def exit_status(findings: Iterable[Finding]) -> int:
     """1 when any finding is an error, else 0 (``planner lint``'s exit status)."""
     return 1 if any(finding.severity == "error" for finding in findings) else 0
-

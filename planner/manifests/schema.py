@@ -91,18 +91,27 @@ def validate_manifest(document, *, source: str = "", partial: bool = False) -> l
         when its kind has no schema here.
     """
     if not isinstance(document, Mapping):
-        return [SchemaProblem("", "expected a Kubernetes object (a mapping), got "
-                                  f"{type(document).__name__}", source=source)]
+        return [
+            SchemaProblem("", f"expected a Kubernetes object (a mapping), got {type(document).__name__}", source=source)
+        ]
     api_version, kind = document.get("apiVersion"), document.get("kind")
     if not isinstance(api_version, str) or not isinstance(kind, str) or not api_version or not kind:
         return [SchemaProblem("", "expected a Kubernetes object with apiVersion and kind", source=source)]
     validator = _validator(api_version, kind, partial)
     if validator is None:
-        return [SchemaProblem("", f"not checked: no schema for {kind} ({api_version}) "
-                                  f"in Kubernetes {_major_minor(KUBERNETES_VERSION)} or KEDA's CRDs",
-                              checked=False, source=source)]
-    problems = [SchemaProblem(_path(error.absolute_path), _message(error), source=source)
-                for error in sorted(validator.iter_errors(_plain(document)), key=_order)]
+        return [
+            SchemaProblem(
+                "",
+                f"not checked: no schema for {kind} ({api_version}) "
+                f"in Kubernetes {_major_minor(KUBERNETES_VERSION)} or KEDA's CRDs",
+                checked=False,
+                source=source,
+            )
+        ]
+    problems = [
+        SchemaProblem(_path(error.absolute_path), _message(error), source=source)
+        for error in sorted(validator.iter_errors(_plain(document)), key=_order)
+    ]
     if (api_version, kind) in _KEDA_KINDS:
         problems.extend(_keda_cel_rules(document, source))
     return problems
@@ -128,7 +137,8 @@ def _validator(api_version: str, kind: str, partial: bool):
         folder = f"kubernetes-json-schema/v{KUBERNETES_VERSION}-local-strict"
         try:
             schema = kubernetes_schemas.schema_contents(
-                f"{folder}/{kind.lower()}-{group_version}.json", KUBERNETES_VERSION)
+                f"{folder}/{kind.lower()}-{group_version}.json", KUBERNETES_VERSION
+            )
         except FileNotFoundError:
             return None
         definitions = kubernetes_schemas.schema_contents(f"{folder}/_definitions.json", KUBERNETES_VERSION)
@@ -155,9 +165,12 @@ def _strict(schema):
 
     def walk(node):
         if isinstance(node, dict):
-            if (node.get("type") == "object" and "properties" in node
-                    and "additionalProperties" not in node
-                    and not node.get("x-kubernetes-preserve-unknown-fields")):
+            if (
+                node.get("type") == "object"
+                and "properties" in node
+                and "additionalProperties" not in node
+                and not node.get("x-kubernetes-preserve-unknown-fields")
+            ):
                 node["additionalProperties"] = False
             for value in node.values():
                 walk(value)
@@ -173,10 +186,18 @@ def _keda_cel_rules(document, source: str) -> list[SchemaProblem]:
     spec = document.get("spec")
     if not isinstance(spec, Mapping):
         return []
-    low, high = spec.get("minReplicaCount"), spec.get("maxReplicaCount", DEFAULT_HPA_MAX_REPLICAS)  # the CRD's CEL rule compares with it when unset
+    low, high = (
+        spec.get("minReplicaCount"),
+        spec.get("maxReplicaCount", DEFAULT_HPA_MAX_REPLICAS),
+    )  # the CRD's CEL rule compares with it when unset
     if isinstance(low, int) and isinstance(high, int) and not isinstance(low, bool) and low > high:
-        return [SchemaProblem("spec.minReplicaCount", "minReplicaCount must be less than or equal to "
-                                                      f"maxReplicaCount ({low} > {high})", source=source)]
+        return [
+            SchemaProblem(
+                "spec.minReplicaCount",
+                f"minReplicaCount must be less than or equal to maxReplicaCount ({low} > {high})",
+                source=source,
+            )
+        ]
     return []
 
 
@@ -214,8 +235,7 @@ def _message(error) -> str:
         return f"unknown field{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))}"
     if error.validator == "required":
         return error.message.replace("is a required property", "is required")
-    if error.validator in ("type", "enum", "minimum", "maximum", "minItems", "minLength", "pattern",
-                           "format"):
+    if error.validator in ("type", "enum", "minimum", "maximum", "minItems", "minLength", "pattern", "format"):
         return f"{error.message}"
     if error.validator in ("oneOf", "anyOf"):
         return f"{_short(error.instance)} does not match any allowed form"

@@ -118,8 +118,9 @@ class WorkloadPatch:
     container: str
 
 
-def patch_workload_text(text: str, grace: GracePlan, *, source: str, target_name: str | None = None,
-                        container_name: str | None = None) -> WorkloadPatch:
+def patch_workload_text(
+    text: str, grace: GracePlan, *, source: str, target_name: str | None = None, container_name: str | None = None
+) -> WorkloadPatch:
     """Set the grace period, the preStop sleep and ``--shutdown-timeout`` in a workload's YAML text.
 
     Parameters
@@ -158,39 +159,54 @@ def patch_workload_text(text: str, grace: GracePlan, *, source: str, target_name
     if "terminationGracePeriodSeconds" in pod:
         old = pod["terminationGracePeriodSeconds"]
         if old is None:
-            raise PlannerInputError(f"{where}: spec.template.spec.terminationGracePeriodSeconds is present "
-                                    f"but empty; set it to {grace_s} by hand")
+            raise PlannerInputError(
+                f"{where}: spec.template.spec.terminationGracePeriodSeconds is present "
+                f"but empty; set it to {grace_s} by hand"
+            )
         if isinstance(old, int) and not isinstance(old, bool) and old >= grace_s:
             # a longer grace period only makes termination slower, never cuts a generation
-            changes.append(f"spec.template.spec.terminationGracePeriodSeconds: kept {old} "
-                           f"(at least the {grace_s} s needed)")
+            changes.append(
+                f"spec.template.spec.terminationGracePeriodSeconds: kept {old} (at least the {grace_s} s needed)"
+            )
         else:
             edits.append(_replace_scalar(lines, pod, "terminationGracePeriodSeconds", str(grace_s), where))
             changes.append(f"spec.template.spec.terminationGracePeriodSeconds: {old} -> {grace_s}")
     else:
-        edits.append(_insert_key(lines, pod, [f"terminationGracePeriodSeconds: {grace_s}  # "
-                                              f"{grace_reason(grace)}"], where, "spec.template.spec"))
+        edits.append(
+            _insert_key(
+                lines,
+                pod,
+                [f"terminationGracePeriodSeconds: {grace_s}  # {grace_reason(grace)}"],
+                where,
+                "spec.template.spec",
+            )
+        )
         changes.append(f"spec.template.spec.terminationGracePeriodSeconds: (unset, 30) -> {grace_s}")
 
     # preStop
     lifecycle = container.get("lifecycle")
     sleep_block = ["preStop:", "  sleep:", f"    seconds: {grace.pre_stop_s}  # {pre_stop_reason(grace)}"]
     if "lifecycle" in container and not isinstance(lifecycle, CommentedMap):
-        warnings.append(f"{c_path}.lifecycle is set but is not a mapping, so it was left alone; add "
-                        f"a preStop sleep of {grace.pre_stop_s} s by hand")
+        warnings.append(
+            f"{c_path}.lifecycle is set but is not a mapping, so it was left alone; add "
+            f"a preStop sleep of {grace.pre_stop_s} s by hand"
+        )
     elif lifecycle is None:
-        edits.append(_insert_key(lines, container, ["lifecycle:", *("  " + s for s in sleep_block)],
-                                 where, c_path))
+        edits.append(_insert_key(lines, container, ["lifecycle:", *("  " + s for s in sleep_block)], where, c_path))
         changes.append(f"{c_path}.lifecycle.preStop.sleep.seconds: {grace.pre_stop_s}")
     elif "preStop" not in lifecycle:
         edits.append(_insert_key(lines, lifecycle, sleep_block, where, f"{c_path}.lifecycle"))
         changes.append(f"{c_path}.lifecycle.preStop.sleep.seconds: {grace.pre_stop_s}")
     elif lifecycle["preStop"] is None:
-        warnings.append(f"{c_path}.lifecycle.preStop is present but empty, so it was left alone; add "
-                        f"a preStop sleep of {grace.pre_stop_s} s by hand")
+        warnings.append(
+            f"{c_path}.lifecycle.preStop is present but empty, so it was left alone; add "
+            f"a preStop sleep of {grace.pre_stop_s} s by hand"
+        )
     else:
-        warnings.append(f"{c_path}.lifecycle.preStop is already set and was kept; the grace period "
-                        f"assumes it ends within {grace.pre_stop_s} s, so check how long it can run")
+        warnings.append(
+            f"{c_path}.lifecycle.preStop is already set and was kept; the grace period "
+            f"assumes it ends within {grace.pre_stop_s} s, so check how long it can run"
+        )
 
     # --shutdown-timeout
     flag_edit, flag_change, flag_warning = _shutdown_edit(lines, container, grace, where, c_path)
@@ -209,14 +225,19 @@ def patch_workload_text(text: str, grace: GracePlan, *, source: str, target_name
 
 # --- finding the workload and the container -------------------------------------------------------
 
+
 def workload_names(text: str, source: str) -> list[str]:
     """Names of the Deployments and StatefulSets in a YAML text."""
-    return [str((d.get("metadata") or {}).get("name", "")) for d in _load_all(text, source)
-            if isinstance(d, CommentedMap) and d.get("kind") in _WORKLOAD_KINDS]
+    return [
+        str((d.get("metadata") or {}).get("name", ""))
+        for d in _load_all(text, source)
+        if isinstance(d, CommentedMap) and d.get("kind") in _WORKLOAD_KINDS
+    ]
 
 
-def vllm_argument(text: str, flag: str, *, source: str, target_name: str | None = None,
-                  container_name: str | None = None) -> str | None:
+def vllm_argument(
+    text: str, flag: str, *, source: str, target_name: str | None = None, container_name: str | None = None
+) -> str | None:
     """The value of a vLLM flag (``--max-num-seqs``) in the workload's vLLM container, if set.
 
     Reads ``--flag=value`` and ``--flag value`` from ``command`` and ``args``,
@@ -243,8 +264,7 @@ def _load_all(text: str, source: str) -> list:
     except RuamelYAMLError as error:
         mark = getattr(error, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""
-        raise PlannerInputError(f"{source}: not valid YAML{at}: {getattr(error, 'problem', '') or error}") \
-            from None
+        raise PlannerInputError(f"{source}: not valid YAML{at}: {getattr(error, 'problem', '') or error}") from None
 
 
 def _find_workload(text: str, source: str, target_name: str | None):
@@ -280,7 +300,7 @@ def _mapping_at(node, path: tuple, where: str) -> CommentedMap:
     for depth, key in enumerate(path):
         node = node.get(key) if isinstance(node, CommentedMap) else None
         if not isinstance(node, CommentedMap):
-            raise PlannerInputError(f"{where}: {'.'.join(path[:depth + 1])}: expected a mapping")
+            raise PlannerInputError(f"{where}: {'.'.join(path[: depth + 1])}: expected a mapping")
     return node
 
 
@@ -310,19 +330,21 @@ def _find_container(containers, name: str | None, where: str):
     matches = [(i, c) for i, c in enumerate(containers) if isinstance(c, CommentedMap) and _is_vllm(c)]
     if len(matches) != 1:
         found = "none" if not matches else ", ".join(str(c.get("name")) for _, c in matches)
-        raise PlannerInputError(f"{where}: cannot tell which container runs vLLM (found {found}); "
-                                "name it with --container")
+        raise PlannerInputError(
+            f"{where}: cannot tell which container runs vLLM (found {found}); name it with --container"
+        )
     return matches[0]
 
 
 # --- the edits --------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class _Edit:
-    line: int                 # 0-based line the edit applies to
-    replace: str | None       # new text of that line, or None to insert before it
+    line: int  # 0-based line the edit applies to
+    replace: str | None  # new text of that line, or None to insert before it
     insert: tuple[str, ...] = ()
-    rank: int = 1             # among inserts before one line, lower ranks go first
+    rank: int = 1  # among inserts before one line, lower ranks go first
 
 
 _PLAIN_SCALAR = re.compile(r"""("(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^\s#,\]}]+)""")
@@ -334,7 +356,7 @@ def _replace_scalar(lines, mapping: CommentedMap, key: str, new: str, where: str
     match = _PLAIN_SCALAR.match(text, col)
     if match is None:
         raise PlannerInputError(f"{where}: {key}: cannot find its value on line {line + 1}")
-    return _Edit(line, text[:match.start()] + new + text[match.end():])
+    return _Edit(line, text[: match.start()] + new + text[match.end() :])
 
 
 def _insert_key(lines, mapping: CommentedMap, new_lines: list[str], where: str, path: str) -> _Edit:
@@ -347,22 +369,36 @@ def _insert_key(lines, mapping: CommentedMap, new_lines: list[str], where: str, 
             while line > 0 and lines[line - 1].startswith(indent + "#"):
                 line -= 1
             return _Edit(line, None, tuple(f"{indent}{text}\n" for text in new_lines))
-    raise PlannerInputError(f"{where}: {path}: written in a layout (flow style or one key only after "
-                            "'- ') that cannot be edited without touching other lines; add the fields by hand")
+    raise PlannerInputError(
+        f"{where}: {path}: written in a layout (flow style or one key only after "
+        "'- ') that cannot be edited without touching other lines; add the fields by hand"
+    )
 
 
 def _shutdown_edit(lines, container, grace: GracePlan, where: str, c_path: str):
     wanted = f"{_SHUTDOWN_FLAG}={grace.shutdown_timeout_s}"
-    key = "args" if isinstance(container.get("args"), list) else (
-        "command" if isinstance(container.get("command"), list) else None)
+    key = (
+        "args"
+        if isinstance(container.get("args"), list)
+        else ("command" if isinstance(container.get("command"), list) else None)
+    )
     if key is None:
-        return None, "", (f"{c_path} has no command or args list to add {wanted} to; add it by hand "
-                          f"({shutdown_reason(grace)})")
+        return (
+            None,
+            "",
+            (f"{c_path} has no command or args list to add {wanted} to; add it by hand ({shutdown_reason(grace)})"),
+        )
     items = container[key]
     for word in _words(container):
         if " " in word.strip() and "vllm" in word and (_SHUTDOWN_FLAG not in word):
-            return None, "", (f"{c_path}.{key} runs vLLM from a shell string, which cannot be edited "
-                              f"safely; add {wanted} to it by hand ({shutdown_reason(grace)})")
+            return (
+                None,
+                "",
+                (
+                    f"{c_path}.{key} runs vLLM from a shell string, which cannot be edited "
+                    f"safely; add {wanted} to it by hand ({shutdown_reason(grace)})"
+                ),
+            )
     for position, item in enumerate(items):
         word = str(item)
         if word == _SHUTDOWN_FLAG or word.startswith(_SHUTDOWN_FLAG + "="):
@@ -377,8 +413,14 @@ def _shutdown_edit(lines, container, grace: GracePlan, where: str, c_path: str):
             edit = _replace_item(lines, items, target, new, where, f"{c_path}.{key}")
             return edit, f"{c_path}.{key}: {_SHUTDOWN_FLAG} {old} -> {grace.shutdown_timeout_s}", ""
         if _SHUTDOWN_FLAG in word:
-            return None, "", (f"{c_path}.{key}[{position}] sets {_SHUTDOWN_FLAG} inside a longer string; "
-                              f"set it to {grace.shutdown_timeout_s} by hand")
+            return (
+                None,
+                "",
+                (
+                    f"{c_path}.{key}[{position}] sets {_SHUTDOWN_FLAG} inside a longer string; "
+                    f"set it to {grace.shutdown_timeout_s} by hand"
+                ),
+            )
     edit = _append_item(lines, items, wanted, where, f"{c_path}.{key}", shutdown_reason(grace))
     return edit, f"{c_path}.{key}: + {wanted}", ""
 
@@ -390,7 +432,7 @@ def _replace_item(lines, items: CommentedSeq, position: int, new: str, where: st
     if match is None:
         raise PlannerInputError(f"{where}: {path}[{position}]: cannot find it on line {line + 1}")
     quote = match.group(0)[0] if match.group(0)[0] in "\"'" else ""
-    return _Edit(line, text[:match.start()] + f"{quote}{new}{quote}" + text[match.end():])
+    return _Edit(line, text[: match.start()] + f"{quote}{new}{quote}" + text[match.end() :])
 
 
 def _append_item(lines, items: CommentedSeq, word: str, where: str, path: str, reason: str) -> _Edit:
@@ -429,7 +471,7 @@ def _apply(lines: list[str], edits: list[_Edit], newline: str) -> str:
             out[edit.line] = edit.replace
     inserts = sorted((e for e in edits if e.replace is None), key=lambda e: (e.line, e.rank))
     for edit in reversed(inserts):  # bottom up, so earlier line numbers stay valid
-        out[edit.line:edit.line] = [line[:-1] + newline for line in edit.insert]  # keep the file's line ends
+        out[edit.line : edit.line] = [line[:-1] + newline for line in edit.insert]  # keep the file's line ends
     text = "".join(out)
     if trailing_newline_added and text.endswith("\n"):
         text = text[:-1]
@@ -442,10 +484,10 @@ def _verify(before: str, after: str, index: int, source: str) -> None:
         old_docs = list(yaml.safe_load_all(before))
         new_docs = list(yaml.safe_load_all(after))
     except yaml.YAMLError as error:
-        raise PlannerInputError(f"{source}: the patch would not leave valid YAML ({error}); "
-                                "patch it by hand") from None
+        raise PlannerInputError(f"{source}: the patch would not leave valid YAML ({error}); patch it by hand") from None
     if len(old_docs) != len(new_docs) or any(
-            old != new for i, (old, new) in enumerate(zip(old_docs, new_docs, strict=True)) if i != index):
+        old != new for i, (old, new) in enumerate(zip(old_docs, new_docs, strict=True)) if i != index
+    ):
         raise PlannerInputError(f"{source}: the patch would change other documents; patch it by hand")
     if _strip(old_docs[index]) != _strip(new_docs[index]):
         raise PlannerInputError(f"{source}: the patch would change fields it should not; patch it by hand")

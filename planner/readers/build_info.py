@@ -26,7 +26,15 @@ __all__ = [
 ]
 
 BOOK_PACKAGES: tuple[str, ...] = (
-    "planner", "altair", "pandas", "numpy", "myst-nb", "sphinx", "jupyter-book", "papermill", "ipywidgets",
+    "planner",
+    "altair",
+    "pandas",
+    "numpy",
+    "myst-nb",
+    "sphinx",
+    "jupyter-book",
+    "papermill",
+    "ipywidgets",
 )
 """The distributions the status page reports."""
 
@@ -67,7 +75,7 @@ def vendored_js_from_text(text: str, source: str = "<text>") -> tuple[ComponentV
     if not pinned:
         raise PlannerInputError(
             f"{source}: no npm package pinned as name@$VERSION_VARIABLE; expected a line like "
-            "npm pack \"vega@$VEGA\" with VEGA=6.4.0 set earlier in the script"
+            'npm pack "vega@$VEGA" with VEGA=6.4.0 set earlier in the script'
         )
     versions = []
     for package, variable in pinned:

@@ -70,15 +70,26 @@ from planner.simulate.fleet import FleetSpec
 from planner.simulate.replica import ReplicaSpec
 from planner.simulate.supply import NodePoolSpec
 
-__all__ = ["FLEET_KEYS", "fleet_spec_from_mapping", "read_fleet"]
+__all__ = ["FLEET_KEYS", "fleet_mapping", "fleet_spec_from_mapping", "read_fleet"]
 
 _POD_KEYS = ("image_pull_s", "weights_load_s", "warmup_s")
 _REPLICA_KEYS = {f.name for f in dataclasses.fields(ReplicaSpec)}
-_FLEET_KEYS = ({f.name for f in dataclasses.fields(FleetSpec)}
-               - {"replica", "image_pull_s", "weights_load_s", "source"}) | {"pod"}
+_FLEET_KEYS = (
+    {f.name for f in dataclasses.fields(FleetSpec)} - {"replica", "image_pull_s", "weights_load_s", "source"}
+) | {"pod"}
 FLEET_KEYS = tuple(sorted(_REPLICA_KEYS | _FLEET_KEYS))
-_INTEGER_KEYS = {"max_num_seqs", "kv_tokens", "block_size_tokens", "gpus_per_replica", "initial_replicas", "seed",
-                 "placeholders", "gpus_per_node", "max_nodes", "initial_nodes"}
+_INTEGER_KEYS = {
+    "max_num_seqs",
+    "kv_tokens",
+    "block_size_tokens",
+    "gpus_per_replica",
+    "initial_replicas",
+    "seed",
+    "placeholders",
+    "gpus_per_node",
+    "max_nodes",
+    "initial_nodes",
+}
 _STRING_KEYS = {"router", "warmup_distribution", "autoscaler", "provision_distribution"}
 _NULLABLE_KEYS = {"initial_replicas", "itl_slo_ms", "usd_per_node_hour", "max_nodes", "initial_nodes"}
 _NODE_SETTINGS = {"cluster_autoscaler": ClusterAutoscalerSettings, "karpenter": KarpenterSettings}
@@ -121,6 +132,24 @@ def fleet_spec_from_mapping(data, source: str = "fleet") -> FleetSpec:
         raise PlannerInputError(f"{source}: {error}") from None
 
 
+def fleet_mapping(spec: FleetSpec) -> dict:
+    """The FLEET.yaml keys that give ``spec`` back through :func:`fleet_spec_from_mapping`.
+
+    ``signals`` is left out when empty, ``nodes:`` and ``pod:`` appear only with a node pool.
+    """
+    mapping: dict = dataclasses.asdict(spec.replica)
+    skipped = {"replica", "signals", "source", "nodes", "image_pull_s", "weights_load_s"}
+    mapping |= {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec) if f.name not in skipped}
+    if spec.signals:
+        mapping["signals"] = dict(spec.signals)
+    if spec.nodes is not None:
+        mapping["nodes"] = dataclasses.asdict(spec.nodes)
+        mapping["pod"] = {"image_pull_s": spec.image_pull_s, "weights_load_s": spec.weights_load_s}
+    else:
+        mapping.pop("placeholders")
+    return mapping
+
+
 def _section(source: str, name: str, value, known) -> Mapping:
     if value is None:
         return {}
@@ -157,8 +186,9 @@ def _checked(source: str, key: str, value):
     if key == "signals":
         if value is None:
             return ()
-        if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str)
-                                                     for k, v in value.items()):
+        if not isinstance(value, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
             raise PlannerInputError(f"{source}: signals: expected a mapping of query -> expression strings")
         return tuple(value.items())
     name = key.rsplit(".", 1)[-1]

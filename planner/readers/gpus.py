@@ -57,8 +57,7 @@ def read_gpu_table(path) -> dict[str, GpuMemory]:
                     f"{path}, row {number}: column '{column}' must be a number, got {text!r}"
                 ) from None
             if not value > 0:
-                raise PlannerInputError(
-                    f"{path}, row {number}: column '{column}' must be > 0, got {text!r}")
+                raise PlannerInputError(f"{path}, row {number}: column '{column}' must be > 0, got {text!r}")
             values[column] = value
         memory_gib = values["memory_gib"]
         if memory_gib is None:

@@ -56,11 +56,7 @@ COLUMNS: dict[str, str] = {
     "output_throughput_tps": "generated tokens per second [tokens/s]",
     "mean_input_tokens": "mean prompt length [tokens]",
     "mean_output_tokens": "mean generated length [tokens]",
-    **{
-        f"{metric}_{stat}_ms": f"{metric.upper()} {stat} [ms]"
-        for metric in LATENCY_METRICS
-        for stat in LATENCY_STATS
-    },
+    **{f"{metric}_{stat}_ms": f"{metric.upper()} {stat} [ms]" for metric in LATENCY_METRICS for stat in LATENCY_STATS},
     "preemptions": "vLLM preemptions during the step [count]",
     "kv_usage_frac": "peak KV-cache usage during the step [fraction of 1]",
     "run_settings": "other settings the result records, e.g. a sweep's server parameters, as key=value",
@@ -74,10 +70,10 @@ STEP_VARIABLES = ("concurrency", "request_rate_rps", "mean_concurrency")
 # completed requests; rates by measured time) whatever the choice; percentiles differ.
 REPEATS: dict[str, str] = {
     "worst": "percentiles are the worst run's: the step passes only if every run did. The highest "
-             "of the runs' p99s is not the p99 of all their requests (that needs per-request data), "
-             "but it is never below it, give or take one sample's interpolation",
+    "of the runs' p99s is not the p99 of all their requests (that needs per-request data), "
+    "but it is never below it, give or take one sample's interpolation",
     "mean": "percentiles are the mean of the runs' percentiles, an estimate of the step's percentile "
-            "with less run-to-run noise; a step can pass while one of its runs failed",
+    "with less run-to-run noise; a step can pass while one of its runs failed",
     "refuse": "repeated runs are an error: keep one run per step",
 }
 
@@ -135,9 +131,9 @@ def read_loadtest(paths: str | Path | Sequence[str | Path], *, repeats: str = "w
 def _read_one(path: Path) -> pd.DataFrame:
     if path.is_dir():
         files = sorted(
-            f for f in path.iterdir()
-            if f.is_file() and f.suffix in (".json", ".jsonl", ".csv")
-            and not f.name.endswith(".pytorch.json")
+            f
+            for f in path.iterdir()
+            if f.is_file() and f.suffix in (".json", ".jsonl", ".csv") and not f.name.endswith(".pytorch.json")
         )
         if not files:
             raise PlannerInputError(f"{path}: directory holds no .json, .jsonl or .csv result files")
@@ -146,9 +142,7 @@ def _read_one(path: Path) -> pd.DataFrame:
         raise PlannerInputError(f"{path}: no such file")
     if path.suffix.lower() == ".csv":
         header = _csv_header(path)
-        if {"start_s", "start_time_s", "start"} & set(header) and not (
-            {"ttft_p99_ms", "ttft_p99_s"} & set(header)
-        ):
+        if {"start_s", "start_time_s", "start"} & set(header) and not ({"ttft_p99_ms", "ttft_p99_s"} & set(header)):
             return read_per_request_csv(path)
         return read_canonical_csv(path)
     documents = _load_json_documents(path)
@@ -229,7 +223,9 @@ def read_vllm_bench(path: str | Path, documents: Iterable[Mapping] | None = None
     for index, document in enumerate(documents):
         where = str(path) if len(documents) == 1 else f"{path}, result {index + 1}"
         if not isinstance(document, Mapping):
-            raise PlannerInputError(f"{where}: expected a JSON object of benchmark results, got {type(document).__name__}")
+            raise PlannerInputError(
+                f"{where}: expected a JSON object of benchmark results, got {type(document).__name__}"
+            )
         rows.append(_vllm_row(document, where, path, index, len(documents)))
     return _frame(rows)
 
@@ -284,14 +280,40 @@ def _vllm_row(doc: Mapping, where: str, path: Path, index: int, count: int) -> d
 
 # Keys `vllm bench serve` writes itself; any other scalar key is a setting the run
 # recorded (`--metadata KEY=VALUE`, or the server parameters `vllm bench sweep` adds).
-_VLLM_OWN_KEYS = frozenset({
-    "date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id", "num_prompts", "request_rate",
-    "burstiness", "max_concurrency", "ramp_up_strategy", "ramp_up_start_rps", "ramp_up_end_rps", "duration",
-    "completed", "failed", "total_input_tokens", "total_output_tokens", "request_throughput",
-    "request_goodput", "request_goodput:", "output_throughput", "total_token_throughput",
-    "max_output_tokens_per_s", "max_concurrent_requests", "rtfx", "best_of", "run_number",
-    "total_input_sequences", "input_sequence_throughput",
-})
+_VLLM_OWN_KEYS = frozenset(
+    {
+        "date",
+        "endpoint_type",
+        "backend",
+        "label",
+        "model_id",
+        "tokenizer_id",
+        "num_prompts",
+        "request_rate",
+        "burstiness",
+        "max_concurrency",
+        "ramp_up_strategy",
+        "ramp_up_start_rps",
+        "ramp_up_end_rps",
+        "duration",
+        "completed",
+        "failed",
+        "total_input_tokens",
+        "total_output_tokens",
+        "request_throughput",
+        "request_goodput",
+        "request_goodput:",
+        "output_throughput",
+        "total_token_throughput",
+        "max_output_tokens_per_s",
+        "max_concurrent_requests",
+        "rtfx",
+        "best_of",
+        "run_number",
+        "total_input_sequences",
+        "input_sequence_throughput",
+    }
+)
 _VLLM_OWN_PATTERN = re.compile(r"^((mean|median|std|p[\d.]+)_\w+_ms|(probe|spec_decode|diffusion)_\w+)$")
 
 
@@ -411,8 +433,11 @@ def _guidellm_report_model(document: Mapping) -> str:
         return str(args["model"])
     config = document.get("config")
     if isinstance(config, Mapping):
-        for holder in (config, config.get("backend"), (config.get("spec") or {}).get("backend")
-                       if isinstance(config.get("spec"), Mapping) else None):
+        for holder in (
+            config,
+            config.get("backend"),
+            (config.get("spec") or {}).get("backend") if isinstance(config.get("spec"), Mapping) else None,
+        ):
             if isinstance(holder, Mapping) and holder.get("model"):
                 return str(holder["model"])
     return ""
@@ -460,7 +485,8 @@ def _guidellm_row(bench: Mapping, where: str, path: Path, index: int, report_mod
         "source": path.name,
         "tool": "guidellm",
         "model": model,
-        "step_label": f"{kind}" + (f"@{_fmt(concurrency)}" if kind == "concurrent" else "")
+        "step_label": f"{kind}"
+        + (f"@{_fmt(concurrency)}" if kind == "concurrent" else "")
         + (f"@{_fmt(rate)}" if kind in ("constant", "poisson") else ""),
         "concurrency": concurrency,
         "request_rate_rps": rate,
@@ -499,7 +525,9 @@ def _guidellm_stat(metrics: Mapping, name: str, stat: str, where: str, *, requir
     dist = summary.get("successful") if isinstance(summary, Mapping) else None
     if not isinstance(dist, Mapping):
         if required:
-            raise PlannerInputError(f"{where}: key 'metrics.{name}.successful' missing (expected a distribution summary)")
+            raise PlannerInputError(
+                f"{where}: key 'metrics.{name}.successful' missing (expected a distribution summary)"
+            )
         return math.nan
     if stat == "mean":
         return _number(dist, "mean", f"{where}, metrics.{name}.successful", required=required)
@@ -674,7 +702,10 @@ def read_per_request_csv(path: str | Path) -> pd.DataFrame:
     for role, aliases in _PER_REQUEST_ALIASES.items():
         present = [a for a in aliases if a in raw.columns]
         if not present:
-            raise PlannerInputError(f"{path}: missing column '{aliases[0]}' (per-request CSV; also accepted: {', '.join(aliases[1:]) or 'none'})")
+            raise PlannerInputError(
+                f"{path}: missing column '{aliases[0]}' (per-request CSV; also accepted: "
+                f"{', '.join(aliases[1:]) or 'none'})"
+            )
         found[role] = present[0]
     for column in raw.columns:
         if column.startswith(("ttft_", "latency_", "e2e_")) and column not in sum(_PER_REQUEST_ALIASES.values(), ()):
@@ -690,12 +721,18 @@ def read_per_request_csv(path: str | Path) -> pd.DataFrame:
     for optional in ("concurrency", "request_rate_rps"):
         if optional in raw.columns:
             numeric[optional] = np.asarray(
-                [_csv_number(str(t).strip(), optional, f"{path}, row {i + 2}", optional) for i, t in enumerate(raw[optional])]
+                [
+                    _csv_number(str(t).strip(), optional, f"{path}, row {i + 2}", optional)
+                    for i, t in enumerate(raw[optional])
+                ]
             )
     bad = np.flatnonzero(numeric["latency"] < numeric["ttft"])
     if bad.size:
         i = int(bad[0])
-        raise PlannerInputError(f"{path}, row {i + 2}: latency ({numeric['latency'][i]:g} ms) is shorter than TTFT ({numeric['ttft'][i]:g} ms)")
+        raise PlannerInputError(
+            f"{path}, row {i + 2}: latency ({numeric['latency'][i]:g} ms) is shorter than TTFT "
+            f"({numeric['ttft'][i]:g} ms)"
+        )
     labels = raw[found["step"]].astype(str).str.strip().to_numpy()
     models = raw["model"].astype(str).str.strip().to_numpy() if "model" in raw.columns else np.full(labels.size, "")
     rows = []
@@ -731,7 +768,9 @@ def _aggregate_step(path: Path, label: str, mask: np.ndarray, numeric: Mapping, 
         if setting in numeric:
             values = np.unique(numeric[setting][mask])
             if values.size > 1:
-                raise PlannerInputError(f"{path}: step {label!r} has several {setting} values {values.tolist()}; expected one per step")
+                raise PlannerInputError(
+                    f"{path}: step {label!r} has several {setting} values {values.tolist()}; expected one per step"
+                )
             row[setting] = float(values[0])
     if window_s > 0:
         row["mean_concurrency"] = float(latency.sum() / 1000.0 / window_s)
@@ -816,8 +855,7 @@ def validate_sweep(frame: pd.DataFrame, *, repeats: str = "worst") -> pd.DataFra
     if len(models) > 1:
         by_model = {m: sorted(set(frame.loc[frame["model"] == m, "source"])) for m in sorted(models)}
         raise PlannerInputError(
-            "mixed models in one sweep: "
-            + "; ".join(f"{m!r} in {', '.join(files)}" for m, files in by_model.items())
+            "mixed models in one sweep: " + "; ".join(f"{m!r} in {', '.join(files)}" for m, files in by_model.items())
         )
     for row in frame.itertuples():
         where = f"{row.source} ({row.step_label})"
@@ -850,24 +888,33 @@ def validate_sweep(frame: pd.DataFrame, *, repeats: str = "worst") -> pd.DataFra
             )
         _require_same_settings(group, variable, value)
         rows.append(combine_runs(group, repeats))
-        combined.append(f"At {variable} {value:g}, {len(group)} runs were combined: "
-                        + ", ".join(f"{r.source} ({r.step_label})" for r in group.itertuples()) + ".")
+        combined.append(
+            f"At {variable} {value:g}, {len(group)} runs were combined: "
+            + ", ".join(f"{r.source} ({r.step_label})" for r in group.itertuples())
+            + "."
+        )
     result = _frame(rows)
-    result.attrs.update(step_variable=variable, repeats=repeats, combined_steps=combined,
-                        dropped_duplicates=dropped)
+    result.attrs.update(step_variable=variable, repeats=repeats, combined_steps=combined, dropped_duplicates=dropped)
     return result
 
 
 def _drop_results_read_twice(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     # The same run in its own file and in a summary list: identical numbers, counted once.
-    key = pd.Series(["|".join(map(repr, values)) for values in
-                     frame[["model", "run_settings", *NUMERIC_COLUMNS]].itertuples(index=False)], index=frame.index)
+    key = pd.Series(
+        [
+            "|".join(map(repr, values))
+            for values in frame[["model", "run_settings", *NUMERIC_COLUMNS]].itertuples(index=False)
+        ],
+        index=frame.index,
+    )
     first = ~key.duplicated(keep="first")
     dropped = []
     for i in np.flatnonzero(~first.to_numpy()):
         kept = frame.loc[(first & (key == key.iloc[i])).to_numpy()].iloc[0]
-        dropped.append(f"{frame.iloc[i].source} ({frame.iloc[i].step_label}) repeats "
-                       f"{kept.source} ({kept.step_label}), so it is counted once.")
+        dropped.append(
+            f"{frame.iloc[i].source} ({frame.iloc[i].step_label}) repeats "
+            f"{kept.source} ({kept.step_label}), so it is counted once."
+        )
     return frame[first.to_numpy()].reset_index(drop=True), dropped
 
 
@@ -875,14 +922,18 @@ def _require_same_settings(group: pd.DataFrame, variable: str, value: float) -> 
     # Runs are repeats only if everything the files record about how they ran agrees.
     settings = [dict(item.split("=", 1) for item in text.split()) for text in group["run_settings"]]
     for column in ("concurrency", "request_rate_rps", "tool"):
-        settings = [{**s, column: f"{v:g}" if isinstance(v, float) else str(v)}
-                    for s, v in zip(settings, group[column], strict=True)]
+        settings = [
+            {**s, column: f"{v:g}" if isinstance(v, float) else str(v)}
+            for s, v in zip(settings, group[column], strict=True)
+        ]
     keys = sorted({k for s in settings for k in s})
     differing = [k for k in keys if len({s.get(k, "(none)") for s in settings}) > 1]
     if differing:
         key = differing[0]
-        where = "; ".join(f"{s.get(key, '(none)')} in {r.source} ({r.step_label})"
-                          for s, r in zip(settings, group.itertuples(), strict=True))
+        where = "; ".join(
+            f"{s.get(key, '(none)')} in {r.source} ({r.step_label})"
+            for s, r in zip(settings, group.itertuples(), strict=True)
+        )
         raise PlannerInputError(
             f"{variable} {value:g} appears in results that differ in {', '.join(differing)} "
             f"({key}: {where}); these are not repeats of one step, so read them as separate sweeps"
@@ -952,8 +1003,12 @@ def _weighted_mean(values: np.ndarray, weights: np.ndarray) -> float:
 
 # ------------------------------------------------------------ what was read
 
-_TOOL_NAMES = {"vllm-bench-serve": "vllm bench serve", "guidellm": "GuideLLM",
-               "canonical-csv": "the planner's CSV", "per-request-csv": "a per-request CSV"}
+_TOOL_NAMES = {
+    "vllm-bench-serve": "vllm bench serve",
+    "guidellm": "GuideLLM",
+    "canonical-csv": "the planner's CSV",
+    "per-request-csv": "a per-request CSV",
+}
 _SYNTHETIC_MARK = "SYNTHETIC sample generated by data/make_samples.py"
 
 
@@ -969,15 +1024,21 @@ def describe_input(paths: str | Path | Sequence[str | Path], steps: pd.DataFrame
     """
     given = [Path(paths)] if isinstance(paths, str | Path) else [Path(p) for p in paths]
     files = [f for p in given for f in (sorted(p.iterdir()) if p.is_dir() else [p]) if f.is_file()]
-    synthetic = bool(files) and all(_SYNTHETIC_MARK in f.read_text(encoding="utf-8", errors="replace")[:400]
-                                    for f in files)
+    synthetic = bool(files) and all(
+        _SYNTHETIC_MARK in f.read_text(encoding="utf-8", errors="replace")[:400] for f in files
+    )
     model = next((m for m in steps["model"] if m), "") or "an unnamed model"
     count = f"{len(steps)} step{'' if len(steps) == 1 else 's'}"
-    variable = {"concurrency": "concurrency", "request_rate_rps": "request rate",
-                "mean_concurrency": "measured requests in flight"}[steps.attrs.get("step_variable", "concurrency")]
+    variable = {
+        "concurrency": "concurrency",
+        "request_rate_rps": "request rate",
+        "mean_concurrency": "measured requests in flight",
+    }[steps.attrs.get("step_variable", "concurrency")]
     if synthetic:
-        return (f"The input is a synthetic sweep bundled with the planner ({count} of {model} by {variable}, "
-                "written from the step-time model with noise; no GPU produced it).")
+        return (
+            f"The input is a synthetic sweep bundled with the planner ({count} of {model} by {variable}, "
+            "written from the step-time model with noise; no GPU produced it)."
+        )
     tools = ", ".join(dict.fromkeys(_TOOL_NAMES.get(t, t) for t in steps["tool"]))
     names = ", ".join(p.name for p in given)
     return f"The input is {names}: {count} of {model} by {variable}, written by {tools}."

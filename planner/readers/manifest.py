@@ -119,13 +119,16 @@ class _Fields:
         return str(value)
 
     @overload
-    def integer(self, key: str, *, minimum: int | None = None, maximum: int | None = None,
-                required: Literal[True]) -> int: ...
+    def integer(
+        self, key: str, *, minimum: int | None = None, maximum: int | None = None, required: Literal[True]
+    ) -> int: ...
     @overload
-    def integer(self, key: str, *, minimum: int | None = None, maximum: int | None = None,
-                required: bool = False) -> int | None: ...
-    def integer(self, key: str, *, minimum: int | None = None, maximum: int | None = None,
-                required: bool = False) -> int | None:
+    def integer(
+        self, key: str, *, minimum: int | None = None, maximum: int | None = None, required: bool = False
+    ) -> int | None: ...
+    def integer(
+        self, key: str, *, minimum: int | None = None, maximum: int | None = None, required: bool = False
+    ) -> int | None:
         value = self.data.get(key)
         if value is None:
             if required:
@@ -192,13 +195,14 @@ class _Fields:
     @overload
     def choice(self, key: str, options: tuple[str, ...], default: str, required: bool = False) -> str: ...
     @overload
-    def choice(self, key: str, options: tuple[str, ...], default: None = None, *,
-               required: Literal[True]) -> str: ...
+    def choice(self, key: str, options: tuple[str, ...], default: None = None, *, required: Literal[True]) -> str: ...
     @overload
-    def choice(self, key: str, options: tuple[str, ...], default: str | None = None,
-               required: bool = False) -> str | None: ...
-    def choice(self, key: str, options: tuple[str, ...], default: str | None = None,
-               required: bool = False) -> str | None:
+    def choice(
+        self, key: str, options: tuple[str, ...], default: str | None = None, required: bool = False
+    ) -> str | None: ...
+    def choice(
+        self, key: str, options: tuple[str, ...], default: str | None = None, required: bool = False
+    ) -> str | None:
         value = self.string(key, default, required)
         if value is not None and value != default and value not in options:
             raise self.fail(key, f"one of {', '.join(options)}", value)
@@ -256,7 +260,9 @@ def load_autoscaler(path: str | Path, name: str | None = None) -> Autoscaler:
                 return autoscaler
         raise PlannerInputError(f"{path}: no autoscaler named {name!r} (found {_names(autoscalers)})")
     if len(autoscalers) > 1:
-        raise PlannerInputError(f"{path}: holds {len(autoscalers)} autoscalers ({_names(autoscalers)}); pick one by name")
+        raise PlannerInputError(
+            f"{path}: holds {len(autoscalers)} autoscalers ({_names(autoscalers)}); pick one by name"
+        )
     return autoscalers[0]
 
 
@@ -291,9 +297,7 @@ def _read_hpa(source: str, document, *, autoscaling_v1: bool) -> Autoscaler:
     max_replicas = spec.integer("maxReplicas", minimum=1, required=True)
     min_replicas = spec.integer("minReplicas", minimum=0)
     if min_replicas is not None and min_replicas > max_replicas:
-        raise PlannerInputError(
-            f"{source}: spec.minReplicas: {min_replicas} is above spec.maxReplicas {max_replicas}"
-        )
+        raise PlannerInputError(f"{source}: spec.minReplicas: {min_replicas} is above spec.maxReplicas {max_replicas}")
     metrics: tuple[MetricSpec, ...]
     if autoscaling_v1:
         target = spec.integer("targetCPUUtilizationPercentage", minimum=1) or DEFAULT_CPU_UTILIZATION_PCT
@@ -302,15 +306,22 @@ def _read_hpa(source: str, document, *, autoscaling_v1: bool) -> Autoscaler:
     else:
         metrics = tuple(_read_metric(item) for item in spec.items("metrics"))
         if not metrics:  # SetDefaults_HorizontalPodAutoscaler
-            metrics = (MetricSpec(RESOURCE, "cpu", MetricTarget(
-                UTILIZATION, average_utilization_pct=DEFAULT_CPU_UTILIZATION_PCT)),)
+            metrics = (
+                MetricSpec(
+                    RESOURCE, "cpu", MetricTarget(UTILIZATION, average_utilization_pct=DEFAULT_CPU_UTILIZATION_PCT)
+                ),
+            )
         behavior = _read_behavior(spec.sub("behavior"))
     if min_replicas == 0 and not any(m.type in (OBJECT, EXTERNAL) for m in metrics):
         raise PlannerInputError(
             f"{source}: spec.minReplicas: 0 is allowed only with an Object or External metric (HPAScaleToZero)"
         )
     hpa = HorizontalPodAutoscalerSpec(
-        name=name, max_replicas=max_replicas, metrics=metrics, min_replicas=min_replicas, behavior=behavior,
+        name=name,
+        max_replicas=max_replicas,
+        metrics=metrics,
+        min_replicas=min_replicas,
+        behavior=behavior,
         scale_target_kind=target_ref.string("kind", default="") or "",
         scale_target_name=target_ref.string("name", default="") or "",
     )
@@ -318,12 +329,18 @@ def _read_hpa(source: str, document, *, autoscaling_v1: bool) -> Autoscaler:
 
 
 _SOURCE_KEY = {
-    RESOURCE: "resource", CONTAINER_RESOURCE: "containerResource", PODS: "pods", OBJECT: "object",
+    RESOURCE: "resource",
+    CONTAINER_RESOURCE: "containerResource",
+    PODS: "pods",
+    OBJECT: "object",
     EXTERNAL: "external",
 }
 _ALLOWED_TARGETS = {
-    RESOURCE: (UTILIZATION, AVERAGE_VALUE), CONTAINER_RESOURCE: (UTILIZATION, AVERAGE_VALUE),
-    PODS: (AVERAGE_VALUE,), OBJECT: (VALUE, AVERAGE_VALUE), EXTERNAL: (VALUE, AVERAGE_VALUE),
+    RESOURCE: (UTILIZATION, AVERAGE_VALUE),
+    CONTAINER_RESOURCE: (UTILIZATION, AVERAGE_VALUE),
+    PODS: (AVERAGE_VALUE,),
+    OBJECT: (VALUE, AVERAGE_VALUE),
+    EXTERNAL: (VALUE, AVERAGE_VALUE),
 }
 
 
@@ -342,8 +359,9 @@ def _read_metric(item: _Fields) -> MetricSpec:
     target_fields = body.sub("target", required=True)
     target_type = target_fields.choice("type", _ALLOWED_TARGETS[metric_type], required=True)
     if target_type == UTILIZATION:
-        target = MetricTarget(UTILIZATION, average_utilization_pct=target_fields.integer(
-            "averageUtilization", minimum=1, required=True))
+        target = MetricTarget(
+            UTILIZATION, average_utilization_pct=target_fields.integer("averageUtilization", minimum=1, required=True)
+        )
     elif target_type == AVERAGE_VALUE:
         target = MetricTarget(AVERAGE_VALUE, average_value_milli=_positive_quantity(target_fields, "averageValue"))
     else:
@@ -410,17 +428,19 @@ def _read_scaled_object(source: str, document) -> Autoscaler:
         threshold, note = _trigger_target(trigger_type, metadata)
         if note:
             notes.append(f"{item.where('metadata')}: {note}")
-        triggers.append(Trigger(
-            index=index,
-            type=trigger_type,
-            threshold=threshold,
-            name=item.string("name", default="") or "",
-            metric_type=metric_type,
-            activation_threshold=metadata.number("activationThreshold", default=0.0),
-            ignore_null_values=metadata.boolean("ignoreNullValues", True),
-            use_cached_metrics=item.boolean("useCachedMetrics", False),
-            query=" ".join((_query_text(metadata) or "").split()),
-        ))
+        triggers.append(
+            Trigger(
+                index=index,
+                type=trigger_type,
+                threshold=threshold,
+                name=item.string("name", default="") or "",
+                metric_type=metric_type,
+                activation_threshold=metadata.number("activationThreshold", default=0.0),
+                ignore_null_values=metadata.boolean("ignoreNullValues", True),
+                use_cached_metrics=item.boolean("useCachedMetrics", False),
+                query=" ".join((_query_text(metadata) or "").split()),
+            )
+        )
     if not triggers:
         raise PlannerInputError(f"{source}: spec.triggers: at least one trigger is required")
     advanced = spec.sub("advanced")
@@ -435,8 +455,7 @@ def _read_scaled_object(source: str, document) -> Autoscaler:
                 formula=modifier_fields.string("formula", default="") or "",
                 target=modifier_fields.string("target", default="") or "",
                 activation_target=modifier_fields.string("activationTarget", default="") or "",
-                metric_type=modifier_fields.choice("metricType", (VALUE, AVERAGE_VALUE, UTILIZATION), default="")
-                or "",
+                metric_type=modifier_fields.choice("metricType", (VALUE, AVERAGE_VALUE, UTILIZATION), default="") or "",
             )
     fallback = None
     fallback_fields = spec.sub("fallback")
@@ -474,17 +493,35 @@ def _read_scaled_object(source: str, document) -> Autoscaler:
 # the scaler's business (an external scaler returns its own target), so it is read as unknown.
 _STRICT_TARGETS = {"prometheus": "threshold", "cpu": "value", "memory": "value"}
 _SCALER_TARGETS: dict[str, tuple[str, float | None]] = {
-    "redis": ("listLength", 5.0), "redis-cluster": ("listLength", 5.0), "redis-sentinel": ("listLength", 5.0),
-    "redis-streams": ("pendingEntriesCount", 5.0), "redis-cluster-streams": ("pendingEntriesCount", 5.0),
-    "aws-sqs-queue": ("queueLength", 5.0), "azure-queue": ("queueLength", 5.0),
-    "azure-servicebus": ("messageCount", 5.0), "rabbitmq": ("value", 20.0),
-    "kafka": ("lagThreshold", 10.0), "apache-kafka": ("lagThreshold", 10.0), "nats-jetstream": ("lagThreshold", 10.0),
-    "gcp-pubsub": ("value", 10.0), "gcp-stackdriver": ("targetValue", 5.0), "aws-kinesis-stream": ("shardCount", 2.0),
-    "aws-cloudwatch": ("targetMetricValue", None), "aws-dynamodb": ("targetValue", None),
-    "metrics-api": ("targetValue", None), "datadog": ("queryValue", None), "new-relic": ("threshold", None),
-    "postgresql": ("targetQueryValue", None), "mysql": ("queryValue", None), "mongodb": ("queryValue", None),
-    "kubernetes-workload": ("value", None), "loki": ("threshold", None), "dynatrace": ("threshold", None),
-    "elasticsearch": ("targetValue", None), "influxdb": ("thresholdValue", None), "graphite": ("threshold", None),
+    "redis": ("listLength", 5.0),
+    "redis-cluster": ("listLength", 5.0),
+    "redis-sentinel": ("listLength", 5.0),
+    "redis-streams": ("pendingEntriesCount", 5.0),
+    "redis-cluster-streams": ("pendingEntriesCount", 5.0),
+    "aws-sqs-queue": ("queueLength", 5.0),
+    "azure-queue": ("queueLength", 5.0),
+    "azure-servicebus": ("messageCount", 5.0),
+    "rabbitmq": ("value", 20.0),
+    "kafka": ("lagThreshold", 10.0),
+    "apache-kafka": ("lagThreshold", 10.0),
+    "nats-jetstream": ("lagThreshold", 10.0),
+    "gcp-pubsub": ("value", 10.0),
+    "gcp-stackdriver": ("targetValue", 5.0),
+    "aws-kinesis-stream": ("shardCount", 2.0),
+    "aws-cloudwatch": ("targetMetricValue", None),
+    "aws-dynamodb": ("targetValue", None),
+    "metrics-api": ("targetValue", None),
+    "datadog": ("queryValue", None),
+    "new-relic": ("threshold", None),
+    "postgresql": ("targetQueryValue", None),
+    "mysql": ("queryValue", None),
+    "mongodb": ("queryValue", None),
+    "kubernetes-workload": ("value", None),
+    "loki": ("threshold", None),
+    "dynatrace": ("threshold", None),
+    "elasticsearch": ("targetValue", None),
+    "influxdb": ("thresholdValue", None),
+    "graphite": ("threshold", None),
     "cron": ("desiredReplicas", None),
 }
 UNKNOWN_TARGET = 1.0

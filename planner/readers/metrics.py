@@ -96,8 +96,9 @@ class MetricsReport:
     def deprecated_present(self) -> tuple[str, ...]:
         """Every older name the server still exports (with or without the current one)."""
         old = {s.key: s.deprecated for s in SIGNALS}
-        return tuple(n for s in self.signals if s.status in ("deprecated", "both") for n in old[s.key]
-                     if n in self.exported)
+        return tuple(
+            n for s in self.signals if s.status in ("deprecated", "both") for n in old[s.key] if n in self.exported
+        )
 
 
 def prefix_cache_hit_frac(after: MetricsReport, before: MetricsReport | None = None) -> float | None:
@@ -138,7 +139,8 @@ def prefix_cache_hit_frac(after: MetricsReport, before: MetricsReport | None = N
         if queries < earlier_queries or hits < earlier_hits:
             raise PlannerInputError(
                 f"{after.source}: the prefix-cache counters are lower than in {before.source} "
-                "(the server restarted between the scrapes); take both scrapes from one server run")
+                "(the server restarted between the scrapes); take both scrapes from one server run"
+            )
         queries, hits = queries - earlier_queries, hits - earlier_hits
     if queries <= 0:
         return None
@@ -237,17 +239,26 @@ def report_from_text(text: str, source: str = "<text>", model_name: str | None =
         statuses.append(SignalStatus(signal.key, status, name, signal.current, value))
     chosen = model_name if model_name is not None else (models[0] if len(models) == 1 else None)
     labels = {"model_name": chosen} if chosen else None
-    engine = "V1 (kv_cache_usage_perc)" if "vllm:kv_cache_usage_perc" in vllm else (
-        "V0 (gpu_cache_usage_perc)" if "vllm:gpu_cache_usage_perc" in vllm else "unknown")
+    engine = (
+        "V1 (kv_cache_usage_perc)"
+        if "vllm:kv_cache_usage_perc" in vllm
+        else ("V0 (gpu_cache_usage_perc)" if "vllm:gpu_cache_usage_perc" in vllm else "unknown")
+    )
     try:
         queries = queries_for(names, labels)
     except ValueError as error:
         raise PlannerInputError(f"{source}: {error}") from None
     info = vllm.get("vllm:cache_config_info")
-    cache_config = ({k: v for k, v in info.samples[0].labels.items() if k != "engine"}
-                    if info is not None and info.samples else {})
+    cache_config = (
+        {k: v for k, v in info.samples[0].labels.items() if k != "engine"} if info is not None and info.samples else {}
+    )
     return MetricsReport(
-        source=source, model_names=tuple(models), engine=engine, signals=tuple(statuses),
-        legacy_metrics=tuple(n for n in LEGACY_ONLY if n in vllm), exported=frozenset(vllm), queries=queries,
+        source=source,
+        model_names=tuple(models),
+        engine=engine,
+        signals=tuple(statuses),
+        legacy_metrics=tuple(n for n in LEGACY_ONLY if n in vllm),
+        exported=frozenset(vllm),
+        queries=queries,
         cache_config=cache_config,
     )

@@ -52,8 +52,16 @@ _HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads")
 _LAYER_KEYS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers")
 _HIDDEN_KEYS = ("hidden_size", "n_embd", "d_model")
 # vLLM's _get_and_verify_max_len: the smallest of these is the model's length.
-_MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
-                 "model_max_length", "max_sequence_length", "max_seq_length", "seq_len")
+_MAX_LEN_KEYS = (
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "model_max_length",
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
+)
 
 _FALCON_TYPES = ("falcon", "RefinedWeb", "RefinedWebModel")
 
@@ -77,8 +85,7 @@ _UNSUPPORTED_TYPES = {
     "minimax_text_01": "a linear-attention hybrid (MiniMax-Text-01)",
     "kimi_linear": "a linear-attention hybrid (Kimi Linear)",
     "rwkv": "a recurrent model (RWKV)",
-    "mllama": "a cross-attention vision model (Llama 3.2 Vision): its cross-attention "
-              "cache is sized by image tokens",
+    "mllama": "a cross-attention vision model (Llama 3.2 Vision): its cross-attention cache is sized by image tokens",
     "whisper": "an encoder-decoder model (Whisper)",
     "gemma3n": "a model with KV-sharing layers (Gemma 3n)",
     "gemma4": "a model with KV-sharing layers and per-layer head sizes (Gemma 4)",
@@ -95,9 +102,14 @@ _LAYER_TYPE_KINDS = {"full_attention": "full", "sliding_attention": "sliding"}
 # (vLLM reads the config object, defaults filled in).
 _FAMILY_DEFAULTS = {
     # Gemma3TextConfig; gemma-3-4b-it's text_config omits the head counts.
-    "gemma3_text": {"max_position_embeddings": 131072, "sliding_window_pattern": 6,
-                    "sliding_window": 4096, "num_attention_heads": 8,
-                    "num_key_value_heads": 4, "head_dim": 256},
+    "gemma3_text": {
+        "max_position_embeddings": 131072,
+        "sliding_window_pattern": 6,
+        "sliding_window": 4096,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+    },
 }
 
 
@@ -142,7 +154,8 @@ def read_bundled_model_config(stem: str) -> ModelSpec:
         available = sorted(p.stem for p in BUNDLED_MODELS_DIR.glob("*.json"))
         raise PlannerInputError(
             f"bundled model config {stem!r} not found in {BUNDLED_MODELS_DIR}; "
-            f"bundled: {', '.join(available) or 'none (the data folder is missing)'}")
+            f"bundled: {', '.join(available) or 'none (the data folder is missing)'}"
+        )
     return read_model_config(path, name=path.name)
 
 
@@ -165,8 +178,7 @@ def read_weights_gib(config_path, weights_gib: float = 0.0) -> tuple[float | Non
     if weights_gib > 0:
         return float(weights_gib), "as given"
     try:
-        weight_bytes, how = read_weight_bytes_estimate(
-            config_path, fallback="set weights_gib to the checkpoint's size")
+        weight_bytes, how = read_weight_bytes_estimate(config_path, fallback="set weights_gib to the checkpoint's size")
     except PlannerInputError as error:
         return None, str(error)
     return weight_bytes / 2**30, how
@@ -183,8 +195,8 @@ def read_safetensors_index(path) -> float:
     total = metadata.get("total_size") if isinstance(metadata, dict) else None
     if isinstance(total, bool) or not isinstance(total, int | float) or total <= 0:
         raise PlannerInputError(
-            f"{path}: field 'metadata.total_size' must be a positive number of bytes, "
-            f"got {total!r}")
+            f"{path}: field 'metadata.total_size' must be a positive number of bytes, got {total!r}"
+        )
     return float(total)
 
 
@@ -242,26 +254,30 @@ def _refuse_unsupported(config: Mapping, text: Mapping, model_type: str, name: s
             raise PlannerInputError(
                 f"{name}: model_type {candidate!r} is {_UNSUPPORTED_TYPES[candidate]}; its KV "
                 "cache is not sized by this planner (only attention layers of one geometry, "
-                "full or sliding window, are)")
-    for key, what in (("layers_block_type", "Mamba/attention layer pattern"),
-                      ("attn_type_list", "linear/softmax attention pattern"),
-                      ("hybrid_override_pattern", "Mamba/attention layer pattern"),
-                      ("cross_attention_layers", "cross-attention layers")):
+                "full or sliding window, are)"
+            )
+    for key, what in (
+        ("layers_block_type", "Mamba/attention layer pattern"),
+        ("attn_type_list", "linear/softmax attention pattern"),
+        ("hybrid_override_pattern", "Mamba/attention layer pattern"),
+        ("cross_attention_layers", "cross-attention layers"),
+    ):
         if text.get(key) is not None or config.get(key) is not None:
             raise PlannerInputError(
                 f"{name}: field '{key}' declares a {what}; hybrid Mamba, linear-attention "
-                "and cross-attention models are not supported")
+                "and cross-attention models are not supported"
+            )
     if text.get("is_encoder_decoder") or config.get("is_encoder_decoder"):
-        raise PlannerInputError(
-            f"{name}: encoder-decoder models are not supported (decoder-only only)")
+        raise PlannerInputError(f"{name}: encoder-decoder models are not supported (decoder-only only)")
     if text.get("attention_chunk_size"):
         raise PlannerInputError(
-            f"{name}: field 'attention_chunk_size' means chunked local attention "
-            "(Llama 4), which is not supported")
+            f"{name}: field 'attention_chunk_size' means chunked local attention (Llama 4), which is not supported"
+        )
     if text.get("num_kv_shared_layers"):
         raise PlannerInputError(
             f"{name}: field 'num_kv_shared_layers' means layers that share another layer's "
-            "KV cache, which is not supported")
+            "KV cache, which is not supported"
+        )
 
 
 def _first(mapping: Mapping, keys: tuple[str, ...]):
@@ -284,7 +300,8 @@ def _positive_int(text: Mapping, keys: tuple[str, ...], field) -> int:
     if key is None:
         raise PlannerInputError(
             f"{field(keys[0])} is missing (also looked for {', '.join(keys[1:])}); "
-            "expected the number of decoder layers")
+            "expected the number of decoder layers"
+        )
     return _as_int(value, field(key))
 
 
@@ -299,14 +316,18 @@ def _attention_heads(text: Mapping, field) -> int:
     if key is None:
         raise PlannerInputError(
             f"{field('num_attention_heads')} is missing (also looked for n_head, n_heads, "
-            "num_heads); expected the number of query heads")
+            "num_heads); expected the number of query heads"
+        )
     return _as_int(value, field(key))
 
 
 def _kv_heads(text: Mapping, model_type: str, num_heads: int, field) -> int:
     # Falcon's original decoder has one KV head when multi_query is set.
-    if (model_type in _FALCON_TYPES and not text.get("new_decoder_architecture", False)
-            and text.get("multi_query", False)):
+    if (
+        model_type in _FALCON_TYPES
+        and not text.get("new_decoder_architecture", False)
+        and text.get("multi_query", False)
+    ):
         return 1
     if model_type in ("mpt", "dbrx"):
         attn = text.get("attn_config") or {}
@@ -324,8 +345,8 @@ def _head_dim(text: Mapping, num_heads: int, field) -> int:
     key, hidden = _first(text, _HIDDEN_KEYS)
     if key is None:
         raise PlannerInputError(
-            f"{field('head_dim')} is missing and so is {field('hidden_size')}; "
-            "expected one of them to size a head")
+            f"{field('head_dim')} is missing and so is {field('hidden_size')}; expected one of them to size a head"
+        )
     hidden = _as_int(hidden, field(key))
     return hidden // num_heads
 
@@ -338,8 +359,7 @@ def _dtype(text: Mapping, config: Mapping, field) -> str:
                 continue
             value = str(value).removeprefix("torch.")
             if value not in ("bfloat16", "float16", "float32", "half", "float"):
-                raise PlannerInputError(
-                    f"{field(key)} must be bfloat16, float16 or float32, got {value!r}")
+                raise PlannerInputError(f"{field(key)} must be bfloat16, float16 or float32, got {value!r}")
             return value
     # vLLM serves a checkpoint without a dtype in 16 bits: KV is 2 bytes either way.
     return "bfloat16"
@@ -351,13 +371,14 @@ def _layer_kinds(text: Mapping, model_type: str, num_layers: int, field):
     if layer_types is not None:
         if not isinstance(layer_types, list) or len(layer_types) != num_layers:
             raise PlannerInputError(
-                f"{field('layer_types')} must list one type per layer ({num_layers}), "
-                f"got {layer_types!r:.80}")
+                f"{field('layer_types')} must list one type per layer ({num_layers}), got {layer_types!r:.80}"
+            )
         unknown = sorted(set(layer_types) - set(_LAYER_TYPE_KINDS))
         if unknown:
             raise PlannerInputError(
                 f"{field('layer_types')} has layer type(s) {unknown}: only full_attention and "
-                "sliding_attention are supported (no Mamba, linear or chunked attention)")
+                "sliding_attention are supported (no Mamba, linear or chunked attention)"
+            )
         kinds = tuple(_LAYER_TYPE_KINDS[t] for t in layer_types)
         if "sliding" not in kinds:
             return (), None
@@ -369,17 +390,18 @@ def _layer_kinds(text: Mapping, model_type: str, num_layers: int, field):
     if model_type == "gemma2":
         # Even layers are local (sliding), odd ones global.
         return tuple("sliding" if i % 2 == 0 else "full" for i in range(num_layers)), window
-    pattern_key = next((k for k in ("sliding_window_pattern", "_sliding_window_pattern")
-                        if text.get(k) is not None), None)
+    pattern_key = next(
+        (k for k in ("sliding_window_pattern", "_sliding_window_pattern") if text.get(k) is not None), None
+    )
     if model_type in ("gemma3", "gemma3_text", "cohere2") or pattern_key:
-        pattern = _as_int(text.get(pattern_key, 6 if model_type.startswith("gemma3") else 4),
-                          field(pattern_key or "sliding_window_pattern"))
+        pattern = _as_int(
+            text.get(pattern_key, 6 if model_type.startswith("gemma3") else 4),
+            field(pattern_key or "sliding_window_pattern"),
+        )
         # Every pattern-th layer is global, the others slide.
-        return tuple("full" if (i + 1) % pattern == 0 else "sliding"
-                     for i in range(num_layers)), window
+        return tuple("full" if (i + 1) % pattern == 0 else "sliding" for i in range(num_layers)), window
     if text.get("use_sliding_window") and text.get("max_window_layers") is not None:
-        first = _as_int(text["max_window_layers"], field("max_window_layers")) \
-            if text["max_window_layers"] else 0
+        first = _as_int(text["max_window_layers"], field("max_window_layers")) if text["max_window_layers"] else 0
         if first >= num_layers:
             return (), None
         return tuple("sliding" if i >= first else "full" for i in range(num_layers)), window
@@ -394,8 +416,9 @@ def _window(window, field) -> int:
 
 
 def _derived_max_model_len(text: Mapping, field, model_type: str = "") -> int | None:
-    lengths = [text[k] for k in _MAX_LEN_KEYS
-               if isinstance(text.get(k), int | float) and not isinstance(text.get(k), bool)]
+    lengths = [
+        text[k] for k in _MAX_LEN_KEYS if isinstance(text.get(k), int | float) and not isinstance(text.get(k), bool)
+    ]
     if not lengths:
         return None
     derived = min(lengths)
@@ -425,18 +448,19 @@ class _WeightLayout(TypedDict, total=False):
 # Decoder layouts whose parameter count planner.capacity.weights covers, and the
 # config keys that switch on their optional parts.
 _WEIGHT_LAYOUTS: dict[str, _WeightLayout] = {
-    "llama": {}, "mistral": {}, "qwen2": {"qkv_bias": True}, "qwen3": {"qk_norm": True},
+    "llama": {},
+    "mistral": {},
+    "qwen2": {"qkv_bias": True},
+    "qwen3": {"qk_norm": True},
     "mixtral": {"experts_key": "num_local_experts", "expert_width_key": "intermediate_size"},
-    "qwen2_moe": {"qkv_bias": True, "experts_key": "num_experts",
-                  "expert_width_key": "moe_intermediate_size"},
-    "qwen3_moe": {"qk_norm": True, "experts_key": "num_experts",
-                  "expert_width_key": "moe_intermediate_size"},
+    "qwen2_moe": {"qkv_bias": True, "experts_key": "num_experts", "expert_width_key": "moe_intermediate_size"},
+    "qwen3_moe": {"qk_norm": True, "experts_key": "num_experts", "expert_width_key": "moe_intermediate_size"},
 }
 
 
-def read_weight_bytes_estimate(source, name: str | None = None,
-                               fallback: str = "pass --weights-gib or --safetensors-index "
-                                               "instead") -> tuple[float, str]:
+def read_weight_bytes_estimate(
+    source, name: str | None = None, fallback: str = "pass --weights-gib or --safetensors-index instead"
+) -> tuple[float, str]:
     """Estimate a checkpoint's weight bytes from its ``config.json``. [bytes]
 
     For when no ``model.safetensors.index.json`` is at hand. The parameter
@@ -465,7 +489,8 @@ def read_weight_bytes_estimate(source, name: str | None = None,
     if layout is None or model.use_mla:
         raise PlannerInputError(
             f"{label}: no parameter count for model_type {model.model_type!r} (covered: "
-            f"{', '.join(sorted(_WEIGHT_LAYOUTS))}); {fallback}")
+            f"{', '.join(sorted(_WEIGHT_LAYOUTS))}); {fallback}"
+        )
 
     def size(key: str) -> int:
         if text.get(key) is None:
@@ -475,8 +500,7 @@ def read_weight_bytes_estimate(source, name: str | None = None,
     experts_key = layout.get("experts_key")
     num_experts = size(experts_key) if experts_key else 0
     if experts_key and (text.get("mlp_only_layers") or text.get("decoder_sparse_step", 1) != 1):
-        raise PlannerInputError(
-            f"{label}: dense layers mixed among MoE layers are not counted; {fallback}")
+        raise PlannerInputError(f"{label}: dense layers mixed among MoE layers are not counted; {fallback}")
     shape = DecoderShape(
         vocab_size=size("vocab_size"),
         hidden_size=size("hidden_size"),
@@ -486,8 +510,7 @@ def read_weight_bytes_estimate(source, name: str | None = None,
         head_dim=model.head_dim,
         intermediate_size=size(layout.get("expert_width_key", "intermediate_size")),
         num_experts=num_experts,
-        shared_expert_intermediate_size=(
-            int(text.get("shared_expert_intermediate_size") or 0) if experts_key else 0),
+        shared_expert_intermediate_size=(int(text.get("shared_expert_intermediate_size") or 0) if experts_key else 0),
         tie_word_embeddings=bool(text.get("tie_word_embeddings", config.get("tie_word_embeddings", False))),
         qkv_bias=layout.get("qkv_bias", False),
         qk_norm=layout.get("qk_norm", False),
@@ -509,13 +532,16 @@ def _quantization(settings, label: str, fallback: str):
         group = settings.get("group_size", settings.get("q_group_size"))
         if not isinstance(bits, int) or not isinstance(group, int) or group < 1 or bits < 1:
             raise PlannerInputError(
-                f"{label}: field 'quantization_config' needs integer 'bits' and 'group_size' "
-                f"for {method}; {fallback}")
+                f"{label}: field 'quantization_config' needs integer 'bits' and 'group_size' for {method}; {fallback}"
+            )
         # Per group and output column: a 16-bit scale and a packed zero point.
-        return (Quantization(linear_bits=float(bits), group_size=group, scale_bytes=2 + bits / 8),
-                f"{method.upper()} {bits}-bit linear layers, group {group} (estimate)")
+        return (
+            Quantization(linear_bits=float(bits), group_size=group, scale_bytes=2 + bits / 8),
+            f"{method.upper()} {bits}-bit linear layers, group {group} (estimate)",
+        )
     raise PlannerInputError(
-        f"{label}: quantization method {method!r} is not covered by the weight estimate; {fallback}")
+        f"{label}: quantization method {method!r} is not covered by the weight estimate; {fallback}"
+    )
 
 
 def _load_json_object(path: Path, what: str = "a config.json file") -> dict:
@@ -530,7 +556,8 @@ def _load_json_object(path: Path, what: str = "a config.json file") -> dict:
         raise PlannerInputError(f"{path}: not a UTF-8 text file") from None
     except json.JSONDecodeError as error:
         raise PlannerInputError(
-            f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})") from None
+            f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
+        ) from None
     if not isinstance(config, dict):
         raise PlannerInputError(f"{path}: expected a JSON object, got {type(config).__name__}")
     return config

@@ -98,7 +98,9 @@ def read_request_trace(path: str | Path) -> RequestTrace:
     path = Path(path)
     shape = trace_format(path)
     if shape == "rate":
-        raise PlannerInputError(f"{path}: this is a rate trace (t_s,rate_rps); read it with read_rate_trace or read_trace")
+        raise PlannerInputError(
+            f"{path}: this is a rate trace (t_s,rate_rps); read it with read_rate_trace or read_trace"
+        )
     frame = _read_frame(path, ("TIMESTAMP",) if shape == "azure" else ())
     if shape == "azure":
         ns = _azure_times_ns(path, frame["TIMESTAMP"])
@@ -194,7 +196,7 @@ def _header(path: Path) -> list[str]:
         with path.open(encoding="utf-8-sig", newline="") as handle:
             for line in handle:
                 if line.strip():
-                    return [cell.strip().strip("\"") for cell in line.strip().split(",")]
+                    return [cell.strip().strip('"') for cell in line.strip().split(",")]
     except UnicodeDecodeError:
         raise PlannerInputError(f"{path}: not a UTF-8 text file; {_EXPECTED}") from None
     raise PlannerInputError(f"{path}: empty file; {_EXPECTED}")
@@ -269,8 +271,9 @@ def _azure_times_ns(path: Path, column: pd.Series) -> np.ndarray:
     parsed = pd.to_datetime(text, format=_AZURE_TIME_FORMATS[0], errors="coerce")
     missing = parsed.isna()
     if missing.any():
-        parsed = parsed.where(~missing, pd.to_datetime(text.where(missing), format=_AZURE_TIME_FORMATS[1],
-                                                       errors="coerce"))
+        parsed = parsed.where(
+            ~missing, pd.to_datetime(text.where(missing), format=_AZURE_TIME_FORMATS[1], errors="coerce")
+        )
     _first_bad(path, column, parsed.isna().to_numpy(), "a time like 2023-11-16 18:17:03.9799600")
     return parsed.to_numpy(dtype="datetime64[ns]").astype(np.int64)
 
@@ -280,6 +283,5 @@ def _require_sorted(path: Path, column: str, values: np.ndarray) -> None:
     if back.any():
         row = int(np.argmax(back)) + 2
         raise PlannerInputError(
-            f"{path}: row {row}: {column} goes back in time (before row {row - 1}); "
-            "expected rows sorted by arrival"
+            f"{path}: row {row}: {column} goes back in time (before row {row - 1}); expected rows sorted by arrival"
         )

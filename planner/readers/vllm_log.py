@@ -46,8 +46,7 @@ _V0_REST = re.compile(r"the rest of the memory reserved for KV Cache is\s*" + _N
 _V0_PROFILE = re.compile(r"kv_cache_size=" + _NUMBER + r"\s*GiB")
 _EXACT_BYTES = re.compile(r"kv cache memory in use is\s*" + _NUMBER + r"\s*bytes", re.I)
 _TOKENS = re.compile(r"GPU(?: \+ host)? KV cache size:\s*" + _NUMBER + r"\s*tokens")
-_CONCURRENCY = re.compile(
-    r"Maximum concurrency for\s*" + _NUMBER + r"\s*tokens per request:\s*" + _NUMBER + r"\s*x")
+_CONCURRENCY = re.compile(r"Maximum concurrency for\s*" + _NUMBER + r"\s*tokens per request:\s*" + _NUMBER + r"\s*x")
 _GPU_BLOCKS = re.compile(r"#?\s*(?:GPU|gpu|cuda|CUDA) blocks:\s*" + _NUMBER)
 _CPU_BLOCKS = re.compile(r"#\s*CPU blocks:\s*" + _NUMBER)
 _VERSION_PATTERNS = (
@@ -62,8 +61,7 @@ _WORKER_PATTERNS = (
     re.compile(r"\((?:VllmWorker|RayWorkerWrapper|Worker)[^)]*?rank=(\d+)"),
 )
 _MAX_LEN = re.compile(r"Using max model len\s*" + _NUMBER)
-_WEIGHTS = re.compile(
-    r"(?:Model loading took|Loading model weights took)\s*" + _NUMBER + r"\s*(GiB|GB)")
+_WEIGHTS = re.compile(r"(?:Model loading took|Loading model weights took)\s*" + _NUMBER + r"\s*(GiB|GB)")
 _TOTAL_GPU = re.compile(r"total_gpu_memory[ =(]*" + _NUMBER + r"\s*GiB")
 _UTILIZATION = re.compile(r"gpu_memory_utilization[ =(']*:?\s*" + _NUMBER)
 # "Chunked prefill is enabled with max_num_batched_tokens=8192." (the last one is final)
@@ -78,22 +76,24 @@ _NON_DEFAULT = re.compile(r"non-default args:\s*(\{.*\})\s*$")
 # takes underscores and unambiguous prefixes ("--tensor_parallel 2").
 # "tensor_parallel_size=2" or "'pipeline_parallel_size': 2" on any line (engine config,
 # engine args, parallel config), not only after "with config:".
-_PARALLEL_PAIR = re.compile(
-    r"(?<![\w.])['\"]?(tensor|pipeline)_parallel_size['\"]?\s*[=:]\s*(\d+)(?![\w.])")
+_PARALLEL_PAIR = re.compile(r"(?<![\w.])['\"]?(tensor|pipeline)_parallel_size['\"]?\s*[=:]\s*(\d+)(?![\w.])")
 _ARG_SEP = r"""(?:\s*=\s*|['"]?(?:\s*,\s*|\s+)['"]?)"""
 _COMMAND_LINE = {
-    "tensor_parallel_size": (re.compile(
-        r"(?<![\w-])(?:--tensor[-_]parallel(?:[-_]size)?|-tp)" + _ARG_SEP + r"(\d+)(?![\w.])"), int),
-    "pipeline_parallel_size": (re.compile(
-        r"(?<![\w-])(?:--pipeline[-_]parallel(?:[-_]size)?|-pp)" + _ARG_SEP + r"(\d+)(?![\w.])"),
-        int),
-    "max_model_len": (re.compile(
-        r"(?<![\w-])--max[-_]model[-_]len" + _ARG_SEP + r"(\d+)(?![\w.])"), int),
+    "tensor_parallel_size": (
+        re.compile(r"(?<![\w-])(?:--tensor[-_]parallel(?:[-_]size)?|-tp)" + _ARG_SEP + r"(\d+)(?![\w.])"),
+        int,
+    ),
+    "pipeline_parallel_size": (
+        re.compile(r"(?<![\w-])(?:--pipeline[-_]parallel(?:[-_]size)?|-pp)" + _ARG_SEP + r"(\d+)(?![\w.])"),
+        int,
+    ),
+    "max_model_len": (re.compile(r"(?<![\w-])--max[-_]model[-_]len" + _ARG_SEP + r"(\d+)(?![\w.])"), int),
     "block_size": (re.compile(r"(?<![\w-])--block[-_]size" + _ARG_SEP + r"(\d+)(?![\w.])"), int),
-    "max_num_batched_tokens": (re.compile(
-        r"(?<![\w-])--max[-_]num[-_]batched[-_]tokens" + _ARG_SEP + r"(\d+)(?![\w.])"), int),
-    "kv_cache_dtype": (re.compile(
-        r"(?<![\w-])--kv[-_]cache[-_]dtype" + _ARG_SEP + r"([a-z0-9_]+)"), str),
+    "max_num_batched_tokens": (
+        re.compile(r"(?<![\w-])--max[-_]num[-_]batched[-_]tokens" + _ARG_SEP + r"(\d+)(?![\w.])"),
+        int,
+    ),
+    "kv_cache_dtype": (re.compile(r"(?<![\w-])--kv[-_]cache[-_]dtype" + _ARG_SEP + r"([a-z0-9_]+)"), str),
 }
 
 
@@ -128,8 +128,9 @@ def parse_vllm_log(text: str, source: str = "log") -> VllmStartupLog:
     PlannerInputError
         When the text holds none of the KV-cache lines vLLM prints.
     """
-    found: dict[str, list] = {k: [] for k in (
-        "gib", "workers", "exact", "tokens", "concurrency", "gpu_blocks", "cpu_blocks", "notes")}
+    found: dict[str, list] = {
+        k: [] for k in ("gib", "workers", "exact", "tokens", "concurrency", "gpu_blocks", "cpu_blocks", "notes")
+    }
     settings: dict[str, object] = {}
     command_line: dict[str, object] = {}
     engine = None
@@ -143,30 +144,32 @@ def parse_vllm_log(text: str, source: str = "log") -> VllmStartupLog:
                 found["workers"].append(worker)
                 engine = engine or ("v0" if is_v0 else "v1")
                 break
-        if (match := _EXACT_BYTES.search(line)):
+        if match := _EXACT_BYTES.search(line):
             found["exact"].append(int(_float(match.group(1))))
-        if (match := _TOKENS.search(line)):
+        if match := _TOKENS.search(line):
             found["tokens"].append(int(_float(match.group(1))))
             engine = "v1"
-        if (match := _CONCURRENCY.search(line)):
+        if match := _CONCURRENCY.search(line):
             found["concurrency"].append((int(_float(match.group(1))), _float(match.group(2))))
         if (match := _GPU_BLOCKS.search(line)) and "KV cache" not in line:
             found["gpu_blocks"].append(int(_float(match.group(1))))
-            if (cpu := _CPU_BLOCKS.search(line)):
+            if cpu := _CPU_BLOCKS.search(line):
                 found["cpu_blocks"].append(int(_float(cpu.group(1))))
                 engine = engine or "v0"
         _settings(line, settings)
         _from_command_line(line, command_line)
-        if (match := _MAMBA_BLOCK.search(line)):
+        if match := _MAMBA_BLOCK.search(line):
             found["notes"].append(
                 f"attention block size raised to {match.group(1)} tokens for Mamba layers: "
-                "a hybrid model this planner does not size")
-        if (match := _PADDING.search(line)):
+                "a hybrid model this planner does not size"
+            )
+        if match := _PADDING.search(line):
             settings["padding_layers"] = int(_float(match.group(1)))
     if not (found["gib"] or found["tokens"] or found["gpu_blocks"]):
         raise PlannerInputError(
             f"{source}: no KV-cache lines found; expected vLLM's 'Available KV cache memory', "
-            "'GPU KV cache size' or '# GPU blocks' start-up lines")
+            "'GPU KV cache size' or '# GPU blocks' start-up lines"
+        )
     merged = {**command_line, **settings}  # what the engine printed beats what the user typed
     if "max_model_len" not in merged and found["concurrency"]:
         # "Maximum concurrency for 1,024 tokens per request" names the max model length.
@@ -233,24 +236,24 @@ def _worker(line: str) -> str:
 def _settings(line: str, settings: dict) -> None:
     if "version" not in settings:
         for pattern in _VERSION_PATTERNS:
-            if (match := pattern.search(line)):
+            if match := pattern.search(line):
                 settings["version"] = match.group(1).rstrip(".,)")
                 break
-    if (match := _MAX_LEN.search(line)):
+    if match := _MAX_LEN.search(line):
         settings["max_model_len"] = int(_float(match.group(1)))
     if (match := _WEIGHTS.search(line)) and "weights_gib" not in settings:
         value = _float(match.group(1))
         # "GB" in these vLLM lines is GiB (it divides by 2**30).
         settings["weights_gib"] = value
-    if (match := _BATCHED_TOKENS.search(line)):
+    if match := _BATCHED_TOKENS.search(line):
         settings["max_num_batched_tokens"] = int(_float(match.group(1)))
-    if (match := _TOTAL_GPU.search(line)):
+    if match := _TOTAL_GPU.search(line):
         settings["total_gpu_memory_gib"] = _float(match.group(1))
-    if (match := _CONFIG_DUMP.search(line)):
+    if match := _CONFIG_DUMP.search(line):
         _from_pairs(match.group(1), settings)
     for match in _PARALLEL_PAIR.finditer(line):
         settings.setdefault(f"{match.group(1)}_parallel_size", int(match.group(2)))
-    if (match := _NON_DEFAULT.search(line)):
+    if match := _NON_DEFAULT.search(line):
         _from_dict(match.group(1), settings)
     if "gpu_memory_utilization" not in settings and (match := _UTILIZATION.search(line)):
         settings["gpu_memory_utilization"] = _float(match.group(1))
@@ -288,18 +291,35 @@ def _from_dict(text: str, settings: dict) -> None:
     except (ValueError, SyntaxError):
         # Values such as AttentionConfig(...) are not literals; read key by key.
         args = {}
-        for key in ("tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
-                    "block_size", "kv_cache_dtype", "model", "gpu_memory_utilization",
-                    "max_num_batched_tokens"):
+        for key in (
+            "tensor_parallel_size",
+            "pipeline_parallel_size",
+            "max_model_len",
+            "block_size",
+            "kv_cache_dtype",
+            "model",
+            "gpu_memory_utilization",
+            "max_num_batched_tokens",
+        ):
             match = re.search(rf"'{key}':\s*('([^']*)'|[0-9.]+)", text)
             if match:
-                args[key] = match.group(2) if match.group(2) is not None else (
-                    float(match.group(1)) if "." in match.group(1) else int(match.group(1)))
+                args[key] = (
+                    match.group(2)
+                    if match.group(2) is not None
+                    else (float(match.group(1)) if "." in match.group(1) else int(match.group(1)))
+                )
     if not isinstance(args, dict):
         return
-    for key in ("tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
-                "block_size", "kv_cache_dtype", "model", "gpu_memory_utilization",
-                    "max_num_batched_tokens"):
+    for key in (
+        "tensor_parallel_size",
+        "pipeline_parallel_size",
+        "max_model_len",
+        "block_size",
+        "kv_cache_dtype",
+        "model",
+        "gpu_memory_utilization",
+        "max_num_batched_tokens",
+    ):
         if key in args and args[key] is not None:
             settings[key] = args[key]
 

@@ -68,9 +68,17 @@ _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 # Flags read from the vLLM command line; a unique prefix is accepted, as argparse does.
 SERVER_FLAGS = (
-    "--max-num-seqs", "--max-model-len", "--tensor-parallel-size", "--pipeline-parallel-size",
-    "--data-parallel-size", "--shutdown-timeout", "--max-num-batched-tokens", "--gpu-memory-utilization",
-    "--model", "--served-model-name", "--port",
+    "--max-num-seqs",
+    "--max-model-len",
+    "--tensor-parallel-size",
+    "--pipeline-parallel-size",
+    "--data-parallel-size",
+    "--shutdown-timeout",
+    "--max-num-batched-tokens",
+    "--gpu-memory-utilization",
+    "--model",
+    "--served-model-name",
+    "--port",
 )
 _SHORT_FLAGS = {"-tp": "--tensor-parallel-size", "-pp": "--pipeline-parallel-size", "-dp": "--data-parallel-size"}
 _SHELLS = re.compile(r"(^|/)(ba|z|da)?sh$")
@@ -227,7 +235,7 @@ def _helm_source(text_lines: list[str], start_line: int) -> str:
     for index in range(start_line - 2, -1, -1):
         line = text_lines[index].strip()
         if line.startswith("# Source:"):
-            return line[len("# Source:"):].strip()
+            return line[len("# Source:") :].strip()
         if line.startswith("---"):
             break
     return ""
@@ -394,8 +402,7 @@ def _pre_stop(container: Mapping) -> PreStopHook | None:
         sleep = re.fullmatch(r"\s*(?:\S*/)?sleep\s+(\d+(?:\.\d+)?)\s*", text)
         if sleep is None and len(command) >= 3 and _SHELLS.search(command[0]) and command[1] == "-c":
             sleep = re.fullmatch(r"\s*sleep\s+(\d+(?:\.\d+)?)\s*;?\s*", command[2])
-        return PreStopHook("exec", float(sleep.group(1)) if sleep else None,
-                           drains="num_requests_running" in text)
+        return PreStopHook("exec", float(sleep.group(1)) if sleep else None, drains="num_requests_running" in text)
     action = next((key for key in ("httpGet", "tcpSocket") if key in hook), "unknown")
     return PreStopHook(action)
 
@@ -499,16 +506,36 @@ def _string_list(value) -> list[str]:
 _SHELL_C = re.compile(r"^-[a-z]*c[a-z]*$")  # -c, -lc, -ec, -xc: the next word is the script
 # Flags only vLLM's server takes (SGLang says --mem-fraction-static and --context-length, TGI
 # --max-total-tokens): two of them on a command line mark a vLLM server whatever the image is called.
-_VLLM_ONLY_FLAGS = ("--gpu-memory-utilization", "--max-num-seqs", "--max-num-batched-tokens", "--max-model-len",
-                    "--enable-prefix-caching", "--enforce-eager", "--swap-space")
+_VLLM_ONLY_FLAGS = (
+    "--gpu-memory-utilization",
+    "--max-num-seqs",
+    "--max-num-batched-tokens",
+    "--max-model-len",
+    "--enable-prefix-caching",
+    "--enforce-eager",
+    "--swap-space",
+)
 _OTHER_SERVERS = re.compile(r"sglang|text-generation-inference|\btgi\b|ollama|llama[.-]?cpp|triton|tensorrt", re.I)
 # vLLM's own runtime settings (vllm/envs.py): only a vLLM process reads them.
-_VLLM_RUNTIME_ENV = frozenset({
-    "VLLM_ATTENTION_BACKEND", "VLLM_USE_V1", "VLLM_WORKER_MULTIPROC_METHOD", "VLLM_LOGGING_LEVEL",
-    "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "VLLM_USE_MODELSCOPE", "VLLM_ENGINE_ITERATION_TIMEOUT_S",
-    "VLLM_USE_TRITON_FLASH_ATTN", "VLLM_FLASH_ATTN_VERSION", "VLLM_CONFIGURE_LOGGING", "VLLM_NO_USAGE_STATS",
-    "VLLM_DO_NOT_TRACK", "VLLM_CACHE_ROOT", "VLLM_ENABLE_V1_MULTIPROCESSING", "VLLM_TARGET_DEVICE",
-})
+_VLLM_RUNTIME_ENV = frozenset(
+    {
+        "VLLM_ATTENTION_BACKEND",
+        "VLLM_USE_V1",
+        "VLLM_WORKER_MULTIPROC_METHOD",
+        "VLLM_LOGGING_LEVEL",
+        "VLLM_ALLOW_LONG_MAX_MODEL_LEN",
+        "VLLM_USE_MODELSCOPE",
+        "VLLM_ENGINE_ITERATION_TIMEOUT_S",
+        "VLLM_USE_TRITON_FLASH_ATTN",
+        "VLLM_FLASH_ATTN_VERSION",
+        "VLLM_CONFIGURE_LOGGING",
+        "VLLM_NO_USAGE_STATS",
+        "VLLM_DO_NOT_TRACK",
+        "VLLM_CACHE_ROOT",
+        "VLLM_ENABLE_V1_MULTIPROCESSING",
+        "VLLM_TARGET_DEVICE",
+    }
+)
 
 
 def _env_flags(container: Mapping) -> tuple[dict[str, str | None], bool]:
@@ -529,7 +556,7 @@ def _env_flags(container: Mapping) -> tuple[dict[str, str | None], bool]:
         if name in _VLLM_RUNTIME_ENV:
             marks = True
             continue
-        flag = "--" + name[len("VLLM_"):].lower().replace("_", "-")
+        flag = "--" + name[len("VLLM_") :].lower().replace("_", "-")
         if flag in SERVER_FLAGS and not (isinstance(value, str) and "://" in value):
             flags[flag] = None if value is None else str(value)
             marks = True
@@ -545,7 +572,7 @@ def _server_flags(container: Mapping) -> tuple[dict[str, str | None], bool]:
     env_flags, env_marks = _env_flags(container)
     shell_at = next((i for i in (1, 2) if i < len(tokens) and _SHELL_C.match(tokens[i])), None)
     if tokens and _SHELLS.search(tokens[0]) and shell_at is not None:
-        script = "\n".join(tokens[shell_at + 1:])
+        script = "\n".join(tokens[shell_at + 1 :])
         runs = bool(re.search(r"\bvllm\s+serve\b|vllm\.entrypoints", script))
         flags = _script_flags(script) if runs else {}
     else:
@@ -608,24 +635,27 @@ def workload_from_document(document: YamlDocument) -> tuple[Workload, ...]:
             if not runs:
                 continue
             gpus, resource = _gpus(container)
-            servers.append(ModelServer(
-                container=str(container.get("name") or ""),
-                path=container_path,
-                image=str(container.get("image") or ""),
-                flags=flags,
-                gpus=gpus,
-                gpu_resource=resource,
-                readiness_probe=_probe(container.get("readinessProbe")),
-                startup_probe=_probe(container.get("startupProbe")),
-                liveness_probe=_probe(container.get("livenessProbe")),
-                pre_stop=_pre_stop(container),
-            ))
+            servers.append(
+                ModelServer(
+                    container=str(container.get("name") or ""),
+                    path=container_path,
+                    image=str(container.get("image") or ""),
+                    flags=flags,
+                    gpus=gpus,
+                    gpu_resource=resource,
+                    readiness_probe=_probe(container.get("readinessProbe")),
+                    startup_probe=_probe(container.get("startupProbe")),
+                    liveness_probe=_probe(container.get("livenessProbe")),
+                    pre_stop=_pre_stop(container),
+                )
+            )
         if not servers:
             continue
         grace = pod.get("terminationGracePeriodSeconds")
         grace_s = int(grace) if isinstance(grace, int) and not isinstance(grace, bool) else None
-        found.append(Workload(document.kind, document.name, document.namespace, document, pod_path, grace_s,
-                              tuple(servers)))
+        found.append(
+            Workload(document.kind, document.name, document.namespace, document, pod_path, grace_s, tuple(servers))
+        )
     return tuple(found)
 
 
@@ -702,8 +732,12 @@ _ADAPTER_KEYS = frozenset({"rules", "externalRules", "resourceRules"})
 
 def _is_adapter_config(data) -> bool:
     """A prometheus-adapter ``--config`` file: only rule lists, no apiVersion or kind."""
-    return isinstance(data, Mapping) and bool(data) and set(data) <= _ADAPTER_KEYS \
+    return (
+        isinstance(data, Mapping)
+        and bool(data)
+        and set(data) <= _ADAPTER_KEYS
         and all(isinstance(value, list | Mapping) for value in data.values())
+    )
 
 
 def read_manifest_set(paths, *, strict: bool = True) -> ManifestSet:
@@ -740,8 +774,9 @@ def read_manifest_set(paths, *, strict: bool = True) -> ManifestSet:
         per_file.append(documents)
         problems.extend(file_problems)
     result = manifest_set_from_documents([str(p) for p in files], per_file, strict=False)
-    return ManifestSet(result.files, result.documents, result.autoscalers, result.workloads,
-                       tuple(problems) + result.problems)
+    return ManifestSet(
+        result.files, result.documents, result.autoscalers, result.workloads, tuple(problems) + result.problems
+    )
 
 
 def manifest_set_from_texts(texts, *, strict: bool = True) -> ManifestSet:
@@ -756,8 +791,9 @@ def manifest_set_from_texts(texts, *, strict: bool = True) -> ManifestSet:
         per_file.append(documents)
         problems.extend(file_problems)
     result = manifest_set_from_documents(names, per_file, strict=False)
-    return ManifestSet(result.files, result.documents, result.autoscalers, result.workloads,
-                       tuple(problems) + result.problems)
+    return ManifestSet(
+        result.files, result.documents, result.autoscalers, result.workloads, tuple(problems) + result.problems
+    )
 
 
 _DOCUMENT_START = re.compile(r"^---(\s|$)")
@@ -780,8 +816,10 @@ def _documents_lenient(text: str, source: str) -> tuple[tuple[YamlDocument, ...]
     documents, problems = [], []
     number = 0
     for position, (offset, chunk) in enumerate(chunks):
-        content = any(ln.strip() and not ln.lstrip().startswith("#") and not _DOCUMENT_START.match(ln)
-                      for ln in chunk.splitlines())
+        content = any(
+            ln.strip() and not ln.lstrip().startswith("#") and not _DOCUMENT_START.match(ln)
+            for ln in chunk.splitlines()
+        )
         if position == 0 and not content:
             continue  # comments before the first "---"
         number += 1
@@ -795,9 +833,14 @@ def _documents_lenient(text: str, source: str) -> tuple[tuple[YamlDocument, ...]
             mark = getattr(error, "problem_mark", None)
             line_number = mark.line + 1 if mark is not None else offset + 1
             problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-            problems.append(ReadProblem(
-                source, number, line_number,
-                f"{source}: not valid YAML in document {number} at line {line_number}: {problem}"))
+            problems.append(
+                ReadProblem(
+                    source,
+                    number,
+                    line_number,
+                    f"{source}: not valid YAML in document {number} at line {line_number}: {problem}",
+                )
+            )
             continue
         text_lines = padded.splitlines()
         for data, node in zip(datas, nodes, strict=True):
@@ -807,8 +850,13 @@ def _documents_lenient(text: str, source: str) -> tuple[tuple[YamlDocument, ...]
             _walk_marks(node, (), marks)
             first = node.start_mark.line + 1
             documents.append(YamlDocument(source, number, data, marks, first, _helm_source(text_lines, first)))
-    if not documents and not problems and any(
-            ln.strip() and not ln.lstrip().startswith("#") and not _DOCUMENT_START.match(ln) for ln in text.splitlines()):
+    if (
+        not documents
+        and not problems
+        and any(
+            ln.strip() and not ln.lstrip().startswith("#") and not _DOCUMENT_START.match(ln) for ln in text.splitlines()
+        )
+    ):
         problems.append(ReadProblem(source, 0, 1, whole_error))  # an empty file is skipped, not an error
     return tuple(documents), problems
 
@@ -828,14 +876,18 @@ def _problem_line(document: YamlDocument, message: str) -> int:
 
 # A whole value left for a template tool: ${VAR}, __VAR__, REPLACE_..., <your-value>.
 WHOLE_PLACEHOLDER = re.compile(
-    r"^\s*(\$\{[A-Za-z_][A-Za-z0-9_]*\}|__[A-Z][A-Z0-9_]*__|REPLACE[_-][A-Za-z0-9_;-]*|<[^<>\n]+>)\s*$")
+    r"^\s*(\$\{[A-Za-z_][A-Za-z0-9_]*\}|__[A-Z][A-Z0-9_]*__|REPLACE[_-][A-Za-z0-9_;-]*|<[^<>\n]+>)\s*$"
+)
 
 
 def without_placeholders(node):
     """A copy of a parsed document without the fields whose whole value is a placeholder (read as unset)."""
     if isinstance(node, Mapping):
-        return {key: without_placeholders(value) for key, value in node.items()
-                if not (isinstance(value, str) and WHOLE_PLACEHOLDER.match(value))}
+        return {
+            key: without_placeholders(value)
+            for key, value in node.items()
+            if not (isinstance(value, str) and WHOLE_PLACEHOLDER.match(value))
+        }
     if isinstance(node, list):
         return [without_placeholders(item) for item in node]
     return node
@@ -850,8 +902,16 @@ def _list_items(document: YamlDocument) -> tuple[YamlDocument, ...]:
     for index, item in enumerate(items):
         prefix = ("items", index)
         lines = {path[2:]: line for path, line in document.lines.items() if path[:2] == prefix and len(path) > 2}
-        found.append(YamlDocument(document.source, document.number, item, lines,
-                                  document.lines.get(prefix, document.start_line), document.template))
+        found.append(
+            YamlDocument(
+                document.source,
+                document.number,
+                item,
+                lines,
+                document.lines.get(prefix, document.start_line),
+                document.template,
+            )
+        )
     return tuple(found)
 
 
@@ -881,15 +941,23 @@ def _kserve_scaled_object(document: YamlDocument) -> YamlDocument | None:
     triggers: list[dict[str, object]] = []
     for index, metric in enumerate(metrics):
         resource = metric.get("resource") if isinstance(metric, Mapping) else None
-        if isinstance(resource, Mapping) and resource.get("name") in ("cpu", "memory") \
-                and isinstance(resource.get("target"), Mapping):
+        if (
+            isinstance(resource, Mapping)
+            and resource.get("name") in ("cpu", "memory")
+            and isinstance(resource.get("target"), Mapping)
+        ):
             goal = resource["target"]
             utilization = goal.get("averageUtilization")
             value = utilization if utilization is not None else goal.get("averageValue")
             where = (*base, "metrics", index)
             lines[("spec", "triggers", len(triggers))] = document.line(where)
-            triggers.append({"type": resource["name"], "metadata": {"value": value},
-                             "metricType": "Utilization" if utilization is not None else "AverageValue"})
+            triggers.append(
+                {
+                    "type": resource["name"],
+                    "metadata": {"value": value},
+                    "metricType": "Utilization" if utilization is not None else "AverageValue",
+                }
+            )
             continue
         external = metric.get("external") if isinstance(metric, Mapping) else None
         source = external.get("metric") if isinstance(external, Mapping) else None
@@ -898,18 +966,27 @@ def _kserve_scaled_object(document: YamlDocument) -> YamlDocument | None:
             continue
         value = target.get("value", target.get("averageValue"))
         position = len(triggers)
-        triggers.append({"type": "prometheus", "metricType": target.get("type") or "AverageValue",
-                         # KServe writes the trigger: its ignoreNullValues is not the team's to set here.
-                         "metadata": {"query": source.get("query"), "threshold": value, "ignoreNullValues": "false"}})
+        triggers.append(
+            {
+                "type": "prometheus",
+                "metricType": target.get("type") or "AverageValue",
+                # KServe writes the trigger: its ignoreNullValues is not the team's to set here.
+                "metadata": {"query": source.get("query"), "threshold": value, "ignoreNullValues": "false"},
+            }
+        )
         where = (*base, "metrics", index)
         lines[("spec", "triggers", position)] = document.line(where)
-        lines[("spec", "triggers", position, "metadata", "query")] = document.line((*where, "external", "metric",
-                                                                                     "query"))
+        lines[("spec", "triggers", position, "metadata", "query")] = document.line(
+            (*where, "external", "metric", "query")
+        )
         lines[("spec", "triggers", position, "metadata", "threshold")] = document.line((*where, "external", "target"))
     if not triggers:
         return None
-    spec = {"scaleTargetRef": {"name": f"{document.name}-predictor"}, "triggers": triggers,
-            "minReplicaCount": predictor.get("minReplicas", 1)}
+    spec = {
+        "scaleTargetRef": {"name": f"{document.name}-predictor"},
+        "triggers": triggers,
+        "minReplicaCount": predictor.get("minReplicas", 1),
+    }
     if predictor.get("maxReplicas") is not None:
         spec["maxReplicaCount"] = predictor["maxReplicas"]
     metadata = {"name": document.name, **({"namespace": document.namespace} if document.namespace else {})}
@@ -968,8 +1045,9 @@ def manifest_set_from_documents(files, documents_per_file, *, strict: bool = Tru
                 try:  # a placeholder where a number belongs: read the rest, the field as unset
                     autoscaler = autoscaler_from_document(label, without_placeholders(data))
                 except PlannerInputError:
-                    problems.append(ReadProblem(document.source, document.number,
-                                                _problem_line(document, str(error)), str(error)))
+                    problems.append(
+                        ReadProblem(document.source, document.number, _problem_line(document, str(error)), str(error))
+                    )
                     autoscaler = None
             if autoscaler is not None and not (autoscaler.kind == "HorizontalPodAutoscaler" and _is_keda_owned(data)):
                 autoscalers.append((document, autoscaler))
@@ -977,7 +1055,8 @@ def manifest_set_from_documents(files, documents_per_file, *, strict: bool = Tru
             if kserve is not None:
                 try:
                     kserve_autoscaler = autoscaler_from_document(
-                        f"{label}: spec.predictor.autoScaling", without_placeholders(kserve.data))
+                        f"{label}: spec.predictor.autoScaling", without_placeholders(kserve.data)
+                    )
                 except PlannerInputError as error:
                     if strict:
                         raise

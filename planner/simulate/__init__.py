@@ -28,8 +28,14 @@ ENGINES = ("fast", "reference")
 """``fast`` (compiled, the default) computes exactly what ``reference`` (the per-tick specification) does."""
 
 
-def simulate(trace: RequestTrace, autoscaler: Autoscaler, fleet_spec: FleetSpec | None = None, *,
-             engine: str = "fast", duration_s: float | None = None) -> Outcome:
+def simulate(
+    trace: RequestTrace,
+    autoscaler: Autoscaler,
+    fleet_spec: FleetSpec | None = None,
+    *,
+    engine: str = "fast",
+    duration_s: float | None = None,
+) -> Outcome:
     """Replay ``trace`` through a fleet scaled by ``autoscaler``: the one entry point to the simulator.
 
     Parameters

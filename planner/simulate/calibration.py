@@ -33,13 +33,19 @@ CALIBRATION_TICK_S = 0.1
 """Tick for load-level runs: a client's next request is sent up to one tick late. [s]"""
 
 
-def replica_from_fit(fit: StepTimeFit, *, max_num_seqs: int = 256, kv_tokens: int = 10**9,
-                     prefill_ms_per_token: float = 0.0) -> ReplicaSpec:
+def replica_from_fit(
+    fit: StepTimeFit, *, max_num_seqs: int = 256, kv_tokens: int = 10**9, prefill_ms_per_token: float = 0.0
+) -> ReplicaSpec:
     """A replica whose step time is a load test's fit (``thresholds_from_loadtest(...).tpot_fit``)."""
     if fit is None:
         raise PlannerInputError("the load test has no step-time fit (it needs two or more batch sizes)")
-    return ReplicaSpec(fixed_ms=fit.fixed_ms, per_sequence_ms=max(fit.per_sequence_ms, 0.0),
-                       max_num_seqs=max_num_seqs, kv_tokens=kv_tokens, prefill_ms_per_token=prefill_ms_per_token)
+    return ReplicaSpec(
+        fixed_ms=fit.fixed_ms,
+        per_sequence_ms=max(fit.per_sequence_ms, 0.0),
+        max_num_seqs=max_num_seqs,
+        kv_tokens=kv_tokens,
+        prefill_ms_per_token=prefill_ms_per_token,
+    )
 
 
 @dataclass(frozen=True)
@@ -51,9 +57,17 @@ class LoadLevel:
     mean_concurrency: float
 
 
-def run_load_level(replica: ReplicaSpec, *, num_requests: int, input_tokens: int, output_tokens: int,
-                   request_rate_rps: float = math.inf, concurrency: float = math.inf, seed: int = 0,
-                   tick_s: float = CALIBRATION_TICK_S) -> LoadLevel:
+def run_load_level(
+    replica: ReplicaSpec,
+    *,
+    num_requests: int,
+    input_tokens: int,
+    output_tokens: int,
+    request_rate_rps: float = math.inf,
+    concurrency: float = math.inf,
+    seed: int = 0,
+    tick_s: float = CALIBRATION_TICK_S,
+) -> LoadLevel:
     """Send ``num_requests`` identical requests at ``request_rate_rps`` with at most ``concurrency`` in flight."""
     if num_requests < 1 or output_tokens < 1 or input_tokens < 0:
         raise PlannerInputError("a load level needs at least one request with at least one output token")
@@ -62,8 +76,7 @@ def run_load_level(replica: ReplicaSpec, *, num_requests: int, input_tokens: int
         scheduled_s = np.cumsum(rng.exponential(1.0 / request_rate_rps, num_requests))
     else:
         scheduled_s = np.zeros(num_requests)
-    req = RequestState(scheduled_s.copy(), np.full(num_requests, input_tokens),
-                       np.full(num_requests, output_tokens))
+    req = RequestState(scheduled_s.copy(), np.full(num_requests, input_tokens), np.full(num_requests, output_tokens))
     slots = int(min(concurrency, num_requests)) if math.isfinite(concurrency) else num_requests
     free_at = [0.0] * slots  # when each client slot can send again
     running: list[int] = []
@@ -90,8 +103,9 @@ def run_load_level(replica: ReplicaSpec, *, num_requests: int, input_tokens: int
     return LoadLevel(ttft_ms, tpot_ms, in_flight_s / makespan_s)
 
 
-def simulate_sweep(steps: pd.DataFrame, replica: ReplicaSpec, *, seed: int = 0,
-                   tick_s: float = CALIBRATION_TICK_S) -> pd.DataFrame:
+def simulate_sweep(
+    steps: pd.DataFrame, replica: ReplicaSpec, *, seed: int = 0, tick_s: float = CALIBRATION_TICK_S
+) -> pd.DataFrame:
     """Every step of a load-test sweep (as :func:`planner.readers.loadtest.read_loadtest` returns it), simulated.
 
     Each step uses its own request rate, concurrency cap, request count and
@@ -106,16 +120,25 @@ def simulate_sweep(steps: pd.DataFrame, replica: ReplicaSpec, *, seed: int = 0,
             count = 200
         rate = step.request_rate_rps if np.isfinite(step.request_rate_rps) else math.inf
         cap = step.concurrency if np.isfinite(step.concurrency) else math.inf
-        level = run_load_level(replica, num_requests=int(count), input_tokens=round(step.mean_input_tokens),
-                               output_tokens=round(step.mean_output_tokens), request_rate_rps=rate,
-                               concurrency=cap, seed=seed + position, tick_s=tick_s)
-        rows.append({
-            "concurrency": step.concurrency,
-            "request_rate_rps": step.request_rate_rps,
-            "mean_concurrency": level.mean_concurrency,
-            "ttft_p99_ms": float(np.percentile(level.ttft_ms, 99)),
-            "tpot_mean_ms": float(level.tpot_ms.mean()),
-            "tpot_p99_ms": float(np.percentile(level.tpot_ms, 99)),
-            "preemptions": 0.0,
-        })
+        level = run_load_level(
+            replica,
+            num_requests=int(count),
+            input_tokens=round(step.mean_input_tokens),
+            output_tokens=round(step.mean_output_tokens),
+            request_rate_rps=rate,
+            concurrency=cap,
+            seed=seed + position,
+            tick_s=tick_s,
+        )
+        rows.append(
+            {
+                "concurrency": step.concurrency,
+                "request_rate_rps": step.request_rate_rps,
+                "mean_concurrency": level.mean_concurrency,
+                "ttft_p99_ms": float(np.percentile(level.ttft_ms, 99)),
+                "tpot_mean_ms": float(level.tpot_ms.mean()),
+                "tpot_p99_ms": float(np.percentile(level.tpot_ms, 99)),
+                "preemptions": 0.0,
+            }
+        )
     return pd.DataFrame(rows)

@@ -62,8 +62,12 @@ class Control:
         A query or metric the simulator cannot interpret, naming it.
     """
 
-    def __init__(self, autoscaler: Autoscaler, signals: dict[str, str] | None = None,
-                 sync_period_s: float = DEFAULT_SYNC_PERIOD_S) -> None:
+    def __init__(
+        self,
+        autoscaler: Autoscaler,
+        signals: dict[str, str] | None = None,
+        sync_period_s: float = DEFAULT_SYNC_PERIOD_S,
+    ) -> None:
         self.autoscaler = autoscaler
         self.sync_period_s = float(sync_period_s)
         signals = signals or {}
@@ -75,11 +79,15 @@ class Control:
             so = autoscaler.scaled_object
             for trigger in so.triggers:
                 if trigger.is_resource:
-                    raise _unsupported(f"{trigger.type} trigger {trigger.label}", "CPU and memory are not simulated",
-                                       trigger.type)
+                    raise _unsupported(
+                        f"{trigger.type} trigger {trigger.label}", "CPU and memory are not simulated", trigger.type
+                    )
                 if trigger.type != "prometheus" and trigger.query == "" and trigger.label not in signals:
-                    raise _unsupported(f"{trigger.type} trigger {trigger.label}",
-                                       "only Prometheus triggers are simulated", trigger.label)
+                    raise _unsupported(
+                        f"{trigger.type} trigger {trigger.label}",
+                        "only Prometheus triggers are simulated",
+                        trigger.label,
+                    )
                 text = trigger.query or signals.get(trigger.label, "")
                 self.queries[trigger.index] = parse_query(text, signals)
             self.keda = KedaController(so)
@@ -90,16 +98,22 @@ class Control:
             spec = autoscaler.hpa
             for metric in spec.metrics:
                 if metric.type not in (PODS, OBJECT, EXTERNAL):
-                    raise _unsupported(f"{metric.type} metric {metric.name}",
-                                       "resource metrics (CPU, memory) are not simulated", metric.name)
+                    raise _unsupported(
+                        f"{metric.type} metric {metric.name}",
+                        "resource metrics (CPU, memory) are not simulated",
+                        metric.name,
+                    )
                 mapped = signals.get(metric.name)
                 if mapped is not None:
                     query = parse_query(mapped)
                 elif (column := metric_column(metric.name)) is not None:
                     query = parse_query(column)
                 else:
-                    raise _unsupported(f"{metric.type} metric {metric.name}",
-                                       "not a metric the simulated vLLM pods export", metric.name)
+                    raise _unsupported(
+                        f"{metric.type} metric {metric.name}",
+                        "not a metric the simulated vLLM pods export",
+                        metric.name,
+                    )
                 self.metric_queries.append((metric.type, query))
             self.hpa = HorizontalController(spec, scaled_to_zero=spec.effective_min_replicas == 0)
             self.min_replicas = spec.effective_min_replicas
@@ -108,6 +122,7 @@ class Control:
 
     def is_due(self, now_s: float, tick_s: float) -> tuple[bool, bool]:
         """(KEDA poll due, HPA reconcile due) at ``now_s``, on a ``tick_s`` grid."""
+
         def due(period_s: float) -> bool:
             k = round(now_s / tick_s)
             every = max(round(period_s / tick_s), 1)
@@ -133,8 +148,15 @@ class Control:
         values = list(result.values())
         return sum(values) / len(values) if kind == PODS else sum(values)
 
-    def decide(self, now_s: float, tick_s: float, spec_replicas: int, pods: Callable[[], list[Pod]],
-               ready: int, store: MetricStore) -> int:
+    def decide(
+        self,
+        now_s: float,
+        tick_s: float,
+        spec_replicas: int,
+        pods: Callable[[], list[Pod]],
+        ready: int,
+        store: MetricStore,
+    ) -> int:
         """Run whatever is due at ``now_s`` and return ``spec.replicas`` after it.
 
         ``pods`` is called only when a controller runs: it returns the pods the HPA sees.
@@ -159,8 +181,9 @@ class Control:
                 if decision.replicas is not None:
                     replicas = decision.replicas
             if reconcile and replicas > 0:
-                result = self.keda.reconcile(now_s, replicas, values, ready_replicas=ready, pods=pods(),
-                                             errors=errors or None)
+                result = self.keda.reconcile(
+                    now_s, replicas, values, ready_replicas=ready, pods=pods(), errors=errors or None
+                )
                 replicas = result.desired_replicas
             return replicas
         if not reconcile:
@@ -180,10 +203,12 @@ class Control:
             if not result:
                 return FailedReading("no metrics returned from custom metrics API")
             stamp = store.times_s[store._last_index(now_s)]
-            return PodMetricsReading({
-                f"pod-{key[0] if key else 0}": PodMetric(keda_quantity_milli(value), timestamp_s=stamp)
-                for key, value in result.items()
-            })
+            return PodMetricsReading(
+                {
+                    f"pod-{key[0] if key else 0}": PodMetric(keda_quantity_milli(value), timestamp_s=stamp)
+                    for key, value in result.items()
+                }
+            )
         if not result:
             return FailedReading("no metrics returned from external metrics API")
         if kind == OBJECT:

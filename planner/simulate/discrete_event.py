@@ -168,8 +168,9 @@ def simulate_fixed_fleet(trace: RequestTrace, fleet_spec: FleetSpec, replicas: i
 
 
 # A replica whose KV cache never binds (this engine's scope), with a prefill cost so TTFT has two parts.
-AGREEMENT_REPLICA = ReplicaSpec(fixed_ms=6.0, per_sequence_ms=0.25, max_num_seqs=32, kv_tokens=10**7,
-                                prefill_ms_per_token=0.05)
+AGREEMENT_REPLICA = ReplicaSpec(
+    fixed_ms=6.0, per_sequence_ms=0.25, max_num_seqs=32, kv_tokens=10**7, prefill_ms_per_token=0.05
+)
 # Seconds after the last arrival that both engines keep running, so every request finishes.
 _DRAIN_S = 300.0
 
@@ -200,8 +201,16 @@ class AgreementCase:
 
 
 def _case(name: str, ttft_slo_s: float, seed: int, router: str = LEAST_LOADED, **traffic) -> AgreementCase:
-    scenario = Scenario(**{"kind": "constant", "duration_s": 180.0, "mean_input_tokens": 500.0,
-                           "mean_output_tokens": 200.0, "name": name, **traffic})
+    scenario = Scenario(
+        **{
+            "kind": "constant",
+            "duration_s": 180.0,
+            "mean_input_tokens": 500.0,
+            "mean_output_tokens": 200.0,
+            "name": name,
+            **traffic,
+        }
+    )
     return AgreementCase(scenario, 2, ttft_slo_s, router, seed)
 
 
@@ -209,8 +218,9 @@ def _case(name: str, ttft_slo_s: float, seed: int, router: str = LEAST_LOADED, *
 AGREEMENT_CASES = (
     _case("light", 0.2, 1, rate_rps=8.0),
     _case("near capacity", 1.0, 2, rate_rps=21.0),
-    _case("burst", 2.0, 3, kind="launch_spike", rate_rps=10.0, spike_at_s=60.0, spike_factor=4.0, rise_s=0.0,
-          hold_s=60.0),
+    _case(
+        "burst", 2.0, 3, kind="launch_spike", rate_rps=10.0, spike_at_s=60.0, spike_factor=4.0, rise_s=0.0, hold_s=60.0
+    ),
     _case("round robin", 0.5, 4, ROUND_ROBIN, rate_rps=20.0),
     _case("long answers", 1.0, 5, rate_rps=5.5, mean_input_tokens=200.0, mean_output_tokens=800.0),
 )
@@ -250,8 +260,9 @@ class EngineAgreement:
         return abs(self.tick_mean_ttft_s / self.event_mean_ttft_s - 1.0)
 
 
-def compare_engines(case: AgreementCase, replica: ReplicaSpec = AGREEMENT_REPLICA, *,
-                    tick_s: float = 1.0) -> EngineAgreement:
+def compare_engines(
+    case: AgreementCase, replica: ReplicaSpec = AGREEMENT_REPLICA, *, tick_s: float = 1.0
+) -> EngineAgreement:
     """Replay one case through the tick engine (``reference``) and this one; their SLO figures side by side.
 
     The tick engine runs the case's fleet as a ScaledObject pinned at
@@ -275,14 +286,20 @@ def compare_engines(case: AgreementCase, replica: ReplicaSpec = AGREEMENT_REPLIC
 
     trace = scenario_trace(case.scenario, case.seed)
     fleet = FleetSpec(replica=replica, ttft_slo_s=case.ttft_slo_s, router=case.router, tick_s=tick_s)
-    pinned = ScaledObjectSpec("pinned", (Trigger(0, "prometheus", 10.0, query="sum(vllm:num_requests_running)"),),
-                              min_replica_count=case.replicas, max_replica_count=case.replicas)
+    pinned = ScaledObjectSpec(
+        "pinned",
+        (Trigger(0, "prometheus", 10.0, query="sum(vllm:num_requests_running)"),),
+        min_replica_count=case.replicas,
+        max_replica_count=case.replicas,
+    )
     autoscaler = Autoscaler("ScaledObject", "pinned", "pinned", hpa_for_scaled_object(pinned), pinned)
     ticked = simulate(trace, autoscaler, fleet, duration_s=trace.duration_s + _DRAIN_S)
     events = simulate_fixed_fleet(trace, fleet, case.replicas)
     if ticked.completed != len(trace) or not np.isfinite(events.done_s).all():
-        raise PlannerInputError(f"case {case.scenario.label!r}: some requests did not finish within "
-                                f"{_DRAIN_S:.0f} s of the last arrival; the engines are compared on finished runs")
+        raise PlannerInputError(
+            f"case {case.scenario.label!r}: some requests did not finish within "
+            f"{_DRAIN_S:.0f} s of the last arrival; the engines are compared on finished runs"
+        )
     return EngineAgreement(
         name=case.scenario.label,
         requests=len(trace),
@@ -310,10 +327,20 @@ def agreement_table(agreements: dict[float, list[EngineAgreement]]):
     """
     import pandas as pd
 
-    return pd.DataFrame([
-        {"case": a.name, "tick_s": tick_s, "requests": a.requests,
-         "tick_attainment_frac": a.tick_attainment_frac, "event_attainment_frac": a.event_attainment_frac,
-         "attainment_gap_pct_points": a.attainment_gap_pct_points, "tick_mean_ttft_s": a.tick_mean_ttft_s,
-         "event_mean_ttft_s": a.event_mean_ttft_s, "mean_ttft_gap_frac": a.mean_ttft_gap_frac}
-        for tick_s, rows in agreements.items() for a in rows
-    ])
+    return pd.DataFrame(
+        [
+            {
+                "case": a.name,
+                "tick_s": tick_s,
+                "requests": a.requests,
+                "tick_attainment_frac": a.tick_attainment_frac,
+                "event_attainment_frac": a.event_attainment_frac,
+                "attainment_gap_pct_points": a.attainment_gap_pct_points,
+                "tick_mean_ttft_s": a.tick_mean_ttft_s,
+                "event_mean_ttft_s": a.event_mean_ttft_s,
+                "mean_ttft_gap_frac": a.mean_ttft_gap_frac,
+            }
+            for tick_s, rows in agreements.items()
+            for a in rows
+        ]
+    )

@@ -141,8 +141,14 @@ class FleetSpec:
                 f"warmup_distribution: expected one of {', '.join(WARMUP_DISTRIBUTIONS)}, "
                 f"got {self.warmup_distribution!r}"
             )
-        non_negative = ("warmup_s", "warmup_spread_s", "usd_per_gpu_hour", "termination_grace_period_s",
-                        "pre_stop_s", "shutdown_timeout_s")
+        non_negative = (
+            "warmup_s",
+            "warmup_spread_s",
+            "usd_per_gpu_hour",
+            "termination_grace_period_s",
+            "pre_stop_s",
+            "shutdown_timeout_s",
+        )
         for name in non_negative:
             value = getattr(self, name)
             if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
@@ -175,19 +181,24 @@ class FleetSpec:
         if self.nodes is None:
             for name in ("image_pull_s", "weights_load_s", "placeholders"):
                 if getattr(self, name):
-                    raise PlannerInputError(f"{'pod.' if name != 'placeholders' else ''}{name}: needs a nodes: "
-                                            "section (without one, warmup_s is the whole cold start)")
+                    raise PlannerInputError(
+                        f"{'pod.' if name != 'placeholders' else ''}{name}: needs a nodes: "
+                        "section (without one, warmup_s is the whole cold start)"
+                    )
         elif self.gpus_per_replica > self.nodes.gpus_per_node:
-            raise PlannerInputError(f"gpus_per_replica: {self.gpus_per_replica} GPUs per pod do not fit on a node "
-                                    f"of nodes.gpus_per_node = {self.nodes.gpus_per_node}")
+            raise PlannerInputError(
+                f"gpus_per_replica: {self.gpus_per_replica} GPUs per pod do not fit on a node "
+                f"of nodes.gpus_per_node = {self.nodes.gpus_per_node}"
+            )
 
     @property
     def signal_map(self) -> dict[str, str]:
         return dict(self.signals)
 
 
-def deletion_order(ready: np.ndarray, ready_s: np.ndarray, requested_s: np.ndarray, uid: np.ndarray,
-                   now_s: float) -> np.ndarray:
+def deletion_order(
+    ready: np.ndarray, ready_s: np.ndarray, requested_s: np.ndarray, uid: np.ndarray, now_s: float
+) -> np.ndarray:
     """Pods in the order the ReplicaSet controller deletes them (first = deleted first).
 
     Kubernetes ``ActivePodsWithRanks.Less`` (pkg/controller/controller_utils.go),
@@ -212,6 +223,7 @@ def deletion_order(ready: np.ndarray, ready_s: np.ndarray, requested_s: np.ndarr
     numpy.ndarray of int
         Positions into the given arrays, deletion order.
     """
+
     def log_rank(since_s: float) -> int:
         elapsed_ns = (now_s - since_s) * 1e9
         return int(math.log2(elapsed_ns)) if elapsed_ns > 0 else -1
@@ -256,8 +268,9 @@ class Fleet:
         self.rng = np.random.default_rng(self.spec.seed)
         if self.spec.nodes is not None:
             # Its own stream, so node draws leave the pods' warmups and UIDs as they are.
-            self.pool = NodePool(self.spec.nodes, self.spec.gpus_per_replica,
-                                 np.random.default_rng([self.spec.seed, 1]))
+            self.pool = NodePool(
+                self.spec.nodes, self.spec.gpus_per_replica, np.random.default_rng([self.spec.seed, 1])
+            )
             for _ in range(self.spec.nodes.initial_nodes or 0):
                 self.pool.add_node(0.0, warm=True)
 
@@ -281,8 +294,9 @@ class Fleet:
     def _warmup_s(self) -> float:
         spec = self.spec
         if spec.warmup_distribution == "uniform":
-            return float(self.rng.uniform(max(spec.warmup_s - spec.warmup_spread_s, 0.0),
-                                          spec.warmup_s + spec.warmup_spread_s))
+            return float(
+                self.rng.uniform(max(spec.warmup_s - spec.warmup_spread_s, 0.0), spec.warmup_s + spec.warmup_spread_s)
+            )
         if spec.warmup_distribution == "lognormal" and spec.warmup_s > 0:
             sigma = spec.warmup_spread_s / spec.warmup_s
             return float(spec.warmup_s * math.exp(sigma * self.rng.standard_normal()))
@@ -379,8 +393,11 @@ class Fleet:
             return
         if not self._supply_started:
             self._supply_started = True
-            pool.add_placeholders(self.spec.placeholders, now_s,
-                                  warm_nodes=self.spec.nodes is not None and self.spec.nodes.initial_nodes is None)
+            pool.add_placeholders(
+                self.spec.placeholders,
+                now_s,
+                warm_nodes=self.spec.nodes is not None and self.spec.nodes.initial_nodes is None,
+            )
         for p in list(pool.pod_node):
             if self.removed_s[p] <= now_s:
                 pool.release(p, now_s)
@@ -404,15 +421,24 @@ class Fleet:
 
     def time_to_ready_s(self) -> np.ndarray:
         """Creation to Ready, for each pod created during the run that became Ready. [s]"""
-        return np.array([self.ready_s[p] - self.requested_s[p] for p in range(len(self.uid))
-                         if p not in self._warm and math.isfinite(self.ready_s[p])], dtype=float)
+        return np.array(
+            [
+                self.ready_s[p] - self.requested_s[p]
+                for p in range(len(self.uid))
+                if p not in self._warm and math.isfinite(self.ready_s[p])
+            ],
+            dtype=float,
+        )
 
     def pending_pod_s(self, end_s: float) -> float:
         """Time the pods spent Pending, summed: creation to binding (or deletion, or ``end_s``). [s]"""
         total_s = 0.0
         for p in range(len(self.uid)):
-            until_s = self.bound_s[p] if not math.isnan(self.bound_s[p]) else min(
-                end_s, self.deleted_s[p] if not math.isnan(self.deleted_s[p]) else end_s)
+            until_s = (
+                self.bound_s[p]
+                if not math.isnan(self.bound_s[p])
+                else min(end_s, self.deleted_s[p] if not math.isnan(self.deleted_s[p]) else end_s)
+            )
             total_s += max(until_s - self.requested_s[p], 0.0)
         return total_s
 

@@ -83,7 +83,7 @@ def metric_column(name: str) -> str | None:
     key = name.strip().lower()
     for prefix in ("vllm:", "vllm_"):
         if key.startswith(prefix):
-            key = key[len(prefix):]
+            key = key[len(prefix) :]
             break
     if key.endswith("_total") and key[: -len("_total")] in _ALIASES:
         key = key[: -len("_total")]
@@ -204,7 +204,10 @@ def parse_query(text: str, signals: dict[str, str] | None = None) -> Query:
         if parser.peek() is not None:
             raise _Unsupported(f"unexpected {parser.peek()[1]!r}")
     except _Unsupported as error:
-        hint = f"; map it to a simulated signal in FLEET.yaml, e.g. signals: {{'{source}': 'sum(vllm:num_requests_waiting)'}}"
+        hint = (
+            "; map it to a simulated signal in FLEET.yaml, e.g. signals: "
+            f"{{'{source}': 'sum(vllm:num_requests_waiting)'}}"
+        )
         raise PlannerInputError(f"query {source!r} cannot be simulated: {error}{hint}") from None
     return Query(source, node)
 
@@ -221,7 +224,7 @@ class _Parser:
         while position < len(text):
             match = _TOKEN.match(text, position)
             if match is None or match.end() == position:
-                raise _Unsupported(f"cannot read {text[position:position + 20]!r}")
+                raise _Unsupported(f"cannot read {text[position : position + 20]!r}")
             kind = match.lastgroup
             assert kind is not None  # a non-empty match is one of _TOKEN's named groups
             self.tokens.append((kind, match.group(kind)))
@@ -338,8 +341,11 @@ def _evaluate(node: tuple, store: MetricStore, now_s: float):
         return {(p,): v for p, v in store.instant(node[1], now_s).items()}
     if kind == "range":
         _, function, column, window_s = node
-        return {(p,): v for p, samples in store.window(column, now_s, window_s).items()
-                if (v := _range_value(function, samples, now_s, window_s)) is not None}
+        return {
+            (p,): v
+            for p, samples in store.window(column, now_s, window_s).items()
+            if (v := _range_value(function, samples, now_s, window_s)) is not None
+        }
     if kind == "aggregate":
         _, op, grouping, inner = node
         series = _evaluate(inner, store, now_s)

@@ -130,14 +130,17 @@ def request_latencies(req: RequestState) -> tuple[np.ndarray, np.ndarray]:
     ttft_s = req.first_token_s - req.arrival_s
     tokens_after_first = req.output_tokens - 1
     with np.errstate(invalid="ignore", divide="ignore"):
-        itl_ms = np.where(tokens_after_first > 0,
-                          (req.done_s - req.first_token_s) / tokens_after_first * 1000.0, 0.0)
+        itl_ms = np.where(tokens_after_first > 0, (req.done_s - req.first_token_s) / tokens_after_first * 1000.0, 0.0)
     itl_ms = np.where(np.isfinite(req.done_s), itl_ms, np.nan)
     return ttft_s, itl_ms
 
 
-def slo_met(req: RequestState, ttft_slo_s: float, itl_slo_ms: float | None = None,
-            latencies: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+def slo_met(
+    req: RequestState,
+    ttft_slo_s: float,
+    itl_slo_ms: float | None = None,
+    latencies: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
     """Per request: whether it met the TTFT objective (and ITL, if given).
 
     ``latencies`` is :func:`request_latencies` of ``req``, when the caller has it already.

@@ -67,8 +67,15 @@ def controller_pods(fleet: Fleet, now_s: float) -> list[Pod]:
     for p in fleet.live():
         ready = fleet.ready_s[p] <= now_s
         transition = fleet.ready_s[p] if ready else fleet.requested_s[p]
-        pods.append(Pod(f"pod-{p}", phase=POD_RUNNING, ready=ready, start_time_s=fleet.requested_s[p],
-                        ready_transition_s=transition))
+        pods.append(
+            Pod(
+                f"pod-{p}",
+                phase=POD_RUNNING,
+                ready=ready,
+                start_time_s=fleet.requested_s[p],
+                ready_transition_s=transition,
+            )
+        )
     return pods
 
 
@@ -122,8 +129,9 @@ def control_step(state: RunState, t0_s: float) -> None:
     """1. Whatever controller is due at ``t0_s`` writes ``spec.replicas``."""
     fleet = state.fleet
     ready = sum(1 for p in fleet.live() if fleet.ready_s[p] <= t0_s)
-    wanted = state.control.decide(t0_s, state.spec.tick_s, state.spec_replicas,
-                                  lambda: controller_pods(fleet, t0_s), ready, state.store)
+    wanted = state.control.decide(
+        t0_s, state.spec.tick_s, state.spec_replicas, lambda: controller_pods(fleet, t0_s), ready, state.store
+    )
     if wanted != state.spec_replicas:
         state.events.append((t0_s, state.spec_replicas, wanted))
         state.spec_replicas = wanted
@@ -159,8 +167,9 @@ def serve_step(state: RunState, t0_s: float) -> None:
             state.busy_frac[p] = 0.0
             continue
         stop_s = fleet.stop_s[p] if not math.isnan(fleet.stop_s[p]) else math.inf
-        tick = advance_replica(t0_s, dt, fleet.running[p], fleet.waiting[p], state.req, state.spec.replica,
-                               stop_s=stop_s)
+        tick = advance_replica(
+            t0_s, dt, fleet.running[p], fleet.waiting[p], state.req, state.spec.replica, stop_s=stop_s
+        )
         state.counters[p] += (len(tick.completed), tick.generated_tokens, tick.prompt_tokens, tick.preemptions)
         state.busy_frac[p] = tick.busy_s / dt
         state.preemptions += tick.preemptions
@@ -170,11 +179,18 @@ def scrape_step(state: RunState, t1_s: float) -> None:
     """5. Prometheus scrapes every pod whose server is up, at ``t1_s``."""
     fleet, req = state.fleet, state.req
     scraped = fleet.serving(t1_s)
-    values = np.array([
-        [len(fleet.running[p]), len(fleet.waiting[p]), kv_usage_frac(fleet.running[p], req, state.spec.replica),
-         100.0 * state.busy_frac[p], *state.counters[p]]
-        for p in scraped
-    ]).reshape(len(scraped), len(COLUMNS))
+    values = np.array(
+        [
+            [
+                len(fleet.running[p]),
+                len(fleet.waiting[p]),
+                kv_usage_frac(fleet.running[p], req, state.spec.replica),
+                100.0 * state.busy_frac[p],
+                *state.counters[p],
+            ]
+            for p in scraped
+        ]
+    ).reshape(len(scraped), len(COLUMNS))
     existing = [p for p in range(len(fleet.uid)) if math.isnan(fleet.removed_s[p])]
     state.store.record(t1_s, scraped, values, existing)
 
@@ -186,16 +202,28 @@ def record_step(state: RunState, t1_s: float, arrived: range, capacity_tps: floa
     waiting = sum(len(fleet.waiting[p]) for p in up) + len(fleet.gateway)
     running = sum(len(fleet.running[p]) for p in up)
     ready = len(fleet.routable(t1_s))
-    demand_tps = float(state.req.output_tokens[arrived.start:arrived.stop].sum()) / state.spec.tick_s
+    demand_tps = float(state.req.output_tokens[arrived.start : arrived.stop].sum()) / state.spec.tick_s
     signal = state.control.signal(state.store, t1_s)
-    state.rows.append((t1_s, demand_tps, ready * capacity_tps, running, waiting, state.spec_replicas, ready,
-                       len(fleet.live()), math.nan if signal is None else signal))
+    state.rows.append(
+        (
+            t1_s,
+            demand_tps,
+            ready * capacity_tps,
+            running,
+            waiting,
+            state.spec_replicas,
+            ready,
+            len(fleet.live()),
+            math.nan if signal is None else signal,
+        )
+    )
     if fleet.pool is not None:
         state.supply_rows.append(fleet.supply_counts(t1_s))
 
 
-def simulate(trace: RequestTrace, autoscaler: Autoscaler, fleet_spec: FleetSpec | None = None, *,
-             duration_s: float | None = None) -> Outcome:
+def simulate(
+    trace: RequestTrace, autoscaler: Autoscaler, fleet_spec: FleetSpec | None = None, *, duration_s: float | None = None
+) -> Outcome:
     """Replay ``trace`` through a fleet scaled by ``autoscaler``.
 
     Parameters
@@ -224,8 +252,12 @@ def simulate(trace: RequestTrace, autoscaler: Autoscaler, fleet_spec: FleetSpec 
     _check_cadence(control, spec)
     _check_node_quota(control, spec)
     keep = trace.arrival_s < duration_s
-    state = RunState(spec, control, RequestState(trace.arrival_s[keep], trace.input_tokens[keep],
-                                                 trace.output_tokens[keep]), Fleet(spec))
+    state = RunState(
+        spec,
+        control,
+        RequestState(trace.arrival_s[keep], trace.input_tokens[keep], trace.output_tokens[keep]),
+        Fleet(spec),
+    )
     initial = spec.initial_replicas
     if initial is None:
         initial = control.min_replicas
@@ -235,8 +267,9 @@ def simulate(trace: RequestTrace, autoscaler: Autoscaler, fleet_spec: FleetSpec 
     dt = spec.tick_s
     n_ticks = math.ceil(duration_s / dt - 1e-9)
     scrape_every = round(spec.scrape_interval_s / dt)
-    capacity_tps = float(output_throughput_tps(spec.replica.max_num_seqs, spec.replica.fixed_ms,
-                                               spec.replica.per_sequence_ms))
+    capacity_tps = float(
+        output_throughput_tps(spec.replica.max_num_seqs, spec.replica.fixed_ms, spec.replica.per_sequence_ms)
+    )
     for k in range(n_ticks):
         t0_s, t1_s = k * dt, (k + 1) * dt
         control_step(state, t0_s)
@@ -248,8 +281,7 @@ def simulate(trace: RequestTrace, autoscaler: Autoscaler, fleet_spec: FleetSpec 
         record_step(state, t1_s, arrived, capacity_tps)
     end_s = n_ticks * dt
     state.fleet.finish_terminations(end_s, state.req)
-    return _outcome(state.req, state.fleet, spec, state.events, state.rows, state.preemptions, end_s,
-                    state.supply_rows)
+    return _outcome(state.req, state.fleet, spec, state.events, state.rows, state.preemptions, end_s, state.supply_rows)
 
 
 def _check_cadence(control: Control, spec: FleetSpec) -> None:
@@ -274,13 +306,27 @@ def _check_node_quota(control: Control, spec: FleetSpec) -> None:
         raise PlannerInputError(
             f"{where}nodes.max_nodes: {nodes.max_nodes} nodes of {nodes.gpus_per_node} GPUs hold {pods} pods of "
             f"{spec.gpus_per_replica} GPUs, fewer than the {floor} the fleet starts with "
-            f"({control.autoscaler.source}: minimum replicas)")
+            f"({control.autoscaler.source}: minimum replicas)"
+        )
 
 
-def _outcome(req: RequestState, fleet: Fleet, spec: FleetSpec, events, rows, preemptions: int,
-             end_s: float, supply_rows=()) -> Outcome:
-    series = pd.DataFrame(rows, columns=["t_s", "demand_tps", "ready_capacity_tps", "running", "waiting",
-                                         "replicas_requested", "replicas_ready", "replicas_live", "signal"])
+def _outcome(
+    req: RequestState, fleet: Fleet, spec: FleetSpec, events, rows, preemptions: int, end_s: float, supply_rows=()
+) -> Outcome:
+    series = pd.DataFrame(
+        rows,
+        columns=[
+            "t_s",
+            "demand_tps",
+            "ready_capacity_tps",
+            "running",
+            "waiting",
+            "replicas_requested",
+            "replicas_ready",
+            "replicas_live",
+            "signal",
+        ],
+    )
     supply = None
     gpu_hours = fleet.gpu_hours(end_s)
     cost_usd = gpu_hours * spec.usd_per_gpu_hour
@@ -328,4 +374,3 @@ def _outcome(req: RequestState, fleet: Fleet, spec: FleetSpec, events, rows, pre
         slo_met=met,
         supply=supply,
     )
-

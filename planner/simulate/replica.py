@@ -209,8 +209,7 @@ def kv_usage_frac(running: list[int], req: RequestState, spec: ReplicaSpec) -> f
     return min(held / spec.kv_tokens, 1.0)
 
 
-def _preempt_to_fit(running: list[int], waiting: deque, req: RequestState, spec: ReplicaSpec,
-                    dt_s: float) -> int:
+def _preempt_to_fit(running: list[int], waiting: deque, req: RequestState, spec: ReplicaSpec, dt_s: float) -> int:
     # Recompute preemption: drop the newest sequences until the batch's growth this tick fits.
     preempted = 0
     if not running:
@@ -238,8 +237,15 @@ def _preempt_to_fit(running: list[int], waiting: deque, req: RequestState, spec:
     return preempted
 
 
-def advance_replica(t0_s: float, dt_s: float, running: list[int], waiting: deque, req: RequestState,
-                    spec: ReplicaSpec, stop_s: float = math.inf) -> ReplicaTick:
+def advance_replica(
+    t0_s: float,
+    dt_s: float,
+    running: list[int],
+    waiting: deque,
+    req: RequestState,
+    spec: ReplicaSpec,
+    stop_s: float = math.inf,
+) -> ReplicaTick:
     """Run one replica from ``t0_s`` for ``dt_s`` seconds (or until ``stop_s``), in place.
 
     Parameters
@@ -274,8 +280,7 @@ def advance_replica(t0_s: float, dt_s: float, running: list[int], waiting: deque
     generated_before = 0.0
     still_running: list[int] = []
     if running:
-        finished, done_s, held, generated_before = _progress_batch(np.asarray(running), t0_s, end_s, step_s,
-                                                                   req, spec)
+        finished, done_s, held, generated_before = _progress_batch(np.asarray(running), t0_s, end_s, step_s, req, spec)
         kv_used = int(held.sum())
         intervals.append((t0_s, float(np.where(finished, done_s, end_s).max())))
         for i, is_done, at, tokens in zip(running, finished.tolist(), done_s.tolist(), held.tolist(), strict=True):
@@ -332,12 +337,14 @@ def advance_replica(t0_s: float, dt_s: float, running: list[int], waiting: deque
             freed.sort()
     running[:] = still_running
     generated_after = sum(req.generated[i] for i in running) + sum(req.output_tokens[i] for i in completed)
-    return ReplicaTick(_union_s(intervals), tuple(completed), float(generated_after - generated_before),
-                       prompt_tokens, preempted)
+    return ReplicaTick(
+        _union_s(intervals), tuple(completed), float(generated_after - generated_before), prompt_tokens, preempted
+    )
 
 
-def _tick_batch(t0_s: float, end_s: float, running: list[int], waiting: deque, req: RequestState,
-                spec: ReplicaSpec) -> int:
+def _tick_batch(
+    t0_s: float, end_s: float, running: list[int], waiting: deque, req: RequestState, spec: ReplicaSpec
+) -> int:
     # The batch that sets the tick's step time: the batch averaged over the part of the tick the replica
     # is busy. Each running sequence is active until it finishes (at the step time of the batch it starts
     # in), each queued request from its arrival; capped at max_num_seqs.
@@ -347,8 +354,7 @@ def _tick_batch(t0_s: float, end_s: float, running: list[int], waiting: deque, r
     if running:
         idx = np.asarray(running)
         step_s = spec.step_s(len(running))
-        left_s = np.minimum(req.prefill_left_s[idx] + (req.output_tokens[idx] - req.generated[idx]) * step_s,
-                            span_s)
+        left_s = np.minimum(req.prefill_left_s[idx] + (req.output_tokens[idx] - req.generated[idx]) * step_s, span_s)
         active_s = float(left_s.sum())
         busy_s = float(left_s.max())
     for i in waiting:
@@ -362,8 +368,7 @@ def _tick_batch(t0_s: float, end_s: float, running: list[int], waiting: deque, r
     return min(max(round(active_s / busy_s), 1), spec.max_num_seqs)
 
 
-def _progress_batch(idx: np.ndarray, t0_s: float, end_s: float, step_s: float, req: RequestState,
-                    spec: ReplicaSpec):
+def _progress_batch(idx: np.ndarray, t0_s: float, end_s: float, step_s: float, req: RequestState, spec: ReplicaSpec):
     # The sequences running at the tick start, all at once: which finish, when, and the KV they held.
     gen = req.generated[idx]
     out = req.output_tokens[idx]
@@ -385,8 +390,9 @@ def _progress_batch(idx: np.ndarray, t0_s: float, end_s: float, step_s: float, r
     return finished, done_s, held, float(gen.sum())
 
 
-def _progress(i: int, start_s: float, end_s: float, step_s: float, req: RequestState,
-              intervals: list[tuple[float, float]]) -> float | None:
+def _progress(
+    i: int, start_s: float, end_s: float, step_s: float, req: RequestState, intervals: list[tuple[float, float]]
+) -> float | None:
     # Advance request i from start_s to end_s; return its finish time if it finishes.
     req.status[i] = RUNNING
     prefill = req.prefill_left_s[i]

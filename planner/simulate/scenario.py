@@ -57,8 +57,14 @@ __all__ = [
 ]
 
 COMMON_PARAMETERS = (
-    "kind", "name", "duration_s", "rate_rps", "mean_input_tokens", "mean_output_tokens",
-    "token_distribution", "resolution_s",
+    "kind",
+    "name",
+    "duration_s",
+    "rate_rps",
+    "mean_input_tokens",
+    "mean_output_tokens",
+    "token_distribution",
+    "resolution_s",
 )
 KIND_PARAMETERS: dict[str, tuple[str, ...]] = {
     "constant": (),
@@ -142,8 +148,15 @@ class Scenario:
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise PlannerInputError(f"{where}: {field.name} must be a finite number, got {value!r}")
-        positive = ["duration_s", "resolution_s", "mean_input_tokens", "mean_output_tokens", "period_s",
-                    "spike_factor", "output_factor"]
+        positive = [
+            "duration_s",
+            "resolution_s",
+            "mean_input_tokens",
+            "mean_output_tokens",
+            "period_s",
+            "spike_factor",
+            "output_factor",
+        ]
         for name in positive:
             if not getattr(self, name) > 0:
                 raise PlannerInputError(f"{where}: {name} must be > 0, got {getattr(self, name)!r}")
@@ -161,8 +174,9 @@ class Scenario:
             if getattr(self, name) is None:
                 raise PlannerInputError(f"{where}: a {self.kind} scenario needs {name}")
         if self.kind == "ramp" and self.ramp_end_s is not None and self.ramp_end_s <= self.ramp_start_s:
-            raise PlannerInputError(f"{where}: ramp_end_s must be after ramp_start_s ({self.ramp_start_s!r}), "
-                                    f"got {self.ramp_end_s!r}")
+            raise PlannerInputError(
+                f"{where}: ramp_end_s must be after ramp_start_s ({self.ramp_start_s!r}), got {self.ramp_end_s!r}"
+            )
 
     @property
     def label(self) -> str:

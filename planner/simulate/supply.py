@@ -111,23 +111,29 @@ class NodePoolSpec:
                 raise PlannerInputError(f"nodes.{name}: expected an integer >= 0, got {value!r}")
         if self.max_nodes is not None and self.initial_nodes is not None and self.initial_nodes > self.max_nodes:
             raise PlannerInputError(
-                f"nodes.initial_nodes: {self.initial_nodes} is above nodes.max_nodes ({self.max_nodes})")
+                f"nodes.initial_nodes: {self.initial_nodes} is above nodes.max_nodes ({self.max_nodes})"
+            )
         for name in ("provision_s", "provision_spread_s", "node_init_s", "capacity_retry_s"):
             value = getattr(self, name)
             if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
                 raise PlannerInputError(f"nodes.{name}: expected a finite number >= 0, got {value!r}")
-        if self.usd_per_node_hour is not None and not (math.isfinite(self.usd_per_node_hour)
-                                                       and self.usd_per_node_hour >= 0):
+        if self.usd_per_node_hour is not None and not (
+            math.isfinite(self.usd_per_node_hour) and self.usd_per_node_hour >= 0
+        ):
             raise PlannerInputError(f"nodes.usd_per_node_hour: expected a number >= 0, got {self.usd_per_node_hour!r}")
         if not 0.0 <= self.capacity_failure_frac < 1.0:
             raise PlannerInputError(
-                f"nodes.capacity_failure_frac: expected a fraction in [0, 1), got {self.capacity_failure_frac!r}")
+                f"nodes.capacity_failure_frac: expected a fraction in [0, 1), got {self.capacity_failure_frac!r}"
+            )
         if self.autoscaler not in NODE_AUTOSCALERS:
             raise PlannerInputError(
-                f"nodes.autoscaler: expected one of {', '.join(NODE_AUTOSCALERS)}, got {self.autoscaler!r}")
+                f"nodes.autoscaler: expected one of {', '.join(NODE_AUTOSCALERS)}, got {self.autoscaler!r}"
+            )
         if self.provision_distribution not in PROVISION_DISTRIBUTIONS:
-            raise PlannerInputError(f"nodes.provision_distribution: expected one of "
-                                    f"{', '.join(PROVISION_DISTRIBUTIONS)}, got {self.provision_distribution!r}")
+            raise PlannerInputError(
+                f"nodes.provision_distribution: expected one of "
+                f"{', '.join(PROVISION_DISTRIBUTIONS)}, got {self.provision_distribution!r}"
+            )
 
     def node_price_usd_per_hour(self, usd_per_gpu_hour: float) -> float:
         """One node-hour's price: the given one, else the GPUs' price. [$]"""
@@ -168,8 +174,11 @@ class SupplyOutcome:
             return float(fn(ready)) if ready.size else None
 
         return {
-            "time_to_ready_s": {"p50": stat(lambda x: np.percentile(x, 50)),
-                                "p95": stat(lambda x: np.percentile(x, 95)), "max": stat(np.max)},
+            "time_to_ready_s": {
+                "p50": stat(lambda x: np.percentile(x, 50)),
+                "p95": stat(lambda x: np.percentile(x, 95)),
+                "max": stat(np.max),
+            },
             "node_hours": self.node_hours,
             "peak_nodes": self.peak_nodes,
             "pending_pod_s": self.pending_pod_s,
@@ -218,8 +227,11 @@ class NodePool:
     def _provision_s(self) -> float:
         spec = self.spec
         if spec.provision_distribution == "uniform":
-            return float(self.rng.uniform(max(spec.provision_s - spec.provision_spread_s, 0.0),
-                                          spec.provision_s + spec.provision_spread_s))
+            return float(
+                self.rng.uniform(
+                    max(spec.provision_s - spec.provision_spread_s, 0.0), spec.provision_s + spec.provision_spread_s
+                )
+            )
         if spec.provision_distribution == "lognormal" and spec.provision_s > 0:
             sigma = spec.provision_spread_s / spec.provision_s
             return float(spec.provision_s * math.exp(sigma * self.rng.standard_normal()))
@@ -267,8 +279,9 @@ class NodePool:
 
     def _free_node(self, now_s: float) -> int | None:
         # First fit over allocatable nodes, those that hold the image (or are pulling it) first.
-        candidates = [n for n in self.nodes() if self.allocatable_s[n] <= now_s
-                      and self.gpus_free[n] >= self.gpus_per_pod]
+        candidates = [
+            n for n in self.nodes() if self.allocatable_s[n] <= now_s and self.gpus_free[n] >= self.gpus_per_pod
+        ]
         if not candidates:
             return None
         with_image = [n for n in candidates if self.image_since_s[n] < _NEVER]
@@ -320,8 +333,7 @@ class NodePool:
         """Start ``count`` placeholders; with ``warm_nodes``, on warm nodes added for them as needed."""
         for _ in range(count):
             node = self._free_node(now_s)
-            if node is None and warm_nodes and (self.spec.max_nodes is None
-                                                or len(self.nodes()) < self.spec.max_nodes):
+            if node is None and warm_nodes and (self.spec.max_nodes is None or len(self.nodes()) < self.spec.max_nodes):
                 node = self.add_node(now_s, warm=True)
             self.placeholder_node.append(-1 if node is None else node)
             self.placeholder_pending_since_s.append(now_s)
@@ -367,8 +379,7 @@ class NodePool:
                 return
         waiting = self._waiting_for_nodes()
         upcoming = self._upcoming_pods(now_s)
-        eligible = [since for since in waiting[upcoming:]
-                    if now_s - since >= settings.gpu_pod_scale_up_delay_s - 1e-9]
+        eligible = [since for since in waiting[upcoming:] if now_s - since >= settings.gpu_pod_scale_up_delay_s - 1e-9]
         self._buy(len(eligible), now_s)
         if now_s - self.last_scale_up_s < settings.scale_down_delay_after_add_s - 1e-9:
             return
@@ -377,7 +388,7 @@ class NodePool:
     def _karpenter(self, now_s: float) -> None:
         settings: KarpenterSettings = self.spec.karpenter
         waiting = self._waiting_for_nodes()
-        unplaced = waiting[self._upcoming_pods(now_s):]
+        unplaced = waiting[self._upcoming_pods(now_s) :]
         if not unplaced:
             self.batch_opened_s = self.batch_last_s = _NEVER
             self.batch_seen = 0
@@ -397,8 +408,11 @@ class NodePool:
 
     def _remove_empty(self, now_s: float, empty_for_s: float) -> None:
         for n in self.nodes():
-            if (self.allocatable_s[n] <= now_s and self.gpus_free[n] == self.spec.gpus_per_node
-                    and now_s - self.empty_since_s[n] >= empty_for_s - 1e-9):
+            if (
+                self.allocatable_s[n] <= now_s
+                and self.gpus_free[n] == self.spec.gpus_per_node
+                and now_s - self.empty_since_s[n] >= empty_for_s - 1e-9
+            ):
                 self.removed_s[n] = now_s
 
     # -- accounting ---------------------------------------------------------------------------

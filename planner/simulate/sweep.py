@@ -88,14 +88,33 @@ __all__ = [
 CHUNKS_PER_THREAD = 2
 # Grid keys of the node pool: they need a fleet with ``nodes:`` (see planner.simulate.supply).
 SUPPLY_KEYS = ("placeholders", "image_pull_s", "provision_s", "scale_down_unneeded_s", "consolidate_after_s")
-GRID_KEYS = ("signal", "target", "min_replicas", "max_replicas", "polling_interval_s", "scale_up_window_s",
-             "scale_down_window_s", "scale_up_policy", "scale_down_policy", "select_policy", "warmup_s",
-             *SUPPLY_KEYS)
+GRID_KEYS = (
+    "signal",
+    "target",
+    "min_replicas",
+    "max_replicas",
+    "polling_interval_s",
+    "scale_up_window_s",
+    "scale_down_window_s",
+    "scale_up_policy",
+    "scale_down_policy",
+    "select_policy",
+    "warmup_s",
+    *SUPPLY_KEYS,
+)
 # Grid keys that change the simulated fleet (the warmup, the initial pods a minimum sets, the node
 # pool): points that differ in them cannot share one, so chunk_points keeps them apart.
 FLEET_KEYS = ("warmup_s", "min_replicas", *SUPPLY_KEYS)
-RESULT_FIELDS = ("slo_attainment_frac", "cost_usd", "gpu_hours", "scale_events", "flap_cycles",
-                 "peak_replicas", "peak_waiting", "cut_generations")
+RESULT_FIELDS = (
+    "slo_attainment_frac",
+    "cost_usd",
+    "gpu_hours",
+    "scale_events",
+    "flap_cycles",
+    "peak_replicas",
+    "peak_waiting",
+    "cut_generations",
+)
 
 
 @dataclass(frozen=True)
@@ -125,8 +144,7 @@ class SweepResult:
     cut_generations: int
 
     def as_dict(self) -> dict:
-        return {"index": self.index, **dict(self.values),
-                **{name: getattr(self, name) for name in RESULT_FIELDS}}
+        return {"index": self.index, **dict(self.values), **{name: getattr(self, name) for name in RESULT_FIELDS}}
 
 
 def expand_grid(grid: Mapping, source: str = "grid") -> list[SweepPoint]:
@@ -145,8 +163,9 @@ def expand_grid(grid: Mapping, source: str = "grid") -> list[SweepPoint]:
         An unknown key, an empty list, or a value of the wrong kind, naming the key.
     """
     if not isinstance(grid, Mapping) or not grid:
-        raise PlannerInputError(f"{source}: expected a mapping of grid keys to lists of values "
-                                f"(keys: {', '.join(GRID_KEYS)})")
+        raise PlannerInputError(
+            f"{source}: expected a mapping of grid keys to lists of values (keys: {', '.join(GRID_KEYS)})"
+        )
     for key in grid:
         if key not in GRID_KEYS:
             raise PlannerInputError(f"{source}: unknown grid key {key!r} (known: {', '.join(GRID_KEYS)})")
@@ -157,8 +176,7 @@ def expand_grid(grid: Mapping, source: str = "grid") -> list[SweepPoint]:
         if not values:
             raise PlannerInputError(f"{source}: {key}: expected at least one value")
         columns.append([_checked(source, key, value) for value in values])
-    return [SweepPoint(i, tuple(zip(keys, combo, strict=True)))
-            for i, combo in enumerate(itertools.product(*columns))]
+    return [SweepPoint(i, tuple(zip(keys, combo, strict=True))) for i, combo in enumerate(itertools.product(*columns))]
 
 
 def _checked(source: str, key: str, value):
@@ -196,10 +214,18 @@ def _policies(where: str, text) -> tuple[HPAScalingPolicy, ...]:
     policies = []
     for part in text.split(","):
         pieces = [p.strip() for p in part.split(":")]
-        if (len(pieces) != 3 or pieces[0] not in ("Pods", "Percent") or not pieces[1].isdigit()
-                or not pieces[2].isdigit() or int(pieces[1]) < 1 or not 1 <= int(pieces[2]) <= 1800):
-            raise PlannerInputError(f"{where}: {part.strip()!r} is not TYPE:VALUE:PERIOD with TYPE Pods or "
-                                    f"Percent, VALUE >= 1 and PERIOD 1-1800 s")
+        if (
+            len(pieces) != 3
+            or pieces[0] not in ("Pods", "Percent")
+            or not pieces[1].isdigit()
+            or not pieces[2].isdigit()
+            or int(pieces[1]) < 1
+            or not 1 <= int(pieces[2]) <= 1800
+        ):
+            raise PlannerInputError(
+                f"{where}: {part.strip()!r} is not TYPE:VALUE:PERIOD with TYPE Pods or "
+                f"Percent, VALUE >= 1 and PERIOD 1-1800 s"
+            )
         policies.append(HPAScalingPolicy(pieces[0], int(pieces[1]), int(pieces[2])))
     return tuple(policies)
 
@@ -218,8 +244,10 @@ def apply_point(autoscaler: Autoscaler, fleet: FleetSpec, point: SweepPoint) -> 
         if "warmup_s" in values:
             fleet = dataclasses.replace(fleet, warmup_s=values["warmup_s"])
         fleet = _with_supply(fleet, values)
-        behavior = _behavior(autoscaler.scaled_object.behavior if autoscaler.scaled_object is not None
-                             else autoscaler.hpa.behavior, values)
+        behavior = _behavior(
+            autoscaler.scaled_object.behavior if autoscaler.scaled_object is not None else autoscaler.hpa.behavior,
+            values,
+        )
         if autoscaler.scaled_object is not None:
             autoscaler = _scaled_object(autoscaler, values, behavior)
         else:
@@ -240,11 +268,16 @@ def _with_supply(fleet: FleetSpec, values: dict) -> FleetSpec:
     if "provision_s" in values:
         nodes = dataclasses.replace(nodes, provision_s=values["provision_s"])
     if "scale_down_unneeded_s" in values:
-        nodes = dataclasses.replace(nodes, cluster_autoscaler=dataclasses.replace(
-            nodes.cluster_autoscaler, scale_down_unneeded_s=values["scale_down_unneeded_s"]))
+        nodes = dataclasses.replace(
+            nodes,
+            cluster_autoscaler=dataclasses.replace(
+                nodes.cluster_autoscaler, scale_down_unneeded_s=values["scale_down_unneeded_s"]
+            ),
+        )
     if "consolidate_after_s" in values:
-        nodes = dataclasses.replace(nodes, karpenter=dataclasses.replace(
-            nodes.karpenter, consolidate_after_s=values["consolidate_after_s"]))
+        nodes = dataclasses.replace(
+            nodes, karpenter=dataclasses.replace(nodes.karpenter, consolidate_after_s=values["consolidate_after_s"])
+        )
     changes = {key: values[key] for key in ("placeholders", "image_pull_s") if key in values}
     return dataclasses.replace(fleet, nodes=nodes, **changes)
 
@@ -264,8 +297,9 @@ def _behavior(behavior, values: dict):
             changes["policies"] = _policies(f"scale_{direction}_policy", values[f"scale_{direction}_policy"])
         if "select_policy" in values:
             changes["select_policy"] = values["select_policy"]
-        rules[f"scale_{direction}"] = dataclasses.replace(current, **changes) if changes else getattr(
-            behavior, f"scale_{direction}")
+        rules[f"scale_{direction}"] = (
+            dataclasses.replace(current, **changes) if changes else getattr(behavior, f"scale_{direction}")
+        )
     return HorizontalPodAutoscalerBehavior(**rules)
 
 
@@ -275,8 +309,9 @@ def _scaled_object(autoscaler: Autoscaler, values: dict, behavior) -> Autoscaler
     triggers = list(so.triggers)
     if "signal" in values or "target" in values:
         first = triggers[0]
-        triggers[0] = dataclasses.replace(first, query=values.get("signal", first.query),
-                                          threshold=values.get("target", first.threshold))
+        triggers[0] = dataclasses.replace(
+            first, query=values.get("signal", first.query), threshold=values.get("target", first.threshold)
+        )
     changes = {"triggers": tuple(triggers), "behavior": behavior}
     if "min_replicas" in values:
         changes["min_replica_count"] = values["min_replicas"]
@@ -313,8 +348,9 @@ def _hpa(autoscaler: Autoscaler, values: dict, behavior) -> Autoscaler:
     spec = dataclasses.replace(spec, **changes)
     minimum = spec.min_replicas if spec.min_replicas is not None else 1
     if minimum > spec.max_replicas or spec.max_replicas < 1:
-        raise PlannerInputError(f"minReplicas {minimum} must be <= maxReplicas {spec.max_replicas}, "
-                                f"and maxReplicas >= 1")
+        raise PlannerInputError(
+            f"minReplicas {minimum} must be <= maxReplicas {spec.max_replicas}, and maxReplicas >= 1"
+        )
     return dataclasses.replace(autoscaler, hpa=spec)
 
 
@@ -322,8 +358,9 @@ def _shown(values: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in values.items())
 
 
-def chunk_points(points: Sequence[SweepPoint], chunk_size: int | None = None,
-                 n_chunks: int | None = None) -> list[tuple[SweepPoint, ...]]:
+def chunk_points(
+    points: Sequence[SweepPoint], chunk_size: int | None = None, n_chunks: int | None = None
+) -> list[tuple[SweepPoint, ...]]:
     """Chunks of points that keep configurations able to share a fleet together.
 
     The fast engine simulates configurations with the same fleet once for as
@@ -349,13 +386,18 @@ def chunk_points(points: Sequence[SweepPoint], chunk_size: int | None = None,
         else:
             parts = max(1, round((n_chunks or 1) * len(members) / len(points)))
             size = math.ceil(len(members) / parts)
-        chunks.extend(tuple(members[i:i + size]) for i in range(0, len(members), size))
+        chunks.extend(tuple(members[i : i + size]) for i in range(0, len(members), size))
     return chunks
 
 
-def run_chunk(trace: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec, points: Sequence[SweepPoint],
-              duration_s: float | None = None,
-              on_done: Callable[[int], None] | None = None) -> list[SweepResult]:
+def run_chunk(
+    trace: RequestTrace,
+    autoscaler: Autoscaler,
+    fleet: FleetSpec,
+    points: Sequence[SweepPoint],
+    duration_s: float | None = None,
+    on_done: Callable[[int], None] | None = None,
+) -> list[SweepResult]:
     """Simulate one chunk of grid points together (the unit of work sent to a Dask worker).
 
     Pure and deterministic: the same inputs give the same results bit for bit,
@@ -373,8 +415,9 @@ def run_chunk(trace: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec, poi
             on_done(finished - reported)
             reported = finished
 
-    outcomes = simulate_many(trace, configs, duration_s=duration_s, timeseries=False, per_request=False,
-                             on_tick=progress)
+    outcomes = simulate_many(
+        trace, configs, duration_s=duration_s, timeseries=False, per_request=False, on_tick=progress
+    )
     return [
         SweepResult(point.index, point.values, *(getattr(outcome, name) for name in RESULT_FIELDS))
         for point, outcome in zip(points, outcomes, strict=True)
@@ -397,8 +440,9 @@ def pareto_front(results: Sequence[SweepResult]) -> list[SweepResult]:
     return front
 
 
-def cheapest_meeting(results: Sequence[SweepResult], attainment_goal_frac: float,
-                     max_flap_cycles: int | None = None) -> SweepResult | None:
+def cheapest_meeting(
+    results: Sequence[SweepResult], attainment_goal_frac: float, max_flap_cycles: int | None = None
+) -> SweepResult | None:
     """The cheapest configuration with attainment at least the goal (lower index on ties), or ``None``.
 
     With ``max_flap_cycles``, only configurations that flap at most that many
@@ -410,8 +454,11 @@ def cheapest_meeting(results: Sequence[SweepResult], attainment_goal_frac: float
         raise PlannerInputError(f"attainment goal: expected a fraction between 0 and 1, got {attainment_goal_frac!r}")
     if max_flap_cycles is not None and not (isinstance(max_flap_cycles, int) and max_flap_cycles >= 0):
         raise PlannerInputError(f"max flap cycles: expected an integer >= 0, got {max_flap_cycles!r}")
-    meeting = [r for r in results if _attained(r) >= attainment_goal_frac
-               and (max_flap_cycles is None or r.flap_cycles <= max_flap_cycles)]
+    meeting = [
+        r
+        for r in results
+        if _attained(r) >= attainment_goal_frac and (max_flap_cycles is None or r.flap_cycles <= max_flap_cycles)
+    ]
     return min(meeting, key=lambda r: (r.cost_usd, r.index)) if meeting else None
 
 
@@ -434,8 +481,7 @@ def _attained(result: SweepResult) -> float:
     return -math.inf if math.isnan(result.slo_attainment_frac) else result.slo_attainment_frac
 
 
-def summarize(results: Sequence[SweepResult], attainment_goal_frac: float,
-              max_flap_cycles: int | None = None) -> dict:
+def summarize(results: Sequence[SweepResult], attainment_goal_frac: float, max_flap_cycles: int | None = None) -> dict:
     """JSON-ready: every result, the Pareto front and the cheapest meeting the goal (and the flap limit)."""
     ordered = sorted(results, key=lambda r: r.index)
     best = cheapest_meeting(ordered, attainment_goal_frac, max_flap_cycles)
@@ -454,10 +500,19 @@ def _same(value):
     return value
 
 
-def run_sweep(trace: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec, points: Sequence[SweepPoint], *,
-              duration_s: float | None = None, client=None, chunk_size: int | None = None,
-              progress: bool = True, on_chunk: Callable[[int], None] | None = None,
-              workers: int | None = None) -> list[SweepResult]:
+def run_sweep(
+    trace: RequestTrace,
+    autoscaler: Autoscaler,
+    fleet: FleetSpec,
+    points: Sequence[SweepPoint],
+    *,
+    duration_s: float | None = None,
+    client=None,
+    chunk_size: int | None = None,
+    progress: bool = True,
+    on_chunk: Callable[[int], None] | None = None,
+    workers: int | None = None,
+) -> list[SweepResult]:
     """Simulate every grid point, locally or on a Dask cluster, and return the results in grid order.
 
     Parameters
@@ -494,8 +549,7 @@ def run_sweep(trace: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec, poi
         threads = sum(client.nthreads().values()) or 1
     chunks = chunk_points(points, chunk_size, n_chunks=CHUNKS_PER_THREAD * threads)
     results: dict[int, list[SweepResult]] = {}
-    with tqdm(total=len(points), unit="config", disable=not progress, file=sys.stderr,
-              desc="sweep") as bar:
+    with tqdm(total=len(points), unit="config", disable=not progress, file=sys.stderr, desc="sweep") as bar:
         if client is None:
             # The compiled kernels release the GIL, so chunks run side by side on this machine's cores.
             # A chunk reports its configurations as they finish; the bar counts each once.
@@ -509,9 +563,12 @@ def run_sweep(trace: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec, poi
                     bar.update(configurations)
 
             with ThreadPoolExecutor(max_workers=max(1, min(threads, len(chunks)))) as pool:
-                futures = {pool.submit(run_chunk, trace, autoscaler, fleet, chunk, duration_s,
-                                       functools.partial(advance, number)): number
-                           for number, chunk in enumerate(chunks)}
+                futures = {
+                    pool.submit(
+                        run_chunk, trace, autoscaler, fleet, chunk, duration_s, functools.partial(advance, number)
+                    ): number
+                    for number, chunk in enumerate(chunks)
+                }
                 for future in as_completed_locally(futures):
                     number = futures[future]
                     results[number] = future.result()
@@ -524,8 +581,9 @@ def run_sweep(trace: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec, poi
             prefix = f"planner-sweep-{uuid.uuid4().hex[:12]}"
             shared_trace = client.submit(_same, trace, key=f"{prefix}-trace")
             futures = {
-                client.submit(run_chunk, shared_trace, autoscaler, fleet, chunk, duration_s,
-                              key=f"{prefix}-chunk-{number}"): number
+                client.submit(
+                    run_chunk, shared_trace, autoscaler, fleet, chunk, duration_s, key=f"{prefix}-chunk-{number}"
+                ): number
                 for number, chunk in enumerate(chunks)
             }
             for future in as_completed(futures):

@@ -86,8 +86,12 @@ class RequestTrace:
     def until(self, end_s: float) -> RequestTrace:
         """The requests arriving before ``end_s`` (for a run shorter than the trace). [s]"""
         count = int(np.searchsorted(np.asarray(self.arrival_s, dtype=float), end_s, side="left"))
-        return RequestTrace(self.arrival_s[:count], self.input_tokens[:count], self.output_tokens[:count],
-                            f"{self.source or 'trace'} until {end_s:g} s")
+        return RequestTrace(
+            self.arrival_s[:count],
+            self.input_tokens[:count],
+            self.output_tokens[:count],
+            f"{self.source or 'trace'} until {end_s:g} s",
+        )
 
     @property
     def mean_rate_rps(self) -> float:
@@ -105,7 +109,9 @@ class RequestTrace:
         bad = ~np.isfinite(arrival) | (arrival < 0)
         if bad.any():
             i = int(np.argmax(bad))
-            raise PlannerInputError(f"{where}: request {i + 1}: arrival_s must be a finite time >= 0, got {float(arrival[i])!r}")
+            raise PlannerInputError(
+                f"{where}: request {i + 1}: arrival_s must be a finite time >= 0, got {float(arrival[i])!r}"
+            )
         if len(arrival) > 1:
             back = np.diff(arrival) < 0
             if back.any():
@@ -150,9 +156,7 @@ def draw_token_counts(mean_tokens: np.ndarray, distribution: str, rng: np.random
         if len(mean_tokens) == 0:
             return np.zeros(0, dtype=np.int64)
         return rng.geometric(1.0 / np.maximum(mean_tokens, 1.0)).astype(np.int64)
-    raise PlannerInputError(
-        f"token_distribution must be one of {', '.join(TOKEN_DISTRIBUTIONS)}, got {distribution!r}"
-    )
+    raise PlannerInputError(f"token_distribution must be one of {', '.join(TOKEN_DISTRIBUTIONS)}, got {distribution!r}")
 
 
 @dataclass(frozen=True)
@@ -255,9 +259,12 @@ class RateTrace:
         # per-step sort is a global sort; a stable sort keeps it reproducible.
         order = np.lexsort((arrival_s, step_of))
         arrival_s = arrival_s[order]
-        input_tokens = draw_token_counts(np.asarray(self.mean_input_tokens, dtype=float)[step_of], token_distribution, rng)
-        output_tokens = draw_token_counts(np.asarray(self.mean_output_tokens, dtype=float)[step_of], token_distribution,
-                                          rng)
+        input_tokens = draw_token_counts(
+            np.asarray(self.mean_input_tokens, dtype=float)[step_of], token_distribution, rng
+        )
+        output_tokens = draw_token_counts(
+            np.asarray(self.mean_output_tokens, dtype=float)[step_of], token_distribution, rng
+        )
         return RequestTrace(arrival_s, input_tokens, output_tokens, f"{self.source or 'rate trace'} (seed {seed})")
 
 
@@ -350,7 +357,9 @@ def stretch_trace(
     RequestTrace
     """
     if len(trace) < 2 or trace.duration_s <= 0:
-        raise PlannerInputError(f"{trace.source or 'trace'}: stretching needs at least two requests over a positive span")
+        raise PlannerInputError(
+            f"{trace.source or 'trace'}: stretching needs at least two requests over a positive span"
+        )
     duration_s = require_positive("duration_s", duration_s)
     mean_factor = require_positive("mean_factor", mean_factor)
     rng = rng_for(seed)

@@ -1,2 +1,1 @@
-"""Facts about vLLM the planner follows: its release, its metric names across versions, PromQL for them.
-"""
+"""Facts about vLLM the planner follows: its release, its metric names across versions, PromQL for them."""

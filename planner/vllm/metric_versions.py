@@ -96,8 +96,13 @@ _NOW = _loggers(f"v{CURRENT_VLLM_VERSION}")
 METRIC_HISTORY: tuple[MetricHistory, ...] = (
     MetricHistory("vllm:kv_cache_usage_perc", "0.9.2", (_pr(18354), _loggers("v0.11.0"), _NOW)),
     MetricHistory(
-        "vllm:gpu_cache_usage_perc", "V0", (_pr(18354), _loggers("v0.11.0"), _pr(29330)),
-        deprecated="0.9.2", hidden="0.11", removed="0.12", replaced_by="vllm:kv_cache_usage_perc",
+        "vllm:gpu_cache_usage_perc",
+        "V0",
+        (_pr(18354), _loggers("v0.11.0"), _pr(29330)),
+        deprecated="0.9.2",
+        hidden="0.11",
+        removed="0.12",
+        replaced_by="vllm:kv_cache_usage_perc",
     ),
     MetricHistory("vllm:num_requests_running", "V0", (_V0_LIST, _loggers("v0.11.0"), _NOW)),
     MetricHistory("vllm:num_requests_waiting", "V0", (_V0_LIST, _loggers("v0.11.0"), _NOW)),
@@ -106,30 +111,54 @@ METRIC_HISTORY: tuple[MetricHistory, ...] = (
     MetricHistory("vllm:time_to_first_token_seconds", "V0", (_V0_LIST, _loggers("v0.11.0"), _NOW)),
     MetricHistory("vllm:inter_token_latency_seconds", "0.10", (_loggers("v0.11.0"), _pr(32661), _NOW)),
     MetricHistory(
-        "vllm:time_per_output_token_seconds", "V0",
+        "vllm:time_per_output_token_seconds",
+        "V0",
         (_loggers("v0.11.0"), _pr(29330), _pr(32661), _loggers("v0.15.0")),
-        deprecated="0.11", hidden="0.12", removed="0.15", replaced_by="vllm:inter_token_latency_seconds",
+        deprecated="0.11",
+        hidden="0.12",
+        removed="0.15",
+        replaced_by="vllm:inter_token_latency_seconds",
     ),
     MetricHistory("vllm:e2e_request_latency_seconds", "V0", (_V0_LIST, _loggers("v0.11.0"), _NOW)),
     # Counted in prompt tokens: queries per newly scheduled request, hits found cached.
     MetricHistory("vllm:prefix_cache_queries", "0.9.2", (_pr(18354), _loggers("v0.11.0"), _NOW)),
     MetricHistory("vllm:prefix_cache_hits", "0.9.2", (_pr(18354), _loggers("v0.11.0"), _NOW)),
     MetricHistory(
-        "vllm:gpu_prefix_cache_queries", "0.8", (_pr(12592), _pr(18354), _pr(24245), _pr(29330)),
-        deprecated="0.9.2", hidden="0.11", removed="0.12", replaced_by="vllm:prefix_cache_queries",
+        "vllm:gpu_prefix_cache_queries",
+        "0.8",
+        (_pr(12592), _pr(18354), _pr(24245), _pr(29330)),
+        deprecated="0.9.2",
+        hidden="0.11",
+        removed="0.12",
+        replaced_by="vllm:prefix_cache_queries",
     ),
     MetricHistory(
-        "vllm:gpu_prefix_cache_hits", "0.8", (_pr(12592), _pr(18354), _pr(24245), _pr(29330)),
-        deprecated="0.9.2", hidden="0.11", removed="0.12", replaced_by="vllm:prefix_cache_hits",
+        "vllm:gpu_prefix_cache_hits",
+        "0.8",
+        (_pr(12592), _pr(18354), _pr(24245), _pr(29330)),
+        deprecated="0.9.2",
+        hidden="0.11",
+        removed="0.12",
+        replaced_by="vllm:prefix_cache_hits",
     ),
     MetricHistory(
-        "vllm:num_requests_swapped", "V0", (_V0_LIST, _pr(15458), _pr(18837), _POLICY),
-        deprecated="0.8", hidden="0.9", removed="0.10", kind="gauge",
+        "vllm:num_requests_swapped",
+        "V0",
+        (_V0_LIST, _pr(15458), _pr(18837), _POLICY),
+        deprecated="0.8",
+        hidden="0.9",
+        removed="0.10",
+        kind="gauge",
         meaning="requests swapped out to CPU memory, V0 engine only [requests]",
     ),
     MetricHistory(
-        "vllm:cpu_cache_usage_perc", "V0", (_V0_LIST, _pr(15458), _pr(18837), _POLICY),
-        deprecated="0.8", hidden="0.9", removed="0.10", kind="gauge",
+        "vllm:cpu_cache_usage_perc",
+        "V0",
+        (_V0_LIST, _pr(15458), _pr(18837), _POLICY),
+        deprecated="0.8",
+        hidden="0.9",
+        removed="0.10",
+        kind="gauge",
         meaning="fraction of CPU swap-space KV blocks in use, V0 engine only [0-1]",
     ),
 )
@@ -186,8 +215,12 @@ def export_status(name: str, version: str) -> str:
 
 def history_releases() -> tuple[str, ...]:
     """The releases where some name appeared, was hidden or removed, then the current one, oldest first."""
-    changes = {value for entry in METRIC_HISTORY
-               for value in (entry.since, entry.hidden, entry.removed) if value and value != "V0"}
+    changes = {
+        value
+        for entry in METRIC_HISTORY
+        for value in (entry.since, entry.hidden, entry.removed)
+        if value and value != "V0"
+    }
     return tuple(sorted(changes | {CURRENT_VLLM_VERSION}, key=parse_version))
 
 
@@ -199,8 +232,7 @@ def release_matrix_markdown(versions: tuple[str, ...] | None = None) -> str:
     """
     versions = tuple(reversed(history_releases())) if versions is None else versions
     marks = {"exported": "yes", "hidden": "hidden", "removed": "", "not yet": ""}
-    body = [(_code(entry.name), *(marks[export_status(entry.name, v)] for v in versions))
-            for entry in METRIC_HISTORY]
+    body = [(_code(entry.name), *(marks[export_status(entry.name, v)] for v in versions)) for entry in METRIC_HISTORY]
     return markdown_table(("metric", *versions), body)
 
 
@@ -249,17 +281,39 @@ def metric_rows() -> tuple[MetricRow, ...]:
         unit, meaning = _unit_and_meaning(signal.meaning)
         for name in (signal.current, *signal.deprecated):
             entry = _BY_NAME[name]
-            rows.append(MetricRow(
-                name, signal.kind, unit, meaning, entry.since, entry.deprecated, entry.hidden,
-                entry.removed, entry.replaced_by, _queries_naming(signal, name), entry.sources,
-            ))
+            rows.append(
+                MetricRow(
+                    name,
+                    signal.kind,
+                    unit,
+                    meaning,
+                    entry.since,
+                    entry.deprecated,
+                    entry.hidden,
+                    entry.removed,
+                    entry.replaced_by,
+                    _queries_naming(signal, name),
+                    entry.sources,
+                )
+            )
     for name in LEGACY_ONLY:
         entry = _BY_NAME[name]
         unit, meaning = _unit_and_meaning(entry.meaning)
-        rows.append(MetricRow(
-            name, entry.kind, unit, meaning, entry.since, entry.deprecated, entry.hidden,
-            entry.removed, entry.replaced_by, (), entry.sources,
-        ))
+        rows.append(
+            MetricRow(
+                name,
+                entry.kind,
+                unit,
+                meaning,
+                entry.since,
+                entry.deprecated,
+                entry.hidden,
+                entry.removed,
+                entry.replaced_by,
+                (),
+                entry.sources,
+            )
+        )
     return tuple(rows)
 
 
@@ -268,8 +322,11 @@ def _code(text: str) -> str:
 
 
 def _life(row: MetricRow) -> str:
-    steps = [f"{label} {value}" for label, value in (
-        ("deprecated", row.deprecated), ("hidden", row.hidden), ("removed", row.removed)) if value]
+    steps = [
+        f"{label} {value}"
+        for label, value in (("deprecated", row.deprecated), ("hidden", row.hidden), ("removed", row.removed))
+        if value
+    ]
     return ", ".join(steps) or "current"
 
 

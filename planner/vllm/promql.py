@@ -47,21 +47,46 @@ class Signal:
 
 
 SIGNALS: tuple[Signal, ...] = (
-    Signal("kv_usage", "gauge", "vllm:kv_cache_usage_perc", ("vllm:gpu_cache_usage_perc",),
-           "fraction of KV-cache blocks in use [0-1]", True),
+    Signal(
+        "kv_usage",
+        "gauge",
+        "vllm:kv_cache_usage_perc",
+        ("vllm:gpu_cache_usage_perc",),
+        "fraction of KV-cache blocks in use [0-1]",
+        True,
+    ),
     Signal("running", "gauge", "vllm:num_requests_running", (), "requests in the running batch [requests]", True),
     Signal("waiting", "gauge", "vllm:num_requests_waiting", (), "requests queued for a slot [requests]", True),
     Signal("preemptions", "counter", "vllm:num_preemptions", (), "preemptions since start [count]", True),
-    Signal("queue_time", "histogram", "vllm:request_queue_time_seconds", (),
-           "time requests waited in the queue [s]", True),
+    Signal(
+        "queue_time", "histogram", "vllm:request_queue_time_seconds", (), "time requests waited in the queue [s]", True
+    ),
     Signal("ttft", "histogram", "vllm:time_to_first_token_seconds", (), "time to first token [s]", False),
-    Signal("itl", "histogram", "vllm:inter_token_latency_seconds", ("vllm:time_per_output_token_seconds",),
-           "time between output tokens [s]", False),
+    Signal(
+        "itl",
+        "histogram",
+        "vllm:inter_token_latency_seconds",
+        ("vllm:time_per_output_token_seconds",),
+        "time between output tokens [s]",
+        False,
+    ),
     Signal("e2e", "histogram", "vllm:e2e_request_latency_seconds", (), "request latency [s]", False),
-    Signal("prefix_queries", "counter", "vllm:prefix_cache_queries", ("vllm:gpu_prefix_cache_queries",),
-           "prompt tokens looked up in the prefix cache [tokens]", False),
-    Signal("prefix_hits", "counter", "vllm:prefix_cache_hits", ("vllm:gpu_prefix_cache_hits",),
-           "prompt tokens found in the prefix cache [tokens]", False),
+    Signal(
+        "prefix_queries",
+        "counter",
+        "vllm:prefix_cache_queries",
+        ("vllm:gpu_prefix_cache_queries",),
+        "prompt tokens looked up in the prefix cache [tokens]",
+        False,
+    ),
+    Signal(
+        "prefix_hits",
+        "counter",
+        "vllm:prefix_cache_hits",
+        ("vllm:gpu_prefix_cache_hits",),
+        "prompt tokens found in the prefix cache [tokens]",
+        False,
+    ),
 )
 
 # Names that belong to V0's swapping preemption mode, gone from the V1 engine.

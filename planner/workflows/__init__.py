@@ -1,2 +1,1 @@
-"""Compositions a team runs end to end: the plan, the lab, flapping studies, reports.
-"""
+"""Compositions a team runs end to end: the plan, the lab, flapping studies, reports."""

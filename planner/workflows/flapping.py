@@ -74,7 +74,8 @@ def _per_replica_target_milli(autoscaler: Autoscaler) -> int:
     if metric.type != "External" or target.average_value_milli is None:
         raise PlannerInputError(
             f"{autoscaler.source}: the fixed-point curve needs an External metric with an AverageValue "
-            f"target (a KEDA trigger's default); got a {metric.type} metric with a {target.type} target")
+            f"target (a KEDA trigger's default); got a {metric.type} metric with a {target.type} target"
+        )
     return target.average_value_milli
 
 
@@ -102,8 +103,16 @@ def with_threshold(autoscaler: Autoscaler, fleet: FleetSpec, threshold: float) -
     return apply_point(autoscaler, fleet, SweepPoint(0, (("target", float(threshold)),))).autoscaler
 
 
-def recommendation_curve(trace: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec, replica_counts, *,
-                         from_s: float, to_s: float, duration_s: float | None = None) -> pd.DataFrame:
+def recommendation_curve(
+    trace: RequestTrace,
+    autoscaler: Autoscaler,
+    fleet: FleetSpec,
+    replica_counts,
+    *,
+    from_s: float,
+    to_s: float,
+    duration_s: float | None = None,
+) -> pd.DataFrame:
     """The replicas the autoscaler's first trigger asks for, measured with the fleet pinned at each count.
 
     Parameters
@@ -135,17 +144,24 @@ def recommendation_curve(trace: RequestTrace, autoscaler: Autoscaler, fleet: Fle
         n = int(n)
         if n < 1:
             raise PlannerInputError(f"replica count {n}: expected at least 1")
-        run = simulate(trace, pinned(autoscaler, n), dataclasses.replace(fleet, initial_replicas=n),
-                       duration_s=duration_s if duration_s is not None else to_s)
+        run = simulate(
+            trace,
+            pinned(autoscaler, n),
+            dataclasses.replace(fleet, initial_replicas=n),
+            duration_s=duration_s if duration_s is not None else to_s,
+        )
         ts = run.timeseries
         window = ts[(ts["t_s"] > from_s) & (ts["t_s"] <= to_s)]["signal"].dropna()
         signal = float(window.mean()) if len(window) else float("nan")
         if np.isnan(signal):
-            raise PlannerInputError(f"{autoscaler.source}: no value of the trigger's query between "
-                                    f"{from_s:g} and {to_s:g} s at {n} replicas")
+            raise PlannerInputError(
+                f"{autoscaler.source}: no value of the trigger's query between "
+                f"{from_s:g} and {to_s:g} s at {n} replicas"
+            )
         proposal = get_external_per_pod_metric_replicas(n, target_milli, [round(signal * 1000)], Tolerances())
-        rows.append({"replicas": n, "query_value": signal,
-                     "desired_replicas": int(min(max(proposal.replica_count, low), high))})
+        rows.append(
+            {"replicas": n, "query_value": signal, "desired_replicas": int(min(max(proposal.replica_count, low), high))}
+        )
     return pd.DataFrame(rows)
 
 

@@ -61,14 +61,16 @@ def fleet_with(fleet: FleetSpec, **changes) -> FleetSpec:
     replica_fields = {f.name for f in dataclasses.fields(ReplicaSpec)}
     unknown = sorted(set(changes) - fleet_fields - replica_fields)
     if unknown:
-        raise PlannerInputError(f"fleet parameter {unknown[0]!r}: expected one of "
-                                f"{', '.join(sorted(fleet_fields | replica_fields))}")
+        raise PlannerInputError(
+            f"fleet parameter {unknown[0]!r}: expected one of {', '.join(sorted(fleet_fields | replica_fields))}"
+        )
     replica = dataclasses.replace(fleet.replica, **{k: v for k, v in changes.items() if k in replica_fields})
     return dataclasses.replace(fleet, replica=replica, **{k: v for k, v in changes.items() if k in fleet_fields})
 
 
-def run_configurations(trace: RequestTrace, autoscalers: Mapping[str, Autoscaler], fleet: FleetSpec, *,
-                       duration_s: float | None = None) -> dict[str, Outcome]:
+def run_configurations(
+    trace: RequestTrace, autoscalers: Mapping[str, Autoscaler], fleet: FleetSpec, *, duration_s: float | None = None
+) -> dict[str, Outcome]:
     """Replay ``trace`` once per configuration, all on the same fleet.
 
     Parameters
@@ -85,8 +87,9 @@ def run_configurations(trace: RequestTrace, autoscalers: Mapping[str, Autoscaler
     dict of str to Outcome
         In the order given.
     """
-    return {label: simulate(trace, autoscaler, fleet, duration_s=duration_s)
-            for label, autoscaler in autoscalers.items()}
+    return {
+        label: simulate(trace, autoscaler, fleet, duration_s=duration_s) for label, autoscaler in autoscalers.items()
+    }
 
 
 def configuration_table(runs: Mapping[str, Outcome], *, window_s: tuple[float, float] | None = None) -> pd.DataFrame:
@@ -126,9 +129,16 @@ def configuration_table(runs: Mapping[str, Outcome], *, window_s: tuple[float, f
     return pd.DataFrame(rows).set_index("configuration")
 
 
-def scaled_object_yaml(signal: str, target: float, *, min_replicas: int = 1, max_replicas: int = 16,
-                       polling_s: int = POLLING_INTERVAL_S,
-                       scale_down_window_s: int = int(DEFAULT_DOWNSCALE_STABILIZATION_WINDOW_S), name: str = "chat") -> str:
+def scaled_object_yaml(
+    signal: str,
+    target: float,
+    *,
+    min_replicas: int = 1,
+    max_replicas: int = 16,
+    polling_s: int = POLLING_INTERVAL_S,
+    scale_down_window_s: int = int(DEFAULT_DOWNSCALE_STABILIZATION_WINDOW_S),
+    name: str = "chat",
+) -> str:
     """A KEDA ScaledObject with one Prometheus trigger on one of :data:`SIGNAL_QUERIES`, as YAML text.
 
     Parameters
@@ -150,8 +160,7 @@ def scaled_object_yaml(signal: str, target: float, *, min_replicas: int = 1, max
     if not (math.isfinite(target) and target > 0):
         raise PlannerInputError(f"target: expected a number > 0, got {target!r}")
     if not 0 <= min_replicas <= max_replicas:
-        raise PlannerInputError(f"min_replicas {min_replicas}, max_replicas {max_replicas}: expected "
-                                "0 <= min <= max")
+        raise PlannerInputError(f"min_replicas {min_replicas}, max_replicas {max_replicas}: expected 0 <= min <= max")
     return (
         "apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\n"
         f"metadata:\n  name: {name}\nspec:\n  scaleTargetRef:\n    name: {name}\n"

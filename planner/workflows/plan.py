@@ -56,11 +56,37 @@ from planner.simulate.sweep import (
 )
 from planner.simulate.traffic import SECONDS_PER_DAY, RequestTrace, stretch_trace
 
-__all__ = ["CASES", "CURRENT_INDEX", "DAYS_PER_WEEK", "PLAN_GRID_KEYS", "Plan", "PlanSweep", "Recommendation",
-           "WeekOutcome", "change_text", "check_plan_grid", "choice_text", "chosen_configuration",
-           "current_autoscaler", "current_result", "day_trace", "default_grid", "dominates", "generated_autoscaler",
-           "make_plan", "manifest_thresholds", "meets_goals", "plan_configuration", "plan_fleet", "plan_front",
-           "recommend", "recommended_scaling_plan", "setting_text", "simulate_week", "sweep_plan"]
+__all__ = [
+    "CASES",
+    "CURRENT_INDEX",
+    "DAYS_PER_WEEK",
+    "PLAN_GRID_KEYS",
+    "Plan",
+    "PlanSweep",
+    "Recommendation",
+    "WeekOutcome",
+    "change_text",
+    "check_plan_grid",
+    "choice_text",
+    "chosen_configuration",
+    "current_autoscaler",
+    "current_result",
+    "day_trace",
+    "default_grid",
+    "dominates",
+    "generated_autoscaler",
+    "make_plan",
+    "manifest_thresholds",
+    "meets_goals",
+    "plan_configuration",
+    "plan_fleet",
+    "plan_front",
+    "recommend",
+    "recommended_scaling_plan",
+    "setting_text",
+    "simulate_week",
+    "sweep_plan",
+]
 
 DAYS_PER_WEEK = 7
 
@@ -83,21 +109,33 @@ def current_autoscaler(manifests: ManifestSet, name: str = "") -> Autoscaler:
     """
     found = [autoscaler for _, autoscaler in manifests.autoscalers]
     if not found:
-        raise PlannerInputError("manifests_path: no HorizontalPodAutoscaler or ScaledObject found "
-                                "(the side-by-side needs the team's current one)")
+        raise PlannerInputError(
+            "manifests_path: no HorizontalPodAutoscaler or ScaledObject found "
+            "(the side-by-side needs the team's current one)"
+        )
     if not name:
         return found[0]
     for autoscaler in found:
         if autoscaler.name == name:
             return autoscaler
-    raise PlannerInputError(f"current_autoscaler: no autoscaler named {name!r} "
-                            f"(found: {', '.join(a.name for a in found)})")
+    raise PlannerInputError(
+        f"current_autoscaler: no autoscaler named {name!r} (found: {', '.join(a.name for a in found)})"
+    )
 
 
-def plan_fleet(result: LoadTestThresholds, *, kv_tokens: int, max_num_seqs: int, warmup_s: float,
-               usd_per_gpu_hour: float, gpus_per_replica: int, ttft_slo_s: float,
-               itl_slo_ms: float | None = None, block_size_tokens: int = 16,
-               grace: GracePlan | None = None) -> FleetSpec:
+def plan_fleet(
+    result: LoadTestThresholds,
+    *,
+    kv_tokens: int,
+    max_num_seqs: int,
+    warmup_s: float,
+    usd_per_gpu_hour: float,
+    gpus_per_replica: int,
+    ttft_slo_s: float,
+    itl_slo_ms: float | None = None,
+    block_size_tokens: int = 16,
+    grace: GracePlan | None = None,
+) -> FleetSpec:
     """The simulator's fleet: the load test's step-time fit, the replica's KV tokens and the prices.
 
     Parameters
@@ -129,17 +167,31 @@ def plan_fleet(result: LoadTestThresholds, *, kv_tokens: int, max_num_seqs: int,
         raise PlannerInputError("the load test has no step-time fit (it needs two or more batch sizes)")
     replica = replica_from_fit(result.tpot_fit, max_num_seqs=max_num_seqs, kv_tokens=kv_tokens)
     replica = dataclasses.replace(replica, block_size_tokens=block_size_tokens)
-    fleet = FleetSpec(replica=replica, warmup_s=warmup_s, usd_per_gpu_hour=usd_per_gpu_hour,
-                      gpus_per_replica=gpus_per_replica, ttft_slo_s=ttft_slo_s, itl_slo_ms=itl_slo_ms)
+    fleet = FleetSpec(
+        replica=replica,
+        warmup_s=warmup_s,
+        usd_per_gpu_hour=usd_per_gpu_hour,
+        gpus_per_replica=gpus_per_replica,
+        ttft_slo_s=ttft_slo_s,
+        itl_slo_ms=itl_slo_ms,
+    )
     if grace is None:
         return fleet
-    return dataclasses.replace(fleet, termination_grace_period_s=float(grace.termination_grace_period_s),
-                               pre_stop_s=float(grace.pre_stop_s), shutdown_timeout_s=float(grace.shutdown_timeout_s))
+    return dataclasses.replace(
+        fleet,
+        termination_grace_period_s=float(grace.termination_grace_period_s),
+        pre_stop_s=float(grace.pre_stop_s),
+        shutdown_timeout_s=float(grace.shutdown_timeout_s),
+    )
 
 
-def default_grid(concurrency_target: float, *, target_fracs: Sequence[float] = (0.5, 1.0),
-                 min_replicas: Sequence[int] = (1, 2),
-                 scale_down_windows_s: Sequence[int] = (120, 600, 1800)) -> dict:
+def default_grid(
+    concurrency_target: float,
+    *,
+    target_fracs: Sequence[float] = (0.5, 1.0),
+    min_replicas: Sequence[int] = (1, 2),
+    scale_down_windows_s: Sequence[int] = (120, 600, 1800),
+) -> dict:
     """A small grid around the generated ScaledObject (GRID.yaml keys of ``planner sweep``).
 
     ``target`` scales the first trigger's threshold (the concurrency target)
@@ -147,9 +199,11 @@ def default_grid(concurrency_target: float, *, target_fracs: Sequence[float] = (
     """
     if not (math.isfinite(concurrency_target) and concurrency_target > 0):
         raise PlannerInputError(f"concurrency_target: expected a number > 0, got {concurrency_target!r}")
-    return {"target": [round(concurrency_target * f, 3) for f in target_fracs],
-            "min_replicas": [int(m) for m in min_replicas],
-            "scale_down_window_s": [int(w) for w in scale_down_windows_s]}
+    return {
+        "target": [round(concurrency_target * f, 3) for f in target_fracs],
+        "min_replicas": [int(m) for m in min_replicas],
+        "scale_down_window_s": [int(w) for w in scale_down_windows_s],
+    }
 
 
 @dataclass(frozen=True)
@@ -183,8 +237,14 @@ class PlanSweep:
     max_flap_cycles: int | None = None
 
 
-def sweep_plan(trace: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec, grid: Mapping,
-               attainment_goal_frac: float, max_flap_cycles: int | None = None) -> PlanSweep:
+def sweep_plan(
+    trace: RequestTrace,
+    autoscaler: Autoscaler,
+    fleet: FleetSpec,
+    grid: Mapping,
+    attainment_goal_frac: float,
+    max_flap_cycles: int | None = None,
+) -> PlanSweep:
     """Run every grid point through the ``fast`` engine, as ``planner sweep`` does, in one chunk."""
     points = expand_grid(grid)
     results = tuple(run_chunk(trace, autoscaler, fleet, points))
@@ -242,12 +302,15 @@ def simulate_week(day: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec) -
     (each starts from the autoscaler's minimum).
     """
     outcome = simulate(day, autoscaler, fleet)
-    return WeekOutcome(day=outcome, cost_usd=DAYS_PER_WEEK * outcome.cost_usd,
-                       gpu_hours=DAYS_PER_WEEK * outcome.gpu_hours,
-                       slo_attainment_frac=outcome.slo_attainment_frac,
-                       flap_cycles=DAYS_PER_WEEK * outcome.flap_cycles,
-                       scale_events=DAYS_PER_WEEK * outcome.scale_events,
-                       requests=DAYS_PER_WEEK * outcome.requests)
+    return WeekOutcome(
+        day=outcome,
+        cost_usd=DAYS_PER_WEEK * outcome.cost_usd,
+        gpu_hours=DAYS_PER_WEEK * outcome.gpu_hours,
+        slo_attainment_frac=outcome.slo_attainment_frac,
+        flap_cycles=DAYS_PER_WEEK * outcome.flap_cycles,
+        scale_events=DAYS_PER_WEEK * outcome.scale_events,
+        requests=DAYS_PER_WEEK * outcome.requests,
+    )
 
 
 def change_text(new: float, old: float) -> str:
@@ -273,14 +336,20 @@ def choice_text(sweep: PlanSweep) -> str:
     if sweep.best is not None:
         if limit is None:
             return "It meets the goal."
-        return (f"It meets the goal and flaps {plural(chosen.flap_cycles, 'time')} over the day, within the limit of "
-                f"{limit}.")
+        return (
+            f"It meets the goal and flaps {plural(chosen.flap_cycles, 'time')} over the day, within the limit of "
+            f"{limit}."
+        )
     if not math.isnan(chosen.slo_attainment_frac) and chosen.slo_attainment_frac >= sweep.attainment_goal_frac:
-        return (f"Every configuration that meets the goal flaps more than {limit} times over the day; this is the "
-                f"one that flaps least ({chosen.flap_cycles}). Widen the grid (longer scale-down windows, a higher "
-                "floor) before applying it.")
-    return ("No configuration in the grid meets the goal; this one comes closest. Widen the grid (lower targets, "
-            "a higher floor or maximum) before applying it.")
+        return (
+            f"Every configuration that meets the goal flaps more than {limit} times over the day; this is the "
+            f"one that flaps least ({chosen.flap_cycles}). Widen the grid (longer scale-down windows, a higher "
+            "floor) before applying it."
+        )
+    return (
+        "No configuration in the grid meets the goal; this one comes closest. Widen the grid (lower targets, "
+        "a higher floor or maximum) before applying it."
+    )
 
 
 # --------------------------------------------------------------------------- planner plan
@@ -301,13 +370,14 @@ CASES = (KEPT, CHEAPER, SAME_COST_BETTER, CURRENT_MISSES, NONE_MEETS)
 
 def meets_goals(result: SweepResult, attainment_goal_frac: float, max_flap_cycles: float | None = None) -> bool:
     """Attainment at least the goal, and flap cycles at most the limit (``None``: no limit)."""
-    return (_attainment(result) >= attainment_goal_frac
-            and (max_flap_cycles is None or result.flap_cycles <= max_flap_cycles))
+    return _attainment(result) >= attainment_goal_frac and (
+        max_flap_cycles is None or result.flap_cycles <= max_flap_cycles
+    )
 
 
 def dominates(a: SweepResult, b: SweepResult) -> bool:
     """``a`` costs no more, attains no less and flaps no more than ``b``, and is strictly better in one."""
-    no_worse = (a.cost_usd <= b.cost_usd and _attainment(a) >= _attainment(b) and a.flap_cycles <= b.flap_cycles)
+    no_worse = a.cost_usd <= b.cost_usd and _attainment(a) >= _attainment(b) and a.flap_cycles <= b.flap_cycles
     better = a.cost_usd < b.cost_usd or _attainment(a) > _attainment(b) or a.flap_cycles < b.flap_cycles
     return no_worse and better
 
@@ -359,8 +429,12 @@ def _goals_text(goal: float, limit: float | None) -> str:
     return f"{100 * goal:g} % attainment{flaps}"
 
 
-def recommend(current: SweepResult, results: Sequence[SweepResult], attainment_goal_frac: float,
-              max_flap_cycles: float | None = None) -> Recommendation:
+def recommend(
+    current: SweepResult,
+    results: Sequence[SweepResult],
+    attainment_goal_frac: float,
+    max_flap_cycles: float | None = None,
+) -> Recommendation:
     """Pick the setting to run from the current one and the swept ones.
 
     Rules, in order:
@@ -398,36 +472,61 @@ def recommend(current: SweepResult, results: Sequence[SweepResult], attainment_g
         if cheaper:
             pick = _first(cheaper, by_cost)
             saving = 100.0 * (current.cost_usd - pick.cost_usd) / current.cost_usd if current.cost_usd else 0.0
-            return Recommendation(pick, CHEAPER, (
-                f"The current setting meets the goals ({goals}), and {_label(pick)} also meets them for "
-                f"{saving:.1f} % less, flapping no more ({pick.flap_cycles} against {current.flap_cycles} "
-                "flap cycles)."))
+            return Recommendation(
+                pick,
+                CHEAPER,
+                (
+                    f"The current setting meets the goals ({goals}), and {_label(pick)} also meets them for "
+                    f"{saving:.1f} % less, flapping no more ({pick.flap_cycles} against {current.flap_cycles} "
+                    "flap cycles)."
+                ),
+            )
         better = [r for r in candidates if dominates(r, current)]
         if better:  # only at the same cost: anything cheaper would have been taken above
             pick = _first(better, by_cost)
-            return Recommendation(pick, SAME_COST_BETTER, (
-                f"The current setting meets the goals ({goals}), but {_label(pick)} costs the same, attains "
-                "at least as much and flaps no more, one of them strictly."))
-        return Recommendation(current, KEPT, (
-            f"Keep the current setting: it meets the goals ({goals}), and no swept setting that meets them "
-            "is strictly cheaper without flapping more."))
+            return Recommendation(
+                pick,
+                SAME_COST_BETTER,
+                (
+                    f"The current setting meets the goals ({goals}), but {_label(pick)} costs the same, attains "
+                    "at least as much and flaps no more, one of them strictly."
+                ),
+            )
+        return Recommendation(
+            current,
+            KEPT,
+            (
+                f"Keep the current setting: it meets the goals ({goals}), and no swept setting that meets them "
+                "is strictly cheaper without flapping more."
+            ),
+        )
     misses = _misses(current, attainment_goal_frac, max_flap_cycles)
     if meeting:
         pick = _first(meeting, by_cost)
-        return Recommendation(pick, CURRENT_MISSES, (
-            f"The current setting {misses}; {_label(pick)} is the cheapest swept setting that meets the goals "
-            f"({goals})."))
+        return Recommendation(
+            pick,
+            CURRENT_MISSES,
+            (
+                f"The current setting {misses}; {_label(pick)} is the cheapest swept setting that meets the goals "
+                f"({goals})."
+            ),
+        )
     reaching = [r for r in candidates if _attainment(r) >= attainment_goal_frac]
     if reaching:
         pick = _first(reaching, lambda r: (r.flap_cycles, r.cost_usd, -_attainment(r)))
-        why = (f"every setting that reaches {100 * attainment_goal_frac:g} % flaps more than {max_flap_cycles:g} "
-               f"times; {_label(pick)} flaps least ({pick.flap_cycles})")
+        why = (
+            f"every setting that reaches {100 * attainment_goal_frac:g} % flaps more than {max_flap_cycles:g} "
+            f"times; {_label(pick)} flaps least ({pick.flap_cycles})"
+        )
     else:
         pick = _first(candidates, lambda r: (-_attainment(r), r.cost_usd, r.flap_cycles))
-        why = (f"no setting reaches {100 * attainment_goal_frac:g} %; {_label(pick)} comes closest "
-               f"({100 * _attainment(pick):.2f} %)")
-    return Recommendation(pick, NONE_MEETS, (
-        f"Nothing swept meets the goals ({goals}): {why}; widen the grid before applying it."))
+        why = (
+            f"no setting reaches {100 * attainment_goal_frac:g} %; {_label(pick)} comes closest "
+            f"({100 * _attainment(pick):.2f} %)"
+        )
+    return Recommendation(
+        pick, NONE_MEETS, (f"Nothing swept meets the goals ({goals}): {why}; widen the grid before applying it.")
+    )
 
 
 def _misses(current: SweepResult, goal: float, limit: float | None) -> str:
@@ -451,8 +550,16 @@ def setting_text(result) -> str:
     return ", ".join(f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v}" for k, v in result.values)
 
 
-_RESULT_FIELDS = ("slo_attainment_frac", "cost_usd", "gpu_hours", "scale_events", "flap_cycles", "peak_replicas",
-                  "peak_waiting", "cut_generations")
+_RESULT_FIELDS = (
+    "slo_attainment_frac",
+    "cost_usd",
+    "gpu_hours",
+    "scale_events",
+    "flap_cycles",
+    "peak_replicas",
+    "peak_waiting",
+    "cut_generations",
+)
 
 
 def _result(index: int, values: tuple, outcome: Outcome) -> SweepResult:
@@ -472,12 +579,15 @@ def check_plan_grid(grid: Mapping) -> list[SweepPoint]:
         if key not in PLAN_GRID_KEYS:
             raise PlannerInputError(
                 f"grid: {key!r} is not a value planner plan can write into the manifests it emits "
-                f"(plan grids take: {', '.join(PLAN_GRID_KEYS)}); use planner sweep to explore it")
+                f"(plan grids take: {', '.join(PLAN_GRID_KEYS)}); use planner sweep to explore it"
+            )
     for point in points:
         values = point.as_dict()
         if values.get("min_replicas", 1) < 1:
-            raise PlannerInputError("grid: min_replicas: expected whole numbers >= 1 (the vLLM metrics vanish "
-                                    "at 0 replicas, so nothing would scale the fleet back up)")
+            raise PlannerInputError(
+                "grid: min_replicas: expected whole numbers >= 1 (the vLLM metrics vanish "
+                "at 0 replicas, so nothing would scale the fleet back up)"
+            )
     return points
 
 
@@ -489,9 +599,12 @@ def recommended_scaling_plan(base: GeneratedPlan, result: SweepResult | SweepPoi
         changes["concurrency_target"] = float(_number_value(values, "target"))
         changes["knee_concurrency"] = None  # the comment then states the chosen target, not the knee's
         changes["growth_frac"] = None
-    for key, field_name in (("min_replicas", "min_replicas"), ("max_replicas", "max_replicas"),
-                            ("polling_interval_s", "polling_interval_s"),
-                            ("scale_down_window_s", "scale_down_window_s")):
+    for key, field_name in (
+        ("min_replicas", "min_replicas"),
+        ("max_replicas", "max_replicas"),
+        ("polling_interval_s", "polling_interval_s"),
+        ("scale_down_window_s", "scale_down_window_s"),
+    ):
         if key in values:
             value = _number_value(values, key)
             changes[field_name] = int(value) if key != "polling_interval_s" or float(value).is_integer() else value
@@ -596,11 +709,22 @@ class Plan:
         }
 
 
-def make_plan(trace: RequestTrace, current: Autoscaler, fleet: FleetSpec, base: GeneratedPlan, grid: Mapping,
-              attainment_goal_frac: float, max_flap_cycles: float | None = None, *,
-              period_s: float | None = None, current_document: Mapping | None = None,
-              workload_text: str = "", workload_source: str = "deployment.yaml",
-              lint_settings=None, on_tick=None) -> Plan:
+def make_plan(
+    trace: RequestTrace,
+    current: Autoscaler,
+    fleet: FleetSpec,
+    base: GeneratedPlan,
+    grid: Mapping,
+    attainment_goal_frac: float,
+    max_flap_cycles: float | None = None,
+    *,
+    period_s: float | None = None,
+    current_document: Mapping | None = None,
+    workload_text: str = "",
+    workload_source: str = "deployment.yaml",
+    lint_settings=None,
+    on_tick=None,
+) -> Plan:
     """Sweep a grid around the generated ScaledObject, replay the current setting, recommend, and write it.
 
     The one function behind ``planner plan`` and the chapter "Your plan".
@@ -643,8 +767,12 @@ def make_plan(trace: RequestTrace, current: Autoscaler, fleet: FleetSpec, base: 
     points = check_plan_grid(grid)
     generated = generate_manifests(base)
     grace = generated.grace
-    fleet = dataclasses.replace(fleet, termination_grace_period_s=float(grace.termination_grace_period_s),
-                                pre_stop_s=float(grace.pre_stop_s), shutdown_timeout_s=float(grace.shutdown_timeout_s))
+    fleet = dataclasses.replace(
+        fleet,
+        termination_grace_period_s=float(grace.termination_grace_period_s),
+        pre_stop_s=float(grace.pre_stop_s),
+        shutdown_timeout_s=float(grace.shutdown_timeout_s),
+    )
     # Every grid point is written by the generator and read back, so what is simulated is exactly what
     # would be emitted; the current setting runs beside them on the same fleet.
     plans = [recommended_scaling_plan(base, point) for point in points]
@@ -656,7 +784,9 @@ def make_plan(trace: RequestTrace, current: Autoscaler, fleet: FleetSpec, base: 
             raise PlannerInputError(f"grid point {point.index} ({setting_text(point)}): {error}") from None
     configs.append(fast.Configuration(current, fleet))
     outcomes = fast.simulate_many(trace, configs, timeseries=False, per_request=False, on_tick=on_tick)
-    results = tuple(_result(point.index, point.values, outcome) for point, outcome in zip(points, outcomes[:-1], strict=True))
+    results = tuple(
+        _result(point.index, point.values, outcome) for point, outcome in zip(points, outcomes[:-1], strict=True)
+    )
     now = _result(CURRENT_INDEX, (("current", f"{current.kind} {current.name}"),), outcomes[-1])
     recommendation = recommend(now, results, attainment_goal_frac, max_flap_cycles)
     span_s = period_s if period_s is not None else trace.duration_s
@@ -676,24 +806,40 @@ def make_plan(trace: RequestTrace, current: Autoscaler, fleet: FleetSpec, base: 
     patched_text = ""
     texts = {"autoscaler.yaml": manifests_text}
     if workload_text:
-        patched_text = patch_workload_text(workload_text, grace, source=workload_source,
-                                           target_name=base.target_name).text
+        patched_text = patch_workload_text(
+            workload_text, grace, source=workload_source, target_name=base.target_name
+        ).text
         texts[workload_source] = patched_text
-    settings = lint_settings or LintSettings(warmup_s=base.warmup_s, max_tokens=base.max_output_tokens,
-                                             itl_ms=base.itl_ms)
+    settings = lint_settings or LintSettings(
+        warmup_s=base.warmup_s, max_tokens=base.max_output_tokens, itl_ms=base.itl_ms
+    )
     findings = tuple(lint(manifest_set_from_texts(texts), settings))
-    return Plan(results=results, current=now, front=plan_front((now, *results)), recommendation=recommendation,
-                attainment_goal_frac=attainment_goal_frac, max_flap_cycles=max_flap_cycles,
-                weeks_per_trace=SECONDS_PER_WEEK / span_s, generated=generated, emitted=emitted,
-                manifests_text=manifests_text, deployment_patch_text=deployment_patch_text,
-                patched_workload_text=patched_text, findings=findings)
+    return Plan(
+        results=results,
+        current=now,
+        front=plan_front((now, *results)),
+        recommendation=recommendation,
+        attainment_goal_frac=attainment_goal_frac,
+        max_flap_cycles=max_flap_cycles,
+        weeks_per_trace=SECONDS_PER_WEEK / span_s,
+        generated=generated,
+        emitted=emitted,
+        manifests_text=manifests_text,
+        deployment_patch_text=deployment_patch_text,
+        patched_workload_text=patched_text,
+        findings=findings,
+    )
 
 
 def plan_configuration(plan: Plan, current: Autoscaler, fleet: FleetSpec) -> fast.Configuration:
     """The recommended autoscaler and the fleet draining as the patch says, for replaying it again."""
     grace = plan.generated.grace
-    fleet = dataclasses.replace(fleet, termination_grace_period_s=float(grace.termination_grace_period_s),
-                                pre_stop_s=float(grace.pre_stop_s), shutdown_timeout_s=float(grace.shutdown_timeout_s))
+    fleet = dataclasses.replace(
+        fleet,
+        termination_grace_period_s=float(grace.termination_grace_period_s),
+        pre_stop_s=float(grace.pre_stop_s),
+        shutdown_timeout_s=float(grace.shutdown_timeout_s),
+    )
     if plan.recommendation.is_current:
         return fast.Configuration(current, fleet)
     assert plan.emitted is not None  # make_plan emits manifests whenever it recommends a change
@@ -730,7 +876,7 @@ class CurrentSetup:
 
         team: list[str] = []
         so = self.autoscaler.scaled_object
-        for trigger in (so.triggers if so is not None else ()):
+        for trigger in so.triggers if so is not None else ():
             team += [m for m in query_matchers(trigger.query) if m not in team]
         server = self.workload.servers[0] if self.workload is not None and self.workload.servers else None
         namespace = (self.workload.namespace if self.workload is not None else "") or self.document.namespace
@@ -738,8 +884,11 @@ class CurrentSetup:
         found = list(team) + [m for m in scope if _label_name(m) not in {_label_name(t) for t in team}]
         if not {"model_name", "pod"} & {_label_name(m) for m in found}:
             hpa = self.autoscaler.hpa
-            found.append(pod_matcher(target_kind or hpa.scale_target_kind,
-                                     target_name or hpa.scale_target_name or self.autoscaler.name))
+            found.append(
+                pod_matcher(
+                    target_kind or hpa.scale_target_kind, target_name or hpa.scale_target_name or self.autoscaler.name
+                )
+            )
         return tuple(found)
 
     def max_tokens(self, given: float = 0.0) -> float:

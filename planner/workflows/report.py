@@ -100,12 +100,12 @@ def chapter_path(chapter: str, book_dir: Path = BOOK_DIR) -> Path:
     if not book_dir.is_dir():
         raise PlannerInputError(
             f"the book's notebooks are not at {book_dir}; planner report runs from a checkout "
-            "of the project installed with pip install -e .")
+            "of the project installed with pip install -e ."
+        )
     name = Path(chapter).name.removesuffix(".ipynb")
     path = book_dir / f"{name}.ipynb"
     if not path.is_file():
-        raise PlannerInputError(
-            f"unknown chapter {chapter!r}; chapters: {', '.join(chapters(book_dir))}")
+        raise PlannerInputError(f"unknown chapter {chapter!r}; chapters: {', '.join(chapters(book_dir))}")
     return path
 
 
@@ -131,8 +131,14 @@ def chapter_parameters(notebook: Path) -> dict[str, ChapterParameter]:
         default = _literal(entry.get("default"))
         type_name = entry.get("inferred_type_name") or type(default).__name__
         found[name] = ChapterParameter(name, type_name, default, entry.get("help") or "")
-    cell = next((c for c in nbformat.read(notebook, as_version=4).cells
-                 if "parameters" in c.get("metadata", {}).get("tags", [])), None)
+    cell = next(
+        (
+            c
+            for c in nbformat.read(notebook, as_version=4).cells
+            if "parameters" in c.get("metadata", {}).get("tags", [])
+        ),
+        None,
+    )
     if cell is None:
         raise PlannerInputError(f"{notebook.name}: no cell tagged 'parameters'")
     ordered: dict[str, ChapterParameter] = {}
@@ -150,8 +156,7 @@ def chapter_parameters(notebook: Path) -> dict[str, ChapterParameter]:
             continue
         default = _literal(ast.unparse(value)) if value is not None else None
         help_text = lines[node.lineno - 1].partition("#")[2].strip()
-        ordered[name] = ChapterParameter(
-            name, annotation or type(default).__name__, default, help_text)
+        ordered[name] = ChapterParameter(name, annotation or type(default).__name__, default, help_text)
     return ordered | {n: p for n, p in found.items() if n not in ordered}
 
 
@@ -196,8 +201,7 @@ def resolve_parameters(
     for name, (value, base, where) in given.items():
         if name not in parameters:
             listing = ", ".join(f"{p.name} ({p.type_name})" for p in parameters.values())
-            raise PlannerInputError(
-                f"{where}: the chapter has no parameter {name!r}; its parameters: {listing}")
+            raise PlannerInputError(f"{where}: the chapter has no parameter {name!r}; its parameters: {listing}")
         parameter = parameters[name]
         converted = _convert(parameter, value, where)
         if parameter.is_path:
@@ -206,8 +210,7 @@ def resolve_parameters(
     return values
 
 
-def input_paths(parameters: Mapping[str, ChapterParameter], values: Mapping,
-                book_dir: Path = BOOK_DIR) -> list[Path]:
+def input_paths(parameters: Mapping[str, ChapterParameter], values: Mapping, book_dir: Path = BOOK_DIR) -> list[Path]:
     """Absolute paths of every file or folder the chapter will read."""
     paths = []
     for parameter in parameters.values():
@@ -215,13 +218,11 @@ def input_paths(parameters: Mapping[str, ChapterParameter], values: Mapping,
             continue
         value = values.get(parameter.name, parameter.default)
         if isinstance(value, str) and value:
-            paths.append((book_dir / value).resolve() if not Path(value).is_absolute()
-                         else Path(value).resolve())
+            paths.append((book_dir / value).resolve() if not Path(value).is_absolute() else Path(value).resolve())
     return paths
 
 
-def check_output_dir(out_dir: Path, chapter: str, inputs: Iterable[Path],
-                     book_dir: Path = BOOK_DIR) -> Path:
+def check_output_dir(out_dir: Path, chapter: str, inputs: Iterable[Path], book_dir: Path = BOOK_DIR) -> Path:
     """Return ``out_dir`` made absolute, or refuse it.
 
     Refused: a file; the book's folder or anything inside it; an input's own
@@ -233,21 +234,20 @@ def check_output_dir(out_dir: Path, chapter: str, inputs: Iterable[Path],
     if out.exists() and not out.is_dir():
         raise PlannerInputError(f"--out {out_dir}: exists and is not a folder")
     if out == book or book in out.parents:
-        raise PlannerInputError(
-            f"--out {out_dir}: inside the book's folder {book}; write reports elsewhere")
+        raise PlannerInputError(f"--out {out_dir}: inside the book's folder {book}; write reports elsewhere")
     outputs = {out / f"{chapter}.ipynb", out / f"{chapter}.html"}
     for path in inputs:
         folder = path if path.is_dir() else path.parent
         if path in outputs:
             raise PlannerInputError(f"--out {out_dir}: would overwrite the input {path}")
         if out == folder or (path.is_dir() and path in out.parents):
-            raise PlannerInputError(
-                f"--out {out_dir}: is the folder of the input {path}; write reports elsewhere")
+            raise PlannerInputError(f"--out {out_dir}: is the folder of the input {path}; write reports elsewhere")
     return out
 
 
-def write_report(chapter: str, values: Mapping, out_dir: Path, *, progress: bool = True,
-                 book_dir: Path = BOOK_DIR, log=None) -> Report:
+def write_report(
+    chapter: str, values: Mapping, out_dir: Path, *, progress: bool = True, book_dir: Path = BOOK_DIR, log=None
+) -> Report:
     """Run ``chapter`` with ``values`` and write its notebook and one offline HTML page.
 
     Parameters
@@ -288,8 +288,7 @@ def write_report(chapter: str, values: Mapping, out_dir: Path, *, progress: bool
             html_path = _build_html(executed, name, work_dir / "project", book_dir)
             page = inline_page(html_path)
             if "{glue" in page:
-                raise PlannerInputError(
-                    f"{name}: glue placeholders left in the page; a glued value is missing")
+                raise PlannerInputError(f"{name}: glue placeholders left in the page; a glued value is missing")
             shutil.copyfile(executed, staging / f"{name}.ipynb")
             (staging / f"{name}.html").write_text(page, encoding="utf-8")
         _move_into_place(staging, out)
@@ -425,13 +424,18 @@ def _execute(notebook: Path, executed: Path, values: dict, progress: bool, book_
     try:
         with _kernel_stderr_filtered():
             papermill.execute_notebook(
-                str(notebook), str(executed), parameters=values, cwd=str(book_dir),
-                kernel_name="python3", progress_bar=progress, log_output=False,
+                str(notebook),
+                str(executed),
+                parameters=values,
+                cwd=str(book_dir),
+                kernel_name="python3",
+                progress_bar=progress,
+                log_output=False,
             )
     except PapermillExecutionError as error:
         raise ChapterFailed(
-            f"{notebook.stem}: cell {error.exec_count} raised {error.ename}: "
-            f"{_one_line(error.evalue)}") from None
+            f"{notebook.stem}: cell {error.exec_count} raised {error.ename}: {_one_line(error.evalue)}"
+        ) from None
 
 
 # ipykernel's own log lines: a warning on every start, and a KeyboardInterrupt notice when papermill
@@ -495,17 +499,26 @@ def _build_html(executed: Path, name: str, project: Path, book_dir: Path) -> Pat
     config["exclude_patterns"] = ["_build"]
     sphinx = config.setdefault("sphinx", {})
     sphinx["local_extensions"] = {
-        ext: str((book_dir.parent / folder).resolve())
-        for ext, folder in (sphinx.get("local_extensions") or {}).items()}
+        ext: str((book_dir.parent / folder).resolve()) for ext, folder in (sphinx.get("local_extensions") or {}).items()
+    }
     sphinx_config = sphinx.setdefault("config", {})
     sphinx_config["html_static_path"] = [
-        str((book_dir.parent / p).resolve()) for p in sphinx_config.get("html_static_path", [])]
+        str((book_dir.parent / p).resolve()) for p in sphinx_config.get("html_static_path", [])
+    ]
     (project / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     (project / "_toc.yml").write_text(f"format: jb-book\nroot: {name}\n", encoding="utf-8")
     result = subprocess.run(
-        [sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())",
-         "build", str(project), "--keep-going"],
-        capture_output=True, text=True, cwd=project,
+        [
+            sys.executable,
+            "-c",
+            "import sys; from jupyter_book.cli.main import main; sys.exit(main())",
+            "build",
+            str(project),
+            "--keep-going",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=project,
     )
     page = project / "_build" / "html" / f"{name}.html"
     if result.returncode != 0 or not page.is_file():
@@ -526,8 +539,10 @@ def _add_inputs_note(executed: Path, name: str, target: Path) -> None:
     values = notebook.metadata.get("papermill", {}).get("parameters", {})
     if values:
         shown = ", ".join(f"`{k} = {str(v).replace('`', chr(39))!s}`" for k, v in values.items())
-        text = (f"> **Report.** Made with `planner report {name}` on these inputs: {shown}. "
-                "Every other parameter has the chapter's default value.")
+        text = (
+            f"> **Report.** Made with `planner report {name}` on these inputs: {shown}. "
+            "Every other parameter has the chapter's default value."
+        )
     else:
         text = f"> **Report.** Made with `planner report {name}` on the chapter's default inputs."
     note = nbformat.v4.new_markdown_cell(text)
@@ -630,8 +645,14 @@ def _inline_widget_fonts(body: bytes, folder: Path) -> bytes:
 
 
 def _mime(path: Path) -> str:
-    known = {".woff2": "font/woff2", ".woff": "font/woff", ".ttf": "font/ttf",
-             ".svg": "image/svg+xml", ".js": "text/javascript", ".css": "text/css"}
+    known = {
+        ".woff2": "font/woff2",
+        ".woff": "font/woff",
+        ".ttf": "font/ttf",
+        ".svg": "image/svg+xml",
+        ".js": "text/javascript",
+        ".css": "text/css",
+    }
     return known.get(path.suffix.lower()) or mimetypes.guess_type(path.name)[0] or "application/octet-stream"
 
 

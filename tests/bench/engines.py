@@ -67,9 +67,16 @@ def autoscaler(target: float, *, max_replicas: int = 16, down_window_s: int | No
     behavior = None
     if down_window_s is not None:
         behavior = HorizontalPodAutoscalerBehavior(
-            scale_down=HPAScalingRules(stabilization_window_seconds=down_window_s))
-    so = ScaledObjectSpec("bench", (Trigger(0, "prometheus", target, query=IN_FLIGHT),), min_replica_count=1,
-                          max_replica_count=max_replicas, polling_interval_s=15.0, behavior=behavior)
+            scale_down=HPAScalingRules(stabilization_window_seconds=down_window_s)
+        )
+    so = ScaledObjectSpec(
+        "bench",
+        (Trigger(0, "prometheus", target, query=IN_FLIGHT),),
+        min_replica_count=1,
+        max_replica_count=max_replicas,
+        polling_interval_s=15.0,
+        behavior=behavior,
+    )
     return Autoscaler("ScaledObject", "bench", "bench", hpa_for_scaled_object(so), so)
 
 
@@ -95,9 +102,12 @@ def traces() -> dict[str, RequestTrace]:
     return found
 
 
-SWEEP_GRID = {"target": [round(float(t), 4) for t in np.linspace(2.0, 40.0, 25)],
-              "scale_down_window_s": [0, 60, 300, 600, 900], "warmup_s": [30.0, 60.0, 120.0, 240.0],
-              "max_replicas": [8, 16]}  # 25 x 5 x 4 x 2 = 1,000 configurations
+SWEEP_GRID = {
+    "target": [round(float(t), 4) for t in np.linspace(2.0, 40.0, 25)],
+    "scale_down_window_s": [0, 60, 300, 600, 900],
+    "warmup_s": [30.0, 60.0, 120.0, 240.0],
+    "max_replicas": [8, 16],
+}  # 25 x 5 x 4 x 2 = 1,000 configurations
 
 
 def sweep_child(trace_name: str, distinct_fleets: int = 0) -> None:
@@ -121,8 +131,9 @@ def sweep_child(trace_name: str, distinct_fleets: int = 0) -> None:
     trace = traces()[trace_name]
     points = expand_grid(SWEEP_GRID)
     base = autoscaler(20.0, down_window_s=300)
-    fast.simulate_many(trace, [fast.Configuration(base, FleetSpec())], duration_s=3600.0,
-                       timeseries=False)  # compile, or load the cache
+    fast.simulate_many(
+        trace, [fast.Configuration(base, FleetSpec())], duration_s=3600.0, timeseries=False
+    )  # compile, or load the cache
     simulated_ticks = []
     real_run = compiled.engine.run
 
@@ -140,22 +151,35 @@ def sweep_child(trace_name: str, distinct_fleets: int = 0) -> None:
 
         def own_fleet(index: int):  # points spread over the grid, each with its own seed
             at = index * len(points) // distinct_fleets
-            return run_chunk(trace, base, FleetSpec(seed=index), points[at:at + 1], DAY_S)
+            return run_chunk(trace, base, FleetSpec(seed=index), points[at : at + 1], DAY_S)
 
         with ThreadPoolExecutor(2) as pool:
             results = list(pool.map(own_fleet, range(distinct_fleets)))
     else:
         results = run_sweep(trace, base, FleetSpec(), points, duration_s=DAY_S, progress=False, workers=2)
     elapsed = time.perf_counter() - start
-    print(json.dumps({"seconds": elapsed, "configurations": len(results),
-                      "fleet_days": sum(simulated_ticks) / DAY_S,
-                      "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
-                      "compiled": fast.covers(base, FleetSpec())}))
+    print(
+        json.dumps(
+            {
+                "seconds": elapsed,
+                "configurations": len(results),
+                "fleet_days": sum(simulated_ticks) / DAY_S,
+                "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+                "compiled": fast.covers(base, FleetSpec()),
+            }
+        )
+    )
 
 
 def _child(call: str) -> dict:
-    return json.loads(subprocess.run([sys.executable, "-c", f"from tests.bench.engines import sweep_child; {call}"],
-                                     check=True, capture_output=True, text=True).stdout)
+    return json.loads(
+        subprocess.run(
+            [sys.executable, "-c", f"from tests.bench.engines import sweep_child; {call}"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
 
 
 def main(repeat: int = 5) -> None:
@@ -169,8 +193,12 @@ def main(repeat: int = 5) -> None:
         print(f"  {name} day: {len(day):,} requests")
         fast_s = median_s(lambda d=day: fast.simulate(d, so, fleet, duration_s=DAY_S), repeat)
         print(f"    fast, 1 configuration x 24 h at 1 s ticks:      {fast_s:8.3f} s   (target < 0.2 s)")
-        lean_s = median_s(lambda d=day: fast.simulate_many(d, [fast.Configuration(so, fleet)], duration_s=DAY_S,
-                                                           timeseries=False, per_request=False), repeat)
+        lean_s = median_s(
+            lambda d=day: fast.simulate_many(
+                d, [fast.Configuration(so, fleet)], duration_s=DAY_S, timeseries=False, per_request=False
+            ),
+            repeat,
+        )
         print(f"    the same without the time series (sweep mode): {lean_s:8.3f} s")
         ref_s = median_s(lambda d=day: reference.simulate(d, so, fleet, duration_s=DAY_S), 1)
         print(f"    reference, 1 configuration x 24 h (one run):   {ref_s:8.1f} s")
@@ -178,15 +206,21 @@ def main(repeat: int = 5) -> None:
         runs = [_child(f"sweep_child({name!r})") for _ in range(SWEEP_RUNS.get(name, 1))]
         seconds = statistics.median(r["seconds"] for r in runs)
         rss = max(r["peak_rss_gib"] for r in runs)
-        print(f"    {SWEEP_CONFIGURATIONS:,} configurations x 24 h, 2 threads: {seconds:8.1f} s (median of {len(runs)}; "
-              f"target < 10 s), {seconds / SWEEP_CONFIGURATIONS * 1e3:.1f} ms per configuration-day")
+        print(
+            f"    {SWEEP_CONFIGURATIONS:,} configurations x 24 h, 2 threads: {seconds:8.1f} s (median of {len(runs)}; "
+            f"target < 10 s), {seconds / SWEEP_CONFIGURATIONS * 1e3:.1f} ms per configuration-day"
+        )
         print(f"    fleet-days simulated for them (shared where decisions agree): {runs[0]['fleet_days']:8.1f}")
-        print(f"    ratio reference / sweep per configuration-day:  "
-              f"{ref_s / (seconds / SWEEP_CONFIGURATIONS):8.0f}x   (target >= 25x)")
+        print(
+            f"    ratio reference / sweep per configuration-day:  "
+            f"{ref_s / (seconds / SWEEP_CONFIGURATIONS):8.0f}x   (target >= 25x)"
+        )
         print(f"    peak memory of that sweep process (max RSS):   {rss:8.2f} GiB   (target < 2 GiB)")
         alone = _child(f"sweep_child({name!r}, distinct_fleets={DISTINCT_FLEETS})")
-        print(f"    {DISTINCT_FLEETS} configurations with a fleet each (nothing shared), 2 threads: "
-              f"{alone['seconds']:6.1f} s, {alone['seconds'] / DISTINCT_FLEETS * 1e3:.1f} ms per configuration-day")
+        print(
+            f"    {DISTINCT_FLEETS} configurations with a fleet each (nothing shared), 2 threads: "
+            f"{alone['seconds']:6.1f} s, {alone['seconds'] / DISTINCT_FLEETS * 1e3:.1f} ms per configuration-day"
+        )
 
 
 if __name__ == "__main__":

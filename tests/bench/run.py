@@ -52,8 +52,12 @@ _SIM_RNG = np.random.default_rng(0)
 _SIM_ARRIVALS = np.sort(_SIM_RNG.uniform(0.0, 600.0, 6000))
 SIM_TRACE = RequestTrace(_SIM_ARRIVALS, np.full(6000, 200), np.full(6000, 240), "bench")
 SIM_SO = ScaledObjectSpec(
-    "bench", (Trigger(0, "prometheus", 40.0, query="sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting)"),),
-    min_replica_count=1, max_replica_count=16, polling_interval_s=15.0)
+    "bench",
+    (Trigger(0, "prometheus", 40.0, query="sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting)"),),
+    min_replica_count=1,
+    max_replica_count=16,
+    polling_interval_s=15.0,
+)
 SIM_AUTOSCALER = Autoscaler("ScaledObject", "bench", "bench", hpa_for_scaled_object(SIM_SO), SIM_SO)
 SIM_FLEET = FleetSpec()
 
@@ -87,9 +91,12 @@ def _kv_ramp() -> None:
 
 def _hpa_hour() -> None:
     # one HPA reconciled every 15 s for an hour on an External AverageValue trigger, behavior defaults
-    spec = HorizontalPodAutoscalerSpec("q", 100, (
-        MetricSpec("External", "q", MetricTarget("AverageValue", average_value_milli=2000)),),
-        behavior=HorizontalPodAutoscalerBehavior())
+    spec = HorizontalPodAutoscalerSpec(
+        "q",
+        100,
+        (MetricSpec("External", "q", MetricTarget("AverageValue", average_value_milli=2000)),),
+        behavior=HorizontalPodAutoscalerBehavior(),
+    )
     controller, replicas = HorizontalController(spec), 4
     for tick in range(240):
         load = 20_000 if (tick // 40) % 2 else 6_000
@@ -98,8 +105,9 @@ def _hpa_hour() -> None:
 
 _PODS_50 = ready_pods(50)
 _READING_50 = PodMetricsReading({pod.name: PodMetric(12_000) for pod in _PODS_50})
-_PODS_SPEC = HorizontalPodAutoscalerSpec("p", 100, (
-    MetricSpec("Pods", "q", MetricTarget("AverageValue", average_value_milli=10_000)),))
+_PODS_SPEC = HorizontalPodAutoscalerSpec(
+    "p", 100, (MetricSpec("Pods", "q", MetricTarget("AverageValue", average_value_milli=10_000)),)
+)
 
 
 def _pods_metric_50() -> None:
@@ -142,8 +150,9 @@ def _read_loadtest_guidellm() -> None:
 
 
 def _find_knee() -> None:
-    find_knee(SWEEP["concurrency"], SWEEP["ttft_p99_ms"], SWEEP["itl_p99_ms"],
-              ttft_p99_slo_ms=2000.0, itl_p99_slo_ms=50.0)
+    find_knee(
+        SWEEP["concurrency"], SWEEP["ttft_p99_ms"], SWEEP["itl_p99_ms"], ttft_p99_slo_ms=2000.0, itl_p99_slo_ms=50.0
+    )
 
 
 AZURE_CONV = SHARED_DIR / "traces" / "AzureLLMInferenceTrace_conv.csv"
@@ -164,14 +173,25 @@ def _stretch_azure_day() -> None:
 _TRACE_DIR = tempfile.TemporaryDirectory()
 DAY_CSV = Path(_TRACE_DIR.name) / "day.csv"
 _DAY = scenario_trace(Scenario("diurnal", 86_400.0, 6.0, token_distribution="geometric"), 0)
-pd.DataFrame({"arrival_s": _DAY.arrival_s, "input_tokens": _DAY.input_tokens,
-              "output_tokens": _DAY.output_tokens}).to_csv(DAY_CSV, index=False)
+pd.DataFrame(
+    {"arrival_s": _DAY.arrival_s, "input_tokens": _DAY.input_tokens, "output_tokens": _DAY.output_tokens}
+).to_csv(DAY_CSV, index=False)
 
 
 def _read_day() -> None:
     read_trace(DAY_CSV)
-_PLAN = ScalingPlan(target_name="llama", concurrency_target=40, warmup_s=240, max_output_tokens=4096,
-                    itl_ms=50, max_replicas=12, kv_usage_target_frac=0.8, queue_threshold_requests=129)
+
+
+_PLAN = ScalingPlan(
+    target_name="llama",
+    concurrency_target=40,
+    warmup_s=240,
+    max_output_tokens=4096,
+    itl_ms=50,
+    max_replicas=12,
+    kv_usage_target_frac=0.8,
+    queue_threshold_requests=129,
+)
 _MANIFESTS = generate_manifests(_PLAN)
 _WORKLOAD = """\
 apiVersion: apps/v1
@@ -224,6 +244,8 @@ def _lint_review_folder() -> None:
     from planner.readers.workload import read_manifest_set
 
     lint(read_manifest_set([DATA_DIR / "manifests" / "review"]))
+
+
 def _simulate_reference_10min() -> None:
     simulate(SIM_TRACE, SIM_AUTOSCALER, SIM_FLEET, duration_s=600.0)
 
@@ -268,20 +290,52 @@ def measure(func: Callable[[], None], number: int, repeat: int) -> float:
 STARTUP = {
     "python -c pass": [sys.executable, "-c", "pass"],
     "python -c 'import numpy'": [sys.executable, "-c", "import numpy"],
-    "planner replicas": [sys.executable, "-m", "planner.cli", "replicas", "--arrival-rate-rps", "10",
-                         "--duration-s", "12", "--knee", "48"],
-    "planner grace": [sys.executable, "-m", "planner.cli", "grace", "--max-tokens", "4096", "--itl-ms", "50",
-                      "--grace-period-s", "300", "--shutdown-timeout-s", "240"],
-    "planner knee (reads a table)": [sys.executable, "-m", "planner.cli", "knee",
-                                     str(DATA_DIR / "loadtests" / "llama-3.1-8b_canonical.csv"),
-                                     "--ttft-p99-ms", "2000", "--itl-p99-ms", "50"],
+    "planner replicas": [
+        sys.executable,
+        "-m",
+        "planner.cli",
+        "replicas",
+        "--arrival-rate-rps",
+        "10",
+        "--duration-s",
+        "12",
+        "--knee",
+        "48",
+    ],
+    "planner grace": [
+        sys.executable,
+        "-m",
+        "planner.cli",
+        "grace",
+        "--max-tokens",
+        "4096",
+        "--itl-ms",
+        "50",
+        "--grace-period-s",
+        "300",
+        "--shutdown-timeout-s",
+        "240",
+    ],
+    "planner knee (reads a table)": [
+        sys.executable,
+        "-m",
+        "planner.cli",
+        "knee",
+        str(DATA_DIR / "loadtests" / "llama-3.1-8b_canonical.csv"),
+        "--ttft-p99-ms",
+        "2000",
+        "--itl-p99-ms",
+        "50",
+    ],
 }
 
 
 def measure_startup(argv: list[str], repeat: int) -> float:
     """Median wall seconds for one run of the command."""
+
     def once() -> None:
         subprocess.run(argv, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
     once()  # warm the file cache
     return statistics.median(timeit.repeat(once, number=1, repeat=repeat))
 

@@ -90,8 +90,14 @@ def kernel_sources() -> list[Path]:
     the kernels freeze in at compile time."""
     here = Path(__file__).parent
     autoscaler = here.parent.parent / "autoscaler"
-    return [*sorted(here.glob("*.py")), here.parent / "replica.py", here.parent / "metrics.py",
-            autoscaler / "behavior.py", autoscaler / "hpa_spec.py", autoscaler / "horizontal.py"]
+    return [
+        *sorted(here.glob("*.py")),
+        here.parent / "replica.py",
+        here.parent / "metrics.py",
+        autoscaler / "behavior.py",
+        autoscaler / "hpa_spec.py",
+        autoscaler / "horizontal.py",
+    ]
 
 
 def _use_kernel_cache_keyed_on_sources() -> None:
@@ -129,8 +135,9 @@ def covers(autoscaler: Autoscaler, fleet_spec: FleetSpec | None = None) -> bool:
     return True
 
 
-def simulate(trace: RequestTrace, autoscaler: Autoscaler, fleet_spec: FleetSpec | None = None, *,
-             duration_s: float | None = None) -> Outcome:
+def simulate(
+    trace: RequestTrace, autoscaler: Autoscaler, fleet_spec: FleetSpec | None = None, *, duration_s: float | None = None
+) -> Outcome:
     """Replay ``trace`` through a fleet scaled by ``autoscaler`` (same contract as the reference engine).
 
     Parameters
@@ -149,10 +156,15 @@ def simulate(trace: RequestTrace, autoscaler: Autoscaler, fleet_spec: FleetSpec 
     return simulate_many(trace, [Configuration(autoscaler, fleet_spec or FleetSpec())], duration_s=duration_s)[0]
 
 
-def simulate_many(trace: RequestTrace, configurations: Sequence[Configuration], *,
-                  duration_s: float | None = None,
-                  on_tick: Callable[[int, int], None] | None = None,
-                  timeseries: bool = True, per_request: bool = True) -> list[Outcome]:
+def simulate_many(
+    trace: RequestTrace,
+    configurations: Sequence[Configuration],
+    *,
+    duration_s: float | None = None,
+    on_tick: Callable[[int, int], None] | None = None,
+    timeseries: bool = True,
+    per_request: bool = True,
+) -> list[Outcome]:
     """Replay ``trace`` once for each configuration.
 
     Parameters
@@ -202,8 +214,14 @@ def simulate_many(trace: RequestTrace, configurations: Sequence[Configuration], 
             on_tick(done * n_ticks, total_ticks)
 
     for members in groups.values():
-        results = simulate_group([prepared for _, prepared in members], *window.arrays, duration_s,
-                                 timeseries=timeseries, per_request=per_request, on_done=count_done)
+        results = simulate_group(
+            [prepared for _, prepared in members],
+            *window.arrays,
+            duration_s,
+            timeseries=timeseries,
+            per_request=per_request,
+            on_done=count_done,
+        )
         for (index, _), outcome in zip(members, results, strict=True):
             outcomes[index] = outcome
     fallback = [index for index, outcome in enumerate(outcomes) if outcome is None]

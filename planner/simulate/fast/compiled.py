@@ -48,13 +48,30 @@ from planner.simulate.replica import DONE
 
 __all__ = ["NotCompilable", "Prepared", "fleet_key", "prepare", "simulate_group", "simulate_prepared"]
 
-TIMESERIES_COLUMNS = ["t_s", "demand_tps", "ready_capacity_tps", "running", "waiting", "replicas_requested",
-                      "replicas_ready", "replicas_live", "signal"]
-_WARMUP_KINDS = {"fixed": fleet.WARMUP_FIXED, "uniform": fleet.WARMUP_UNIFORM,
-                 "lognormal": fleet.WARMUP_LOGNORMAL}
+TIMESERIES_COLUMNS = [
+    "t_s",
+    "demand_tps",
+    "ready_capacity_tps",
+    "running",
+    "waiting",
+    "replicas_requested",
+    "replicas_ready",
+    "replicas_live",
+    "signal",
+]
+_WARMUP_KINDS = {"fixed": fleet.WARMUP_FIXED, "uniform": fleet.WARMUP_UNIFORM, "lognormal": fleet.WARMUP_LOGNORMAL}
 # The request fields a run changes (the rest is the trace).
-_REQUEST_STATE = ("status", "replica", "admit_s", "first_token_s", "done_s", "generated", "prefill_left_s",
-                  "preemptions", "next_req")
+_REQUEST_STATE = (
+    "status",
+    "replica",
+    "admit_s",
+    "first_token_s",
+    "done_s",
+    "generated",
+    "prefill_left_s",
+    "preemptions",
+    "next_req",
+)
 
 
 class NotCompilable(Exception):
@@ -109,10 +126,20 @@ def prepare(autoscaler, spec: FleetSpec) -> Prepared:
         raise NotCompilable(str(error)) from None
     initial = spec.initial_replicas if spec.initial_replicas is not None else control.min_replicas
     c = compiled_control
-    pods_per_tick = max(c.max_replicas, c.min_replicas, c.keda_min_replicas, c.idle_replicas, c.fallback_replicas,
-                        int(initial), 1)
-    return Prepared(spec, control, compiled_control, compiled, signal_query, signal_kind, int(initial),
-                    int(control.max_replicas), int(pods_per_tick))
+    pods_per_tick = max(
+        c.max_replicas, c.min_replicas, c.keda_min_replicas, c.idle_replicas, c.fallback_replicas, int(initial), 1
+    )
+    return Prepared(
+        spec,
+        control,
+        compiled_control,
+        compiled,
+        signal_query,
+        signal_kind,
+        int(initial),
+        int(control.max_replicas),
+        int(pods_per_tick),
+    )
 
 
 def fleet_key(prepared: Prepared) -> tuple:
@@ -151,8 +178,9 @@ def _concatenate(compiled: Sequence[metrics.CompiledQuery]) -> engine.Queries:
     width = codes[0].shape[1] if codes else 3
     code = np.concatenate(codes) if codes else np.zeros((0, width), dtype=np.int64)
     const = np.concatenate(consts) if consts else np.zeros(0)
-    return engine.Queries(np.ascontiguousarray(code, dtype=np.int64), code_off,
-                          np.ascontiguousarray(const, dtype=float), consts_off)
+    return engine.Queries(
+        np.ascontiguousarray(code, dtype=np.int64), code_off, np.ascontiguousarray(const, dtype=float), consts_off
+    )
 
 
 def pack_members(group: Sequence[Prepared]) -> tuple[engine.Members, engine.Queries, np.ndarray]:
@@ -187,14 +215,22 @@ def pack_members(group: Sequence[Prepared]) -> tuple[engine.Members, engine.Quer
     table_i, table_f, state_i, state_f = [], [], [], []
     at = {"table_i": 0, "table_f": 0, "state_i": 0, "state_f": 0}
     for m, (prepared, ids) in enumerate(zip(group, query_ids, strict=True)):
-        query_of[m, :len(ids)] = ids
+        query_of[m, : len(ids)] = ids
         tables = decision.tables(prepared.compiled_control)
         config = tables.config._asdict()
         config_i[m] = [int(config[name]) for name in engine.CONFIG_INT]
         config_f[m] = [float(config[name]) for name in engine.CONFIG_FLOAT]
         metric, policy, trigger = tables.metric, tables.policy, tables.trigger
-        table_off[m] = [at["table_i"], at["table_i"] + metric.size, at["table_i"] + metric.size + policy.size,
-                        at["table_f"], len(tables.trig_activation), len(metric), len(policy), len(trigger)]
+        table_off[m] = [
+            at["table_i"],
+            at["table_i"] + metric.size,
+            at["table_i"] + metric.size + policy.size,
+            at["table_f"],
+            len(tables.trig_activation),
+            len(metric),
+            len(policy),
+            len(trigger),
+        ]
         for part in (metric, policy, trigger):
             table_i.append(part.ravel())
             at["table_i"] += part.size
@@ -210,23 +246,38 @@ def pack_members(group: Sequence[Prepared]) -> tuple[engine.Members, engine.Quer
             state_f.append(part)
             at["state_f"] += part.size
     tick_s = group[0].spec.tick_s
-    poll_every = np.array([_every(p.control.polling_interval_s, tick_s) if p.control.keda is not None else 0
-                           for p in group], dtype=np.int64)
+    poll_every = np.array(
+        [_every(p.control.polling_interval_s, tick_s) if p.control.keda is not None else 0 for p in group],
+        dtype=np.int64,
+    )
     reconcile_every = np.array([_every(p.control.sync_period_s, tick_s) for p in group], dtype=np.int64)
     identity = np.array([ids == list(range(len(ids))) for ids in query_ids], dtype=np.bool_)
-    signal_query = np.array([ids[p.signal_query] if p.signal_query >= 0 else -1
-                             for p, ids in zip(group, query_ids, strict=True)], dtype=np.int64)
+    signal_query = np.array(
+        [ids[p.signal_query] if p.signal_query >= 0 else -1 for p, ids in zip(group, query_ids, strict=True)],
+        dtype=np.int64,
+    )
     signal_kind = np.array([p.signal_kind for p in group], dtype=np.int64)
 
     def joined(parts, dtype):
         return np.ascontiguousarray(np.concatenate(parts) if parts else np.zeros(0), dtype=dtype)
 
     members = engine.Members(
-        config_i=config_i, config_f=config_f, table_i=joined(table_i, np.int64), table_f=joined(table_f, float),
-        table_off=table_off, state_i=joined(state_i, np.int64), state_f=joined(state_f, float),
-        state_off=state_off, poll_every=poll_every, reconcile_every=reconcile_every, query_of=query_of,
-        n_query=np.array([len(ids) for ids in query_ids], dtype=np.int64), identity=identity,
-        signal_query=signal_query, signal_kind=signal_kind)
+        config_i=config_i,
+        config_f=config_f,
+        table_i=joined(table_i, np.int64),
+        table_f=joined(table_f, float),
+        table_off=table_off,
+        state_i=joined(state_i, np.int64),
+        state_f=joined(state_f, float),
+        state_off=state_off,
+        poll_every=poll_every,
+        reconcile_every=reconcile_every,
+        query_of=query_of,
+        n_query=np.array([len(ids) for ids in query_ids], dtype=np.int64),
+        identity=identity,
+        signal_query=signal_query,
+        signal_kind=signal_kind,
+    )
     has_range = np.array([q.has_range for q in unique], dtype=np.bool_)
     return members, _concatenate(unique), has_range
 
@@ -234,9 +285,12 @@ def pack_members(group: Sequence[Prepared]) -> tuple[engine.Members, engine.Quer
 def metrics_store(n_scrapes: int, n_rows: int):
     """Empty store arrays for ``n_scrapes`` scrapes of ``n_rows`` pod samples in all."""
     return engine.Store(
-        scrape_time_s=np.zeros(n_scrapes + 2), scrape_rows=np.zeros(n_scrapes + 3, dtype=np.int64),
-        sample_pod=np.zeros(n_rows, dtype=np.int64), sample_values=np.zeros((n_rows, 8)),
-        existing_rows=np.zeros(n_scrapes + 3, dtype=np.int64), existing_pod=np.zeros(n_rows, dtype=np.int64),
+        scrape_time_s=np.zeros(n_scrapes + 2),
+        scrape_rows=np.zeros(n_scrapes + 3, dtype=np.int64),
+        sample_pod=np.zeros(n_rows, dtype=np.int64),
+        sample_values=np.zeros((n_rows, 8)),
+        existing_rows=np.zeros(n_scrapes + 3, dtype=np.int64),
+        existing_pod=np.zeros(n_rows, dtype=np.int64),
         counts=np.zeros(3, dtype=np.int64),
     )
 
@@ -258,7 +312,7 @@ def _grown_store(store, n_rows: int):
 def _copy_pods(source, target) -> None:
     # Every field of source into the first entries of target (target's others are as new_pods made them).
     for name, value in zip(fleet.Pods._fields, source, strict=True):
-        getattr(target, name)[:len(value)] = value
+        getattr(target, name)[: len(value)] = value
 
 
 @dataclass(frozen=True)
@@ -275,25 +329,39 @@ class _Snapshot:
 
 def _take_snapshot(carry, first_open, req, pods, store, rng) -> _Snapshot:
     stop = int(carry[engine.CARRY_NEXT_ARRIVAL])
-    return _Snapshot(carry.copy(), first_open,
-                     tuple(getattr(req, name)[first_open:stop].copy() for name in _REQUEST_STATE),
-                     tuple(np.copy(value) for value in pods), store.counts.copy(), rng.bit_generator.state)
+    return _Snapshot(
+        carry.copy(),
+        first_open,
+        tuple(getattr(req, name)[first_open:stop].copy() for name in _REQUEST_STATE),
+        tuple(np.copy(value) for value in pods),
+        store.counts.copy(),
+        rng.bit_generator.state,
+    )
 
 
 def deployment_params(spec: FleetSpec) -> fleet.DeploymentParams:
     """The fleet kernels' :class:`planner.simulate.fast.fleet.DeploymentParams` for ``spec``."""
     return fleet.DeploymentParams(
-        warmup_kind=_WARMUP_KINDS[spec.warmup_distribution], warmup_s=float(spec.warmup_s),
-        warmup_spread_s=float(spec.warmup_spread_s), pre_stop_s=float(spec.pre_stop_s),
-        grace_period_s=float(spec.termination_grace_period_s), shutdown_timeout_s=float(spec.shutdown_timeout_s),
-        router=fleet.ROUND_ROBIN if spec.router == ROUND_ROBIN else fleet.LEAST_LOADED)
+        warmup_kind=_WARMUP_KINDS[spec.warmup_distribution],
+        warmup_s=float(spec.warmup_s),
+        warmup_spread_s=float(spec.warmup_spread_s),
+        pre_stop_s=float(spec.pre_stop_s),
+        grace_period_s=float(spec.termination_grace_period_s),
+        shutdown_timeout_s=float(spec.shutdown_timeout_s),
+        router=fleet.ROUND_ROBIN if spec.router == ROUND_ROBIN else fleet.LEAST_LOADED,
+    )
 
 
 def replica_params_of(spec: FleetSpec) -> ReplicaParams:
     """The replica kernel's :class:`planner.simulate.fast.replica.ReplicaParams` for ``spec.replica``."""
     replica = spec.replica
-    return ReplicaParams(np.asarray(replica._step_table_s, dtype=float), int(replica.max_num_seqs),
-                         int(replica.kv_tokens), int(replica.block_size_tokens), float(replica.prefill_ms_per_token))
+    return ReplicaParams(
+        np.asarray(replica._step_table_s, dtype=float),
+        int(replica.max_num_seqs),
+        int(replica.kv_tokens),
+        int(replica.block_size_tokens),
+        float(replica.prefill_ms_per_token),
+    )
 
 
 def _first_open(req, start: int, stop: int) -> int:
@@ -302,9 +370,17 @@ def _first_open(req, start: int, stop: int) -> int:
     return start + int(open_[0]) if open_.size else stop
 
 
-def simulate_group(group: Sequence[Prepared], arrival_s: np.ndarray, input_tokens: np.ndarray,
-                   output_tokens: np.ndarray, duration_s: float, *, timeseries: bool = True,
-                   per_request: bool = True, on_done: Callable[[int], None] | None = None) -> list[Outcome | None]:
+def simulate_group(
+    group: Sequence[Prepared],
+    arrival_s: np.ndarray,
+    input_tokens: np.ndarray,
+    output_tokens: np.ndarray,
+    duration_s: float,
+    *,
+    timeseries: bool = True,
+    per_request: bool = True,
+    on_done: Callable[[int], None] | None = None,
+) -> list[Outcome | None]:
     """Run configurations that share a fleet over requests that arrive before ``duration_s``.
 
     Parameters
@@ -355,15 +431,22 @@ def simulate_group(group: Sequence[Prepared], arrival_s: np.ndarray, input_token
     pods = fleet.new_pods(pod_capacity, replica.max_num_seqs)
     store = metrics_store(n_scrapes, n_scrapes * rows_per_scrape)
     outputs = engine.Outputs(
-        series_values=np.empty((n_ticks, 3)), series_counts=np.empty((n_ticks, 5), dtype=np.int64),
+        series_values=np.empty((n_ticks, 3)),
+        series_counts=np.empty((n_ticks, 5), dtype=np.int64),
         events=np.empty((int(np.count_nonzero(control_due)) + 1, 3)),
         wanted=np.zeros(len(group), dtype=np.int64),
-        signal=np.full((len(group), n_ticks), np.nan) if timeseries else np.zeros((0, 0)))
+        signal=np.full((len(group), n_ticks), np.nan) if timeseries else np.zeros((0, 0)),
+    )
     carry = np.zeros(engine.CARRY_SLOTS, dtype=np.int64)
     rng = np.random.default_rng(spec.seed)
-    run_params = engine.RunParams(tick_s=dt, n_ticks=n_ticks, scrape_every=scrape_every,
-                                  initial_replicas=first.initial_replicas, pods_per_tick=pods_per_tick,
-                                  capacity_tps=capacity_tps)
+    run_params = engine.RunParams(
+        tick_s=dt,
+        n_ticks=n_ticks,
+        scrape_every=scrape_every,
+        initial_replicas=first.initial_replicas,
+        pods_per_tick=pods_per_tick,
+        capacity_tps=capacity_tps,
+    )
     deployment = deployment_params(spec)
     replica_params = replica_params_of(spec)
     outcomes: list[Outcome | None] = [None] * len(group)
@@ -385,8 +468,18 @@ def simulate_group(group: Sequence[Prepared], arrival_s: np.ndarray, input_token
             store.counts[:] = snapshot.store_count
             rng.bit_generator.state = snapshot.rng_state
         while True:
-            code = engine.run(req, pods, store, rng, run_params, deployment, replica_params,
-                              engine.Group(members, active, control_due, queries, has_range), outputs, carry)
+            code = engine.run(
+                req,
+                pods,
+                store,
+                rng,
+                run_params,
+                deployment,
+                replica_params,
+                engine.Group(members, active, control_due, queries, has_range),
+                outputs,
+                carry,
+            )
             if code == engine.OUT_OF_PODS:
                 grown = fleet.new_pods(4 * len(pods.ready_s), replica.max_num_seqs)
                 _copy_pods(pods, grown)
@@ -421,27 +514,52 @@ def simulate_group(group: Sequence[Prepared], arrival_s: np.ndarray, input_token
     return outcomes
 
 
-def simulate_prepared(prepared: Prepared, arrival_s: np.ndarray, input_tokens: np.ndarray,
-                      output_tokens: np.ndarray, duration_s: float, *, timeseries: bool = True) -> Outcome:
+def simulate_prepared(
+    prepared: Prepared,
+    arrival_s: np.ndarray,
+    input_tokens: np.ndarray,
+    output_tokens: np.ndarray,
+    duration_s: float,
+    *,
+    timeseries: bool = True,
+) -> Outcome:
     """Run one compiled configuration (a group of one); :class:`NotCompilable` if the kernel cannot."""
-    outcome = simulate_group([prepared], arrival_s, input_tokens, output_tokens, duration_s,
-                             timeseries=timeseries)[0]
+    outcome = simulate_group([prepared], arrival_s, input_tokens, output_tokens, duration_s, timeseries=timeseries)[0]
     if outcome is None:
         raise NotCompilable("the decision kernel met a branch it does not cover")
     return outcome
 
 
-def _finish(active, req, pods, prepared: Prepared, outputs: engine.Outputs, carry, end_s: float,
-            timeseries: bool, per_request: bool, outcomes: list) -> None:
+def _finish(
+    active,
+    req,
+    pods,
+    prepared: Prepared,
+    outputs: engine.Outputs,
+    carry,
+    end_s: float,
+    timeseries: bool,
+    per_request: bool,
+    outcomes: list,
+) -> None:
     # The members that ran to the end together share every result but their signal column.
     arrived = int(carry[engine.CARRY_NEXT_ARRIVAL])
     if arrived < len(req.arrival_s):  # requests after the last tick: as they started
         fresh = fleet.new_requests(req.arrival_s[arrived:], req.input_tokens[arrived:], req.output_tokens[arrived:])
         for name in _REQUEST_STATE:
             getattr(req, name)[arrived:] = getattr(fresh, name)
-    outcome = _outcome(req, pods, prepared.spec, outputs.events[:carry[engine.CARRY_EVENTS]],
-                       int(carry[engine.CARRY_PREEMPTIONS]), outputs.series_values, outputs.series_counts, end_s,
-                       timeseries, per_request)
+    outcome = _outcome(
+        req,
+        pods,
+        prepared.spec,
+        outputs.events[: carry[engine.CARRY_EVENTS]],
+        int(carry[engine.CARRY_PREEMPTIONS]),
+        outputs.series_values,
+        outputs.series_counts,
+        end_s,
+        timeseries,
+        per_request,
+    )
     for m in active.tolist():
         if timeseries:
             series = outcome.timeseries.copy()
@@ -461,8 +579,18 @@ def _gpu_hours(pods, spec: FleetSpec, end_s: float) -> float:
     return total_s * spec.gpus_per_replica / 3600.0
 
 
-def _outcome(req, pods, spec: FleetSpec, events: np.ndarray, preemptions: int, series_values: np.ndarray,
-             series_counts: np.ndarray, end_s: float, timeseries: bool, per_request: bool = True) -> Outcome:
+def _outcome(
+    req,
+    pods,
+    spec: FleetSpec,
+    events: np.ndarray,
+    preemptions: int,
+    series_values: np.ndarray,
+    series_counts: np.ndarray,
+    end_s: float,
+    timeseries: bool,
+    per_request: bool = True,
+) -> Outcome:
     # The reference's _outcome, from the kernel's arrays (the signal column is the caller's); the
     # per-request latencies and their counts come from one compiled pass (fast.outcome).
     n = len(req.arrival_s)
@@ -470,26 +598,42 @@ def _outcome(req, pods, spec: FleetSpec, events: np.ndarray, preemptions: int, s
     finite_ttft_s, finite_itl_ms = np.empty(n), np.empty(n)
     itl_limit_ms = spec.itl_slo_ms + 1e-9 if spec.itl_slo_ms is not None else math.nan
     n_met, n_done, n_cut, n_ttft, itl_mean_ms = request_summary(
-        req.arrival_s, req.output_tokens, req.status, req.first_token_s, req.done_s, spec.ttft_slo_s + 1e-9,
-        itl_limit_ms, ttft_s, met, finite_ttft_s, finite_itl_ms)
+        req.arrival_s,
+        req.output_tokens,
+        req.status,
+        req.first_token_s,
+        req.done_s,
+        spec.ttft_slo_s + 1e-9,
+        itl_limit_ms,
+        ttft_s,
+        met,
+        finite_ttft_s,
+        finite_itl_ms,
+    )
     ttft_p50_s = ttft_p99_s = math.nan
     if n_ttft:
         # The buffer is ours: numpy may partition it in place instead of copying it first (same values).
-        ttft_p50_s, ttft_p99_s = (float(v) for v in np.percentile(finite_ttft_s[:n_ttft], [50, 99],
-                                                                  overwrite_input=True))
+        ttft_p50_s, ttft_p99_s = (
+            float(v) for v in np.percentile(finite_ttft_s[:n_ttft], [50, 99], overwrite_input=True)
+        )
     event_list = tuple((float(t), int(a), int(b)) for t, a, b in events.tolist())
     gpu_hours = _gpu_hours(pods, spec, end_s)
     changes, flaps = count_flaps(event_list)
     if timeseries:
-        series = pd.DataFrame({
-            "t_s": series_values[:, engine.SERIES_T_S], "demand_tps": series_values[:, engine.SERIES_DEMAND_TPS],
-            "ready_capacity_tps": series_values[:, engine.SERIES_CAPACITY_TPS],
-            "running": series_counts[:, engine.SERIES_RUNNING], "waiting": series_counts[:, engine.SERIES_WAITING],
-            "replicas_requested": series_counts[:, engine.SERIES_REQUESTED],
-            "replicas_ready": series_counts[:, engine.SERIES_READY],
-            "replicas_live": series_counts[:, engine.SERIES_LIVE],
-            "signal": np.full(len(series_values), np.nan),
-        }, columns=TIMESERIES_COLUMNS)
+        series = pd.DataFrame(
+            {
+                "t_s": series_values[:, engine.SERIES_T_S],
+                "demand_tps": series_values[:, engine.SERIES_DEMAND_TPS],
+                "ready_capacity_tps": series_values[:, engine.SERIES_CAPACITY_TPS],
+                "running": series_counts[:, engine.SERIES_RUNNING],
+                "waiting": series_counts[:, engine.SERIES_WAITING],
+                "replicas_requested": series_counts[:, engine.SERIES_REQUESTED],
+                "replicas_ready": series_counts[:, engine.SERIES_READY],
+                "replicas_live": series_counts[:, engine.SERIES_LIVE],
+                "signal": np.full(len(series_values), np.nan),
+            },
+            columns=TIMESERIES_COLUMNS,
+        )
     else:
         series = pd.DataFrame(columns=TIMESERIES_COLUMNS)
     n_rows = len(series_counts)

@@ -121,8 +121,12 @@ SELECT_MAX, SELECT_MIN, SELECT_DISABLED = 0, 1, 2
 POLICY_PODS, POLICY_PERCENT, POLICY_OTHER = 0, 1, 2
 # fallback.behavior.
 FALLBACK_STATIC, FALLBACK_CURRENT, FALLBACK_IF_HIGHER, FALLBACK_IF_LOWER = 0, 1, 2, 3
-_FALLBACK_CODES = {"static": FALLBACK_STATIC, "currentReplicas": FALLBACK_CURRENT,
-                   "currentReplicasIfHigher": FALLBACK_IF_HIGHER, "currentReplicasIfLower": FALLBACK_IF_LOWER}
+_FALLBACK_CODES = {
+    "static": FALLBACK_STATIC,
+    "currentReplicas": FALLBACK_CURRENT,
+    "currentReplicasIfHigher": FALLBACK_IF_HIGHER,
+    "currentReplicasIfLower": FALLBACK_IF_LOWER,
+}
 # res_kind (as the metrics kernel returns it).
 RES_NUMBER, RES_VECTOR = 0, 1
 # Query.scalar's outcomes.
@@ -148,57 +152,81 @@ K_FAILURES, K_READING_OK, K_READING_MILLI, K_CACHE, K_CACHE_MILLI = range(5)
 CACHE_EMPTY, CACHE_VALUE, CACHE_FAILED, CACHE_OUT_OF_RANGE = 0, 1, 2, 3
 # Config.scale_to_zero: planner.autoscaler.horizontal's SCALE_TO_ZERO_* modes.
 STZ_CONDITION, STZ_DISABLED, STZ_LEGACY = 0, 1, 2
-_STZ_CODES = {SCALE_TO_ZERO_CONDITION: STZ_CONDITION, SCALE_TO_ZERO_DISABLED: STZ_DISABLED,
-              SCALE_TO_ZERO_LEGACY: STZ_LEGACY}
+_STZ_CODES = {
+    SCALE_TO_ZERO_CONDITION: STZ_CONDITION,
+    SCALE_TO_ZERO_DISABLED: STZ_DISABLED,
+    SCALE_TO_ZERO_LEGACY: STZ_LEGACY,
+}
 
 
 class NotCompilable(Exception):
     """The autoscaler uses something this kernel does not port; run it in Python."""
 
 
-Config = namedtuple("Config", [
-    "is_keda",  # bool: a ScaledObject (KEDA poll + its HPA), else a plain HPA
-    # --- the HPA (the ScaledObject's own, or the manifest's)
-    "min_replicas",  # int: HPA minReplicas (KEDA: minReplicaCount, or 1 when 0)
-    "max_replicas",  # int
-    "tol_down", "tol_up",  # float: per-direction tolerances [fraction]
-    "has_behavior",  # bool: spec.behavior set (behaviors path), else the legacy path
-    "legacy_window_s",  # float: --horizontal-pod-autoscaler-downscale-stabilization [s]
-    "scale_up_limit_factor", "scale_up_limit_minimum",  # float: legacy scale-up limit
-    "up_window_s", "down_window_s",  # float: stabilization windows (down filled from the flag) [s]
-    "up_select", "down_select",  # int: SELECT_*
-    "n_up_policies",  # int: Tables.policy rows before the scaleDown ones
-    "up_longest_s", "down_longest_s",  # int: longest policy period per direction [s]
-    # --- KEDA's operator (dummies for a plain HPA)
-    "keda_min_replicas",  # int: minReplicaCount (default 0)
-    "has_idle", "idle_replicas",  # bool, int: idleReplicaCount
-    "cooldown_s", "initial_cooldown_s", "created_s",  # float [s]
-    "has_fallback", "fallback_threshold", "fallback_replicas", "fallback_behavior",  # bool, int, int, int
-    # --- scale to zero (the HPA)
-    "scale_to_zero",  # int: STZ_*
-    "has_object_or_external",  # bool: hasObjectOrExternalMetrics
-])
+Config = namedtuple(
+    "Config",
+    [
+        "is_keda",  # bool: a ScaledObject (KEDA poll + its HPA), else a plain HPA
+        # --- the HPA (the ScaledObject's own, or the manifest's)
+        "min_replicas",  # int: HPA minReplicas (KEDA: minReplicaCount, or 1 when 0)
+        "max_replicas",  # int
+        "tol_down",
+        "tol_up",  # float: per-direction tolerances [fraction]
+        "has_behavior",  # bool: spec.behavior set (behaviors path), else the legacy path
+        "legacy_window_s",  # float: --horizontal-pod-autoscaler-downscale-stabilization [s]
+        "scale_up_limit_factor",
+        "scale_up_limit_minimum",  # float: legacy scale-up limit
+        "up_window_s",
+        "down_window_s",  # float: stabilization windows (down filled from the flag) [s]
+        "up_select",
+        "down_select",  # int: SELECT_*
+        "n_up_policies",  # int: Tables.policy rows before the scaleDown ones
+        "up_longest_s",
+        "down_longest_s",  # int: longest policy period per direction [s]
+        # --- KEDA's operator (dummies for a plain HPA)
+        "keda_min_replicas",  # int: minReplicaCount (default 0)
+        "has_idle",
+        "idle_replicas",  # bool, int: idleReplicaCount
+        "cooldown_s",
+        "initial_cooldown_s",
+        "created_s",  # float [s]
+        "has_fallback",
+        "fallback_threshold",
+        "fallback_replicas",
+        "fallback_behavior",  # bool, int, int, int
+        # --- scale to zero (the HPA)
+        "scale_to_zero",  # int: STZ_*
+        "has_object_or_external",  # bool: hasObjectOrExternalMetrics
+    ],
+)
 """The scalars of the spec (a tuple of scalars costs nothing to hand to a helper)."""
 
-Tables = namedtuple("Tables", [
-    "config",  # Config
-    "metric",  # int64 (metrics, 7): columns M_*; targets in milli-units
-    "policy",  # int64 (policies, 3): columns P_* (type, value [pods or %], periodSeconds [s])
-    "trig_activation",  # float64 (triggers,): activationThreshold [metric units]
-    "trigger",  # int64 (triggers, 3): columns T_* (ignoreNullValues, the HPA metric it becomes, useCachedMetrics)
-])
+Tables = namedtuple(
+    "Tables",
+    [
+        "config",  # Config
+        "metric",  # int64 (metrics, 7): columns M_*; targets in milli-units
+        "policy",  # int64 (policies, 3): columns P_* (type, value [pods or %], periodSeconds [s])
+        "trig_activation",  # float64 (triggers,): activationThreshold [metric units]
+        "trigger",  # int64 (triggers, 3): columns T_* (ignoreNullValues, the HPA metric it becomes, useCachedMetrics)
+    ],
+)
 """What :func:`decide` reads, from :func:`tables`. Few arrays: each costs reference counting per call."""
 
-State = namedtuple("State", [
-    "count",  # int64 (4,): recommendations, scale-up and scale-down events held (REC_N, UP_N, DOWN_N),
-    #           and the ScaledToZero condition (SCALED_TO_ZERO, 0 or 1)
-    "rec_replicas", "rec_t",  # int64, float64 (slots,): TimestampedRecommendation [replicas, s]
-    "events",  # int64 (2, slots, 2): TimestampedScaleEvent per direction (UP, DOWN): change, outdated
-    "event_t",  # float64 (2, slots): their timestamps [s]
-    "keda",  # int64 (triggers, 5): columns K_*: consecutive failures; scratch: each trigger's reading;
-    #          the metrics cache
-    "last_active_s",  # float64 (1,): KEDA's status.lastActiveTime, NaN while never active [s]
-])
+State = namedtuple(
+    "State",
+    [
+        "count",  # int64 (4,): recommendations, scale-up and scale-down events held (REC_N, UP_N, DOWN_N),
+        #           and the ScaledToZero condition (SCALED_TO_ZERO, 0 or 1)
+        "rec_replicas",
+        "rec_t",  # int64, float64 (slots,): TimestampedRecommendation [replicas, s]
+        "events",  # int64 (2, slots, 2): TimestampedScaleEvent per direction (UP, DOWN): change, outdated
+        "event_t",  # float64 (2, slots): their timestamps [s]
+        "keda",  # int64 (triggers, 5): columns K_*: consecutive failures; scratch: each trigger's reading;
+        #          the metrics cache
+        "last_active_s",  # float64 (1,): KEDA's status.lastActiveTime, NaN while never active [s]
+    ],
+)
 """The controller history :func:`decide` mutates, from :func:`new_state`.
 
 ``count[REC_N] == 0`` is the Python ``recommendations is None`` (not seeded yet).
@@ -266,6 +294,7 @@ class CompiledControl:
 
 # ---- Python side --------------------------------------------------------------------------------
 
+
 def _ints(values) -> np.ndarray:
     return np.asarray(list(values), dtype=np.int64).reshape(-1)
 
@@ -302,8 +331,14 @@ def _select(policy: str | None) -> int:
 
 def _policies(rules, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     policies = rules.policies or ()
-    kinds = [POLICY_PODS if p.type == PODS_SCALING_POLICY else POLICY_PERCENT if p.type == PERCENT_SCALING_POLICY
-             else POLICY_OTHER for p in policies]
+    kinds = [
+        POLICY_PODS
+        if p.type == PODS_SCALING_POLICY
+        else POLICY_PERCENT
+        if p.type == PERCENT_SCALING_POLICY
+        else POLICY_OTHER
+        for p in policies
+    ]
     values = [_bounded(p.value, f"{what} policy value") for p in policies]
     periods = [_bounded(p.period_seconds, f"{what} policy periodSeconds") for p in policies]
     return _ints(kinds), _ints(values), _ints(periods)
@@ -340,8 +375,11 @@ def compile_control(control) -> CompiledControl:
         if list(control.queries) != [t.index for t in triggers]:
             raise NotCompilable("the queries are not one per trigger in spec.triggers order")
         names = [m.name for m in controller.spec.metrics]
-        if any(m.type != EXTERNAL for m in controller.spec.metrics) or sorted(names) != sorted(
-                t.metric_name for t in triggers) or len(set(names)) != len(names):
+        if (
+            any(m.type != EXTERNAL for m in controller.spec.metrics)
+            or sorted(names) != sorted(t.metric_name for t in triggers)
+            or len(set(names)) != len(names)
+        ):
             raise NotCompilable("the ScaledObject's HPA is not one External metric per trigger")
         trig_metric = [names.index(t.metric_name) for t in triggers]
         metric_trigger = [trig_metric.index(i) for i in range(len(names))]
@@ -358,8 +396,9 @@ def compile_control(control) -> CompiledControl:
             initial_cooldown_s=float(so.effective_initial_cooldown_period_s),
             created_s=float(keda.created_s),
             has_fallback=fallback is not None,
-            fallback_threshold=_bounded(fallback.failure_threshold if fallback else 0, "failureThreshold",
-                                        high=_SAFE - 1),
+            fallback_threshold=_bounded(
+                fallback.failure_threshold if fallback else 0, "failureThreshold", high=_SAFE - 1
+            ),
             fallback_replicas=_bounded(fallback.replicas if fallback else 0, "fallback.replicas"),
             fallback_behavior=_FALLBACK_CODES[fallback.behavior] if fallback else FALLBACK_STATIC,
             trig_activation=np.asarray([float(t.activation_threshold) for t in triggers], dtype=float),
@@ -372,10 +411,20 @@ def compile_control(control) -> CompiledControl:
         controller = control.hpa
         metric_trigger = [0] * len(controller.spec.metrics)
         keda_part = dict(
-            keda_min_replicas=0, has_idle=False, idle_replicas=0, cooldown_s=0.0, initial_cooldown_s=0.0,
-            created_s=0.0, has_fallback=False, fallback_threshold=0, fallback_replicas=0,
-            fallback_behavior=FALLBACK_STATIC, trig_activation=np.zeros(0), trig_ignore_null=np.zeros(0, np.bool_),
-            trig_metric=_ints([]), trig_cached=np.zeros(0, np.bool_),
+            keda_min_replicas=0,
+            has_idle=False,
+            idle_replicas=0,
+            cooldown_s=0.0,
+            initial_cooldown_s=0.0,
+            created_s=0.0,
+            has_fallback=False,
+            fallback_threshold=0,
+            fallback_replicas=0,
+            fallback_behavior=FALLBACK_STATIC,
+            trig_activation=np.zeros(0),
+            trig_ignore_null=np.zeros(0, np.bool_),
+            trig_metric=_ints([]),
+            trig_cached=np.zeros(0, np.bool_),
         )
         n_queries = len(control.metric_queries)
     if controller.recommendations is not None or controller.scale_up_events or controller.scale_down_events:
@@ -398,13 +447,21 @@ def compile_control(control) -> CompiledControl:
         behavior_part: dict[str, Any] = dict(
             up_window_s=float(_bounded(up.stabilization_window_seconds, "scaleUp.stabilizationWindowSeconds")),
             down_window_s=float(_bounded(down_window, "scaleDown.stabilizationWindowSeconds")),
-            up_select=_select(up.select_policy), down_select=_select(down.select_policy),
-            up_longest_s=get_longest_policy_period(up), down_longest_s=get_longest_policy_period(down),
+            up_select=_select(up.select_policy),
+            down_select=_select(down.select_policy),
+            up_longest_s=get_longest_policy_period(up),
+            down_longest_s=get_longest_policy_period(down),
         )
     else:
         up_policies = down_policies = empty
-        behavior_part = dict(up_window_s=0.0, down_window_s=0.0, up_select=SELECT_MAX, down_select=SELECT_MAX,
-                             up_longest_s=0, down_longest_s=0)
+        behavior_part = dict(
+            up_window_s=0.0,
+            down_window_s=0.0,
+            up_select=SELECT_MAX,
+            down_select=SELECT_MAX,
+            up_longest_s=0,
+            down_longest_s=0,
+        )
     metrics = spec.metrics
     return CompiledControl(
         is_keda=control.keda is not None,
@@ -418,17 +475,21 @@ def compile_control(control) -> CompiledControl:
         has_behavior=behavior is not None,
         legacy_window_s=float(controller.downscale_stabilization_window_s),
         scale_up_limit_factor=_legacy_constant(controller.scale_up_limit_factor, "scale_up_limit_factor", 2.0**20),
-        scale_up_limit_minimum=_legacy_constant(controller.scale_up_limit_minimum, "scale_up_limit_minimum",
-                                                2.0**61),
-        up_pol_type=up_policies[0], up_pol_value=up_policies[1], up_pol_period=up_policies[2],
-        down_pol_type=down_policies[0], down_pol_value=down_policies[1], down_pol_period=down_policies[2],
+        scale_up_limit_minimum=_legacy_constant(controller.scale_up_limit_minimum, "scale_up_limit_minimum", 2.0**61),
+        up_pol_type=up_policies[0],
+        up_pol_value=up_policies[1],
+        up_pol_period=up_policies[2],
+        down_pol_type=down_policies[0],
+        down_pol_value=down_policies[1],
+        down_pol_period=down_policies[2],
         metric_source=_ints(sources[m.type] for m in metrics),
         metric_target_type=_ints(targets.get(m.target.type, TARGET_OTHER) for m in metrics),
         metric_has_value=np.asarray([m.target.value_milli is not None for m in metrics], dtype=np.bool_),
         metric_value_milli=_ints(_target_milli(m.target.value_milli, f"{m.name} target.value") for m in metrics),
         metric_has_average=np.asarray([m.target.average_value_milli is not None for m in metrics], dtype=np.bool_),
-        metric_average_milli=_ints(_target_milli(m.target.average_value_milli, f"{m.name} target.averageValue")
-                                   for m in metrics),
+        metric_average_milli=_ints(
+            _target_milli(m.target.average_value_milli, f"{m.name} target.averageValue") for m in metrics
+        ),
         metric_trigger=_ints(metric_trigger),
         scale_to_zero=_STZ_CODES[controller.scale_to_zero],
         has_object_or_external=has_object_or_external_metrics(spec),
@@ -442,26 +503,63 @@ def tables(compiled: CompiledControl) -> Tables:
     """The named tuple :func:`decide` takes as its first argument."""
     c = compiled
     config = Config(
-        is_keda=bool(c.is_keda), min_replicas=int(c.min_replicas), max_replicas=int(c.max_replicas),
-        tol_down=float(c.tol_down), tol_up=float(c.tol_up), has_behavior=bool(c.has_behavior),
-        legacy_window_s=float(c.legacy_window_s), scale_up_limit_factor=float(c.scale_up_limit_factor),
-        scale_up_limit_minimum=float(c.scale_up_limit_minimum), up_window_s=float(c.up_window_s),
-        down_window_s=float(c.down_window_s), up_select=int(c.up_select), down_select=int(c.down_select),
-        n_up_policies=len(c.up_pol_type), up_longest_s=int(c.up_longest_s), down_longest_s=int(c.down_longest_s),
-        keda_min_replicas=int(c.keda_min_replicas), has_idle=bool(c.has_idle), idle_replicas=int(c.idle_replicas),
-        cooldown_s=float(c.cooldown_s), initial_cooldown_s=float(c.initial_cooldown_s), created_s=float(c.created_s),
-        has_fallback=bool(c.has_fallback), fallback_threshold=int(c.fallback_threshold),
-        fallback_replicas=int(c.fallback_replicas), fallback_behavior=int(c.fallback_behavior),
-        scale_to_zero=int(c.scale_to_zero), has_object_or_external=bool(c.has_object_or_external),
+        is_keda=bool(c.is_keda),
+        min_replicas=int(c.min_replicas),
+        max_replicas=int(c.max_replicas),
+        tol_down=float(c.tol_down),
+        tol_up=float(c.tol_up),
+        has_behavior=bool(c.has_behavior),
+        legacy_window_s=float(c.legacy_window_s),
+        scale_up_limit_factor=float(c.scale_up_limit_factor),
+        scale_up_limit_minimum=float(c.scale_up_limit_minimum),
+        up_window_s=float(c.up_window_s),
+        down_window_s=float(c.down_window_s),
+        up_select=int(c.up_select),
+        down_select=int(c.down_select),
+        n_up_policies=len(c.up_pol_type),
+        up_longest_s=int(c.up_longest_s),
+        down_longest_s=int(c.down_longest_s),
+        keda_min_replicas=int(c.keda_min_replicas),
+        has_idle=bool(c.has_idle),
+        idle_replicas=int(c.idle_replicas),
+        cooldown_s=float(c.cooldown_s),
+        initial_cooldown_s=float(c.initial_cooldown_s),
+        created_s=float(c.created_s),
+        has_fallback=bool(c.has_fallback),
+        fallback_threshold=int(c.fallback_threshold),
+        fallback_replicas=int(c.fallback_replicas),
+        fallback_behavior=int(c.fallback_behavior),
+        scale_to_zero=int(c.scale_to_zero),
+        has_object_or_external=bool(c.has_object_or_external),
     )
-    metric = np.stack([c.metric_source, c.metric_target_type, c.metric_has_value, c.metric_value_milli,
-                       c.metric_has_average, c.metric_average_milli, c.metric_trigger], axis=1).astype(np.int64)
-    policy = np.stack([np.concatenate([c.up_pol_type, c.down_pol_type]),
-                       np.concatenate([c.up_pol_value, c.down_pol_value]),
-                       np.concatenate([c.up_pol_period, c.down_pol_period])], axis=1).astype(np.int64)
+    metric = np.stack(
+        [
+            c.metric_source,
+            c.metric_target_type,
+            c.metric_has_value,
+            c.metric_value_milli,
+            c.metric_has_average,
+            c.metric_average_milli,
+            c.metric_trigger,
+        ],
+        axis=1,
+    ).astype(np.int64)
+    policy = np.stack(
+        [
+            np.concatenate([c.up_pol_type, c.down_pol_type]),
+            np.concatenate([c.up_pol_value, c.down_pol_value]),
+            np.concatenate([c.up_pol_period, c.down_pol_period]),
+        ],
+        axis=1,
+    ).astype(np.int64)
     trigger = np.stack([c.trig_ignore_null, c.trig_metric, c.trig_cached], axis=1).astype(np.int64).reshape(-1, 3)
-    return Tables(config, np.ascontiguousarray(metric.reshape(-1, 7)), np.ascontiguousarray(policy.reshape(-1, 3)),
-                  np.ascontiguousarray(c.trig_activation, dtype=float), np.ascontiguousarray(trigger))
+    return Tables(
+        config,
+        np.ascontiguousarray(metric.reshape(-1, 7)),
+        np.ascontiguousarray(policy.reshape(-1, 3)),
+        np.ascontiguousarray(c.trig_activation, dtype=float),
+        np.ascontiguousarray(trigger),
+    )
 
 
 def _capacity(window_s: float, sync_period_s: float) -> int:
@@ -484,20 +582,25 @@ def new_state(compiled: CompiledControl) -> State:
     else:
         window_s = compiled.legacy_window_s
     n_rec = _capacity(window_s, compiled.sync_period_s)
-    n_events = max(_capacity(float(compiled.up_longest_s), compiled.sync_period_s),
-                   _capacity(float(compiled.down_longest_s), compiled.sync_period_s))
+    n_events = max(
+        _capacity(float(compiled.up_longest_s), compiled.sync_period_s),
+        _capacity(float(compiled.down_longest_s), compiled.sync_period_s),
+    )
     count = np.zeros(4, dtype=np.int64)
     count[SCALED_TO_ZERO] = int(compiled.scaled_to_zero)
     return State(
         count=count,
-        rec_replicas=np.zeros(n_rec, dtype=np.int64), rec_t=np.zeros(n_rec),
-        events=np.zeros((2, n_events, 2), dtype=np.int64), event_t=np.zeros((2, n_events)),
+        rec_replicas=np.zeros(n_rec, dtype=np.int64),
+        rec_t=np.zeros(n_rec),
+        events=np.zeros((2, n_events, 2), dtype=np.int64),
+        event_t=np.zeros((2, n_events)),
         keda=np.zeros((max(len(compiled.trig_metric), 1), 5), dtype=np.int64),
         last_active_s=np.full(1, np.nan),
     )
 
 
 # ---- exact integer helpers ----------------------------------------------------------------------
+
 
 @njit(cache=True, nogil=True)
 def _product_error_1000(value, product):
@@ -591,7 +694,8 @@ def _is_within(tol_down, tol_up, usage_ratio):
     return (1.0 - tol_down) <= usage_ratio and usage_ratio <= (1.0 + tol_up)
 
 
-# ---- replica calculators (planner.autoscaler.replica_calculator) ----------------------------------------------------------
+# ---- replica calculators (planner.autoscaler.replica_calculator) ---------------------------------------------
+
 
 @njit(cache=True, nogil=True)
 def _get_ready_pods_count(pod_ready, n_pods):
@@ -624,8 +728,7 @@ def get_usage_ratio_replica_count(current_replicas, usage_ratio, tol_down, tol_u
 
 
 @njit(cache=True, nogil=True)
-def get_object_metric_replicas(current_replicas, target_usage_milli, usage_milli, tol_down, tol_up, pod_ready,
-                               n_pods):
+def get_object_metric_replicas(current_replicas, target_usage_milli, usage_milli, tol_down, tol_up, pod_ready, n_pods):
     """``get_object_metric_replicas`` (Object, Value target): (status, replicas)."""
     usage_ratio = float(usage_milli) / float(target_usage_milli)
     return get_usage_ratio_replica_count(current_replicas, usage_ratio, tol_down, tol_up, pod_ready, n_pods)
@@ -787,8 +890,11 @@ def get_metric_replicas(current_replicas, target_usage_milli, tol_down, tol_up, 
     # re-run the usage calculation with our new numbers
     new_usage_ratio = float(_go_div(metrics_total, n_metrics)) / float(target_usage_milli)
 
-    if (_is_within(tol_down, tol_up, new_usage_ratio) or (usage_ratio < 1.0 and new_usage_ratio > 1.0)
-            or (usage_ratio > 1.0 and new_usage_ratio < 1.0)):
+    if (
+        _is_within(tol_down, tol_up, new_usage_ratio)
+        or (usage_ratio < 1.0 and new_usage_ratio > 1.0)
+        or (usage_ratio > 1.0 and new_usage_ratio < 1.0)
+    ):
         # return the current replicas if the change would be too small,
         # or if the new usage ratio would cause a change in scale direction
         return _VALID, current_replicas
@@ -797,7 +903,8 @@ def get_metric_replicas(current_replicas, target_usage_milli, tol_down, tol_up, 
     if new_replicas == _BAD:
         return INT_OUT_OF_RANGE, 0
     if (new_usage_ratio < 1.0 and new_replicas > current_replicas) or (
-            new_usage_ratio > 1.0 and new_replicas < current_replicas):
+        new_usage_ratio > 1.0 and new_replicas < current_replicas
+    ):
         # return the current replicas if the change of metrics length would cause a change in scale direction
         return _VALID, current_replicas
 
@@ -808,6 +915,7 @@ def get_metric_replicas(current_replicas, target_usage_milli, tol_down, tol_up, 
 
 # ---- the HPA controller (planner.autoscaler.horizontal) ------------------------------------------------
 
+
 @njit(cache=True, nogil=True)
 def _reading_present(res_kind, res_n, m):
     # Control._reading: a number is one series; an empty vector is a FailedReading.
@@ -815,8 +923,9 @@ def _reading_present(res_kind, res_n, m):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def compute_replicas_for_metric(c, metric, keda, i, spec_replicas, status_replicas, pod_ids, pod_ready, n_pods,
-                                res_kind, res_n, res_keys, res_vals):
+def compute_replicas_for_metric(
+    c, metric, keda, i, spec_replicas, status_replicas, pod_ids, pod_ready, n_pods, res_kind, res_n, res_keys, res_vals
+):
     """``compute_replicas_for_metric`` for metric ``i``: (status, replicas).
 
     A ScaledObject's metric reads its trigger's reading (``keda``); a plain
@@ -841,21 +950,41 @@ def compute_replicas_for_metric(c, metric, keda, i, spec_replicas, status_replic
         if not has_average:  # "invalid pods metric source: no average value target was set"
             return _INVALID, 0
         if res_kind[i] == RES_NUMBER:  # {(): value}
-            return get_metric_replicas(spec_replicas, metric[i, M_AVERAGE_MILLI], c.tol_down, c.tol_up, pod_ids,
-                                       n_pods, _NONE_KEY, res_vals[i], 1)
-        return get_metric_replicas(spec_replicas, metric[i, M_AVERAGE_MILLI], c.tol_down, c.tol_up, pod_ids,
-                                   n_pods, res_keys[i], res_vals[i], n)
+            return get_metric_replicas(
+                spec_replicas,
+                metric[i, M_AVERAGE_MILLI],
+                c.tol_down,
+                c.tol_up,
+                pod_ids,
+                n_pods,
+                _NONE_KEY,
+                res_vals[i],
+                1,
+            )
+        return get_metric_replicas(
+            spec_replicas,
+            metric[i, M_AVERAGE_MILLI],
+            c.tol_down,
+            c.tol_up,
+            pod_ids,
+            n_pods,
+            res_keys[i],
+            res_vals[i],
+            n,
+        )
     if source == SOURCE_OBJECT:
         # ObjectReading: the sum over the series (Python's built-in sum), in milli-units
         value_milli = keda_quantity_milli(python_sum(res_vals[i], 0, n))
         if value_milli == _BAD:
             return QUANTITY_OUT_OF_RANGE, 0
         if target_type == TARGET_VALUE and has_value:
-            return get_object_metric_replicas(spec_replicas, metric[i, M_VALUE_MILLI], value_milli, c.tol_down,
-                                              c.tol_up, pod_ready, n_pods)
+            return get_object_metric_replicas(
+                spec_replicas, metric[i, M_VALUE_MILLI], value_milli, c.tol_down, c.tol_up, pod_ready, n_pods
+            )
         if target_type == TARGET_AVERAGE_VALUE and has_average:
-            return get_object_per_pod_metric_replicas(status_replicas, metric[i, M_AVERAGE_MILLI], value_milli,
-                                                      c.tol_down, c.tol_up)
+            return get_object_per_pod_metric_replicas(
+                status_replicas, metric[i, M_AVERAGE_MILLI], value_milli, c.tol_down, c.tol_up
+            )
         return _INVALID, 0
     # External: an AverageValue target wins when both are set, as in horizontal.go.
     if has_average:
@@ -863,21 +992,24 @@ def compute_replicas_for_metric(c, metric, keda, i, spec_replicas, status_replic
             status, usage = _external_usage(res_vals[i], n)
             if status != _VALID:
                 return status, 0
-        return get_external_per_pod_metric_replicas(status_replicas, metric[i, M_AVERAGE_MILLI], usage, c.tol_down,
-                                                    c.tol_up)
+        return get_external_per_pod_metric_replicas(
+            status_replicas, metric[i, M_AVERAGE_MILLI], usage, c.tol_down, c.tol_up
+        )
     if has_value:
         if not c.is_keda:
             status, usage = _external_usage(res_vals[i], n)
             if status != _VALID:
                 return status, 0
-        return get_external_metric_replicas(spec_replicas, metric[i, M_VALUE_MILLI], usage, c.tol_down, c.tol_up,
-                                            pod_ready, n_pods)
+        return get_external_metric_replicas(
+            spec_replicas, metric[i, M_VALUE_MILLI], usage, c.tol_down, c.tol_up, pod_ready, n_pods
+        )
     return _INVALID, 0
 
 
 @njit(cache=True, nogil=True, inline="always")
-def compute_replicas_for_metrics(c, metric, keda, spec_replicas, status_replicas, pod_ids, pod_ready, n_pods,
-                                 res_kind, res_n, res_keys, res_vals):
+def compute_replicas_for_metrics(
+    c, metric, keda, spec_replicas, status_replicas, pod_ids, pod_ready, n_pods, res_kind, res_n, res_keys, res_vals
+):
     """``compute_replicas_for_metrics``: (status, replicas, blocked).
 
     ``blocked`` is the Python ``replicas == -1`` with an error (every metric
@@ -887,8 +1019,21 @@ def compute_replicas_for_metrics(c, metric, keda, spec_replicas, status_replicas
     replicas = 0
     invalid_metrics_count = 0
     for i in range(n_metrics):
-        status, count = compute_replicas_for_metric(c, metric, keda, i, spec_replicas, status_replicas, pod_ids,
-                                                    pod_ready, n_pods, res_kind, res_n, res_keys, res_vals)
+        status, count = compute_replicas_for_metric(
+            c,
+            metric,
+            keda,
+            i,
+            spec_replicas,
+            status_replicas,
+            pod_ids,
+            pod_ready,
+            n_pods,
+            res_kind,
+            res_n,
+            res_keys,
+            res_vals,
+        )
         if status < 0:
             return status, 0, False
         if status == _INVALID:
@@ -920,8 +1065,9 @@ def _record(count, rec_replicas, rec_t, found_old_sample, old_sample_index, reco
 
 
 @njit(cache=True, nogil=True)
-def stabilize_recommendation(count, rec_replicas, rec_t, prenormalized_desired_replicas, now_s,
-                             downscale_stabilization_window_s):
+def stabilize_recommendation(
+    count, rec_replicas, rec_t, prenormalized_desired_replicas, now_s, downscale_stabilization_window_s
+):
     """``stabilize_recommendation`` (legacy): the highest recommendation in the window; records the new one."""
     max_recommendation = prenormalized_desired_replicas
     found_old_sample = False
@@ -933,15 +1079,22 @@ def stabilize_recommendation(count, rec_replicas, rec_t, prenormalized_desired_r
             old_sample_index = i
         elif rec_replicas[i] > max_recommendation:
             max_recommendation = rec_replicas[i]
-    if not _record(count, rec_replicas, rec_t, found_old_sample, old_sample_index, prenormalized_desired_replicas,
-                   now_s):
+    if not _record(
+        count, rec_replicas, rec_t, found_old_sample, old_sample_index, prenormalized_desired_replicas, now_s
+    ):
         return HISTORY_FULL
     return max_recommendation
 
 
 @njit(cache=True, nogil=True)
-def convert_desired_replicas_with_rules(current_replicas, desired_replicas, hpa_min_replicas, hpa_max_replicas,
-                                        scale_up_limit_factor, scale_up_limit_minimum):
+def convert_desired_replicas_with_rules(
+    current_replicas,
+    desired_replicas,
+    hpa_min_replicas,
+    hpa_max_replicas,
+    scale_up_limit_factor,
+    scale_up_limit_minimum,
+):
     """``convert_desired_replicas_with_rules``: clamp to [min, min(max, scale-up limit)]."""
     minimum_allowed_replicas = hpa_min_replicas
     # calculate_scale_up_limit
@@ -958,8 +1111,9 @@ def convert_desired_replicas_with_rules(current_replicas, desired_replicas, hpa_
 
 
 @njit(cache=True, nogil=True)
-def stabilize_recommendation_with_behaviors(count, rec_replicas, rec_t, current_replicas, desired_replicas, now_s,
-                                            up_window_s, down_window_s):
+def stabilize_recommendation_with_behaviors(
+    count, rec_replicas, rec_t, current_replicas, desired_replicas, now_s, up_window_s, down_window_s
+):
     """``stabilize_recommendation_with_behaviors``: current clamped into the windows' [min, max]; records desired."""
     found_old_sample = False
     old_sample_index = 0
@@ -1003,15 +1157,18 @@ def get_replicas_change_per_period(period_seconds, events, event_t, direction, n
 @njit(cache=True, nogil=True)
 def _period_start_replicas(count, events, event_t, current_replicas, period_seconds, now_s):
     replicas_added_in_current_period = get_replicas_change_per_period(
-        period_seconds, events, event_t, UP, count[UP_N], now_s)
+        period_seconds, events, event_t, UP, count[UP_N], now_s
+    )
     replicas_deleted_in_current_period = get_replicas_change_per_period(
-        period_seconds, events, event_t, DOWN, count[DOWN_N], now_s)
+        period_seconds, events, event_t, DOWN, count[DOWN_N], now_s
+    )
     return current_replicas - replicas_added_in_current_period + replicas_deleted_in_current_period
 
 
 @njit(cache=True, nogil=True)
-def calculate_scale_up_limit_with_scaling_rules(select_policy, policy, first, stop, count, events, event_t,
-                                                current_replicas, now_s):
+def calculate_scale_up_limit_with_scaling_rules(
+    select_policy, policy, first, stop, count, events, event_t, current_replicas, now_s
+):
     """``calculate_scale_up_limit_with_scaling_rules`` over ``policy[first:stop]`` (or ``_BAD``)."""
     if select_policy == SELECT_DISABLED:
         return current_replicas  # Scaling is disabled
@@ -1020,8 +1177,9 @@ def calculate_scale_up_limit_with_scaling_rules(select_policy, policy, first, st
     result = MAX_INT32 if use_min else MIN_INT32
     proposed = 0
     for k in range(first, stop):
-        period_start_replicas = _period_start_replicas(count, events, event_t, current_replicas,
-                                                       policy[k, P_PERIOD], now_s)
+        period_start_replicas = _period_start_replicas(
+            count, events, event_t, current_replicas, policy[k, P_PERIOD], now_s
+        )
         if policy[k, P_TYPE] == POLICY_PODS:
             proposed = period_start_replicas + policy[k, P_VALUE]
         elif policy[k, P_TYPE] == POLICY_PERCENT:
@@ -1035,8 +1193,9 @@ def calculate_scale_up_limit_with_scaling_rules(select_policy, policy, first, st
 
 
 @njit(cache=True, nogil=True)
-def calculate_scale_down_limit_with_behaviors(select_policy, policy, first, stop, count, events, event_t,
-                                              current_replicas, now_s):
+def calculate_scale_down_limit_with_behaviors(
+    select_policy, policy, first, stop, count, events, event_t, current_replicas, now_s
+):
     """``calculate_scale_down_limit_with_behaviors`` over ``policy[first:stop]`` (or ``_BAD``)."""
     if select_policy == SELECT_DISABLED:
         return current_replicas  # Scaling is disabled
@@ -1045,8 +1204,9 @@ def calculate_scale_down_limit_with_behaviors(select_policy, policy, first, stop
     result = MIN_INT32 if use_max else MAX_INT32
     proposed = 0
     for k in range(first, stop):
-        period_start_replicas = _period_start_replicas(count, events, event_t, current_replicas,
-                                                       policy[k, P_PERIOD], now_s)
+        period_start_replicas = _period_start_replicas(
+            count, events, event_t, current_replicas, policy[k, P_PERIOD], now_s
+        )
         if policy[k, P_TYPE] == POLICY_PODS:
             proposed = period_start_replicas - policy[k, P_VALUE]
         elif policy[k, P_TYPE] == POLICY_PERCENT:
@@ -1058,12 +1218,14 @@ def calculate_scale_down_limit_with_behaviors(select_policy, policy, first, stop
 
 
 @njit(cache=True, nogil=True, inline="always")
-def convert_desired_replicas_with_behavior_rate(c, policy, count, events, event_t, current_replicas,
-                                                desired_replicas, min_replicas, max_replicas, now_s):
+def convert_desired_replicas_with_behavior_rate(
+    c, policy, count, events, event_t, current_replicas, desired_replicas, min_replicas, max_replicas, now_s
+):
     """``convert_desired_replicas_with_behavior_rate``: the rate policies and min/max on the side it moves to."""
     if desired_replicas > current_replicas:
         scale_up_limit = calculate_scale_up_limit_with_scaling_rules(
-            c.up_select, policy, 0, c.n_up_policies, count, events, event_t, current_replicas, now_s)
+            c.up_select, policy, 0, c.n_up_policies, count, events, event_t, current_replicas, now_s
+        )
         if scale_up_limit == _BAD:
             return INT_OUT_OF_RANGE
         if scale_up_limit < current_replicas:
@@ -1076,8 +1238,8 @@ def convert_desired_replicas_with_behavior_rate(c, policy, count, events, event_
             return maximum_allowed_replicas
     elif desired_replicas < current_replicas:
         scale_down_limit = calculate_scale_down_limit_with_behaviors(
-            c.down_select, policy, c.n_up_policies, policy.shape[0], count, events, event_t, current_replicas,
-            now_s)
+            c.down_select, policy, c.n_up_policies, policy.shape[0], count, events, event_t, current_replicas, now_s
+        )
         if scale_down_limit == _BAD:
             return INT_OUT_OF_RANGE
         if scale_down_limit > current_replicas:
@@ -1125,8 +1287,27 @@ def store_scale_event(c, count, events, event_t, prev_replicas, new_replicas, no
 
 
 @njit(cache=True, nogil=True, inline="always")
-def reconcile_autoscaler(c, metric, policy, keda, count, rec_replicas, rec_t, events, event_t, now_s, spec_replicas,
-                         status_replicas, pod_ids, pod_ready, n_pods, res_kind, res_n, res_keys, res_vals):
+def reconcile_autoscaler(
+    c,
+    metric,
+    policy,
+    keda,
+    count,
+    rec_replicas,
+    rec_t,
+    events,
+    event_t,
+    now_s,
+    spec_replicas,
+    status_replicas,
+    pod_ids,
+    pod_ready,
+    n_pods,
+    res_kind,
+    res_n,
+    res_keys,
+    res_vals,
+):
     """``HorizontalController.reconcile_autoscaler``: the desired replicas (or an error code); updates the history."""
     current_replicas = spec_replicas
     if count[REC_N] == 0:  # record_initial_recommendation
@@ -1159,8 +1340,19 @@ def reconcile_autoscaler(c, metric, policy, keda, count, rec_replicas, rec_t, ev
         needs_metric_computation = False
     if needs_metric_computation:
         status, metric_desired, blocked = compute_replicas_for_metrics(
-            c, metric, keda, spec_replicas, status_replicas, pod_ids, pod_ready, n_pods, res_kind, res_n, res_keys,
-            res_vals)
+            c,
+            metric,
+            keda,
+            spec_replicas,
+            status_replicas,
+            pod_ids,
+            pod_ready,
+            n_pods,
+            res_kind,
+            res_n,
+            res_keys,
+            res_vals,
+        )
         if status < 0:
             return status
         if blocked:
@@ -1169,22 +1361,29 @@ def reconcile_autoscaler(c, metric, policy, keda, count, rec_replicas, rec_t, ev
             desired_replicas = metric_desired
         if not c.has_behavior:
             # _normalize_desired_replicas
-            stabilized = stabilize_recommendation(count, rec_replicas, rec_t, desired_replicas, now_s,
-                                                  c.legacy_window_s)
+            stabilized = stabilize_recommendation(
+                count, rec_replicas, rec_t, desired_replicas, now_s, c.legacy_window_s
+            )
             if stabilized < 0:
                 return stabilized
             desired_replicas = convert_desired_replicas_with_rules(
-                current_replicas, stabilized, min_replicas, max_replicas, c.scale_up_limit_factor,
-                c.scale_up_limit_minimum)
+                current_replicas,
+                stabilized,
+                min_replicas,
+                max_replicas,
+                c.scale_up_limit_factor,
+                c.scale_up_limit_minimum,
+            )
         else:
             # _normalize_desired_replicas_with_behaviors
-            stabilized = stabilize_recommendation_with_behaviors(count, rec_replicas, rec_t, current_replicas,
-                                                                 desired_replicas, now_s, c.up_window_s,
-                                                                 c.down_window_s)
+            stabilized = stabilize_recommendation_with_behaviors(
+                count, rec_replicas, rec_t, current_replicas, desired_replicas, now_s, c.up_window_s, c.down_window_s
+            )
             if stabilized < 0:
                 return stabilized
             desired_replicas = convert_desired_replicas_with_behavior_rate(
-                c, policy, count, events, event_t, current_replicas, stabilized, min_replicas, max_replicas, now_s)
+                c, policy, count, events, event_t, current_replicas, stabilized, min_replicas, max_replicas, now_s
+            )
             if desired_replicas < 0:
                 return desired_replicas
         if current_replicas == 0 and min_replicas != 0 and scaled_to_zero_condition and desired_replicas < min_replicas:
@@ -1195,8 +1394,7 @@ def reconcile_autoscaler(c, metric, policy, keda, count, rec_replicas, rec_t, ev
         if code < 0:
             return code
         if scale_to_zero_feature_enabled:  # the ScaledToZero condition
-            to_zero = (current_replicas > 0 and desired_replicas == 0 and min_replicas == 0
-                       and c.has_object_or_external)
+            to_zero = current_replicas > 0 and desired_replicas == 0 and min_replicas == 0 and c.has_object_or_external
             count[SCALED_TO_ZERO] = 1 if to_zero else 0
     else:
         desired_replicas = current_replicas
@@ -1204,6 +1402,7 @@ def reconcile_autoscaler(c, metric, policy, keda, count, rec_replicas, rec_t, ev
 
 
 # ---- KEDA (planner.autoscaler.keda) ------------------------------------------------------------------------
+
 
 @njit(cache=True, nogil=True)
 def _scalar(res_kind, res_n, res_vals, m):
@@ -1335,8 +1534,9 @@ def keda_readings(c, metric, trigger, keda, current_replicas, ready_replicas, re
         m = trigger[i, T_METRIC]
         value_target = metric[m, M_TARGET_TYPE] == TARGET_VALUE
         target_milli = metric[m, M_VALUE_MILLI] if value_target else metric[m, M_AVERAGE_MILLI]
-        status, fallback_milli = _fallback_value_milli(_fallback_replicas(c, current_replicas),
-                                                       float(target_milli) / 1000.0, value_target, ready_replicas)
+        status, fallback_milli = _fallback_value_milli(
+            _fallback_replicas(c, current_replicas), float(target_milli) / 1000.0, value_target, ready_replicas
+        )
         if status < 0:
             return status
         if status == _VALID:
@@ -1347,9 +1547,27 @@ def keda_readings(c, metric, trigger, keda, current_replicas, ready_replicas, re
 
 # ---- one tick -----------------------------------------------------------------------------------
 
+
 @njit(cache=True, nogil=True)
-def decide(t, s, now_s, poll, reconcile, spec_replicas, ready_replicas, pod_ids, pod_ready, pod_start_s,
-           pod_transition_s, n_pods, res_kind, res_n, res_keys, res_vals, stamp_s):
+def decide(
+    t,
+    s,
+    now_s,
+    poll,
+    reconcile,
+    spec_replicas,
+    ready_replicas,
+    pod_ids,
+    pod_ready,
+    pod_start_s,
+    pod_transition_s,
+    n_pods,
+    res_kind,
+    res_n,
+    res_keys,
+    res_vals,
+    stamp_s,
+):
     """``Control.decide`` at ``now_s``: run whatever is due and return ``spec.replicas`` after it.
 
     Parameters
@@ -1392,8 +1610,9 @@ def decide(t, s, now_s, poll, reconcile, spec_replicas, ready_replicas, pod_ids,
         trigger = t.trigger
         keda = s.keda
         if poll:
-            wanted = keda_poll(c, t.trig_activation, trigger, keda, s.last_active_s, now_s, replicas, res_kind,
-                               res_n, res_vals)
+            wanted = keda_poll(
+                c, t.trig_activation, trigger, keda, s.last_active_s, now_s, replicas, res_kind, res_n, res_vals
+            )
             if wanted != _LEAVE:
                 replicas = wanted
         if reconcile and replicas > 0:
@@ -1401,9 +1620,27 @@ def decide(t, s, now_s, poll, reconcile, spec_replicas, ready_replicas, pod_ids,
             if code < 0:
                 return code
             # KEDA's HPA reads status.replicas as spec.replicas (Control passes no status_replicas).
-            replicas = reconcile_autoscaler(c, metric, t.policy, keda, s.count, s.rec_replicas, s.rec_t, s.events,
-                                            s.event_t, now_s, replicas, replicas, pod_ids, pod_ready, n_pods,
-                                            res_kind, res_n, res_keys, res_vals)
+            replicas = reconcile_autoscaler(
+                c,
+                metric,
+                t.policy,
+                keda,
+                s.count,
+                s.rec_replicas,
+                s.rec_t,
+                s.events,
+                s.event_t,
+                now_s,
+                replicas,
+                replicas,
+                pod_ids,
+                pod_ready,
+                n_pods,
+                res_kind,
+                res_n,
+                res_keys,
+                res_vals,
+            )
         return replicas
     if not reconcile:
         return replicas
@@ -1413,6 +1650,24 @@ def decide(t, s, now_s, poll, reconcile, spec_replicas, ready_replicas, pod_ids,
         for i in range(metric.shape[0]):
             if metric[i, M_SOURCE] == SOURCE_PODS and _reading_present(res_kind, res_n, i):
                 return NO_SCRAPE
-    return reconcile_autoscaler(c, metric, t.policy, s.keda, s.count, s.rec_replicas, s.rec_t, s.events, s.event_t,
-                                now_s, replicas, n_pods, pod_ids, pod_ready, n_pods, res_kind, res_n, res_keys,
-                                res_vals)
+    return reconcile_autoscaler(
+        c,
+        metric,
+        t.policy,
+        s.keda,
+        s.count,
+        s.rec_replicas,
+        s.rec_t,
+        s.events,
+        s.event_t,
+        now_s,
+        replicas,
+        n_pods,
+        pod_ids,
+        pod_ready,
+        n_pods,
+        res_kind,
+        res_n,
+        res_keys,
+        res_vals,
+    )

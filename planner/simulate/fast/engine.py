@@ -68,8 +68,19 @@ from planner.simulate.fast.fleet import (
     PODS_UP,
 )
 
-__all__ = ["DONE", "FORK", "OUT_OF_PODS", "OUT_OF_SAMPLES", "Group", "Members", "Outputs", "Queries", "RunParams",
-           "Store", "run"]
+__all__ = [
+    "DONE",
+    "FORK",
+    "OUT_OF_PODS",
+    "OUT_OF_SAMPLES",
+    "Group",
+    "Members",
+    "Outputs",
+    "Queries",
+    "RunParams",
+    "Store",
+    "run",
+]
 
 DONE = 0
 FORK = 1  # the members' decisions differ: Outputs.wanted holds them, carry the point to resume from
@@ -85,8 +96,16 @@ STORE_SCRAPES, STORE_SAMPLES, STORE_EXISTING = range(3)
 SERIES_T_S, SERIES_DEMAND_TPS, SERIES_CAPACITY_TPS = range(3)
 SERIES_RUNNING, SERIES_WAITING, SERIES_REQUESTED, SERIES_READY, SERIES_LIVE = range(5)
 # carry slots: where a group stands between calls of run.
-(CARRY_TICK, CARRY_PHASE, CARRY_WANTED, CARRY_NEXT_ARRIVAL, CARRY_SPEC_REPLICAS, CARRY_EVENTS, CARRY_PREEMPTIONS,
- CARRY_STARTED) = range(8)
+(
+    CARRY_TICK,
+    CARRY_PHASE,
+    CARRY_WANTED,
+    CARRY_NEXT_ARRIVAL,
+    CARRY_SPEC_REPLICAS,
+    CARRY_EVENTS,
+    CARRY_PREEMPTIONS,
+    CARRY_STARTED,
+) = range(8)
 CARRY_SLOTS = 8
 # CARRY_PHASE: resume at the tick start, or right after the tick's control step with CARRY_WANTED decided.
 PHASE_TICK_START, PHASE_AFTER_CONTROL = 0, 1
@@ -191,25 +210,30 @@ class Store(NamedTuple):
     counts: np.ndarray
 
 
-Members = namedtuple("Members", [
-    # The controls, packed (one row or slice per member; see compiled.pack_members).
-    "config_i",  # int64 (members, 18): Config's integer and boolean fields, in CONFIG_INT order
-    "config_f",  # float64 (members, 11): Config's float fields, in CONFIG_FLOAT order
-    "table_i",  # int64: each member's metric (n, 7), policy (n, 3) and trigger (n, 3) tables, flattened
-    "table_f",  # float64: each member's trig_activation
-    "table_off",  # int64 (members, 8): offsets of metric, policy, trigger in table_i and of trig_activation
-    #               in table_f; then the rows of trig_activation, metric, policy, trigger
-    "state_i",  # int64: each member's count (4), rec_replicas, events (2, slots, 2), keda (rows, 5)
-    "state_f",  # float64: each member's rec_t, event_t (2, slots), last_active_s (1)
-    "state_off",  # int64 (members, 5): offsets in state_i and state_f, recommendation slots, event slots,
-    #               keda rows
-    # Cadence and queries.
-    "poll_every", "reconcile_every",  # int64 (members,): ticks between KEDA polls (0: never) and reconciles
-    "query_of",  # int64 (members, most queries): the group's query each of a member's queries is
-    "n_query",  # int64 (members,)
-    "identity",  # bool (members,): query_of[m, :n] is 0, 1, ..., n - 1 (read the group's results directly)
-    "signal_query", "signal_kind",  # int64 (members,): the group query the signal column shows (-1: none), how
-])
+Members = namedtuple(
+    "Members",
+    [
+        # The controls, packed (one row or slice per member; see compiled.pack_members).
+        "config_i",  # int64 (members, 18): Config's integer and boolean fields, in CONFIG_INT order
+        "config_f",  # float64 (members, 11): Config's float fields, in CONFIG_FLOAT order
+        "table_i",  # int64: each member's metric (n, 7), policy (n, 3) and trigger (n, 3) tables, flattened
+        "table_f",  # float64: each member's trig_activation
+        "table_off",  # int64 (members, 8): offsets of metric, policy, trigger in table_i and of trig_activation
+        #               in table_f; then the rows of trig_activation, metric, policy, trigger
+        "state_i",  # int64: each member's count (4), rec_replicas, events (2, slots, 2), keda (rows, 5)
+        "state_f",  # float64: each member's rec_t, event_t (2, slots), last_active_s (1)
+        "state_off",  # int64 (members, 5): offsets in state_i and state_f, recommendation slots, event slots,
+        #               keda rows
+        # Cadence and queries.
+        "poll_every",
+        "reconcile_every",  # int64 (members,): ticks between KEDA polls (0: never) and reconciles
+        "query_of",  # int64 (members, most queries): the group's query each of a member's queries is
+        "n_query",  # int64 (members,)
+        "identity",  # bool (members,): query_of[m, :n] is 0, 1, ..., n - 1 (read the group's results directly)
+        "signal_query",
+        "signal_kind",  # int64 (members,): the group query the signal column shows (-1: none), how
+    ],
+)
 """Every member's autoscaler, as :func:`run` reads it."""
 
 
@@ -259,12 +283,38 @@ class Outputs(NamedTuple):
     signal: np.ndarray
 
 
-CONFIG_INT = ("is_keda", "min_replicas", "max_replicas", "has_behavior", "up_select", "down_select",
-              "n_up_policies", "up_longest_s", "down_longest_s", "keda_min_replicas", "has_idle", "idle_replicas",
-              "has_fallback", "fallback_threshold", "fallback_replicas", "fallback_behavior", "scale_to_zero",
-              "has_object_or_external")
-CONFIG_FLOAT = ("tol_down", "tol_up", "legacy_window_s", "scale_up_limit_factor", "scale_up_limit_minimum",
-                "up_window_s", "down_window_s", "cooldown_s", "initial_cooldown_s", "created_s")
+CONFIG_INT = (
+    "is_keda",
+    "min_replicas",
+    "max_replicas",
+    "has_behavior",
+    "up_select",
+    "down_select",
+    "n_up_policies",
+    "up_longest_s",
+    "down_longest_s",
+    "keda_min_replicas",
+    "has_idle",
+    "idle_replicas",
+    "has_fallback",
+    "fallback_threshold",
+    "fallback_replicas",
+    "fallback_behavior",
+    "scale_to_zero",
+    "has_object_or_external",
+)
+CONFIG_FLOAT = (
+    "tol_down",
+    "tol_up",
+    "legacy_window_s",
+    "scale_up_limit_factor",
+    "scale_up_limit_minimum",
+    "up_window_s",
+    "down_window_s",
+    "cooldown_s",
+    "initial_cooldown_s",
+    "created_s",
+)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -273,21 +323,42 @@ def _tables(members, m):
     ci = members.config_i[m]
     cf = members.config_f[m]
     config = decision.Config(
-        is_keda=ci[0] != 0, min_replicas=ci[1], max_replicas=ci[2], tol_down=cf[0], tol_up=cf[1],
-        has_behavior=ci[3] != 0, legacy_window_s=cf[2], scale_up_limit_factor=cf[3], scale_up_limit_minimum=cf[4],
-        up_window_s=cf[5], down_window_s=cf[6], up_select=ci[4], down_select=ci[5], n_up_policies=ci[6],
-        up_longest_s=ci[7], down_longest_s=ci[8], keda_min_replicas=ci[9], has_idle=ci[10] != 0,
-        idle_replicas=ci[11], cooldown_s=cf[7], initial_cooldown_s=cf[8], created_s=cf[9],
-        has_fallback=ci[12] != 0, fallback_threshold=ci[13], fallback_replicas=ci[14], fallback_behavior=ci[15],
-        scale_to_zero=ci[16], has_object_or_external=ci[17] != 0,
+        is_keda=ci[0] != 0,
+        min_replicas=ci[1],
+        max_replicas=ci[2],
+        tol_down=cf[0],
+        tol_up=cf[1],
+        has_behavior=ci[3] != 0,
+        legacy_window_s=cf[2],
+        scale_up_limit_factor=cf[3],
+        scale_up_limit_minimum=cf[4],
+        up_window_s=cf[5],
+        down_window_s=cf[6],
+        up_select=ci[4],
+        down_select=ci[5],
+        n_up_policies=ci[6],
+        up_longest_s=ci[7],
+        down_longest_s=ci[8],
+        keda_min_replicas=ci[9],
+        has_idle=ci[10] != 0,
+        idle_replicas=ci[11],
+        cooldown_s=cf[7],
+        initial_cooldown_s=cf[8],
+        created_s=cf[9],
+        has_fallback=ci[12] != 0,
+        fallback_threshold=ci[13],
+        fallback_replicas=ci[14],
+        fallback_behavior=ci[15],
+        scale_to_zero=ci[16],
+        has_object_or_external=ci[17] != 0,
     )
     offsets = members.table_off[m]
     n_metric, n_policy, n_trigger = offsets[5], offsets[6], offsets[7]
     table_i = members.table_i
-    metric = table_i[offsets[0]:offsets[0] + 7 * n_metric].reshape((n_metric, 7))
-    policy = table_i[offsets[1]:offsets[1] + 3 * n_policy].reshape((n_policy, 3))
-    trigger = table_i[offsets[2]:offsets[2] + 3 * n_trigger].reshape((n_trigger, 3))
-    activation = members.table_f[offsets[3]:offsets[3] + offsets[4]]
+    metric = table_i[offsets[0] : offsets[0] + 7 * n_metric].reshape((n_metric, 7))
+    policy = table_i[offsets[1] : offsets[1] + 3 * n_policy].reshape((n_policy, 3))
+    trigger = table_i[offsets[2] : offsets[2] + 3 * n_trigger].reshape((n_trigger, 3))
+    activation = members.table_f[offsets[3] : offsets[3] + offsets[4]]
     return decision.Tables(config, metric, policy, activation, trigger)
 
 
@@ -298,16 +369,16 @@ def _state(members, m):
     int_start, float_start, n_rec, n_events, n_keda = offsets[0], offsets[1], offsets[2], offsets[3], offsets[4]
     state_i = members.state_i
     state_f = members.state_f
-    count = state_i[int_start:int_start + 4]
-    rec_replicas = state_i[int_start + 4:int_start + 4 + n_rec]
+    count = state_i[int_start : int_start + 4]
+    rec_replicas = state_i[int_start + 4 : int_start + 4 + n_rec]
     events_start = int_start + 4 + n_rec
-    events = state_i[events_start:events_start + 4 * n_events].reshape((2, n_events, 2))
+    events = state_i[events_start : events_start + 4 * n_events].reshape((2, n_events, 2))
     keda_start = events_start + 4 * n_events
-    keda = state_i[keda_start:keda_start + 5 * n_keda].reshape((n_keda, 5))
-    rec_t = state_f[float_start:float_start + n_rec]
-    event_t = state_f[float_start + n_rec:float_start + n_rec + 2 * n_events].reshape((2, n_events))
+    keda = state_i[keda_start : keda_start + 5 * n_keda].reshape((n_keda, 5))
+    rec_t = state_f[float_start : float_start + n_rec]
+    event_t = state_f[float_start + n_rec : float_start + n_rec + 2 * n_events].reshape((2, n_events))
     last_active_start = float_start + n_rec + 2 * n_events
-    last_active_s = state_f[last_active_start:last_active_start + 1]
+    last_active_s = state_f[last_active_start : last_active_start + 1]
     return decision.State(count, rec_replicas, rec_t, events, event_t, keda, last_active_s)
 
 
@@ -326,10 +397,20 @@ def _pause(carry, tick, phase, spec_replicas, n_events, preemptions, next_arriva
 def _evaluate_into(q, queries, store, now_s, work, results):
     # Query q of the group at now_s, into row q of results.
     kind, n = metrics.evaluate(
-        queries.code[queries.code_offsets[q]:queries.code_offsets[q + 1]],
-        queries.constants[queries.constant_offsets[q]:queries.constant_offsets[q + 1]], store.scrape_time_s,
-        store.counts[STORE_SCRAPES], store.scrape_rows, store.sample_pod, store.sample_values, store.existing_rows,
-        store.existing_pod, now_s, work, results.keys[q], results.values[q])
+        queries.code[queries.code_offsets[q] : queries.code_offsets[q + 1]],
+        queries.constants[queries.constant_offsets[q] : queries.constant_offsets[q + 1]],
+        store.scrape_time_s,
+        store.counts[STORE_SCRAPES],
+        store.scrape_rows,
+        store.sample_pod,
+        store.sample_values,
+        store.existing_rows,
+        store.existing_pod,
+        now_s,
+        work,
+        results.keys[q],
+        results.values[q],
+    )
     results.kind[q] = kind
     results.n[q] = n
 
@@ -355,6 +436,7 @@ def _signal(signal_kind, q, results):
 
 # ---- the step kernels, in the order of a tick ----------------------------------------------------
 
+
 @njit(cache=True, nogil=True, inline="always")
 def room_step(pods, store, pods_per_tick, scrape_due):
     """Whether this tick fits the arrays, checked before any of it is done (the caller grows them, resumes).
@@ -369,9 +451,11 @@ def room_step(pods, store, pods_per_tick, scrape_due):
     if scrape_due:
         need = count[PODS_UP] + pods_per_tick
         stored = store.counts
-        if (stored[STORE_SCRAPES] + 1 >= store.scrape_time_s.shape[0]
-                or stored[STORE_SAMPLES] + need > store.sample_pod.shape[0]
-                or stored[STORE_EXISTING] + need > store.existing_pod.shape[0]):
+        if (
+            stored[STORE_SCRAPES] + 1 >= store.scrape_time_s.shape[0]
+            or stored[STORE_SAMPLES] + need > store.sample_pod.shape[0]
+            or stored[STORE_EXISTING] + need > store.existing_pod.shape[0]
+        ):
             return OUT_OF_SAMPLES
     return _ROOM
 
@@ -448,9 +532,25 @@ def control_step(tick, start_s, spec_replicas, pods, store, group, wanted_out, s
             if not members.identity[m]:
                 _reorder_results(m, members, group_results, scratch.member_results)
                 results = scratch.member_results
-            decided = decision.decide(_tables(members, m), _state(members, m), start_s, poll, reconcile,
-                                      spec_replicas, ready, view.ids, view.ready, view.start_s, view.transition_s,
-                                      n_pods, results.kind, results.n, results.keys, results.values, stamp_s)
+            decided = decision.decide(
+                _tables(members, m),
+                _state(members, m),
+                start_s,
+                poll,
+                reconcile,
+                spec_replicas,
+                ready,
+                view.ids,
+                view.ready,
+                view.start_s,
+                view.transition_s,
+                n_pods,
+                results.kind,
+                results.n,
+                results.keys,
+                results.values,
+                stamp_s,
+            )
         wanted_out[m] = decided
         if a == 0:
             wanted = decided
@@ -535,7 +635,8 @@ def serve_step(pods, req, start_s, tick_s, replica_params, scratch):
             continue
         stop_s = stop_at_s[p] if not math.isnan(stop_at_s[p]) else math.inf
         busy_s, n_done, generated_tokens, prompt_tokens, preempted = replica.advance_pod(
-            start_s, tick_s, stop_s, p, pods, req, replica_params, scratch.replica, completed)
+            start_s, tick_s, stop_s, p, pods, req, replica_params, scratch.replica, completed
+        )
         if n_done < 0:
             return -1
         counters[p, 0] += n_done
@@ -574,9 +675,15 @@ def scrape_step(pods, req, store, end_s, replica_params):
         sample_pod[n_samples] = p
         sample_values[n_samples, 0] = run_n[p]
         sample_values[n_samples, 1] = wq_n[p]
-        sample_values[n_samples, 2] = replica.kv_usage_frac(p, pods.run, run_n, req.input_tokens, req.generated,
-                                                            replica_params.block_size_tokens,
-                                                            replica_params.kv_tokens)
+        sample_values[n_samples, 2] = replica.kv_usage_frac(
+            p,
+            pods.run,
+            run_n,
+            req.input_tokens,
+            req.generated,
+            replica_params.block_size_tokens,
+            replica_params.kv_tokens,
+        )
         sample_values[n_samples, 3] = 100.0 * busy_frac[p]
         for c in range(4):
             sample_values[n_samples, 4 + c] = counters[p, c]
@@ -615,8 +722,7 @@ def signal_step(tick, end_s, store, group, signal_out, scratch):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def record_step(tick, end_s, first_arrival, next_arrival, spec_replicas, pods, req, run_params, outputs,
-                 endpoints):
+def record_step(tick, end_s, first_arrival, next_arrival, spec_replicas, pods, req, run_params, outputs, endpoints):
     """6. record: row ``tick`` of the time series at ``end_s`` (the reference's ``record_step`` but the signal).
 
     Demand counts the output tokens of requests ``first_arrival`` to
@@ -693,19 +799,37 @@ def new_scratch(capacity, n_requests, max_num_seqs, group):
     rows = max(group.queries.code_offsets.shape[0] - 1, 1)
     most_queries = max(group.members.query_of.shape[1], 1)
     return Scratch(
-        endpoints=np.empty(capacity, dtype=np.int64), deletion_keys=np.empty((capacity, 4), dtype=np.int64),
+        endpoints=np.empty(capacity, dtype=np.int64),
+        deletion_keys=np.empty((capacity, 4), dtype=np.int64),
         replica=replica.new_scratch(max_num_seqs, max(n_requests, 1)),
-        completed=np.empty(n_requests + 1, dtype=np.int64), query_work=metrics.workspace_arrays(capacity),
-        group_results=QueryResults(np.zeros(rows, dtype=np.int64), np.zeros(rows, dtype=np.int64),
-                                   np.zeros((rows, capacity + 1), dtype=np.int64), np.zeros((rows, capacity + 1))),
-        member_results=QueryResults(np.zeros(most_queries, dtype=np.int64), np.zeros(most_queries, dtype=np.int64),
-                                    np.zeros((most_queries, capacity + 1), dtype=np.int64),
-                                    np.zeros((most_queries, capacity + 1))),
-        signal_results=QueryResults(np.zeros(rows, dtype=np.int64), np.zeros(rows, dtype=np.int64),
-                                    np.zeros((rows, capacity + 1), dtype=np.int64), np.zeros((rows, capacity + 1))),
-        signal_scrape=np.full(rows, -2, dtype=np.int64), signal_stale=np.zeros(rows, dtype=np.bool_),
-        control_pods=ControlPods(np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.bool_),
-                                 np.empty(capacity), np.empty(capacity)),
+        completed=np.empty(n_requests + 1, dtype=np.int64),
+        query_work=metrics.workspace_arrays(capacity),
+        group_results=QueryResults(
+            np.zeros(rows, dtype=np.int64),
+            np.zeros(rows, dtype=np.int64),
+            np.zeros((rows, capacity + 1), dtype=np.int64),
+            np.zeros((rows, capacity + 1)),
+        ),
+        member_results=QueryResults(
+            np.zeros(most_queries, dtype=np.int64),
+            np.zeros(most_queries, dtype=np.int64),
+            np.zeros((most_queries, capacity + 1), dtype=np.int64),
+            np.zeros((most_queries, capacity + 1)),
+        ),
+        signal_results=QueryResults(
+            np.zeros(rows, dtype=np.int64),
+            np.zeros(rows, dtype=np.int64),
+            np.zeros((rows, capacity + 1), dtype=np.int64),
+            np.zeros((rows, capacity + 1)),
+        ),
+        signal_scrape=np.full(rows, -2, dtype=np.int64),
+        signal_stale=np.zeros(rows, dtype=np.bool_),
+        control_pods=ControlPods(
+            np.empty(capacity, dtype=np.int64),
+            np.empty(capacity, dtype=np.bool_),
+            np.empty(capacity),
+            np.empty(capacity),
+        ),
     )
 
 
@@ -738,8 +862,7 @@ def _loop(req, pods, store, rng, run_params, deployment, replica_params, group, 
                 return room
             wanted = spec_replicas
             if group.control_due[tick]:
-                wanted, agreed = control_step(tick, start_s, spec_replicas, pods, store, group, outputs.wanted,
-                                               scratch)
+                wanted, agreed = control_step(tick, start_s, spec_replicas, pods, store, group, outputs.wanted, scratch)
                 if not agreed:
                     _pause(carry, tick, PHASE_AFTER_CONTROL, spec_replicas, n_events, preemptions, next_arrival)
                     return FORK
@@ -758,8 +881,9 @@ def _loop(req, pods, store, rng, run_params, deployment, replica_params, group, 
             scrape_step(pods, req, store, end_s, replica_params)
         if record_signal:
             signal_step(tick, end_s, store, group, outputs.signal, scratch)
-        record_step(tick, end_s, first_arrival, next_arrival, spec_replicas, pods, req, run_params, outputs,
-                     scratch.endpoints)
+        record_step(
+            tick, end_s, first_arrival, next_arrival, spec_replicas, pods, req, run_params, outputs, scratch.endpoints
+        )
 
     if pods.count[PODS_TERMINATING] > 0:
         fleet.finish_terminations(pods, req, run_params.n_ticks * tick_s)

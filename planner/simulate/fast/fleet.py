@@ -51,14 +51,14 @@ __all__ = [
 
 # Pods.count slots: pods created so far, the lengths of the live, up and term lists, the gateway's
 # queue (first and last request held, -1 if none, and how many), and the round-robin router's next turn.
-(PODS_CREATED, PODS_LIVE, PODS_UP, PODS_TERMINATING, GATEWAY_HEAD, GATEWAY_TAIL, GATEWAY_QUEUED,
- ROUND_ROBIN_TURN) = range(8)
+(PODS_CREATED, PODS_LIVE, PODS_UP, PODS_TERMINATING, GATEWAY_HEAD, GATEWAY_TAIL, GATEWAY_QUEUED, ROUND_ROBIN_TURN) = (
+    range(8)
+)
 # Warmup distributions (FleetSpec.warmup_distribution).
 WARMUP_FIXED, WARMUP_UNIFORM, WARMUP_LOGNORMAL = 0, 1, 2
 # Routers (FleetSpec.router).
 LEAST_LOADED, ROUND_ROBIN = 0, 1
 UID_HIGH = 2**62  # Fleet.add_pod draws UIDs in [0, 2**62)
-
 
 
 class DeploymentParams(NamedTuple):
@@ -85,14 +85,47 @@ class DeploymentParams(NamedTuple):
     router: int
 
 
-Pods = namedtuple("Pods", [
-    "requested_s", "ready_s", "deleted_s", "sigterm_s", "stop_s", "removed_s", "uid", "last_done_s",
-    "run", "run_n", "wq_head", "wq_tail", "wq_n", "counters", "busy_frac", "live", "up", "term", "count",
-])
-Requests = namedtuple("Requests", [
-    "arrival_s", "input_tokens", "output_tokens", "status", "replica", "admit_s", "first_token_s",
-    "done_s", "generated", "prefill_left_s", "preemptions", "next_req",
-])
+Pods = namedtuple(
+    "Pods",
+    [
+        "requested_s",
+        "ready_s",
+        "deleted_s",
+        "sigterm_s",
+        "stop_s",
+        "removed_s",
+        "uid",
+        "last_done_s",
+        "run",
+        "run_n",
+        "wq_head",
+        "wq_tail",
+        "wq_n",
+        "counters",
+        "busy_frac",
+        "live",
+        "up",
+        "term",
+        "count",
+    ],
+)
+Requests = namedtuple(
+    "Requests",
+    [
+        "arrival_s",
+        "input_tokens",
+        "output_tokens",
+        "status",
+        "replica",
+        "admit_s",
+        "first_token_s",
+        "done_s",
+        "generated",
+        "prefill_left_s",
+        "preemptions",
+        "next_req",
+    ],
+)
 
 
 def new_pods(capacity: int, max_num_seqs: int) -> Pods:
@@ -101,14 +134,25 @@ def new_pods(capacity: int, max_num_seqs: int) -> Pods:
     count = np.zeros(8, dtype=np.int64)
     count[GATEWAY_HEAD] = count[GATEWAY_TAIL] = -1
     return Pods(
-        requested_s=nan.copy(), ready_s=nan.copy(), deleted_s=nan.copy(), sigterm_s=nan.copy(),
-        stop_s=nan.copy(), removed_s=nan.copy(), uid=np.zeros(capacity, dtype=np.int64),
-        last_done_s=np.full(capacity, -np.inf), run=np.zeros((capacity, max_num_seqs), dtype=np.int64),
-        run_n=np.zeros(capacity, dtype=np.int64), wq_head=np.full(capacity, -1, dtype=np.int64),
-        wq_tail=np.full(capacity, -1, dtype=np.int64), wq_n=np.zeros(capacity, dtype=np.int64),
-        counters=np.zeros((capacity, 4)), busy_frac=np.zeros(capacity),
-        live=np.zeros(capacity, dtype=np.int64), up=np.zeros(capacity, dtype=np.int64),
-        term=np.zeros(capacity, dtype=np.int64), count=count,
+        requested_s=nan.copy(),
+        ready_s=nan.copy(),
+        deleted_s=nan.copy(),
+        sigterm_s=nan.copy(),
+        stop_s=nan.copy(),
+        removed_s=nan.copy(),
+        uid=np.zeros(capacity, dtype=np.int64),
+        last_done_s=np.full(capacity, -np.inf),
+        run=np.zeros((capacity, max_num_seqs), dtype=np.int64),
+        run_n=np.zeros(capacity, dtype=np.int64),
+        wq_head=np.full(capacity, -1, dtype=np.int64),
+        wq_tail=np.full(capacity, -1, dtype=np.int64),
+        wq_n=np.zeros(capacity, dtype=np.int64),
+        counters=np.zeros((capacity, 4)),
+        busy_frac=np.zeros(capacity),
+        live=np.zeros(capacity, dtype=np.int64),
+        up=np.zeros(capacity, dtype=np.int64),
+        term=np.zeros(capacity, dtype=np.int64),
+        count=count,
     )
 
 
@@ -119,14 +163,20 @@ def new_requests(arrival_s: np.ndarray, input_tokens: np.ndarray, output_tokens:
         arrival_s=np.ascontiguousarray(arrival_s, dtype=float),
         input_tokens=np.ascontiguousarray(input_tokens, dtype=np.int64),
         output_tokens=np.ascontiguousarray(output_tokens, dtype=np.int64),
-        status=np.zeros(n, dtype=np.int8), replica=np.full(n, -1, dtype=np.int64),
-        admit_s=np.full(n, np.nan), first_token_s=np.full(n, np.nan), done_s=np.full(n, np.nan),
-        generated=np.zeros(n), prefill_left_s=np.zeros(n), preemptions=np.zeros(n, dtype=np.int64),
+        status=np.zeros(n, dtype=np.int8),
+        replica=np.full(n, -1, dtype=np.int64),
+        admit_s=np.full(n, np.nan),
+        first_token_s=np.full(n, np.nan),
+        done_s=np.full(n, np.nan),
+        generated=np.zeros(n),
+        prefill_left_s=np.zeros(n),
+        preemptions=np.zeros(n, dtype=np.int64),
         next_req=np.full(n, -1, dtype=np.int64),
     )
 
 
 # ---- pod lists ---------------------------------------------------------------------------------
+
 
 @njit(cache=True, nogil=True)
 def _remove(ids, slot, count, p):
@@ -166,6 +216,7 @@ def routable(pods, now_s, out):
 
 # ---- creation and deletion ---------------------------------------------------------------------
 
+
 @njit(cache=True, nogil=True)
 def _warmup_s(rng, kind, warmup_s, spread_s):
     # Fleet._warmup_s, the same draws from the same generator.
@@ -190,8 +241,11 @@ def add_pod(pods, now_s, warm, rng, deployment):
     if p >= pods.ready_s.shape[0]:
         return -1
     pods.requested_s[p] = now_s
-    pods.ready_s[p] = now_s if warm else now_s + _warmup_s(rng, deployment.warmup_kind, deployment.warmup_s,
-                                                           deployment.warmup_spread_s)
+    pods.ready_s[p] = (
+        now_s
+        if warm
+        else now_s + _warmup_s(rng, deployment.warmup_kind, deployment.warmup_s, deployment.warmup_spread_s)
+    )
     pods.uid[p] = rng.integers(0, UID_HIGH)
     count[PODS_CREATED] = p + 1
     pods.live[count[PODS_LIVE]] = p
@@ -265,8 +319,9 @@ def scale_to(pods, replicas, now_s, rng, deployment, keys):
         for k in range(n_live - replicas):
             victims[k] = pods.live[keys[k, 3]]
         for k in range(n_live - replicas):
-            _delete_pod(pods, victims[k], now_s, deployment.pre_stop_s, deployment.grace_period_s,
-                        deployment.shutdown_timeout_s)
+            _delete_pod(
+                pods, victims[k], now_s, deployment.pre_stop_s, deployment.grace_period_s, deployment.shutdown_timeout_s
+            )
     return 0
 
 
@@ -302,6 +357,7 @@ def finish_terminations(pods, req, now_s):
 
 
 # ---- routing -----------------------------------------------------------------------------------
+
 
 @njit(cache=True, nogil=True, inline="always")
 def _append(pods, req, p, i):

@@ -1,4 +1,4 @@
-"""The ``lockstep`` engine: the reference engine's code for many configurations in one pass (the fast engine's fallback).
+"""The ``lockstep`` engine: the reference's code for many configurations in one pass (the fast engine's fallback).
 
 It computes exactly what :mod:`planner.simulate.reference` computes (the
 differential test in ``tests/test_simulate_fast.py`` holds it to that:
@@ -64,7 +64,6 @@ from planner.simulate.replica import RequestState
 from planner.simulate.traffic import RequestTrace
 
 __all__ = ["Configuration", "ReplayWindow", "replay_window", "simulate", "simulate_many"]
-
 
 
 @dataclass(frozen=True)
@@ -160,8 +159,9 @@ class _SignalCachingControl(Control):
         return self._cached[2]
 
 
-def simulate(trace: RequestTrace, autoscaler: Autoscaler, fleet_spec: FleetSpec | None = None, *,
-             duration_s: float | None = None) -> Outcome:
+def simulate(
+    trace: RequestTrace, autoscaler: Autoscaler, fleet_spec: FleetSpec | None = None, *, duration_s: float | None = None
+) -> Outcome:
     """Replay ``trace`` through a fleet scaled by ``autoscaler`` (same contract as the reference engine).
 
     Parameters
@@ -196,9 +196,13 @@ def _start(config: Configuration, req_arrays: tuple[np.ndarray, np.ndarray, np.n
     return state
 
 
-def simulate_many(trace: RequestTrace, configurations: Sequence[Configuration], *,
-                  duration_s: float | None = None,
-                  on_tick: Callable[[int, int], None] | None = None) -> list[Outcome]:
+def simulate_many(
+    trace: RequestTrace,
+    configurations: Sequence[Configuration],
+    *,
+    duration_s: float | None = None,
+    on_tick: Callable[[int, int], None] | None = None,
+) -> list[Outcome]:
     """Replay ``trace`` once for each configuration, all advancing tick by tick together.
 
     Parameters
@@ -225,8 +229,12 @@ def simulate_many(trace: RequestTrace, configurations: Sequence[Configuration], 
     ticks = np.arange(n_ticks)
     scrape_due = [(ticks + 1) % round(s.spec.scrape_interval_s / dt) == 0 for s in states]
     control_due = [_due_ticks(s.control, dt, n_ticks) for s in states]
-    capacity_tps = [float(output_throughput_tps(s.spec.replica.max_num_seqs, s.spec.replica.fixed_ms,
-                                                s.spec.replica.per_sequence_ms)) for s in states]
+    capacity_tps = [
+        float(
+            output_throughput_tps(s.spec.replica.max_num_seqs, s.spec.replica.fixed_ms, s.spec.replica.per_sequence_ms)
+        )
+        for s in states
+    ]
     for k in range(n_ticks):
         t0_s, t1_s = k * dt, (k + 1) * dt
         for c, state in enumerate(states):
@@ -244,8 +252,9 @@ def simulate_many(trace: RequestTrace, configurations: Sequence[Configuration], 
     outcomes = []
     for state in states:
         state.fleet.finish_terminations(end_s, state.req)
-        outcome = _outcome(state.req, state.fleet, state.spec, state.events, state.rows, state.preemptions, end_s,
-                           state.supply_rows)
+        outcome = _outcome(
+            state.req, state.fleet, state.spec, state.events, state.rows, state.preemptions, end_s, state.supply_rows
+        )
         outcomes.append(dataclasses.replace(outcome, engine="fast"))
     return outcomes
 
@@ -273,8 +282,9 @@ class ReplayWindow:
     n_ticks: int
 
 
-def replay_window(trace: RequestTrace, configurations: Sequence[Configuration],
-                  duration_s: float | None) -> ReplayWindow | None:
+def replay_window(
+    trace: RequestTrace, configurations: Sequence[Configuration], duration_s: float | None
+) -> ReplayWindow | None:
     """Check a run's inputs and cut the trace to its window (``None`` when there are no configurations).
 
     Raises :class:`PlannerInputError` for an empty trace, configurations
@@ -287,8 +297,10 @@ def replay_window(trace: RequestTrace, configurations: Sequence[Configuration],
     dt = configurations[0].fleet.tick_s
     for index, config in enumerate(configurations):
         if config.fleet.tick_s != dt:
-            raise PlannerInputError(f"configuration {index}: tick_s {config.fleet.tick_s} differs from "
-                                    f"{dt}; configurations simulated together share one tick")
+            raise PlannerInputError(
+                f"configuration {index}: tick_s {config.fleet.tick_s} differs from "
+                f"{dt}; configurations simulated together share one tick"
+            )
     if duration_s is None:
         duration_s = math.ceil(trace.duration_s) + DRAIN_TAIL_S
     if not (math.isfinite(duration_s) and duration_s > 0):

@@ -90,8 +90,14 @@ RATE, IRATE, INCREASE, AVG_OVER_TIME, MAX_OVER_TIME, MIN_OVER_TIME = 0, 1, 2, 3,
 
 _OPERATORS = {"+": ADD, "-": SUB, "*": MUL, "/": DIV}
 _AGGREGATIONS = {"sum": SUM, "avg": AVG, "max": MAX, "min": MIN, "count": COUNT}
-_FUNCTIONS = {"rate": RATE, "irate": IRATE, "increase": INCREASE, "avg_over_time": AVG_OVER_TIME,
-              "max_over_time": MAX_OVER_TIME, "min_over_time": MIN_OVER_TIME}
+_FUNCTIONS = {
+    "rate": RATE,
+    "irate": IRATE,
+    "increase": INCREASE,
+    "avg_over_time": AVG_OVER_TIME,
+    "max_over_time": MAX_OVER_TIME,
+    "min_over_time": MIN_OVER_TIME,
+}
 # Python 3.12 made the built-in sum() of floats compensated (Neumaier); 3.11 adds left to right.
 # Baked into the kernels when they compile (numba's cache is kept per interpreter version).
 COMPENSATED_SUM = sum([1e16, 1.0, -1e16]) != 0.0
@@ -99,16 +105,19 @@ COMPENSATED_SUM = sum([1e16, 1.0, -1e16]) != 0.0
 # Rows of Workspace.acc, per series of a range function.
 _A, _B, _C, _D, _LAST_T, _LAST_V = range(6)
 
-Workspace = namedtuple("Workspace", [
-    "stack_keys",  # int64 (depth, capacity): series keys of each stacked vector
-    "stack_vals",  # float64 (depth, capacity): their values
-    "stack_n",  # int64 (depth,): series per stacked vector
-    "slot_pod",  # int64 (capacity,): a range function's series, in the Python dict's order
-    "sorted_pod",  # int64 (capacity,): the same pods ascending ...
-    "sorted_slot",  # int64 (capacity,): ... and where each sits in slot_pod
-    "acc_n",  # int64 (capacity,): samples seen per series
-    "acc",  # float64 (6, capacity): per-series accumulators
-])
+Workspace = namedtuple(
+    "Workspace",
+    [
+        "stack_keys",  # int64 (depth, capacity): series keys of each stacked vector
+        "stack_vals",  # float64 (depth, capacity): their values
+        "stack_n",  # int64 (depth,): series per stacked vector
+        "slot_pod",  # int64 (capacity,): a range function's series, in the Python dict's order
+        "sorted_pod",  # int64 (capacity,): the same pods ascending ...
+        "sorted_slot",  # int64 (capacity,): ... and where each sits in slot_pod
+        "acc_n",  # int64 (capacity,): samples seen per series
+        "acc",  # float64 (6, capacity): per-series accumulators
+    ],
+)
 
 
 class NotCompilable(Exception):
@@ -158,6 +167,7 @@ class StoreArrays:
 
 
 # ---- compiling ----------------------------------------------------------------------------------
+
 
 def compile_query(query: Query) -> CompiledQuery:
     """Postfix code for ``query``.
@@ -250,6 +260,7 @@ class _Emitter:
 
 # ---- workspace and store ------------------------------------------------------------------------
 
+
 @njit(cache=True, nogil=True)
 def workspace_arrays(max_series, depth=MAX_DEPTH):
     """Scratch arrays for :func:`evaluate`, for a store with at most ``max_series`` distinct pod ids.
@@ -306,8 +317,10 @@ def as_python(kind: int, n: int, out_keys: np.ndarray, out_vals: np.ndarray):
         raise ZeroDivisionError("float division by zero")
     if kind != VECTOR:
         raise ValueError(f"evaluate ran out of room (kind {kind})")
-    return {(() if key == NOT_A_POD else (int(key),)): float(value)
-            for key, value in zip(out_keys[:n].tolist(), out_vals[:n].tolist(), strict=True)}
+    return {
+        (() if key == NOT_A_POD else (int(key),)): float(value)
+        for key, value in zip(out_keys[:n].tolist(), out_vals[:n].tolist(), strict=True)
+    }
 
 
 # ---- the store ----------------------------------------------------------------------------------
@@ -318,6 +331,7 @@ def as_python(kind: int, n: int, out_keys: np.ndarray, out_vals: np.ndarray):
 # array per call: most of a small query's cost). The touch is ``+ 0 * a.size`` on an int result,
 # a never-taken branch on a float one. Subviews of the workspace are avoided for the same reason:
 # rows are indexed in place.
+
 
 @njit(cache=True, nogil=True)
 def last_index(scrape_time_s, n_scrapes, now_s):
@@ -363,11 +377,19 @@ def _instant(column, k, scrape_rows, sample_pod, sample_values, existing_rows, e
         for i in range(n):
             keys[row, i] = sample_pod[lo + i]
             vals[row, i] = sample_values[lo + i, column]
-    return n + 0 * (scrape_rows.size + sample_pod.size + sample_values.size + existing_rows.size + existing_pod.size
-                    + keys.size + vals.size)
+    return n + 0 * (
+        scrape_rows.size
+        + sample_pod.size
+        + sample_values.size
+        + existing_rows.size
+        + existing_pod.size
+        + keys.size
+        + vals.size
+    )
 
 
 # ---- arithmetic ---------------------------------------------------------------------------------
+
 
 @njit(cache=True, nogil=True)
 def _sum_add(total, carry, x):
@@ -454,8 +476,7 @@ def _apply(op, a, b):
 
 
 @njit(cache=True, nogil=True)
-def _extrapolated_rate(result, first_t, first_v, last_t, last_v, n_samples, range_start_s, range_end_s,
-                       is_rate):
+def _extrapolated_rate(result, first_t, first_v, last_t, last_v, n_samples, range_start_s, range_end_s, is_rate):
     # metrics._extrapolated_rate after its reset loop (result = last - first + every value before a
     # reset), in the same float order. Returns (rate, False) where Python divides by zero (two
     # samples at one time, outside the store's contract) instead of raising.
@@ -482,11 +503,13 @@ def _extrapolated_rate(result, first_t, first_v, last_t, last_v, n_samples, rang
 
 # ---- range functions ----------------------------------------------------------------------------
 
+
 @njit(cache=True, nogil=True)
 def _range(function, column, window_s, k, now_s, scrape_time_s, scrape_rows, sample_pod, sample_values, work, row):
     # MetricStore.window + _range_value for every series, into the stack's row; returns how many, or
-    # OUT_OF_ROOM, or ZERO_DIVISION where Python divides by zero (two scrapes at one time). window() meets the series walking back from scrape k, so the dict order is the
-    # pods of the latest scrape first; each series' first-met sample is its last one.
+    # OUT_OF_ROOM, or ZERO_DIVISION where Python divides by zero (two scrapes at one time). window() meets
+    # the series walking back from scrape k, so the dict order is the pods of the latest scrape first;
+    # each series' first-met sample is its last one.
     keys, vals = work.stack_keys, work.stack_vals
     slot_pod, sorted_pod, sorted_slot = work.slot_pod, work.sorted_pod, work.sorted_slot
     acc_n, acc = work.acc_n, work.acc
@@ -588,8 +611,17 @@ def _range(function, column, window_s, k, now_s, scrape_time_s, scrape_rows, sam
         elif function == RATE or function == INCREASE:
             if samples < 2:
                 continue
-            value, ok = _extrapolated_rate(acc[_D, s], acc[_A, s], acc[_B, s], acc[_LAST_T, s],
-                                           acc[_LAST_V, s], samples, now_s - window_s, now_s, function == RATE)
+            value, ok = _extrapolated_rate(
+                acc[_D, s],
+                acc[_A, s],
+                acc[_B, s],
+                acc[_LAST_T, s],
+                acc[_LAST_V, s],
+                samples,
+                now_s - window_s,
+                now_s,
+                function == RATE,
+            )
             defined = defined and ok
         elif function == AVG_OVER_TIME:
             value = _sum_end(acc[_A, s], acc[_B, s]) / max(samples, 1)
@@ -602,11 +634,23 @@ def _range(function, column, window_s, k, now_s, scrape_time_s, scrape_rows, sam
         n = OUT_OF_ROOM
     elif not defined:
         n = ZERO_DIVISION
-    return n + 0 * (scrape_time_s.size + scrape_rows.size + sample_pod.size + sample_values.size + keys.size + vals.size
-                    + slot_pod.size + sorted_pod.size + sorted_slot.size + acc_n.size + acc.size)
+    return n + 0 * (
+        scrape_time_s.size
+        + scrape_rows.size
+        + sample_pod.size
+        + sample_values.size
+        + keys.size
+        + vals.size
+        + slot_pod.size
+        + sorted_pod.size
+        + sorted_slot.size
+        + acc_n.size
+        + acc.size
+    )
 
 
 # ---- evaluation ---------------------------------------------------------------------------------
+
 
 @njit(cache=True, nogil=True)
 def _find(keys, row, n, key, hint):
@@ -623,8 +667,21 @@ def _find(keys, row, n, key, hint):
 
 
 @njit(cache=True, nogil=True)
-def evaluate(code, consts, scrape_time_s, n_scrapes, scrape_rows, sample_pod, sample_values, existing_rows,
-             existing_pod, now_s, work, out_keys, out_vals):
+def evaluate(
+    code,
+    consts,
+    scrape_time_s,
+    n_scrapes,
+    scrape_rows,
+    sample_pod,
+    sample_values,
+    existing_rows,
+    existing_pod,
+    now_s,
+    work,
+    out_keys,
+    out_vals,
+):
     """``Query.evaluate`` at ``now_s``, bit for bit and in the dict's order.
 
     Parameters
@@ -667,11 +724,32 @@ def evaluate(code, consts, scrape_time_s, n_scrapes, scrape_rows, sample_pod, sa
                     kind = OUT_OF_ROOM
                     break
                 if op == OP_SELECT:
-                    n = _instant(code[i, 1], fresh, scrape_rows, sample_pod, sample_values, existing_rows,
-                                 existing_pod, keys, vals, top)
+                    n = _instant(
+                        code[i, 1],
+                        fresh,
+                        scrape_rows,
+                        sample_pod,
+                        sample_values,
+                        existing_rows,
+                        existing_pod,
+                        keys,
+                        vals,
+                        top,
+                    )
                 elif op == OP_RANGE:
-                    n = _range(code[i, 1], code[i, 2], consts[i], k, now_s, scrape_time_s, scrape_rows,
-                               sample_pod, sample_values, work, top)
+                    n = _range(
+                        code[i, 1],
+                        code[i, 2],
+                        consts[i],
+                        k,
+                        now_s,
+                        scrape_time_s,
+                        scrape_rows,
+                        sample_pod,
+                        sample_values,
+                        work,
+                        top,
+                    )
                 else:
                     keys[top, 0] = NOT_A_POD
                     vals[top, 0] = consts[i]
@@ -746,15 +824,41 @@ def evaluate(code, consts, scrape_time_s, n_scrapes, scrape_rows, sample_pod, sa
         for j in range(n):
             out_keys[j] = keys[0, j]
             out_vals[j] = vals[0, j]
-    held = (code.size + consts.size + scrape_time_s.size + scrape_rows.size + sample_pod.size + sample_values.size
-            + existing_rows.size + existing_pod.size + keys.size + vals.size + stack_n.size + work.acc.size
-            + out_keys.size + out_vals.size)
+    held = (
+        code.size
+        + consts.size
+        + scrape_time_s.size
+        + scrape_rows.size
+        + sample_pod.size
+        + sample_values.size
+        + existing_rows.size
+        + existing_pod.size
+        + keys.size
+        + vals.size
+        + stack_n.size
+        + work.acc.size
+        + out_keys.size
+        + out_vals.size
+    )
     return kind, n + 0 * held
 
 
 @njit(cache=True, nogil=True)
-def scalar(code, consts, scrape_time_s, n_scrapes, scrape_rows, sample_pod, sample_values, existing_rows,
-           existing_pod, now_s, work, out_keys, out_vals):
+def scalar(
+    code,
+    consts,
+    scrape_time_s,
+    n_scrapes,
+    scrape_rows,
+    sample_pod,
+    sample_values,
+    existing_rows,
+    existing_pod,
+    now_s,
+    work,
+    out_keys,
+    out_vals,
+):
     """``Query.scalar`` (as KEDA's Prometheus scaler reads a query); arguments as :func:`evaluate`.
 
     Returns
@@ -766,8 +870,21 @@ def scalar(code, consts, scrape_time_s, n_scrapes, scrape_rows, sample_pod, samp
         of room. ``RAISES`` (4): Python raises ``ZeroDivisionError``. ``value``
         is NaN unless the status is ``VALUE``.
     """
-    kind, n = evaluate(code, consts, scrape_time_s, n_scrapes, scrape_rows, sample_pod, sample_values,
-                       existing_rows, existing_pod, now_s, work, out_keys, out_vals)
+    kind, n = evaluate(
+        code,
+        consts,
+        scrape_time_s,
+        n_scrapes,
+        scrape_rows,
+        sample_pod,
+        sample_values,
+        existing_rows,
+        existing_pod,
+        now_s,
+        work,
+        out_keys,
+        out_vals,
+    )
     value = math.nan
     status = VALUE
     if kind == OUT_OF_ROOM:
@@ -780,6 +897,17 @@ def scalar(code, consts, scrape_time_s, n_scrapes, scrape_rows, sample_pod, samp
         status = EMPTY
     else:
         status = MULTIPLE
-    held = (code.size + consts.size + scrape_time_s.size + scrape_rows.size + sample_pod.size + sample_values.size
-            + existing_rows.size + existing_pod.size + work.acc.size + out_keys.size + out_vals.size)
+    held = (
+        code.size
+        + consts.size
+        + scrape_time_s.size
+        + scrape_rows.size
+        + sample_pod.size
+        + sample_values.size
+        + existing_rows.size
+        + existing_pod.size
+        + work.acc.size
+        + out_keys.size
+        + out_vals.size
+    )
     return value, status + 0 * held

@@ -25,8 +25,19 @@ __all__ = ["request_summary"]
 
 
 @njit(cache=True, nogil=True)
-def request_summary(arrival_s, output_tokens, status, first_token_s, done_s, ttft_limit_s, itl_limit_ms,
-                    ttft_s, met, finite_ttft_s, finite_itl_ms):
+def request_summary(
+    arrival_s,
+    output_tokens,
+    status,
+    first_token_s,
+    done_s,
+    ttft_limit_s,
+    itl_limit_ms,
+    ttft_s,
+    met,
+    finite_ttft_s,
+    finite_itl_ms,
+):
     """TTFT and SLO per request, and the Outcome's counts.
 
     Parameters

@@ -86,13 +86,19 @@ class CompiledReplica:
         """The kernel arguments for ``spec``."""
         table = np.asarray(spec._step_table_s, dtype=np.float64)
         table.setflags(write=False)
-        return cls(table, int(spec.max_num_seqs), int(spec.kv_tokens), int(spec.block_size_tokens),
-                   float(spec.prefill_ms_per_token))
+        return cls(
+            table,
+            int(spec.max_num_seqs),
+            int(spec.kv_tokens),
+            int(spec.block_size_tokens),
+            float(spec.prefill_ms_per_token),
+        )
 
     def params(self) -> ReplicaParams:
         """The same values as the kernels' :class:`ReplicaParams`."""
-        return ReplicaParams(self.step_table_s, self.max_num_seqs, self.kv_tokens, self.block_size_tokens,
-                             self.prefill_ms_per_token)
+        return ReplicaParams(
+            self.step_table_s, self.max_num_seqs, self.kv_tokens, self.block_size_tokens, self.prefill_ms_per_token
+        )
 
 
 class ReplicaParams(NamedTuple):
@@ -458,23 +464,64 @@ def _progress(i, start_s, end_s, step_s, requests):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def advance_replica(t0_s, dt_s, stop_s, p, run, run_n, wq_head, wq_tail, wq_n, next_req,
-                    arrival_s, input_tokens, output_tokens, status, admit_s, first_token_s, done_s,
-                    generated, prefill_left_s, preemptions,
-                    step_table_s, max_num_seqs, kv_tokens, block_size_tokens, prefill_ms_per_token,
-                    scratch, completed_out):
+def advance_replica(
+    t0_s,
+    dt_s,
+    stop_s,
+    p,
+    run,
+    run_n,
+    wq_head,
+    wq_tail,
+    wq_n,
+    next_req,
+    arrival_s,
+    input_tokens,
+    output_tokens,
+    status,
+    admit_s,
+    first_token_s,
+    done_s,
+    generated,
+    prefill_left_s,
+    preemptions,
+    step_table_s,
+    max_num_seqs,
+    kv_tokens,
+    block_size_tokens,
+    prefill_ms_per_token,
+    scratch,
+    completed_out,
+):
     """:func:`advance_pod` on loose arrays: the Python model's signature, for the differential test.
 
     The engine calls :func:`advance_pod` with its named tuples; this packs
     the same arrays into :class:`ReplicaQueues`, :class:`ReplicaRequests` and
     :class:`ReplicaParams` (see :func:`advance_pod` for the parameters).
     """
-    return advance_pod(t0_s, dt_s, stop_s, p, ReplicaQueues(run, run_n, wq_head, wq_tail, wq_n),
-                       ReplicaRequests(next_req, arrival_s, input_tokens, output_tokens, status, admit_s,
-                                       first_token_s, done_s, generated, prefill_left_s, preemptions),
-                       ReplicaParams(step_table_s, max_num_seqs, kv_tokens, block_size_tokens,
-                                     prefill_ms_per_token),
-                       scratch, completed_out)
+    return advance_pod(
+        t0_s,
+        dt_s,
+        stop_s,
+        p,
+        ReplicaQueues(run, run_n, wq_head, wq_tail, wq_n),
+        ReplicaRequests(
+            next_req,
+            arrival_s,
+            input_tokens,
+            output_tokens,
+            status,
+            admit_s,
+            first_token_s,
+            done_s,
+            generated,
+            prefill_left_s,
+            preemptions,
+        ),
+        ReplicaParams(step_table_s, max_num_seqs, kv_tokens, block_size_tokens, prefill_ms_per_token),
+        scratch,
+        completed_out,
+    )
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -534,14 +581,23 @@ def advance_pod(t0_s, dt_s, stop_s, p, queues, requests, replica, scratch, compl
     prefill_left_s = requests.prefill_left_s
     step_table_s, max_num_seqs, kv_tokens = replica.step_table_s, replica.max_num_seqs, replica.kv_tokens
     block_size_tokens, prefill_ms_per_token = replica.block_size_tokens, replica.prefill_ms_per_token
-    if (run_n[p] > max_num_seqs or run.shape[1] < max_num_seqs or step_table_s.shape[0] < max_num_seqs + 1
-            or batch_values.shape[0] < max_num_seqs or free_at_s.shape[0] < max_num_seqs):
+    if (
+        run_n[p] > max_num_seqs
+        or run.shape[1] < max_num_seqs
+        or step_table_s.shape[0] < max_num_seqs + 1
+        or batch_values.shape[0] < max_num_seqs
+        or free_at_s.shape[0] < max_num_seqs
+    ):
         return 0.0, BAD_LAYOUT, 0.0, 0, 0
     # A tick finishes each request at most once and admits only queued ones.
     held_requests = run_n[p] + wq_n[p]
-    if (freed_at_s.shape[0] < held_requests or freed_tokens.shape[0] < held_requests
-            or busy_from_s.shape[0] < held_requests + 1 or busy_to_s.shape[0] < held_requests + 1
-            or completed_out.shape[0] < held_requests):
+    if (
+        freed_at_s.shape[0] < held_requests
+        or freed_tokens.shape[0] < held_requests
+        or busy_from_s.shape[0] < held_requests + 1
+        or busy_to_s.shape[0] < held_requests + 1
+        or completed_out.shape[0] < held_requests
+    ):
         return 0.0, NEEDS_CAPACITY, 0.0, 0, 0
 
     end_s = t0_s + dt_s
@@ -550,8 +606,7 @@ def advance_pod(t0_s, dt_s, stop_s, p, queues, requests, replica, scratch, compl
     if end_s <= t0_s:
         return 0.0, 0, 0.0, 0, 0
     preempted = _preempt_to_fit(p, queues, requests, replica, end_s - t0_s, batch_values)
-    step_s = _step_s(step_table_s, _tick_batch(t0_s, end_s, p, queues, requests, replica, batch_values),
-                     max_num_seqs)
+    step_s = _step_s(step_table_s, _tick_batch(t0_s, end_s, p, queues, requests, replica, batch_values), max_num_seqs)
     n_run = run_n[p]
     n_completed = 0
     n_busy = 0
@@ -682,5 +737,10 @@ def advance_pod(t0_s, dt_s, stop_s, p, queues, requests, replica, scratch, compl
     for k in range(n_completed):
         completed_tokens += output_tokens[completed_out[k]]
     generated_after = running_tokens + completed_tokens
-    return (_union_s(busy_from_s, busy_to_s, n_busy), n_completed, generated_after - generated_before,
-            prompt_tokens, preempted)
+    return (
+        _union_s(busy_from_s, busy_to_s, n_busy),
+        n_completed,
+        generated_after - generated_before,
+        prompt_tokens,
+        preempted,
+    )
