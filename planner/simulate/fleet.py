@@ -36,7 +36,7 @@ from planner.dynamics.grace import (
 )
 from planner.errors import PlannerInputError
 from planner.simulate.replica import CUT, GATEWAY, WAITING, ReplicaSpec, RequestState
-from planner.simulate.supply import NodePool, NodePoolSpec
+from planner.simulate.supply import NodePool, NodePoolSpec, draw_duration_s
 
 __all__ = [
     "LEAST_LOADED",
@@ -293,14 +293,7 @@ class Fleet:
     # -- scaling ------------------------------------------------------------------------------
     def _warmup_s(self) -> float:
         spec = self.spec
-        if spec.warmup_distribution == "uniform":
-            return float(
-                self.rng.uniform(max(spec.warmup_s - spec.warmup_spread_s, 0.0), spec.warmup_s + spec.warmup_spread_s)
-            )
-        if spec.warmup_distribution == "lognormal" and spec.warmup_s > 0:
-            sigma = spec.warmup_spread_s / spec.warmup_s
-            return float(spec.warmup_s * math.exp(sigma * self.rng.standard_normal()))
-        return float(spec.warmup_s)
+        return draw_duration_s(self.rng, spec.warmup_distribution, spec.warmup_s, spec.warmup_spread_s)
 
     def add_pod(self, now_s: float, *, warm: bool = False) -> int:
         """Create one pod at ``now_s``; ``warm`` pods are Ready at once (the fleet at time 0).
@@ -393,11 +386,7 @@ class Fleet:
             return
         if not self._supply_started:
             self._supply_started = True
-            pool.add_placeholders(
-                self.spec.placeholders,
-                now_s,
-                warm_nodes=self.spec.nodes is not None and self.spec.nodes.initial_nodes is None,
-            )
+            pool.add_placeholders(self.spec.placeholders, now_s, warm_nodes=pool.spec.initial_nodes is None)
         for p in list(pool.pod_node):
             if self.removed_s[p] <= now_s:
                 pool.release(p, now_s)

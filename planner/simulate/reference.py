@@ -35,6 +35,7 @@ import pandas as pd
 from planner.autoscaler.replica_calculator import POD_RUNNING, Pod
 from planner.autoscaler.spec import Autoscaler
 from planner.capacity.step_time import output_throughput_tps
+from planner.dynamics.cold_start import pods_per_node
 from planner.errors import PlannerInputError
 from planner.simulate.control import Control
 from planner.simulate.fleet import Fleet, FleetSpec
@@ -299,7 +300,7 @@ def _check_node_quota(control: Control, spec: FleetSpec) -> None:
     nodes = spec.nodes
     if nodes is None or nodes.max_nodes is None:
         return
-    pods = nodes.max_nodes * (nodes.gpus_per_node // spec.gpus_per_replica)
+    pods = nodes.max_nodes * pods_per_node(nodes.gpus_per_node, spec.gpus_per_replica)
     floor = max(control.min_replicas, spec.initial_replicas or 0)
     if pods < floor:
         where = f"{spec.source}: " if spec.source else ""

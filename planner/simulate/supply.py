@@ -49,10 +49,34 @@ from planner.dynamics.cold_start import (
 )
 from planner.errors import PlannerInputError
 
-__all__ = ["PROVISION_DISTRIBUTIONS", "NodePool", "NodePoolSpec", "SupplyOutcome"]
+__all__ = ["PROVISION_DISTRIBUTIONS", "NodePool", "NodePoolSpec", "SupplyOutcome", "draw_duration_s"]
 
 PROVISION_DISTRIBUTIONS = ("fixed", "uniform", "lognormal")
 _NEVER = math.inf
+
+
+def draw_duration_s(rng: np.random.Generator, distribution: str, median_s: float, spread_s: float) -> float:
+    """One seeded draw of a cold-start phase's length (a pod's warmup, a node's provisioning).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    distribution : str
+        ``fixed`` (always ``median_s``), ``uniform`` (``median_s`` +/- ``spread_s``, not below 0)
+        or ``lognormal`` (median ``median_s``, sigma ``spread_s / median_s``).
+    median_s, spread_s : float
+        [s]
+
+    Returns
+    -------
+    float
+        [s]
+    """
+    if distribution == "uniform":
+        return float(rng.uniform(max(median_s - spread_s, 0.0), median_s + spread_s))
+    if distribution == "lognormal" and median_s > 0:
+        return float(median_s * math.exp(spread_s / median_s * rng.standard_normal()))
+    return float(median_s)
 
 
 @dataclass(frozen=True)
@@ -226,16 +250,7 @@ class NodePool:
 
     def _provision_s(self) -> float:
         spec = self.spec
-        if spec.provision_distribution == "uniform":
-            return float(
-                self.rng.uniform(
-                    max(spec.provision_s - spec.provision_spread_s, 0.0), spec.provision_s + spec.provision_spread_s
-                )
-            )
-        if spec.provision_distribution == "lognormal" and spec.provision_s > 0:
-            sigma = spec.provision_spread_s / spec.provision_s
-            return float(spec.provision_s * math.exp(sigma * self.rng.standard_normal()))
-        return float(spec.provision_s)
+        return draw_duration_s(self.rng, spec.provision_distribution, spec.provision_s, spec.provision_spread_s)
 
     def nodes(self) -> list[int]:
         """Nodes requested and not removed."""
