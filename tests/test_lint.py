@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from planner.autoscaler.versions import ClusterVersions, Version
-from planner.manifests.lint import RULES, LintSettings, exit_status, lint, signal_kinds
+from planner.manifests.lint import RULES, LintSettings, ReplicaSupply, exit_status, lint, signal_kinds
 from planner.readers.workload import read_manifest_set
 from tests.conftest import TEST_DATA_DIR
 
@@ -184,6 +184,16 @@ spec:
     - type: Resource
       resource: {name: cpu, target: {type: Utilization, averageUtilization: 70}}
 """
+
+# Two nodes of two GPUs, one GPU per replica: four replicas at most.
+FOUR_GPU_QUOTA = ReplicaSupply(
+    gpus_per_replica=1,
+    gpus_per_node=2,
+    max_nodes=2,
+    warm_time_to_ready_s=90.0,
+    cold_time_to_ready_s=400.0,
+    empty_node_kept_s=600.0,
+)
 
 # (rule, a manifest that triggers it, a realistic manifest that does not, settings)
 CASES = [
@@ -392,6 +402,18 @@ CASES = [
         scaled_object(prom("sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting)"), behavior=GOOD_BEHAVIOR),
         scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR),
         {},
+    ),
+    (
+        "min-replicas-over-node-quota",
+        scaled_object(IN_FLIGHT, minimum="minReplicaCount: 5", behavior=GOOD_BEHAVIOR),
+        scaled_object(IN_FLIGHT, minimum="minReplicaCount: 4", behavior=GOOD_BEHAVIOR),
+        {"supply": FOUR_GPU_QUOTA},
+    ),
+    (
+        "max-replicas-over-node-quota",
+        scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR),
+        scaled_object(IN_FLIGHT, maximum="maxReplicaCount: 4", behavior=GOOD_BEHAVIOR),
+        {"supply": FOUR_GPU_QUOTA},
     ),
 ]
 

@@ -8,7 +8,8 @@ from planner.autoscaler.versions import ClusterVersions
 from planner.cli.manifests import add_version_arguments
 from planner.cli.output import print_json
 from planner.errors import PlannerInputError
-from planner.manifests.lint import DEFAULT_ITL_MS, DEFAULT_WARMUP_S, LintSettings, exit_status, lint
+from planner.manifests.lint import DEFAULT_ITL_MS, DEFAULT_WARMUP_S, LintSettings, ReplicaSupply, exit_status, lint
+from planner.readers.fleet import read_fleet
 from planner.readers.metrics import read_metrics_scrape
 from planner.readers.workload import read_manifest_set
 
@@ -57,8 +58,13 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--warmup-s",
         type=float,
-        default=DEFAULT_WARMUP_S,
-        help=f"time from a new pod to Ready [s] (default {DEFAULT_WARMUP_S:g})",
+        default=None,
+        help=f"time from a new pod to Ready [s] (default: the fleet file's, else {DEFAULT_WARMUP_S:g})",
+    )
+    parser.add_argument(
+        "--fleet",
+        metavar="FLEET.yaml",
+        help="the fleet file planner simulate reads: its warmup, and with nodes: its node quota and cold start",
     )
     parser.add_argument(
         "--scrape",
@@ -87,8 +93,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    fleet = read_fleet(args.fleet) if args.fleet else None
+    warmup_s = _positive("--warmup-s", args.warmup_s)
+    if warmup_s is None:
+        warmup_s = fleet.warmup_s if fleet is not None else DEFAULT_WARMUP_S
     settings = LintSettings(
-        warmup_s=_positive("--warmup-s", args.warmup_s),
+        warmup_s=warmup_s,
+        supply=ReplicaSupply.from_fleet(fleet) if fleet is not None else None,
         max_tokens=_positive("--max-tokens", args.max_tokens),
         itl_ms=_positive("--itl-ms", args.itl_ms),
         max_num_seqs=_positive("--max-num-seqs", args.max_num_seqs, integer=True),

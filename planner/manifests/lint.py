@@ -13,6 +13,8 @@ Numbers the rules need, and where they come from:
   :data:`DEFAULT_WARMUP_S` = 90 s, the time a new vLLM pod took to become Ready
   in the flapping experiment of the source articles (W35). A startup probe's
   budget is not used: it is a ceiling written generously, not the warmup.
+  With a fleet file's node pool (:class:`ReplicaSupply`) it is the time a
+  removed replica takes to come back, and the node-quota rules run.
 * ``short-grace`` sizes the longest generation with
   :func:`planner.dynamics.grace.drain_time_s` from ``max_tokens`` when given, else from
   the server's ``--max-model-len`` (every token of the context generated, an
@@ -46,6 +48,7 @@ from planner.autoscaler.hpa_spec import (
 )
 from planner.autoscaler.spec import Autoscaler
 from planner.autoscaler.versions import HPA_SCALE_TO_ZERO, ClusterVersions
+from planner.dynamics.cold_start import pods_per_node
 from planner.dynamics.grace import DEFAULT_TERMINATION_GRACE_PERIOD_S, drain_time_s, plan_grace
 from planner.readers.workload import (
     WHOLE_PLACEHOLDER,
@@ -57,6 +60,7 @@ from planner.readers.workload import (
     format_path,
     target_in_documents,
 )
+from planner.simulate.fleet import FleetSpec
 from planner.vllm.promql import LEGACY_ONLY, SIGNALS
 
 __all__ = [
@@ -68,6 +72,7 @@ __all__ = [
     "SEVERITIES",
     "Finding",
     "LintSettings",
+    "ReplicaSupply",
     "Rule",
     "Signal",
     "exit_status",
@@ -133,6 +138,8 @@ RULES: dict[str, Rule] = {
         Rule("hpa-and-scaledobject", "error", "an HPA and a ScaledObject scale the same workload"),
         Rule("latency-quantile-averagevalue", "error", "a latency quantile under an AverageValue target"),
         Rule("unscoped-query", "warning", "a query whose selector does not single out the target's pods or model"),
+        Rule("min-replicas-over-node-quota", "error", "the minimum's pods do not fit in the node quota"),
+        Rule("max-replicas-over-node-quota", "warning", "the maximum asks for pods the node quota cannot hold"),
     )
 }
 
@@ -174,6 +181,72 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class ReplicaSupply:
+    """What a fleet file's node pool says about where a replica's GPUs come from.
+
+    Attributes
+    ----------
+    gpus_per_replica, gpus_per_node : int
+    max_nodes : int or None
+        The node quota; ``None``: none.
+    warm_time_to_ready_s : float
+        A new pod on a node that has a free GPU and the image. [s]
+    cold_time_to_ready_s : float
+        A new pod that needs a new node: the node autoscaler's delay, provisioning, node init,
+        image pull, weights and warmup. [s]
+    empty_node_kept_s : float
+        How long the node autoscaler keeps an empty node. [s]
+    source : str
+        The fleet file, named in findings.
+    """
+
+    gpus_per_replica: int
+    gpus_per_node: int
+    max_nodes: int | None
+    warm_time_to_ready_s: float
+    cold_time_to_ready_s: float
+    empty_node_kept_s: float
+    source: str = "the fleet file"
+
+    @classmethod
+    def from_fleet(cls, fleet: FleetSpec) -> ReplicaSupply | None:
+        """The supply of a fleet with a ``nodes:`` section; ``None`` without one."""
+        nodes = fleet.nodes
+        if nodes is None:
+            return None
+        return cls(
+            gpus_per_replica=fleet.gpus_per_replica,
+            gpus_per_node=nodes.gpus_per_node,
+            max_nodes=nodes.max_nodes,
+            warm_time_to_ready_s=fleet.time_to_ready_s(needs_node=False, image_cached=True),
+            cold_time_to_ready_s=fleet.time_to_ready_s(needs_node=True, image_cached=False),
+            empty_node_kept_s=nodes.empty_node_kept_s,
+            source=fleet.source or "the fleet file",
+        )
+
+    @property
+    def max_pods(self) -> int | None:
+        """Most replicas the quota holds, packed ``pods_per_node`` to a node; ``None``: no quota."""
+        if self.max_nodes is None:
+            return None
+        return self.max_nodes * self.pods_per_node
+
+    @property
+    def pods_per_node(self) -> int:
+        return pods_per_node(self.gpus_per_node, self.gpus_per_replica)
+
+    @property
+    def comeback_s(self) -> float:
+        """How long a replica removed in a dip takes to come back at the earliest. [s]
+
+        Its node is kept for ``empty_node_kept_s`` after it empties, and a pod bound there
+        skips the node and the pull; a node autoscaler that removes empty nodes at once
+        (Karpenter's default ``consolidateAfter: 0s``) leaves only a cold node.
+        """
+        return self.warm_time_to_ready_s if self.empty_node_kept_s > 0 else self.cold_time_to_ready_s
+
+
+@dataclass(frozen=True)
 class LintSettings:
     """Numbers the rules compare against; ``None`` means "read it from the manifests".
 
@@ -190,6 +263,12 @@ class LintSettings:
     exported_metrics : frozenset of str or None
         ``vllm:`` metric families a server's ``/metrics`` scrape exports
         (:func:`planner.readers.metrics.read_metrics_scrape`); ``None`` skips ``metric-not-exported``.
+    versions : ClusterVersions
+        Kubernetes and KEDA versions the cluster runs.
+    supply : ReplicaSupply or None
+        The node pool and cold-start phases of a fleet file (:meth:`ReplicaSupply.from_fleet`); with
+        it, ``short-scale-down-window`` uses the time a removed replica takes to come back instead of
+        ``warmup_s``, and the node-quota rules run.
     """
 
     warmup_s: float = DEFAULT_WARMUP_S
@@ -198,6 +277,7 @@ class LintSettings:
     max_num_seqs: int | None = None
     exported_metrics: frozenset[str] | None = None
     versions: ClusterVersions = field(default_factory=ClusterVersions)
+    supply: ReplicaSupply | None = None
 
 
 _KIND_PATTERNS = (
@@ -457,17 +537,84 @@ def _short_scale_down_window(ctx, autoscaler, signals, settings, target):
     window = rules.stabilization_window_seconds if rules is not None else None
     if window is None:
         return  # the default 300 s window applies
-    warmup = settings.warmup_s
+    supply = settings.supply
+    warmup = settings.warmup_s if supply is None else supply.comeback_s
     if window == 0 or window < warmup:
         path = (*_behavior_path(autoscaler), "scaleDown", "stabilizationWindowSeconds")
+        if supply is None:
+            takes = f"the {warmup:g} s a new replica takes to warm up"
+            source = "pass --warmup-s with yours"
+        elif supply.empty_node_kept_s > 0:
+            takes = (
+                f"the {warmup:g} s a removed replica takes to come back on its node while the node autoscaler "
+                f"keeps it ({supply.empty_node_kept_s:g} s; {supply.cold_time_to_ready_s:g} s on a new node after)"
+            )
+            source = f"from {supply.source}"
+        else:
+            takes = (
+                f"the {warmup:g} s a removed replica takes to come back on a new node (the node autoscaler "
+                "removes an empty node at once)"
+            )
+            source = f"from {supply.source}"
         yield ctx.finding(
             "short-scale-down-window",
             path,
-            f"A {window} s scale-down window is shorter than the {warmup:g} s a new replica takes to warm up, "
-            "so a dip removes replicas that the next burst must wait a whole warmup to get back.",
-            f"Set stabilizationWindowSeconds to at least the warmup ({math.ceil(warmup)} s; pass --warmup-s with "
-            "yours) plus the usual gap between bursts, and remove one pod per period.",
+            f"A {window} s scale-down window is shorter than {takes}, so a dip removes replicas that the next "
+            "burst must wait a whole warmup to get back.",
+            f"Set stabilizationWindowSeconds to at least the warmup ({math.ceil(warmup)} s; {source}) plus the "
+            "usual gap between bursts, and remove one pod per period.",
         )
+
+
+def _max_replicas(autoscaler: Autoscaler) -> tuple[int, tuple]:
+    """(maximum, path) of an autoscaler."""
+    if autoscaler.scaled_object is not None:
+        return autoscaler.hpa.max_replicas, ("spec", "maxReplicaCount")
+    return autoscaler.hpa.max_replicas, ("spec", "maxReplicas")
+
+
+def _quota_text(supply: ReplicaSupply, fit: int) -> str:
+    return (
+        f"{supply.source} holds {supply.max_nodes} node(s) of {supply.gpus_per_node} GPU(s), so at most {fit} "
+        f"replica(s) of {supply.gpus_per_replica} GPU(s)"
+    )
+
+
+def _min_replicas_over_node_quota(ctx, autoscaler, signals, settings, target):
+    supply = settings.supply
+    fit = supply.max_pods if supply is not None else None
+    minimum, path, _ = _min_replicas(autoscaler)
+    if supply is None or fit is None or isinstance(_get(ctx.document.data, path), str) or minimum <= fit:
+        return
+    yield ctx.finding(
+        "min-replicas-over-node-quota",
+        path,
+        f"A minimum of {minimum} replicas does not fit: {_quota_text(supply, fit)}. The other "
+        f"{minimum - fit} stay Pending for good, count in status.replicas, and a rollout's surge pods wait too.",
+        f"Lower the minimum to {fit} or less, or raise the node quota to "
+        f"{math.ceil(minimum / supply.pods_per_node)} nodes (max_nodes in the fleet file, and the "
+        "node pool's limit or the cloud quota behind it).",
+    )
+
+
+def _max_replicas_over_node_quota(ctx, autoscaler, signals, settings, target):
+    supply = settings.supply
+    fit = supply.max_pods if supply is not None else None
+    maximum, path = _max_replicas(autoscaler)
+    minimum, min_path, _ = _min_replicas(autoscaler)
+    if supply is None or fit is None or maximum <= fit or minimum > fit:
+        return  # over the minimum too: min-replicas-over-node-quota says it
+    if isinstance(_get(ctx.document.data, path), str):
+        return
+    yield ctx.finding(
+        "max-replicas-over-node-quota",
+        path,
+        f"The autoscaler may ask for {maximum} replicas but {_quota_text(supply, fit)}: at a peak the other "
+        f"{maximum - fit} wait Pending and serve nothing, while the fleet looks scaled up and the node "
+        "autoscaler retries against the quota.",
+        f"Set the maximum to {fit}, the replicas the quota holds, or raise the quota to "
+        f"{math.ceil(maximum / supply.pods_per_node)} nodes.",
+    )
 
 
 def _min_zero_pod_metric(ctx, autoscaler, signals, settings, target):
@@ -969,6 +1116,8 @@ _AUTOSCALER_RULES = (
     _underscore_metric_name,
     _gpu_memory_trigger,
     _latency_quantile_average_value,
+    _min_replicas_over_node_quota,
+    _max_replicas_over_node_quota,
 )
 
 

@@ -34,6 +34,7 @@ from planner.dynamics.grace import (
     DEFAULT_TERMINATION_GRACE_PERIOD_S,
     DEFAULT_VLLM_SHUTDOWN_TIMEOUT_S,
 )
+from planner.dynamics.cold_start import ColdStartPhases, time_to_ready_s
 from planner.errors import PlannerInputError
 from planner.simulate.replica import CUT, GATEWAY, WAITING, ReplicaSpec, RequestState
 from planner.simulate.supply import NodePool, NodePoolSpec, draw_duration_s
@@ -190,6 +191,33 @@ class FleetSpec:
                 f"gpus_per_replica: {self.gpus_per_replica} GPUs per pod do not fit on a node "
                 f"of nodes.gpus_per_node = {self.nodes.gpus_per_node}"
             )
+
+    def cold_start_phases(self) -> ColdStartPhases:
+        """The phases of a cold start this fleet describes (node phases 0 without a node pool)."""
+        nodes = self.nodes
+        return ColdStartPhases(
+            provision_s=nodes.provision_s if nodes is not None else 0.0,
+            node_init_s=nodes.node_init_s if nodes is not None else 0.0,
+            image_pull_s=self.image_pull_s,
+            weights_load_s=self.weights_load_s,
+            warmup_s=self.warmup_s,
+        )
+
+    def time_to_ready_s(self, *, needs_node: bool, image_cached: bool) -> float:
+        """Pod creation to Ready at the median of each phase, with nothing else queued. [s]
+
+        ``needs_node`` adds the node autoscaler's reaction delay, provisioning
+        and node init; ``image_cached`` drops the pull. Without a node pool a
+        pod's cold start is ``warmup_s`` whatever the flags say.
+        """
+        if self.nodes is None:
+            return float(self.warmup_s)
+        return time_to_ready_s(
+            self.cold_start_phases(),
+            needs_node=needs_node,
+            image_cached=image_cached,
+            reaction_delay_s=self.nodes.reaction_delay_s,
+        )
 
     @property
     def signal_map(self) -> dict[str, str]:

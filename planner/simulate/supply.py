@@ -46,6 +46,8 @@ from planner.dynamics.cold_start import (
     NODE_AUTOSCALERS,
     ClusterAutoscalerSettings,
     KarpenterSettings,
+    cluster_autoscaler_scale_up_s,
+    karpenter_batch_close_s,
 )
 from planner.errors import PlannerInputError
 
@@ -158,6 +160,27 @@ class NodePoolSpec:
                 f"nodes.provision_distribution: expected one of "
                 f"{', '.join(PROVISION_DISTRIBUTIONS)}, got {self.provision_distribution!r}"
             )
+
+    @property
+    def reaction_delay_s(self) -> float:
+        """From the first pod pending to the node autoscaler's request, with no other pod in the way. [s]
+
+        cluster-autoscaler: its GPU-pod buffer, then the next scan; Karpenter: one pod's batch window.
+        """
+        if self.autoscaler == CLUSTER_AUTOSCALER:
+            return cluster_autoscaler_scale_up_s(0.0, self.cluster_autoscaler)
+        return karpenter_batch_close_s([0.0], self.karpenter)
+
+    @property
+    def empty_node_kept_s(self) -> float:
+        """How long an empty node stays before the node autoscaler removes it. [s]
+
+        cluster-autoscaler's ``--scale-down-unneeded-time`` (its delay after a
+        scale-up can hold a node longer), Karpenter's ``consolidateAfter``.
+        """
+        if self.autoscaler == CLUSTER_AUTOSCALER:
+            return self.cluster_autoscaler.scale_down_unneeded_s
+        return self.karpenter.consolidate_after_s
 
     def node_price_usd_per_hour(self, usd_per_gpu_hour: float) -> float:
         """One node-hour's price: the given one, else the GPUs' price. [$]"""
