@@ -193,6 +193,7 @@ FOUR_GPU_QUOTA = ReplicaSupply(
     warm_time_to_ready_s=90.0,
     cold_time_to_ready_s=400.0,
     empty_node_kept_s=600.0,
+    comeback_s=90.0,
 )
 
 # (rule, a manifest that triggers it, a realistic manifest that does not, settings)

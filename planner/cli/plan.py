@@ -9,7 +9,11 @@ Usage::
 
 The grid varies the generated ScaledObject (keys ``target``, ``min_replicas``,
 ``max_replicas``, ``polling_interval_s``, ``scale_down_window_s``; default: the
-target and half of it, floors 1 and 2, windows 120/600/1800 s). Every point and
+target and half of it, floors 1 and 2, windows 120/600/1800 s) and, with a fleet
+whose ``nodes:`` section gives a node pool, ``placeholders`` (default 0 and 1:
+warm spare GPUs written as a pause-pod Deployment), ``image_pull_s`` and the node
+autoscaler's ``scale_down_unneeded_s`` or ``consolidate_after_s``, reported as
+changes to make outside the manifests. Every point and
 the current setting replay the same trace on the same fleet; the recommendation
 follows :func:`planner.workflows.plan.recommend`. The work is :func:`planner.workflows.plan.make_plan`,
 the function the chapter "Your plan" calls.
@@ -88,7 +92,11 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="seed for the trace and --stretch-day")
     add_threshold_arguments(parser)
-    parser.add_argument("--warmup-s", type=float, help="pod request to Ready (default: the fleet's warmup_s) [s]")
+    parser.add_argument(
+        "--warmup-s",
+        type=float,
+        help="pod request to Ready (default: the fleet's warmup_s; with nodes:, a removed replica's comeback) [s]",
+    )
     parser.add_argument(
         "--max-tokens",
         type=float,
@@ -141,7 +149,11 @@ def run(args: argparse.Namespace) -> int:
     if args.stretch_day:
         trace = stretch_trace(trace, args.seed, duration_s=SECONDS_PER_DAY)
         period_s = float(SECONDS_PER_DAY)
-    grid = _read_grid(args.grid) if args.grid else default_grid(thresholds["concurrency_target"])
+    grid = (
+        _read_grid(args.grid)
+        if args.grid
+        else default_grid(thresholds["concurrency_target"], placeholders=(0, 1) if fleet.nodes is not None else ())
+    )
     current = setup.autoscaler
     target = args.target or current.hpa.scale_target_name or current.name
     kind = (
@@ -154,7 +166,8 @@ def run(args: argparse.Namespace) -> int:
         target_name=target,
         target_kind=kind,
         concurrency_target=thresholds["concurrency_target"],
-        warmup_s=args.warmup_s if args.warmup_s is not None else thresholds.get("warmup_s", fleet.warmup_s),
+        # With a node pool, the generated scale-down window covers a replica's comeback, not only vLLM's warmup.
+        warmup_s=args.warmup_s if args.warmup_s is not None else thresholds.get("warmup_s", fleet.comeback_s),
         max_output_tokens=setup.max_tokens(args.max_tokens),
         itl_ms=args.itl_ms,
         max_replicas=args.max_replicas if args.max_replicas is not None else current.hpa.max_replicas,
@@ -212,6 +225,8 @@ def _write(plan, out_dir: str, source: str, inputs) -> list[str]:
     }
     if plan.patched_workload_text:
         files[f"patched-{source}"] = plan.patched_workload_text
+    if plan.placeholders_text:
+        files["gpu-placeholders.yaml"] = plan.placeholders_text
     given = {Path(p).resolve() for p in inputs if p}
     for name in files:
         if (out / name).resolve() in given:
@@ -251,6 +266,8 @@ def _print(plan, written: list[str]) -> None:
         title=f"Pareto front on cost, attainment and flap cycles ({len(summary['front'])} of "
         f"{len(summary['configurations']) + 1})",
     )
+    for change in plan.node_pool_changes:
+        print(f"Also change, outside the manifests: {change}")
     errors = plan.errors
     print(f"lint of the manifests with the patched workload: {len(plan.findings)} finding(s), {len(errors)} error(s)")
     for finding in errors:

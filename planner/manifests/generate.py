@@ -155,6 +155,12 @@ class ScalingPlan:
         PromQL label matchers to keep in every query, as written (``model_name="chat"``), e.g.
         the team's own from :func:`query_matchers`; ``namespace`` and ``model_name`` are added
         for labels these do not already name.
+    placeholders : int
+        Low-priority pause pods that hold warm GPUs for the next replicas (0: none written).
+    gpus_per_replica : int
+        GPUs each placeholder requests: as many as one replica, so a replica fits where it was.
+    gpu_resource : str
+        The extended resource the device plugin advertises.
     """
 
     target_name: str
@@ -181,6 +187,9 @@ class ScalingPlan:
     max_num_seqs: int | None = None
     scale_down_window_s: int | None = None
     label_matchers: tuple[str, ...] = ()
+    placeholders: int = 0
+    gpus_per_replica: int = 1
+    gpu_resource: str = "nvidia.com/gpu"
 
 
 _Comment = tuple[tuple[str | int, ...], str]
@@ -234,6 +243,8 @@ class ManifestSet:
     shutdown_flag : str
         The vLLM argument to add, e.g. ``--shutdown-timeout=226``.
     notes : tuple of str
+    placeholders : tuple of GeneratedManifest
+        The placeholders' PriorityClass and Deployment, when the plan asks for any.
     """
 
     scaled_object: GeneratedManifest
@@ -247,10 +258,11 @@ class ManifestSet:
     formula: str
     shutdown_flag: str
     notes: tuple[str, ...] = field(default=())
+    placeholders: tuple[GeneratedManifest, ...] = ()
 
     @property
     def all(self) -> tuple[GeneratedManifest, ...]:
-        return (self.scaled_object, self.hpa, self.workload_patch, self.adapter_rules)
+        return (self.scaled_object, self.hpa, self.workload_patch, self.adapter_rules, *self.placeholders)
 
 
 @dataclass(frozen=True)
@@ -334,6 +346,85 @@ def generate_manifests(plan: ScalingPlan, versions: ClusterVersions | None = Non
         formula=formula,
         shutdown_flag=shutdown_flag,
         notes=tuple(notes),
+        placeholders=placeholder_manifests(plan),
+    )
+
+
+PLACEHOLDER_PRIORITY = -10
+"""The placeholders' PriorityClass value, as cluster-autoscaler's FAQ on overprovisioning writes it:
+below the 0 of every pod without a class, so any pending pod preempts them, and not below
+cluster-autoscaler's ``--expendable-pods-priority-cutoff`` (-10 by default), so a preempted
+placeholder that goes Pending still makes it buy a node and the spare refills."""
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+
+
+def placeholder_manifests(plan: ScalingPlan) -> tuple[GeneratedManifest, ...]:
+    """The overprovisioning pattern: a PriorityClass below every pod's and a Deployment of pause pods.
+
+    Each pause pod requests one replica's GPUs. A replica that finds no free
+    GPU preempts one (the scheduler evicts the lower priority at once, with no
+    grace period) and binds to its node, skipping the node autoscaler and the
+    node's provisioning; the evicted placeholder goes Pending and the node
+    autoscaler buys a node for it in the background. Nothing when
+    ``plan.placeholders`` is 0.
+    """
+    if plan.placeholders == 0:
+        return ()
+    name = f"{plan.target_name}-gpu-placeholder"
+    priority_class = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": PLACEHOLDER_PRIORITY,
+        "globalDefault": False,
+        "preemptionPolicy": "Never",
+        "description": f"Pause pods holding warm GPUs for {plan.target_name}; any real pod preempts them.",
+    }
+    labels = {"app.kubernetes.io/name": name}
+    gpus = {plan.gpu_resource: plan.gpus_per_replica}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _metadata(plan, name),
+        "spec": {
+            "replicas": plan.placeholders,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "priorityClassName": name,
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [
+                        {"name": "pause", "image": PAUSE_IMAGE, "resources": {"requests": gpus, "limits": gpus}}
+                    ],
+                },
+            },
+        },
+    }
+    header = (
+        f"{plan.placeholders} placeholder pod(s) of {plan.gpus_per_replica} GPU(s) each for {plan.target_kind} "
+        f"{plan.target_name}: they keep nodes up so the next\nreplicas skip the node's provisioning. Give them the "
+        "vLLM pods' nodeSelector, tolerations and affinity, so they hold\nnodes of the same pool. They bill as "
+        "GPUs in use."
+    )
+    return (
+        GeneratedManifest(
+            f"{name}-priorityclass",
+            priority_class,
+            "The placeholders' priority: below every pod without a class (0), so a replica preempts them.",
+            (
+                (
+                    ("value",),
+                    f"{PLACEHOLDER_PRIORITY}: below 0, not below cluster-autoscaler's expendable cutoff",
+                ),
+            ),
+        ),
+        GeneratedManifest(
+            name,
+            deployment,
+            header,
+            ((("spec", "replicas"), "warm spare GPUs, in replicas' worth"),),
+        ),
     )
 
 
@@ -400,6 +491,12 @@ def _check(plan: ScalingPlan) -> None:
         )
     if not plan.container_name:
         raise PlannerInputError("container name must not be empty")
+    for name in ("placeholders", "gpus_per_replica"):
+        value = getattr(plan, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "placeholders" else 1):
+            raise PlannerInputError(
+                f"{name} must be a whole number >= {0 if name == 'placeholders' else 1}, got {value!r}"
+            )
 
 
 _MATCHER = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"')

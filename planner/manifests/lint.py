@@ -196,6 +196,9 @@ class ReplicaSupply:
         image pull, weights and warmup. [s]
     empty_node_kept_s : float
         How long the node autoscaler keeps an empty node. [s]
+    comeback_s : float
+        How long a replica removed in a dip takes to come back at the earliest
+        (:attr:`planner.simulate.fleet.FleetSpec.comeback_s`). [s]
     source : str
         The fleet file, named in findings.
     """
@@ -206,6 +209,7 @@ class ReplicaSupply:
     warm_time_to_ready_s: float
     cold_time_to_ready_s: float
     empty_node_kept_s: float
+    comeback_s: float
     source: str = "the fleet file"
 
     @classmethod
@@ -221,6 +225,7 @@ class ReplicaSupply:
             warm_time_to_ready_s=fleet.time_to_ready_s(needs_node=False, image_cached=True),
             cold_time_to_ready_s=fleet.time_to_ready_s(needs_node=True, image_cached=False),
             empty_node_kept_s=nodes.empty_node_kept_s,
+            comeback_s=fleet.comeback_s,
             source=fleet.source or "the fleet file",
         )
 
@@ -234,16 +239,6 @@ class ReplicaSupply:
     @property
     def pods_per_node(self) -> int:
         return pods_per_node(self.gpus_per_node, self.gpus_per_replica)
-
-    @property
-    def comeback_s(self) -> float:
-        """How long a replica removed in a dip takes to come back at the earliest. [s]
-
-        Its node is kept for ``empty_node_kept_s`` after it empties, and a pod bound there
-        skips the node and the pull; a node autoscaler that removes empty nodes at once
-        (Karpenter's default ``consolidateAfter: 0s``) leaves only a cold node.
-        """
-        return self.warm_time_to_ready_s if self.empty_node_kept_s > 0 else self.cold_time_to_ready_s
 
 
 @dataclass(frozen=True)
@@ -601,7 +596,7 @@ def _max_replicas_over_node_quota(ctx, autoscaler, signals, settings, target):
     supply = settings.supply
     fit = supply.max_pods if supply is not None else None
     maximum, path = _max_replicas(autoscaler)
-    minimum, min_path, _ = _min_replicas(autoscaler)
+    minimum, _, _ = _min_replicas(autoscaler)
     if supply is None or fit is None or maximum <= fit or minimum > fit:
         return  # over the minimum too: min-replicas-over-node-quota says it
     if isinstance(_get(ctx.document.data, path), str):

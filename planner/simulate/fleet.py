@@ -30,11 +30,11 @@ import numpy as np
 
 from planner.autoscaler.defaults import DEFAULT_SYNC_PERIOD_S
 from planner.capacity.cost import DEFAULT_USD_PER_GPU_HOUR
+from planner.dynamics.cold_start import ColdStartPhases, time_to_ready_s
 from planner.dynamics.grace import (
     DEFAULT_TERMINATION_GRACE_PERIOD_S,
     DEFAULT_VLLM_SHUTDOWN_TIMEOUT_S,
 )
-from planner.dynamics.cold_start import ColdStartPhases, time_to_ready_s
 from planner.errors import PlannerInputError
 from planner.simulate.replica import CUT, GATEWAY, WAITING, ReplicaSpec, RequestState
 from planner.simulate.supply import NodePool, NodePoolSpec, draw_duration_s
@@ -218,6 +218,21 @@ class FleetSpec:
             image_cached=image_cached,
             reaction_delay_s=self.nodes.reaction_delay_s,
         )
+
+    @property
+    def comeback_s(self) -> float:
+        """How long a replica removed in a dip takes to come back at the earliest. [s]
+
+        Without a node pool, ``warmup_s``. With one, the node stays for the node
+        autoscaler's ``empty_node_kept_s`` after its pod leaves, and a pod bound
+        there skips the node and the pull; one that removes empty nodes at once
+        (Karpenter's default ``consolidateAfter: 0s``) leaves only a new node.
+        """
+        if self.nodes is None:
+            return float(self.warmup_s)
+        if self.nodes.empty_node_kept_s > 0:
+            return self.time_to_ready_s(needs_node=False, image_cached=True)
+        return self.time_to_ready_s(needs_node=True, image_cached=False)
 
     @property
     def signal_map(self) -> dict[str, str]:

@@ -52,6 +52,7 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import as_completed as as_completed_locally
 from dataclasses import dataclass
 
+import numpy as np
 from tqdm import tqdm
 
 from planner.autoscaler.behavior import (
@@ -115,6 +116,8 @@ RESULT_FIELDS = (
     "peak_waiting",
     "cut_generations",
 )
+SUPPLY_RESULT_FIELDS = ("node_hours", "time_to_ready_p95_s")
+"""Figures a configuration has only with a node pool (``None`` without one)."""
 
 
 @dataclass(frozen=True)
@@ -142,9 +145,32 @@ class SweepResult:
     peak_replicas: int
     peak_waiting: int
     cut_generations: int
+    node_hours: float | None = None
+    time_to_ready_p95_s: float | None = None
 
     def as_dict(self) -> dict:
-        return {"index": self.index, **dict(self.values), **{name: getattr(self, name) for name in RESULT_FIELDS}}
+        supply = {name: getattr(self, name) for name in SUPPLY_RESULT_FIELDS if getattr(self, name) is not None}
+        return {
+            "index": self.index,
+            **dict(self.values),
+            **{name: getattr(self, name) for name in RESULT_FIELDS},
+            **supply,
+        }
+
+    @classmethod
+    def of(cls, index: int, values: tuple[tuple[str, object], ...], outcome) -> SweepResult:
+        """A configuration's figures from its Outcome (the supply ones with a node pool)."""
+        supply = outcome.supply
+        p95_s = None
+        if supply is not None and supply.time_to_ready_s.size:
+            p95_s = float(np.percentile(supply.time_to_ready_s, 95))
+        return cls(
+            index,
+            values,
+            *(getattr(outcome, name) for name in RESULT_FIELDS),
+            node_hours=None if supply is None else supply.node_hours,
+            time_to_ready_p95_s=p95_s,
+        )
 
 
 def expand_grid(grid: Mapping, source: str = "grid") -> list[SweepPoint]:
@@ -243,7 +269,7 @@ def apply_point(autoscaler: Autoscaler, fleet: FleetSpec, point: SweepPoint) -> 
     try:
         if "warmup_s" in values:
             fleet = dataclasses.replace(fleet, warmup_s=values["warmup_s"])
-        fleet = _with_supply(fleet, values)
+        fleet = with_supply(fleet, values)
         behavior = _behavior(
             autoscaler.scaled_object.behavior if autoscaler.scaled_object is not None else autoscaler.hpa.behavior,
             values,
@@ -258,7 +284,8 @@ def apply_point(autoscaler: Autoscaler, fleet: FleetSpec, point: SweepPoint) -> 
     return Configuration(autoscaler, fleet)
 
 
-def _with_supply(fleet: FleetSpec, values: dict) -> FleetSpec:
+def with_supply(fleet: FleetSpec, values: Mapping) -> FleetSpec:
+    """The fleet with a grid point's node-pool and pod values (:data:`SUPPLY_KEYS`) applied."""
     given = [key for key in SUPPLY_KEYS if key in values]
     if not given:
         return fleet
@@ -418,10 +445,7 @@ def run_chunk(
     outcomes = simulate_many(
         trace, configs, duration_s=duration_s, timeseries=False, per_request=False, on_tick=progress
     )
-    return [
-        SweepResult(point.index, point.values, *(getattr(outcome, name) for name in RESULT_FIELDS))
-        for point, outcome in zip(points, outcomes, strict=True)
-    ]
+    return [SweepResult.of(point.index, point.values, outcome) for point, outcome in zip(points, outcomes, strict=True)]
 
 
 def pareto_front(results: Sequence[SweepResult]) -> list[SweepResult]:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from planner.autoscaler.spec import Autoscaler
 from planner.capacity.knee import LoadTestThresholds
+from planner.dynamics.cold_start import CLUSTER_AUTOSCALER, KARPENTER
 from planner.dynamics.grace import GracePlan
 from planner.errors import PlannerInputError
 from planner.manifests.generate import ManifestSet as GeneratedSet
@@ -53,6 +54,7 @@ from planner.simulate.sweep import (
     expand_grid,
     pareto_front,
     run_chunk,
+    with_supply,
 )
 from planner.simulate.traffic import SECONDS_PER_DAY, RequestTrace, stretch_trace
 
@@ -61,6 +63,7 @@ __all__ = [
     "CURRENT_INDEX",
     "DAYS_PER_WEEK",
     "PLAN_GRID_KEYS",
+    "SUPPLY_PLAN_KEYS",
     "Plan",
     "PlanSweep",
     "Recommendation",
@@ -78,12 +81,14 @@ __all__ = [
     "make_plan",
     "manifest_thresholds",
     "meets_goals",
+    "node_pool_changes",
     "plan_configuration",
     "plan_fleet",
     "plan_front",
     "recommend",
     "recommended_scaling_plan",
     "setting_text",
+    "supply_text",
     "simulate_week",
     "sweep_plan",
 ]
@@ -135,6 +140,7 @@ def plan_fleet(
     itl_slo_ms: float | None = None,
     block_size_tokens: int = 16,
     grace: GracePlan | None = None,
+    supply_from: FleetSpec | None = None,
 ) -> FleetSpec:
     """The simulator's fleet: the load test's step-time fit, the replica's KV tokens and the prices.
 
@@ -162,6 +168,12 @@ def plan_fleet(
         The drain settings the generated Deployment patch sets (grace period,
         preStop, ``--shutdown-timeout``); without it, the simulator's defaults
         (Kubernetes' 30 s, vLLM's) as an unpatched Deployment has them.
+    supply_from : FleetSpec, optional
+        A fleet file with a ``nodes:`` section: its node pool, pod phases
+        (image pull, weights load, and ``warmup_s``, which then replaces the
+        ``warmup_s`` given here) and placeholders. Without one, or without
+        ``nodes:`` in it, GPUs are always there and ``warmup_s`` is the whole
+        cold start.
     """
     if result.tpot_fit is None:
         raise PlannerInputError("the load test has no step-time fit (it needs two or more batch sizes)")
@@ -175,6 +187,16 @@ def plan_fleet(
         ttft_slo_s=ttft_slo_s,
         itl_slo_ms=itl_slo_ms,
     )
+    if supply_from is not None and supply_from.nodes is not None:
+        fleet = dataclasses.replace(
+            fleet,
+            nodes=supply_from.nodes,
+            image_pull_s=supply_from.image_pull_s,
+            weights_load_s=supply_from.weights_load_s,
+            warmup_s=supply_from.warmup_s,
+            placeholders=supply_from.placeholders,
+            source=supply_from.source,
+        )
     if grace is None:
         return fleet
     return dataclasses.replace(
@@ -191,11 +213,14 @@ def default_grid(
     target_fracs: Sequence[float] = (0.5, 1.0),
     min_replicas: Sequence[int] = (1, 2),
     scale_down_windows_s: Sequence[int] = (120, 600, 1800),
+    placeholders: Sequence[int] = (),
 ) -> dict:
     """A small grid around the generated ScaledObject (GRID.yaml keys of ``planner sweep``).
 
     ``target`` scales the first trigger's threshold (the concurrency target)
     by each of ``target_fracs``; the other keys are taken as given.
+    ``placeholders`` (with a node pool, e.g. ``(0, 1)``) sets warm spare GPUs
+    beside a higher floor, so the plan weighs one against the other.
     """
     if not (math.isfinite(concurrency_target) and concurrency_target > 0):
         raise PlannerInputError(f"concurrency_target: expected a number > 0, got {concurrency_target!r}")
@@ -203,7 +228,7 @@ def default_grid(
         "target": [round(concurrency_target * f, 3) for f in target_fracs],
         "min_replicas": [int(m) for m in min_replicas],
         "scale_down_window_s": [int(w) for w in scale_down_windows_s],
-    }
+    } | ({"placeholders": [int(p) for p in placeholders]} if placeholders else {})
 
 
 @dataclass(frozen=True)
@@ -357,8 +382,22 @@ def choice_text(sweep: PlanSweep) -> str:
 SECONDS_PER_WEEK = DAYS_PER_WEEK * SECONDS_PER_DAY
 CURRENT_INDEX = -1
 """The index the current setting carries among the swept configurations."""
-PLAN_GRID_KEYS = ("target", "min_replicas", "max_replicas", "polling_interval_s", "scale_down_window_s")
-"""Grid keys ``planner plan`` can write into the manifests it emits (each is a value of the ScaledObject)."""
+PLAN_GRID_KEYS = (
+    "target",
+    "min_replicas",
+    "max_replicas",
+    "polling_interval_s",
+    "scale_down_window_s",
+    "placeholders",
+    "image_pull_s",
+    "scale_down_unneeded_s",
+    "consolidate_after_s",
+)
+"""Grid keys ``planner plan`` can sweep: values of the ScaledObject, the placeholder Deployment it writes
+beside it, and, with a node pool, the node autoscaler's settings and the image pull, which it reports
+as changes to make outside the manifests."""
+SUPPLY_PLAN_KEYS = ("placeholders", "image_pull_s", "scale_down_unneeded_s", "consolidate_after_s")
+"""The plan grid keys that need the fleet's node pool (``nodes:``)."""
 
 KEPT = "kept"
 CHEAPER = "cheaper"
@@ -550,20 +589,8 @@ def setting_text(result) -> str:
     return ", ".join(f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v}" for k, v in result.values)
 
 
-_RESULT_FIELDS = (
-    "slo_attainment_frac",
-    "cost_usd",
-    "gpu_hours",
-    "scale_events",
-    "flap_cycles",
-    "peak_replicas",
-    "peak_waiting",
-    "cut_generations",
-)
-
-
 def _result(index: int, values: tuple, outcome: Outcome) -> SweepResult:
-    return SweepResult(index, values, *(getattr(outcome, name) for name in _RESULT_FIELDS))
+    return SweepResult.of(index, values, outcome)
 
 
 def current_result(trace: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec) -> SweepResult:
@@ -572,8 +599,31 @@ def current_result(trace: RequestTrace, autoscaler: Autoscaler, fleet: FleetSpec
     return _result(CURRENT_INDEX, (("current", f"{autoscaler.kind} {autoscaler.name}"),), outcome)
 
 
-def check_plan_grid(grid: Mapping) -> list[SweepPoint]:
-    """The grid's points, refusing keys the emitted manifests could not carry and floors below 1."""
+def supply_text(fleet: FleetSpec) -> str:
+    """One sentence on where the fleet's GPUs come from, for the plan's page."""
+    if fleet.nodes is None:
+        return (
+            f"The GPUs are always there: a new replica is Ready {fleet.warmup_s:g} s after it is requested, "
+            "and cost counts GPU-hours of the pods."
+        )
+    nodes = fleet.nodes
+    quota = "no node quota" if nodes.max_nodes is None else f"at most {plural(nodes.max_nodes, 'node')}"
+    return (
+        f"The GPUs come from {fleet.source or 'the fleet file'}'s node pool: nodes of "
+        f"{plural(nodes.gpus_per_node, 'GPU')} bought by {nodes.autoscaler} ({quota}); a replica that needs a new "
+        f"node is Ready {fleet.time_to_ready_s(needs_node=True, image_cached=False):g} s after it is requested, "
+        f"one on a node that is up with the image {fleet.time_to_ready_s(needs_node=False, image_cached=True):g} s, "
+        "and cost counts node-hours, idle nodes included."
+    )
+
+
+def check_plan_grid(grid: Mapping, fleet: FleetSpec | None = None) -> list[SweepPoint]:
+    """The grid's points, refusing keys the plan could not act on and floors below 1.
+
+    Keys of :data:`SUPPLY_PLAN_KEYS` need ``fleet`` with a node pool, and each must suit the
+    pool's node autoscaler (``scale_down_unneeded_s`` is cluster-autoscaler's, ``consolidate_after_s``
+    Karpenter's).
+    """
     points = expand_grid(grid)
     for key in grid:
         if key not in PLAN_GRID_KEYS:
@@ -581,6 +631,12 @@ def check_plan_grid(grid: Mapping) -> list[SweepPoint]:
                 f"grid: {key!r} is not a value planner plan can write into the manifests it emits "
                 f"(plan grids take: {', '.join(PLAN_GRID_KEYS)}); use planner sweep to explore it"
             )
+        if key in SUPPLY_PLAN_KEYS and (fleet is None or fleet.nodes is None):
+            raise PlannerInputError(f"grid: {key}: needs a fleet file with a nodes: section (the node pool it changes)")
+        autoscaler = None if fleet is None or fleet.nodes is None else fleet.nodes.autoscaler
+        for name, needs in (("scale_down_unneeded_s", CLUSTER_AUTOSCALER), ("consolidate_after_s", KARPENTER)):
+            if key == name and autoscaler != needs:
+                raise PlannerInputError(f"grid: {key}: a {needs} setting, but the fleet's node pool uses {autoscaler}")
     for point in points:
         values = point.as_dict()
         if values.get("min_replicas", 1) < 1:
@@ -589,6 +645,46 @@ def check_plan_grid(grid: Mapping) -> list[SweepPoint]:
                 "at 0 replicas, so nothing would scale the fleet back up)"
             )
     return points
+
+
+def node_pool_changes(values: Mapping[str, object], fleet: FleetSpec) -> tuple[str, ...]:
+    """What a configuration changes outside the manifests, each as one instruction.
+
+    Empty when it changes nothing there (or matches the fleet file already).
+    """
+    changes = []
+    nodes = fleet.nodes
+    if nodes is None:
+        return ()
+    unneeded = values.get("scale_down_unneeded_s")
+    if unneeded is not None and unneeded != nodes.cluster_autoscaler.scale_down_unneeded_s:
+        changes.append(
+            f"cluster-autoscaler: --scale-down-unneeded-time={_duration(unneeded)} (the fleet file has "
+            f"{_duration(nodes.cluster_autoscaler.scale_down_unneeded_s)}; it applies to every node group)"
+        )
+    consolidate = values.get("consolidate_after_s")
+    if consolidate is not None and consolidate != nodes.karpenter.consolidate_after_s:
+        changes.append(
+            f"Karpenter NodePool: spec.disruption.consolidateAfter: {_duration(consolidate)} (the fleet file has "
+            f"{_duration(nodes.karpenter.consolidate_after_s)})"
+        )
+    pull = values.get("image_pull_s")
+    if pull is not None and pull != fleet.image_pull_s:
+        changes.append(
+            f"image pull of {_number_text(pull)} s on a node without the image (the fleet file has "
+            f"{_number_text(fleet.image_pull_s)} s): a smaller image, a node image or disk with it "
+            "preloaded, or lazy image streaming; no manifest here sets it"
+        )
+    return tuple(changes)
+
+
+def _duration(seconds) -> str:
+    """A Go duration as Kubernetes and the node autoscalers write it: ``600s``."""
+    return f"{_number_text(seconds)}s"
+
+
+def _number_text(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def recommended_scaling_plan(base: GeneratedPlan, result: SweepResult | SweepPoint) -> GeneratedPlan:
@@ -608,6 +704,8 @@ def recommended_scaling_plan(base: GeneratedPlan, result: SweepResult | SweepPoi
         if key in values:
             value = _number_value(values, key)
             changes[field_name] = int(value) if key != "polling_interval_s" or float(value).is_integer() else value
+    if "placeholders" in values:
+        changes["placeholders"] = int(_number_value(values, "placeholders"))
     return dataclasses.replace(base, **changes)
 
 
@@ -649,6 +747,10 @@ class Plan:
         The team's workload file with the patch and ``--shutdown-timeout`` applied ('' without one).
     findings : tuple of Finding
         ``planner lint`` on the manifests, the patched workload (or the patch) together.
+    placeholders_text : str
+        YAML of the placeholders' PriorityClass and Deployment ('' when the recommendation has none).
+    node_pool_changes : tuple of str
+        What the recommendation changes outside the manifests (node autoscaler settings, image pulls).
     """
 
     results: tuple[SweepResult, ...]
@@ -664,6 +766,8 @@ class Plan:
     deployment_patch_text: str
     patched_workload_text: str
     findings: tuple
+    placeholders_text: str = ""
+    node_pool_changes: tuple[str, ...] = ()
 
     @property
     def recommended(self) -> SweepResult:
@@ -688,7 +792,14 @@ class Plan:
             "peak_replicas": result.peak_replicas,
             "cut_generations_per_week": result.cut_generations * per_week,
             "meets_goals": meets_goals(result, self.attainment_goal_frac, self.max_flap_cycles),
-        }
+        } | (
+            {}
+            if result.node_hours is None
+            else {
+                "node_hours_per_week": result.node_hours * per_week,
+                "time_to_ready_p95_s": result.time_to_ready_p95_s,
+            }
+        )
 
     def as_dict(self) -> dict:
         """JSON-ready: current, recommended, the front, the reason, the YAML texts and the lint findings."""
@@ -705,6 +816,8 @@ class Plan:
             "manifests": self.manifests_text,
             "deployment_patch": self.deployment_patch_text,
             "patched_workload": self.patched_workload_text,
+            "placeholders": self.placeholders_text,
+            "node_pool_changes": list(self.node_pool_changes),
             "findings": [f.as_dict() for f in self.findings],
         }
 
@@ -760,11 +873,12 @@ def make_plan(
         Progress, as :func:`planner.simulate.fast.simulate_many` reports it.
     """
     from planner.manifests.generate import generate_manifests
-    from planner.manifests.lint import LintSettings, lint
+    from planner.manifests.lint import LintSettings, ReplicaSupply, lint
     from planner.manifests.writer import dump_manifest, patch_workload_text
     from planner.readers.workload import manifest_set_from_texts
 
-    points = check_plan_grid(grid)
+    points = check_plan_grid(grid, fleet)
+    base = dataclasses.replace(base, gpus_per_replica=fleet.gpus_per_replica)
     generated = generate_manifests(base)
     grace = generated.grace
     fleet = dataclasses.replace(
@@ -779,7 +893,11 @@ def make_plan(
     configs = []
     for point, point_plan in zip(points, plans, strict=True):
         try:
-            configs.append(fast.Configuration(generated_autoscaler(generate_manifests(point_plan)), fleet))
+            configs.append(
+                fast.Configuration(
+                    generated_autoscaler(generate_manifests(point_plan)), with_supply(fleet, point.as_dict())
+                )
+            )
         except PlannerInputError as error:
             raise PlannerInputError(f"grid point {point.index} ({setting_text(point)}): {error}") from None
     configs.append(fast.Configuration(current, fleet))
@@ -792,6 +910,8 @@ def make_plan(
     span_s = period_s if period_s is not None else trace.duration_s
     if not (math.isfinite(span_s) and span_s > 0):
         raise PlannerInputError("trace: its requests span no time; a week cannot be made of it")
+    changes: tuple[str, ...] = ()
+    placeholders_text = ""
     if recommendation.is_current:
         emitted = None
         if current_document is None:
@@ -802,16 +922,23 @@ def make_plan(
     else:
         emitted = generate_manifests(recommended_scaling_plan(base, recommendation.result))
         manifests_text = dump_manifest(emitted.scaled_object)
+        placeholders_text = "---\n".join(dump_manifest(m) for m in emitted.placeholders)
+        changes = node_pool_changes(dict(recommendation.result.values), fleet)
     deployment_patch_text = dump_manifest(generated.workload_patch)
     patched_text = ""
     texts = {"autoscaler.yaml": manifests_text}
+    if placeholders_text:
+        texts["gpu-placeholders.yaml"] = placeholders_text
     if workload_text:
         patched_text = patch_workload_text(
             workload_text, grace, source=workload_source, target_name=base.target_name
         ).text
         texts[workload_source] = patched_text
     settings = lint_settings or LintSettings(
-        warmup_s=base.warmup_s, max_tokens=base.max_output_tokens, itl_ms=base.itl_ms
+        warmup_s=base.warmup_s,
+        max_tokens=base.max_output_tokens,
+        itl_ms=base.itl_ms,
+        supply=ReplicaSupply.from_fleet(fleet),
     )
     findings = tuple(lint(manifest_set_from_texts(texts), settings))
     return Plan(
@@ -828,6 +955,8 @@ def make_plan(
         deployment_patch_text=deployment_patch_text,
         patched_workload_text=patched_text,
         findings=findings,
+        placeholders_text=placeholders_text,
+        node_pool_changes=changes,
     )
 
 
