@@ -88,8 +88,8 @@ __all__ = [
     "recommend",
     "recommended_scaling_plan",
     "setting_text",
-    "supply_text",
     "simulate_week",
+    "supply_text",
     "sweep_plan",
 ]
 
