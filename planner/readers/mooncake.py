@@ -39,7 +39,9 @@ MOONCAKE_KEYS = ("timestamp", "input_length", "output_length", "hash_ids")
 MOONCAKE_BLOCK_TOKENS = 512
 """Prompt tokens per ``hash_ids`` entry in the Mooncake release. [tokens]"""
 
-_EXPECTED = 'expected one JSON object a line like {"timestamp": 0, "input_length": 6758, "output_length": 500, "hash_ids": [0, 1]}'
+_EXPECTED = (
+    'expected one JSON object a line like {"timestamp": 0, "input_length": 6758, "output_length": 500, "hash_ids": [0]}'
+)
 
 
 def read_mooncake_trace(path: str | Path) -> RequestTrace:
@@ -78,7 +80,8 @@ def read_mooncake_trace(path: str | Path) -> RequestTrace:
                 if timestamp_ms and when < timestamp_ms[-1]:
                     raise PlannerInputError(
                         f"{path}: line {number}: timestamp {record['timestamp']!r} goes back in time "
-                        f"(before line {previous_line}'s {_time_text(timestamp_ms[-1])}); expected lines sorted by arrival"
+                        f"(before line {previous_line}'s {_time_text(timestamp_ms[-1])}); "
+                        "expected lines sorted by arrival"
                     )
                 timestamp_ms.append(when)
                 input_tokens.append(_whole(path, number, record, "input_length", minimum=0))
@@ -140,9 +143,7 @@ def _whole(path: Path, number: int, record: dict, key: str, *, minimum: int) -> 
     value = record[key]
     ok = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
     if not ok or value != int(value) or value < minimum:
-        raise PlannerInputError(
-            f"{path}: line {number}: {key} {value!r} is not a whole number of tokens >= {minimum}"
-        )
+        raise PlannerInputError(f"{path}: line {number}: {key} {value!r} is not a whole number of tokens >= {minimum}")
     return int(value)
 
 
@@ -154,7 +155,8 @@ def _block_ids(path: Path, number: int, value) -> list[int]:
     for position, item in enumerate(value):
         if isinstance(item, bool) or not isinstance(item, int) or not 0 <= item < 2**63:
             raise PlannerInputError(
-                f"{path}: line {number}: hash_ids[{position}] {item!r} is not a block hash (a whole number from 0 to 2**63 - 1)"
+                f"{path}: line {number}: hash_ids[{position}] {item!r} is not a block hash "
+                "(a whole number from 0 to 2**63 - 1)"
             )
     return value
 

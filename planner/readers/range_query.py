@@ -1,8 +1,9 @@
 """Read a request rate exported from Prometheus's range-query API as a :class:`~planner.simulate.traffic.RateTrace`.
 
 The file is the JSON body of ``GET /api/v1/query_range`` (Prometheus HTTP API,
-"Range queries"; the format is written by ``web/api/v1/api.go`` and
-``promql/value.go`` in prometheus/prometheus)::
+"Range queries"; written by ``web/api/v1/json_codec.go`` and
+``util/jsonutil/marshal.go`` in prometheus/prometheus: timestamps in seconds
+with up to three decimals, values as strings with the shortest exact decimal)::
 
     {"status": "success",
      "data": {"resultType": "matrix",
@@ -55,7 +56,9 @@ from planner.simulate.traffic import DEFAULT_MEAN_INPUT_TOKENS, DEFAULT_MEAN_OUT
 
 __all__ = ["read_range_query", "series_labels"]
 
-_EXPECTED = 'expected a Prometheus /api/v1/query_range response: {"status": "success", "data": {"resultType": "matrix", ...}}'
+_EXPECTED = (
+    'expected a Prometheus /api/v1/query_range response: {"status": "success", "data": {"resultType": "matrix", ...}}'
+)
 # Prometheus writes timestamps in seconds with millisecond resolution.
 _STEP_TOLERANCE_S = 5e-4
 
@@ -103,7 +106,7 @@ def read_range_query(
         )
     values = entry.get("values")
     if not isinstance(values, list) or not values:
-        raise PlannerInputError(f"{path}: {where}.values: expected a list of [unix_time, \"value\"] samples")
+        raise PlannerInputError(f'{path}: {where}.values: expected a list of [unix_time, "value"] samples')
     times = np.empty(len(values))
     rates = np.empty(len(values))
     for j, sample in enumerate(values):
@@ -189,7 +192,8 @@ def _choose(path: Path, result: list, series: int | str | None) -> int:
     if isinstance(series, int) and not isinstance(series, bool):
         if not 0 <= series < len(result):
             raise PlannerInputError(
-                f"{path}: data.result[{series}]: no such series; the result holds {len(result)} (0 to {len(result) - 1})"
+                f"{path}: data.result[{series}]: no such series; "
+                f"the result holds {len(result)} (0 to {len(result) - 1})"
             )
         return series
     if not isinstance(series, str):

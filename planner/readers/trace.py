@@ -246,7 +246,8 @@ def read_burstgpt_trace(path: str | Path, *, model: str | None = None) -> Reques
     keep = chosen & (output_tokens >= 1)
     if not keep.any():
         raise PlannerInputError(
-            f"{path}: every request{f' of Model {model!r}' if model else ''} failed (Response tokens 0); nothing to replay"
+            f"{path}: every request{f' of Model {model!r}' if model else ''} failed (Response tokens 0); "
+            "nothing to replay"
         )
     return RequestTrace(
         arrival_s[keep],
@@ -309,7 +310,8 @@ def read_trace(
         shape = _content_format(path)
         if shape != kind:
             raise PlannerInputError(f"{path}: not a {_SHAPE_NAMES[kind]}: it reads as a {_SHAPE_NAMES[shape]}")
-    allowed = {"rate": {"end_s"}, "prometheus": {"step_s"}}.get(kind, set()) | {"mean_input_tokens", "mean_output_tokens"}
+    allowed = {"rate": {"end_s"}, "prometheus": {"step_s"}}.get(kind, set())
+    allowed |= {"mean_input_tokens", "mean_output_tokens"}
     extra = sorted(set(rate_options) - allowed)
     if extra:
         raise TypeError(f"read_trace() got an option {extra[0]!r} that a {_SHAPE_NAMES[kind]} does not take")
@@ -320,7 +322,8 @@ def read_trace(
     if kind == "burstgpt":
         return read_burstgpt_trace(path, model=model)
     if kind == "prometheus":
-        return read_range_query(path, series=series, **rate_options).requests(seed, token_distribution=token_distribution)
+        rates = read_range_query(path, series=series, **rate_options)
+        return rates.requests(seed, token_distribution=token_distribution)
     if kind == "rate":
         return read_rate_trace(path, **rate_options).requests(seed, token_distribution=token_distribution)
     return read_request_trace(path)

@@ -661,8 +661,8 @@ def stretch_days(
         arrival_s,
         source_index,
         f"{trace.source or 'trace'} stretched to {days} day{'s' if days != 1 else ''} from {weekday} "
-        f"(seed {seed}, weekend -{100 * envelope.weekend_drop_frac:g} %, day noise {100 * envelope.day_noise_frac:g} %, "
-        f"base {_base_rps(trace):.4g} req/s)",
+        f"(seed {seed}, weekend -{100 * envelope.weekend_drop_frac:g} %, "
+        f"day noise {100 * envelope.day_noise_frac:g} %, base {_base_rps(trace):.4g} req/s)",
     )
 
 
