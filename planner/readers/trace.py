@@ -163,8 +163,8 @@ def read_rate_trace(
     path: str | Path,
     *,
     end_s: float | None = None,
-    mean_input_tokens: float = DEFAULT_MEAN_INPUT_TOKENS,
-    mean_output_tokens: float = DEFAULT_MEAN_OUTPUT_TOKENS,
+    mean_input_tokens: float | None = None,
+    mean_output_tokens: float | None = None,
 ) -> RateTrace:
     """Read a ``t_s,rate_rps[,mean_input_tokens,mean_output_tokens]`` file.
 
@@ -175,7 +175,8 @@ def read_rate_trace(
         End of the last step. Default: the last ``t_s`` plus the step before
         it (a one-row file then needs ``end_s``). [s]
     mean_input_tokens, mean_output_tokens : float, optional
-        Lengths for files without those columns. [tokens]
+        Lengths for files without those columns (default 512 and 240; refused for
+        a file that has the column, whose values would win). [tokens]
 
     Returns
     -------
@@ -196,11 +197,15 @@ def read_rate_trace(
         )
     rate_rps = _numbers(path, frame, "rate_rps", minimum=0.0)
     means = {}
-    for column, default in (("mean_input_tokens", mean_input_tokens), ("mean_output_tokens", mean_output_tokens)):
+    given = {"mean_input_tokens": mean_input_tokens, "mean_output_tokens": mean_output_tokens}
+    defaults = {"mean_input_tokens": DEFAULT_MEAN_INPUT_TOKENS, "mean_output_tokens": DEFAULT_MEAN_OUTPUT_TOKENS}
+    for column, value in given.items():
         if column in frame.columns:
+            if value is not None:
+                raise PlannerInputError(f"{path}: has a {column} column; a {column} given as well would not be used")
             means[column] = _numbers(path, frame, column, minimum=1.0)
         else:
-            means[column] = np.full(len(t_s), float(default))
+            means[column] = np.full(len(t_s), float(defaults[column] if value is None else value))
     if end_s is None:
         if len(t_s) < 2:
             raise PlannerInputError(f"{path}: a one-row rate trace needs an explicit end time (end_s)")
@@ -314,7 +319,7 @@ def read_trace(
     allowed |= {"mean_input_tokens", "mean_output_tokens"}
     extra = sorted(set(rate_options) - allowed)
     if extra:
-        raise TypeError(f"read_trace() got an option {extra[0]!r} that a {_SHAPE_NAMES[kind]} does not take")
+        raise PlannerInputError(f"{path}: {extra[0]} does not apply to a {_SHAPE_NAMES[kind]}")
     if kind == "scenario":
         return scenario_trace(read_scenario(path), seed)
     if kind == "mooncake":
