@@ -315,8 +315,8 @@ def read_trace(
         shape = _content_format(path)
         if shape != kind:
             raise PlannerInputError(f"{path}: not a {_SHAPE_NAMES[kind]}: it reads as a {_SHAPE_NAMES[shape]}")
-    allowed = {"rate": {"end_s"}, "prometheus": {"step_s"}}.get(kind, set())
-    allowed |= {"mean_input_tokens", "mean_output_tokens"}
+    means = {"mean_input_tokens", "mean_output_tokens"}
+    allowed = {"rate": {"end_s", *means}, "prometheus": {"step_s", *means}}.get(kind, set())
     extra = sorted(set(rate_options) - allowed)
     if extra:
         raise PlannerInputError(f"{path}: {extra[0]} does not apply to a {_SHAPE_NAMES[kind]}")
