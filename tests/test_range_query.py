@@ -172,7 +172,9 @@ BAD_EXPORTS = [
         r"data.result\[0\].values\[1\]: timestamp '60' is not a Unix time in seconds",
         id="timestamp-text",
     ),
-    pytest.param(_one([[0, "1", 3]]), {}, r"data.result\[0\].values\[0\]: expected \[unix_time, \"value\"\]", id="triple"),
+    pytest.param(
+        _one([[0, "1", 3]]), {}, r"data.result\[0\].values\[0\]: expected \[unix_time, \"value\"\]", id="triple"
+    ),
     pytest.param(
         {
             "status": "success",

@@ -1,4 +1,4 @@
-"""Tests for planner.readers.trace: Azure, BurstGPT, canonical and rate traces, telling formats apart, every bad input."""
+"""Tests for planner.readers.trace: Azure, BurstGPT, canonical and rate traces, telling formats apart, bad input."""
 
 from __future__ import annotations
 
@@ -340,7 +340,7 @@ def test_a_named_format_is_checked_against_the_file(tmp_path):
     with pytest.raises(PlannerInputError, match="mean_output_tokens does not apply to a canonical request trace"):
         read_trace(canonical, mean_output_tokens=100)
     neither = _write(tmp_path, '{"kind": "x"}\n', "x.json")
-    with pytest.raises(PlannerInputError, match="JSON that is neither a Mooncake trace .* nor a Prometheus"):
+    with pytest.raises(PlannerInputError, match=r"JSON that is neither a Mooncake trace .* nor a Prometheus"):
         read_trace(neither)
 
 
