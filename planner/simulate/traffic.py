@@ -602,7 +602,7 @@ def stretch_days(
     a million candidate arrivals, 8 MB each for times and indices), and the
     result holds 24 bytes per request (arrival, input and output lengths) plus
     8 for the prompt blocks' row where the trace has them: a week of the Azure
-    conversation trace (about 2.9 million requests) is about 70 MB.
+    conversation trace (about 3 million requests) is about 71 MB.
 
     Parameters
     ----------
