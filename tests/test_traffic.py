@@ -289,13 +289,13 @@ def test_a_longer_replay_begins_with_the_shorter_one():
 
 def test_the_start_shifts_the_week():
     hour = _hour(n=4000)
-    saturday = WeeklyEnvelope(day_noise_frac=0.0, start_s=5 * 86_400.0)
+    saturday = WeeklyEnvelope(day_noise_frac=0.0, start_in_week_s=5 * 86_400.0)
     counts = _daily_counts(stretch_days(hour, 1, 3, envelope=saturday), 3)
     assert counts[0] / counts[2] == pytest.approx(0.7, rel=0.05)
     assert counts[1] / counts[2] == pytest.approx(0.7, rel=0.05)  # Saturday, Sunday, then Monday
     assert "from Saturday" in stretch_days(hour, 1, 1, envelope=saturday).source
     # Friday 18:00: six hours of a weekday, then the weekend; the daily peak stays at 14:00 UTC
-    friday_evening = WeeklyEnvelope(day_noise_frac=0.0, start_s=4 * 86_400.0 + 18 * 3600.0)
+    friday_evening = WeeklyEnvelope(day_noise_frac=0.0, start_in_week_s=4 * 86_400.0 + 18 * 3600.0)
     day = stretch_days(hour, 2, 1, envelope=friday_evening)
     hourly = np.bincount((day.arrival_s // 3600).astype(int), minlength=24)
     expected = friday_evening.factor(np.arange(24) * 3600.0 + 1800.0, friday_evening.day_levels(2, 2))
@@ -346,7 +346,7 @@ def test_a_week_holds_about_one_copy_of_its_arrays():
         (lambda h: WeeklyEnvelope(weekend_drop_frac=1.0), "weekend_drop_frac must be below 1"),
         (lambda h: WeeklyEnvelope(weekend_drop_frac=-0.1), r"weekend_drop_frac must be a fraction in \[0, 1\]"),
         (lambda h: WeeklyEnvelope(day_noise_frac=-0.1), "day_noise_frac must be a finite number >= 0"),
-        (lambda h: WeeklyEnvelope(start_s=7 * 86_400.0), "start_s must be within one week of Monday 00:00 UTC"),
+        (lambda h: WeeklyEnvelope(start_in_week_s=7 * 86_400.0), "start_in_week_s must be within one week of Monday"),
         (lambda h: WeeklyEnvelope(peak_to_trough=0.5), "peak_to_trough must be >= 1"),
         (
             lambda h: stretch_days(RequestTrace(np.array([0.0]), np.array([1]), np.array([1]), "one"), 0, 2),
