@@ -1,4 +1,4 @@
-"""Tests for planner.readers.trace: the Azure LLM traces, canonical and rate traces, and every bad input."""
+"""Tests for planner.readers.trace: Azure, BurstGPT, canonical and rate traces, telling formats apart, bad input."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.errors import PlannerInputError
-from planner.readers.trace import read_rate_trace, read_request_trace, read_trace, trace_format
+from planner.readers.trace import TRACE_FORMATS, read_rate_trace, read_request_trace, read_trace, trace_format
+from tests.conftest import TEST_DATA_DIR
 
 # Data rows in the published files. The traces' README says 19,365 and 8,818:
 # that is `wc -l`, which misses the last row because the files end without a
@@ -214,3 +215,138 @@ def test_a_scenario_file_is_a_trace_too(tmp_path):
     a, b = read_trace(path, seed=8), read_trace(path, seed=8)
     assert a.arrival_s.tobytes() == b.arrival_s.tobytes() and 1000 < len(a) < 1400
     assert a.source.startswith("scenario constant")
+
+
+# ------------------------------------------------------------------ BurstGPT
+
+BURSTGPT = TEST_DATA_DIR / "traces" / "burstgpt-head.csv"
+BURSTGPT_HEADER = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+
+
+def test_reads_the_published_burstgpt_rows_without_the_failed_one():
+    assert trace_format(BURSTGPT) == "burstgpt"
+    with BURSTGPT.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 33 and [r for r in rows if r["Response tokens"] == "0"] == [rows[20]]
+    ok = [r for r in rows if r["Response tokens"] != "0"]
+    trace = read_trace(BURSTGPT)
+    assert trace.arrival_s.tolist() == [float(r["Timestamp"]) for r in ok]  # seconds from the first day's midnight
+    assert trace.input_tokens.tolist() == [int(r["Request tokens"]) for r in ok]
+    assert trace.output_tokens.tolist() == [int(r["Response tokens"]) for r in ok]
+    assert trace.source == f"{BURSTGPT}, 1 failed request dropped"
+    gpt4 = read_trace(BURSTGPT, model="GPT-4")
+    assert gpt4.arrival_s.tolist() == [float(r["Timestamp"]) for r in ok if r["Model"] == "GPT-4"]
+    assert len(gpt4) == 8 and gpt4.source.endswith("(Model GPT-4), 0 failed requests dropped")
+    chat = read_trace(BURSTGPT, model="ChatGPT")
+    assert len(chat) == 24 and chat.source.endswith("(Model ChatGPT), 1 failed request dropped")
+    trace.check()
+
+
+def test_burstgpt_keeps_other_columns_out_and_refuses_an_unknown_model(tmp_path):
+    path = _write(
+        tmp_path,
+        BURSTGPT_HEADER.replace("Log Type", "Log Type,Session ID,Elapsed time")
+        + "0.5,GPT-4,10,0,10,API log,s1,3.5\n2.25,GPT-4,20,7,27,API log,s1,1.0\n",
+    )
+    trace = read_trace(path)
+    assert trace.arrival_s.tolist() == [2.25] and trace.output_tokens.tolist() == [7]
+    with pytest.raises(PlannerInputError, match=r"Model: no row is 'gpt-4'; the file has 'GPT-4'"):
+        read_trace(path, model="gpt-4")
+    with pytest.raises(PlannerInputError, match=r"every request of Model 'GPT-4' failed"):
+        read_trace(_write(tmp_path, BURSTGPT_HEADER + "5,GPT-4,10,0,10,API log\n", "failed.csv"), model="GPT-4")
+
+
+BAD_BURSTGPT = [
+    pytest.param(
+        BURSTGPT_HEADER + "5,ChatGPT,472,18,490,Conversation log\n4,ChatGPT,1,1,2,Conversation log\n",
+        r"row 2: Timestamp goes back in time \(before row 1\)",
+        id="unsorted",
+    ),
+    pytest.param(
+        BURSTGPT_HEADER + "5,ChatGPT,472,-1,471,Conversation log\n",
+        r"row 1: Response tokens '-1' is not a whole number of tokens >= 0",
+        id="negative-response",
+    ),
+    pytest.param(
+        BURSTGPT_HEADER + "5,ChatGPT,4x,18,490,Conversation log\n",
+        r"row 1: Request tokens '4x' is not a whole number",
+        id="unparseable-request",
+    ),
+    pytest.param(
+        BURSTGPT_HEADER + "5,ChatGPT,472,18,4.5,Conversation log\n",
+        r"row 1: Total tokens '4.5' is not a whole number",
+        id="fractional-total",
+    ),
+    pytest.param(
+        BURSTGPT_HEADER + "5,,472,18,490,Conversation log\n",
+        r"row 1: Model an empty cell is not a name",
+        id="empty-model",
+    ),
+    pytest.param(
+        BURSTGPT_HEADER + "-5,ChatGPT,472,18,490,Conversation log\n",
+        r"row 1: Timestamp '-5' is not a number >= 0",
+        id="negative-time",
+    ),
+    pytest.param(
+        "Timestamp,Model,Request tokens,Response tokens,Total tokens\n5,ChatGPT,1,1,2\n",
+        r"missing column 'Log Type' for a BurstGPT trace",
+        id="missing-column",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), BAD_BURSTGPT)
+def test_bad_burstgpt_rows_name_file_row_and_column(tmp_path, text, message):
+    path = _write(tmp_path, text)
+    with pytest.raises(PlannerInputError, match=message) as info:
+        read_trace(path)
+    assert str(info.value).startswith(f"{path}: ") and "\n" not in str(info.value)
+
+
+# ------------------------------------------------------------------ telling the formats apart
+
+
+def test_every_format_is_told_from_its_file(tmp_path, shared_dir):
+    found = {
+        "canonical": _write(tmp_path, CANONICAL_HEADER + "0,1,2\n", "c.csv"),
+        "azure": shared_dir / "traces" / "AzureLLMInferenceTrace_code.csv",
+        "rate": _write(tmp_path, "t_s,rate_rps\n0,1\n60,2\n", "r.csv"),
+        "burstgpt": BURSTGPT,
+        "mooncake": shared_dir / "traces" / "mooncake_conversation_trace.jsonl",
+        "prometheus": TEST_DATA_DIR / "traces" / "prometheus-request-rate.json",
+        "scenario": _write(tmp_path, "kind: constant\nduration_s: 60\nrate_rps: 1\n", "s.yaml"),
+    }
+    assert sorted(found) == sorted(TRACE_FORMATS)
+    for kind, path in found.items():
+        assert trace_format(path) == kind
+    # a Mooncake trace saved as .json is told by its first line
+    renamed = _write(tmp_path, '{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [0]}\n', "m.json")
+    assert trace_format(renamed) == "mooncake" and len(read_trace(renamed)) == 1
+
+
+def test_a_named_format_is_checked_against_the_file(tmp_path):
+    canonical = _write(tmp_path, CANONICAL_HEADER + "0,1,2\n", "c.csv")
+    assert len(read_trace(canonical, file_format="canonical")) == 1
+    with pytest.raises(PlannerInputError, match="not a BurstGPT trace: it reads as a canonical request trace"):
+        read_trace(canonical, file_format="burstgpt")
+    with pytest.raises(PlannerInputError, match=r"line 1: not valid JSON"):
+        read_trace(canonical, file_format="mooncake")
+    with pytest.raises(PlannerInputError, match=r"trace format must be auto or one of canonical, azure"):
+        read_trace(canonical, file_format="csv")
+    with pytest.raises(PlannerInputError, match="a model to keep applies to a BurstGPT trace"):
+        read_trace(canonical, model="GPT-4")
+    with pytest.raises(PlannerInputError, match="a series to choose applies to a Prometheus export"):
+        read_trace(canonical, series=0)
+    with pytest.raises(PlannerInputError, match="mean_output_tokens does not apply to a canonical request trace"):
+        read_trace(canonical, mean_output_tokens=100)
+    neither = _write(tmp_path, '{"kind": "x"}\n', "x.json")
+    with pytest.raises(PlannerInputError, match=r"JSON that is neither a Mooncake trace .* nor a Prometheus"):
+        read_trace(neither)
+
+
+def test_a_rate_mean_is_refused_where_the_file_has_its_own_column(tmp_path):
+    path = _write(tmp_path, "t_s,rate_rps,mean_output_tokens\n0,1,50\n60,1,70\n")
+    with pytest.raises(PlannerInputError, match="has a mean_output_tokens column; a mean_output_tokens given as well"):
+        read_rate_trace(path, mean_output_tokens=100)
+    rates = read_rate_trace(path, mean_input_tokens=300)
+    assert rates.mean_input_tokens.tolist() == [300.0, 300.0] and rates.mean_output_tokens.tolist() == [50.0, 70.0]

@@ -1,8 +1,9 @@
-"""Tests for planner.simulate.traffic: Poisson arrivals from a rate, token draws, determinism, stretching."""
+"""Tests for planner.simulate.traffic: Poisson arrivals from a rate, token draws, determinism, stretching to days."""
 
 from __future__ import annotations
 
 import math
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -10,11 +11,14 @@ import pytest
 from planner.errors import PlannerInputError
 from planner.readers.trace import read_request_trace
 from planner.simulate.traffic import (
+    PromptBlocks,
     RateTrace,
     RequestTrace,
+    WeeklyEnvelope,
     diurnal_factor,
     draw_token_counts,
     rng_for,
+    stretch_days,
     stretch_trace,
 )
 
@@ -201,3 +205,165 @@ def test_until_keeps_the_arrivals_before_the_end():
     short = trace.until(2.0)
     assert short.arrival_s.tolist() == [0.0, 1.0] and short.output_tokens.tolist() == [1, 2]
     assert len(trace.until(10.0)) == 5 and len(trace.until(0.0)) == 0
+
+
+# ------------------------------------------------------------------ several days under a weekly envelope
+
+
+def _daily_counts(trace, days):
+    return np.bincount((trace.arrival_s // 86_400).astype(int), minlength=days)
+
+
+def test_one_day_is_stretch_trace_bit_for_bit():
+    hour = _hour()
+    for seed in (0, 7):
+        a, b = stretch_days(hour, seed, 1), stretch_trace(hour, seed)
+        for field in ("arrival_s", "input_tokens", "output_tokens"):
+            assert getattr(a, field).tobytes() == getattr(b, field).tobytes()
+
+
+def test_one_day_of_the_azure_trace_is_stretch_trace(shared_dir):
+    hour = read_request_trace(shared_dir / "traces" / "AzureLLMInferenceTrace_conv.csv")
+    a, b = stretch_days(hour, 3, 1), stretch_trace(hour, 3)
+    assert a.arrival_s.tobytes() == b.arrival_s.tobytes() and a.output_tokens.tobytes() == b.output_tokens.tobytes()
+
+
+def test_n_days_long_sorted_and_every_day_busy():
+    hour = _hour(n=4000)
+    week = stretch_days(hour, 1, 7)
+    week.check()
+    assert 7 * 86_400 - 600 < week.duration_s < 7 * 86_400
+    counts = _daily_counts(week, 7)
+    assert len(counts) == 7 and counts.min() > 0.5 * counts.max()
+    assert "stretched to 7 days from Monday (seed 1, weekend -30 %, day noise 5 %" in week.source
+
+
+def test_weekend_runs_lower_by_the_stated_fraction():
+    hour = _hour(n=4000)
+    rate = len(hour) / (hour.duration_s + hour.duration_s / (len(hour) - 1))
+    flat = WeeklyEnvelope(day_noise_frac=0.0, weekend_drop_frac=0.4)
+    counts = _daily_counts(stretch_days(hour, 2, 14, envelope=flat), 14)
+    weekday, weekend = counts[[0, 1, 2, 3, 4, 7, 8, 9, 10, 11]], counts[[5, 6, 12, 13]]
+    # without noise a weekday holds the trace's rate for a day and a weekend day 60 % of it
+    assert weekday.mean() == pytest.approx(rate * 86_400, rel=0.02)
+    assert weekend.mean() / weekday.mean() == pytest.approx(0.6, rel=0.03)
+    # and the default envelope keeps weekends below every weekday, noise and all
+    counts = _daily_counts(stretch_days(hour, 2, 7), 7)
+    assert counts[5:].max() < counts[:5].min()
+
+
+def test_the_daily_cycle_peaks_at_the_stated_hour_every_day():
+    hour = _hour(n=4000)
+    week = stretch_days(hour, 4, 7, envelope=WeeklyEnvelope(day_noise_frac=0.0, peak_at_s=10 * 3600.0))
+    hourly = np.bincount((week.arrival_s // 3600).astype(int), minlength=7 * 24).reshape(7, 24)
+    # each day's first harmonic: its phase is the peak hour, its amplitude (r - 1) / (r + 1) = 0.5 of the mean
+    harmonic = hourly @ np.exp(2j * np.pi * (np.arange(24) + 0.5) / 24) / hourly.sum(axis=1)
+    peak_hour = np.angle(harmonic) * 24 / (2 * np.pi) % 24
+    np.testing.assert_allclose(peak_hour, 10.0, atol=0.25)
+    np.testing.assert_allclose(2 * np.abs(harmonic), 0.5, rtol=0.05)
+
+
+def test_noise_is_seeded_reproducible_and_of_the_stated_spread():
+    hour = _hour(n=4000)
+    a, b, c = (stretch_days(hour, s, 3) for s in (5, 5, 6))
+    for field in ("arrival_s", "input_tokens", "output_tokens"):
+        assert getattr(a, field).tobytes() == getattr(b, field).tobytes()
+    assert not np.array_equal(a.arrival_s[: len(c)], c.arrival_s[: len(a)])
+    envelope = WeeklyEnvelope(weekend_drop_frac=0.0, day_noise_frac=0.08)
+    levels = envelope.day_levels(4001, 11)
+    assert levels[0] == 1.0  # the first day carries the trace's own level
+    assert np.array_equal(levels, envelope.day_levels(4001, 11))
+    assert not np.array_equal(levels, envelope.day_levels(4001, 12))
+    assert levels[1:].mean() == pytest.approx(1.0, abs=0.01)
+    assert np.log(levels[1:]).std() == pytest.approx(0.08, rel=0.05)
+    assert np.array_equal(WeeklyEnvelope(day_noise_frac=0.0).day_levels(7, 3), [1, 1, 1, 1, 1, 0.7, 0.7])
+
+
+def test_a_longer_replay_begins_with_the_shorter_one():
+    hour = _hour(n=4000)
+    week, fortnight = stretch_days(hour, 9, 7), stretch_days(hour, 9, 14)
+    head = fortnight.until(7 * 86_400.0)
+    assert head.arrival_s.tobytes() == week.arrival_s.tobytes()
+    assert head.input_tokens.tobytes() == week.input_tokens.tobytes()
+
+
+def test_the_start_shifts_the_week():
+    hour = _hour(n=4000)
+    saturday = WeeklyEnvelope(day_noise_frac=0.0, start_in_week_s=5 * 86_400.0)
+    counts = _daily_counts(stretch_days(hour, 1, 3, envelope=saturday), 3)
+    assert counts[0] / counts[2] == pytest.approx(0.7, rel=0.05)
+    assert counts[1] / counts[2] == pytest.approx(0.7, rel=0.05)  # Saturday, Sunday, then Monday
+    assert "from Saturday" in stretch_days(hour, 1, 1, envelope=saturday).source
+    # Friday 18:00: six hours of a weekday, then the weekend; the daily peak stays at 14:00 UTC
+    friday_evening = WeeklyEnvelope(day_noise_frac=0.0, start_in_week_s=4 * 86_400.0 + 18 * 3600.0)
+    day = stretch_days(hour, 2, 1, envelope=friday_evening)
+    hourly = np.bincount((day.arrival_s // 3600).astype(int), minlength=24)
+    expected = friday_evening.factor(np.arange(24) * 3600.0 + 1800.0, friday_evening.day_levels(2, 2))
+    np.testing.assert_allclose(hourly / hourly.sum(), expected / expected.sum(), atol=0.006)
+    # the step at midnight: Saturday's hours against Friday's, as the envelope says
+    assert hourly[6:].sum() / hourly[:6].sum() == pytest.approx(expected[6:].sum() / expected[:6].sum(), rel=0.03)
+    assert expected[6] / expected[5] == pytest.approx(
+        0.7 * diurnal_factor(1800.0, 3, 14 * 3600) / diurnal_factor(-1800.0, 3, 14 * 3600)
+    )
+
+
+def test_prompt_blocks_follow_their_requests_when_stretched():
+    rng = np.random.default_rng(0)
+    n = 500
+    lengths = rng.integers(1, 6, n)
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    blocks = PromptBlocks(np.arange(offsets[-1]), offsets, np.arange(n))
+    hour = RequestTrace(np.sort(rng.uniform(0, 3600, n)), lengths * 512, np.full(n, 10), "blocks", blocks)
+    week = stretch_days(hour, 0, 2)
+    assert week.prompt_blocks is not None and len(week.prompt_blocks) == len(week)
+    assert np.shares_memory(week.prompt_blocks.block_ids, blocks.block_ids)  # the lists are not copied
+    for i in range(0, len(week), 997):
+        assert len(week.prompt_blocks.of(i)) * 512 == week.input_tokens[i]
+    assert hour.until(1800.0).prompt_blocks.row.tolist() == list(range(len(hour.until(1800.0))))
+
+
+def test_a_week_holds_about_one_copy_of_its_arrays():
+    """Built a day at a time: the peak allocation stays near the result's own size, not a week of candidates."""
+    hour = _hour()
+    tracemalloc.start()
+    try:
+        week = stretch_days(hour, 0, 7)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    result = week.arrival_s.nbytes + week.input_tokens.nbytes + week.output_tokens.nbytes
+    assert result == 24 * len(week) and len(week) > 2_500_000
+    assert peak < 1.5 * result
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda h: stretch_days(h, 0, 0), "days must be an integer >= 1, got 0"),
+        (lambda h: stretch_days(h, 0, 2.0), "days must be an integer >= 1, got 2.0"),
+        (lambda h: stretch_days(h, -1, 2), "seed must be an integer >= 0"),
+        (lambda h: stretch_days(h, 0, 1, mean_factor=0.0), "mean_factor must be a finite number > 0"),
+        (lambda h: WeeklyEnvelope(weekend_drop_frac=1.0), "weekend_drop_frac must be below 1"),
+        (lambda h: WeeklyEnvelope(weekend_drop_frac=-0.1), r"weekend_drop_frac must be a fraction in \[0, 1\]"),
+        (lambda h: WeeklyEnvelope(day_noise_frac=-0.1), "day_noise_frac must be a finite number >= 0"),
+        (lambda h: WeeklyEnvelope(start_in_week_s=7 * 86_400.0), "start_in_week_s must be within one week of Monday"),
+        (lambda h: WeeklyEnvelope(peak_to_trough=0.5), "peak_to_trough must be >= 1"),
+        (
+            lambda h: stretch_days(RequestTrace(np.array([0.0]), np.array([1]), np.array([1]), "one"), 0, 2),
+            "needs at least two requests",
+        ),
+    ],
+)
+def test_stretch_days_refuses_bad_arguments(call, message):
+    with pytest.raises(PlannerInputError, match=message):
+        call(_hour(n=200))
+
+
+def test_prompt_blocks_check_their_shape():
+    with pytest.raises(PlannerInputError, match="offsets must start at 0"):
+        PromptBlocks(np.arange(3), np.array([0, 2]), np.array([0]))
+    with pytest.raises(PlannerInputError, match="must name one of the 1 lists"):
+        PromptBlocks(np.arange(3), np.array([0, 3]), np.array([1]))
+    blocks = PromptBlocks(np.arange(3), np.array([0, 3]), np.array([0, 0]))
+    with pytest.raises(PlannerInputError, match="prompt_blocks must have one entry per request, got 2 for 1"):
+        RequestTrace(np.array([0.0]), np.array([1]), np.array([1]), "t", blocks)

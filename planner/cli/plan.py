@@ -2,10 +2,13 @@
 
 Usage::
 
-    planner plan --trace TRACE.csv --manifest CURRENT.yaml --fleet FLEET.yaml
+    planner plan --trace TRACE --manifest CURRENT.yaml --fleet FLEET.yaml
                  (--concurrency-target T | --knee-json FILE | --loadtest DIR --ttft-p99-ms MS --itl-p99-ms MS)
-                 [--grid GRID.yaml] [--attainment-goal F] [--max-flap-cycles N] [--stretch-day] [--seed N]
-                 [--out DIR] [--json]
+                 [--grid GRID.yaml] [--attainment-goal F] [--max-flap-cycles N]
+                 [--stretch-day | --stretch-days N] [--seed N] [--out DIR] [--json]
+
+The trace flags (``--trace-format``, ``--trace-model``, ``--trace-series``, ...) are
+those of :mod:`planner.cli.traffic`.
 
 The grid varies the generated ScaledObject (keys ``target``, ``min_replicas``,
 ``max_replicas``, ``polling_interval_s``, ``scale_down_window_s``; default: the
@@ -29,13 +32,12 @@ import yaml
 
 from planner.cli.manifests import _thresholds, add_threshold_arguments
 from planner.cli.output import print_json, print_table, write_text_atomically
+from planner.cli.traffic import add_traffic_arguments, read_traffic
 from planner.errors import PlannerInputError
 from planner.manifests.generate import ScalingPlan
 from planner.readers.fleet import read_fleet
-from planner.readers.trace import read_trace
 from planner.readers.workload import read_manifest_set
 from planner.simulate.fleet import FleetSpec
-from planner.simulate.traffic import SECONDS_PER_DAY, stretch_trace
 from planner.workflows.plan import CURRENT_INDEX, current_setup, default_grid, make_plan
 
 HELP = "recommend an autoscaler setting against the current one on your traffic, and write its manifests"
@@ -57,12 +59,7 @@ def register(subparsers) -> None:
             "workload."
         ),
     )
-    parser.add_argument(
-        "--trace",
-        required=True,
-        metavar="TRACE.csv",
-        help="request trace (CSV arrival_s,input_tokens,output_tokens; Azure; rate trace; scenario)",
-    )
+    add_traffic_arguments(parser)
     parser.add_argument(
         "--manifest",
         required=True,
@@ -83,14 +80,9 @@ def register(subparsers) -> None:
         "--max-flap-cycles",
         type=float,
         metavar="N",
-        help="flap cycles allowed over the replayed trace (a day with --stretch-day); default: no limit",
+        help="flap cycles allowed over the replayed trace (a day with --stretch-day, N days with --stretch-days N); "
+        "default: no limit",
     )
-    parser.add_argument(
-        "--stretch-day",
-        action="store_true",
-        help="replay one day stretched from the trace under a diurnal envelope (seeded by --seed)",
-    )
-    parser.add_argument("--seed", type=int, default=0, metavar="N", help="seed for the trace and --stretch-day")
     add_threshold_arguments(parser)
     parser.add_argument(
         "--warmup-s",
@@ -144,11 +136,7 @@ def run(args: argparse.Namespace) -> int:
     thresholds = _thresholds(args)
     setup = current_setup(read_manifest_set([args.manifest]), args.name)
     fleet = read_fleet(args.fleet) if args.fleet else FleetSpec()
-    trace = read_trace(args.trace, seed=args.seed)
-    period_s = None
-    if args.stretch_day:
-        trace = stretch_trace(trace, args.seed, duration_s=SECONDS_PER_DAY)
-        period_s = float(SECONDS_PER_DAY)
+    trace, period_s = read_traffic(args)
     grid = (
         _read_grid(args.grid)
         if args.grid

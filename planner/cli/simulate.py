@@ -2,12 +2,15 @@
 
 Usage::
 
-    planner simulate --trace TRACE.csv --manifest FILE.yaml [--fleet FLEET.yaml]
-                     [--engine fast|reference] [--duration-s N] [--stretch-day] [--seed N]
+    planner simulate --trace TRACE --manifest FILE.yaml [--fleet FLEET.yaml]
+                     [--trace-format FORMAT] [--trace-model NAME] [--trace-series INDEX|LABELS]
+                     [--engine fast|reference] [--duration-s N] [--stretch-day | --stretch-days N] [--seed N]
                      [--timeseries OUT.csv] [--json]
 
-``TRACE.csv`` is the canonical trace: a header ``arrival_s,input_tokens,output_tokens``
-and one request per row, sorted by arrival.
+``TRACE`` is any trace :func:`planner.readers.trace.read_trace` reads: the canonical
+CSV (a header ``arrival_s,input_tokens,output_tokens`` and one request per row,
+sorted by arrival), Azure, BurstGPT, a rate trace, Mooncake JSONL, a Prometheus
+``query_range`` export or a scenario (see :mod:`planner.cli.traffic`).
 """
 
 from __future__ import annotations
@@ -17,25 +20,19 @@ import math
 from pathlib import Path
 
 from planner.cli.output import print_json, print_table, write_text_atomically
+from planner.cli.traffic import add_traffic_arguments, read_traffic
 from planner.errors import PlannerInputError
 from planner.readers.fleet import read_fleet
 from planner.readers.manifest import load_autoscaler
-from planner.readers.trace import read_trace
 from planner.simulate import ENGINES, simulate
 from planner.simulate.fleet import FleetSpec
-from planner.simulate.traffic import SECONDS_PER_DAY, stretch_trace
 
 HELP = "replay a request trace through a simulated vLLM fleet driven by the manifest's autoscaler"
 
 
 def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     """The inputs every replay takes: trace, manifest (and which autoscaler), fleet, duration."""
-    parser.add_argument(
-        "--trace",
-        required=True,
-        metavar="TRACE.csv",
-        help="CSV with arrival_s,input_tokens,output_tokens, sorted by arrival",
-    )
+    add_traffic_arguments(parser)
     parser.add_argument(
         "--manifest",
         required=True,
@@ -47,28 +44,13 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--duration-s", type=float, metavar="N", help="simulated time; default: the last arrival plus 120 s [s]"
     )
-    parser.add_argument(
-        "--stretch-day",
-        action="store_true",
-        help="replay one day stretched from the trace under a diurnal envelope "
-        "(seeded by --seed; as the chapter 'Your plan' does)",
-    )
-    parser.add_argument(
-        "--seed",
-        type=int,
-        default=0,
-        metavar="N",
-        help="seed for a scenario's or rate trace's arrivals and for --stretch-day (default 0)",
-    )
 
 
 def read_replay_inputs(args: argparse.Namespace):
     """Check ``--duration-s`` and read the trace, the autoscaler and the fleet the flags name."""
     if args.duration_s is not None and not (math.isfinite(args.duration_s) and args.duration_s > 0):
         raise PlannerInputError(f"--duration-s: expected a number > 0, got {args.duration_s}")
-    trace = read_trace(args.trace, seed=args.seed)
-    if args.stretch_day:
-        trace = stretch_trace(trace, args.seed, duration_s=SECONDS_PER_DAY)
+    trace, _ = read_traffic(args)
     autoscaler = load_autoscaler(args.manifest, args.name)
     fleet = read_fleet(args.fleet) if args.fleet else FleetSpec()
     return trace, autoscaler, fleet

@@ -7,7 +7,12 @@ Three ways to get a :class:`RequestTrace`:
   ``t_s,rate_rps`` file or built by a scenario) with :meth:`RateTrace.requests`,
   a seeded non-homogeneous Poisson process;
 - stretch a real one-hour trace to a day under a diurnal envelope
-  (:func:`stretch_trace`).
+  (:func:`stretch_trace`), or to several days under a weekly one
+  (:func:`stretch_days`, :class:`WeeklyEnvelope`).
+
+A trace may carry each request's prompt as KV-block hashes
+(:class:`PromptBlocks`, from the Mooncake traces) for prefix-cache work; the
+engines do not read them yet.
 
 Randomness always comes from ``numpy.random.Generator(PCG64(seed))`` and the
 draws happen in a fixed order, so one seed gives the same arrays, bit for bit,
@@ -21,22 +26,51 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.errors import PlannerInputError, require_non_negative, require_positive
+from planner.errors import PlannerInputError, require_fraction, require_non_negative, require_positive
 
 __all__ = [
+    "DAY_NOISE_FRAC",
+    "DEFAULT_MEAN_INPUT_TOKENS",
+    "DEFAULT_MEAN_OUTPUT_TOKENS",
+    "SECONDS_PER_DAY",
+    "SECONDS_PER_WEEK",
     "TOKEN_DISTRIBUTIONS",
+    "WEEKDAY_NAMES",
+    "WEEKEND_DROP_FRAC",
+    "PromptBlocks",
     "RateTrace",
     "RequestTrace",
+    "WeeklyEnvelope",
     "diurnal_factor",
     "draw_token_counts",
     "rng_for",
+    "stretch_days",
     "stretch_trace",
 ]
 
 TOKEN_DISTRIBUTIONS = ("fixed", "geometric")
 """How a request's token counts are drawn from a mean: the rounded mean, or a geometric draw with that mean."""
 
+DEFAULT_MEAN_INPUT_TOKENS = 512.0
+"""Prompt length for a rate without its own lengths (a rate trace, a Prometheus export). [tokens]"""
+DEFAULT_MEAN_OUTPUT_TOKENS = 240.0
+"""Answer length for a rate without its own lengths. [tokens]"""
 SECONDS_PER_DAY = 86_400.0
+SECONDS_PER_WEEK = 7 * SECONDS_PER_DAY
+WEEKDAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+WEEKEND_DROP_FRAC = 0.3
+"""How much lower a Saturday or Sunday runs than a weekday, by default: 0.3, a weekend day at 70 %. [fraction]
+
+An assumption, not a measurement: business-hours services (assistants used at
+work, code completion) fall off at the weekend, consumer chat much less.
+Measure yours as ``1 - (weekend day's requests / weekday's)`` over a few weeks
+(for example ``sum(increase(vllm:request_success_total[1d]))`` per day).
+"""
+DAY_NOISE_FRAC = 0.05
+"""Day-to-day spread of a day's level, by default: about 5 % (one standard deviation). [fraction]
+
+An assumption, not a measurement; see :class:`WeeklyEnvelope`.
+"""
 
 
 def rng_for(seed: int) -> np.random.Generator:
@@ -44,6 +78,59 @@ def rng_for(seed: int) -> np.random.Generator:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise PlannerInputError(f"seed must be an integer >= 0, got {seed!r}")
     return np.random.Generator(np.random.PCG64(int(seed)))
+
+
+@dataclass(frozen=True)
+class PromptBlocks:
+    """Each request's prompt as a list of KV-block hashes (the Mooncake traces' ``hash_ids``).
+
+    Equal ids at the same position of two prompts are a shared prefix. The
+    lists are stored once, end to end (``block_ids`` cut at ``offsets``), and
+    each request points at its list by ``row``: a trace stretched to a week
+    copies one index per request, not the lists (the Mooncake conversation
+    trace holds 24 ids per request on average).
+
+    Attributes
+    ----------
+    block_ids : numpy.ndarray of int64
+        Every list's ids, one list after another.
+    offsets : numpy.ndarray of int64
+        List ``r`` is ``block_ids[offsets[r]:offsets[r + 1]]``; one more entry than there are lists,
+        the first 0 and the last ``len(block_ids)``.
+    row : numpy.ndarray of int64
+        Which list each request's prompt is.
+    block_tokens : int
+        Prompt tokens per block; a prompt's last block may be partial (Mooncake: 512). [tokens]
+    """
+
+    block_ids: np.ndarray
+    offsets: np.ndarray
+    row: np.ndarray
+    block_tokens: int = 512
+
+    def __post_init__(self) -> None:
+        offsets = np.asarray(self.offsets)
+        if len(offsets) == 0 or offsets[0] != 0 or offsets[-1] != len(self.block_ids) or np.any(np.diff(offsets) < 0):
+            raise PlannerInputError(
+                "prompt blocks: offsets must start at 0, never decrease and end at the number of block ids"
+            )
+        row = np.asarray(self.row)
+        if len(row) and (row.min() < 0 or row.max() >= len(offsets) - 1):
+            raise PlannerInputError(f"prompt blocks: a request's row must name one of the {len(offsets) - 1} lists")
+        if isinstance(self.block_tokens, bool) or not isinstance(self.block_tokens, int) or self.block_tokens < 1:
+            raise PlannerInputError(f"prompt blocks: block_tokens must be an integer >= 1, got {self.block_tokens!r}")
+
+    def __len__(self) -> int:
+        return len(self.row)
+
+    def of(self, request: int) -> np.ndarray:
+        """The block ids of one request's prompt (0-based request index)."""
+        r = int(self.row[request])
+        return self.block_ids[self.offsets[r] : self.offsets[r + 1]]
+
+    def take(self, requests: np.ndarray) -> PromptBlocks:
+        """The blocks of the requests at ``requests`` (indices), sharing this table's lists."""
+        return PromptBlocks(self.block_ids, self.offsets, self.row[requests], self.block_tokens)
 
 
 @dataclass(frozen=True)
@@ -60,12 +147,15 @@ class RequestTrace:
         Generated length of each request (at least 1). [tokens]
     source : str
         Where the trace came from (a file, or a scenario's name and seed).
+    prompt_blocks : PromptBlocks, optional
+        Each request's prompt as KV-block hashes, when the trace has them (Mooncake).
     """
 
     arrival_s: np.ndarray
     input_tokens: np.ndarray
     output_tokens: np.ndarray
     source: str = ""
+    prompt_blocks: PromptBlocks | None = None
 
     def __post_init__(self) -> None:
         n = len(self.arrival_s)
@@ -73,6 +163,11 @@ class RequestTrace:
             raise PlannerInputError(
                 f"{self.source or 'trace'}: arrival_s, input_tokens and output_tokens must have one "
                 f"entry per request, got {n}, {len(self.input_tokens)} and {len(self.output_tokens)}"
+            )
+        if self.prompt_blocks is not None and len(self.prompt_blocks) != n:
+            raise PlannerInputError(
+                f"{self.source or 'trace'}: prompt_blocks must have one entry per request, "
+                f"got {len(self.prompt_blocks)} for {n} requests"
             )
 
     @property
@@ -91,6 +186,7 @@ class RequestTrace:
             self.input_tokens[:count],
             self.output_tokens[:count],
             f"{self.source or 'trace'} until {end_s:g} s",
+            None if self.prompt_blocks is None else self.prompt_blocks.take(np.arange(count)),
         )
 
     @property
@@ -356,32 +452,282 @@ def stretch_trace(
     -------
     RequestTrace
     """
+    _require_stretchable(trace)
+    duration_s = require_positive("duration_s", duration_s)
+    mean_factor = require_positive("mean_factor", mean_factor)
+    rng = rng_for(seed)
+    peak_factor = mean_factor * float(diurnal_factor(peak_at_s, peak_to_trough, peak_at_s))
+    times, source_index = _stretched_arrivals(
+        trace,
+        rng,
+        duration_s,
+        lambda t_s: mean_factor * diurnal_factor(t_s, peak_to_trough, peak_at_s),
+        peak_factor,
+    )
+    return _replayed(
+        trace,
+        times,
+        source_index,
+        f"{trace.source or 'trace'} stretched to {duration_s:g} s (seed {seed}, base {_base_rps(trace):.4g} req/s)",
+    )
+
+
+@dataclass(frozen=True)
+class WeeklyEnvelope:
+    """A week's shape of traffic: the daily cycle, lower weekends, and days that differ.
+
+    The rate factor at replay time ``t`` (seconds from the replay's start) is
+    ``level[k] x diurnal_factor(start_in_week_s + t)``, where ``k`` is the calendar day
+    (UTC) that ``start_in_week_s + t`` falls on, counted from the replay's first, and
+
+    - ``diurnal_factor`` is :func:`diurnal_factor` with ``peak_to_trough`` and
+      ``peak_at_s`` (time of day, UTC): a cosine a day long with mean 1;
+    - ``level[k] = base[k] x noise[k]``: ``base`` is 1 on a weekday and
+      ``1 - weekend_drop_frac`` on a Saturday or a Sunday (the whole day scaled,
+      its peak and its trough alike); ``noise[0] = 1`` (the first day carries the
+      trace's own level, so one day replayed is :func:`stretch_trace`'s day) and
+      each later day's ``noise[k] = exp(s z_k - s^2 / 2)`` with ``z_k`` standard
+      normal and independent, ``s = day_noise_frac``: mean exactly 1, about
+      ``s`` relative spread.
+
+    What this approximates: the two strongest periodicities of request traffic
+    in the published LLM traces, the day and the week (the BurstGPT README's
+    figures "Weekly Periodicity" and "Daily Periodicity"; arXiv 2401.17644),
+    with day totals that wander. What it leaves out: holidays, growth and
+    trends, weekends that differ in shape and not only in level (a cosine
+    stays a cosine), and correlation between neighbouring days' levels (the
+    noise is independent day to day). The defaults for the weekend and the
+    noise (:data:`WEEKEND_DROP_FRAC`, :data:`DAY_NOISE_FRAC`) are assumptions,
+    not measurements; set them from your own weeks. What they weigh: with
+    them a week from Monday carries ``2 x 0.3 / 7 = 8.6 %`` fewer requests than
+    seven weekdays, and the noise moves a day's total by about 5 % and a
+    week's by about ``0.05 x sqrt(6) / 7 = 1.7 %`` (one standard deviation).
+
+    Attributes
+    ----------
+    peak_to_trough : float
+        A day's busiest over quietest rate, >= 1 (as :func:`stretch_trace`). [-]
+    peak_at_s : float
+        Time of day of the daily peak, UTC. [s]
+    weekend_drop_frac : float
+        How much lower Saturday and Sunday run than a weekday, in [0, 1). [fraction]
+    day_noise_frac : float
+        The log-normal spread ``s`` of a later day's level, >= 0. [fraction]
+    start_in_week_s : float
+        When the replay starts, in seconds after Monday 00:00 UTC, in [0, one week):
+        0 is Monday at midnight, ``5 x 86400`` Saturday at midnight,
+        ``2 x 86400 + 13 x 3600`` Wednesday 13:00. [s]
+    """
+
+    peak_to_trough: float = 3.0
+    peak_at_s: float = 14 * 3600.0
+    weekend_drop_frac: float = WEEKEND_DROP_FRAC
+    day_noise_frac: float = DAY_NOISE_FRAC
+    start_in_week_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        diurnal_factor(self.peak_at_s, self.peak_to_trough, self.peak_at_s)  # checks both
+        require_fraction("weekend_drop_frac", self.weekend_drop_frac, allow_zero=True)
+        if self.weekend_drop_frac >= 1:
+            raise PlannerInputError(
+                f"weekend_drop_frac must be below 1 (a weekend with no traffic cannot be stretched to), "
+                f"got {self.weekend_drop_frac!r}",
+                parameter="weekend_drop_frac",
+                expected="a fraction in [0, 1)",
+                value=self.weekend_drop_frac,
+            )
+        require_non_negative("day_noise_frac", self.day_noise_frac)
+        start_in_week_s = require_non_negative("start_in_week_s", self.start_in_week_s)
+        if start_in_week_s >= SECONDS_PER_WEEK:
+            raise PlannerInputError(
+                f"start_in_week_s must be within one week of Monday 00:00 UTC (below {SECONDS_PER_WEEK:g} s), "
+                f"got {start_in_week_s!r}",
+                parameter="start_in_week_s",
+                expected=f"a time in [0, {SECONDS_PER_WEEK:g}) s",
+                value=start_in_week_s,
+            )
+
+    @property
+    def first_weekday(self) -> int:
+        """The replay's first calendar day: 0 for Monday to 6 for Sunday."""
+        return int(self.start_in_week_s // SECONDS_PER_DAY)
+
+    def calendar_days(self, duration_s: float) -> int:
+        """How many calendar days (UTC) a replay of ``duration_s`` from ``start_in_week_s`` touches."""
+        into_day_s = self.start_in_week_s - self.first_weekday * SECONDS_PER_DAY
+        return max(1, math.ceil((into_day_s + duration_s) / SECONDS_PER_DAY))
+
+    def day_levels(self, calendar_days: int, seed: int) -> np.ndarray:
+        """``level[k]`` for the replay's calendar days, the first 1 or ``1 - weekend_drop_frac``. [-]
+
+        The noise comes from its own seeded stream, drawn in day order, so a
+        longer replay's first days have the same levels as a shorter one's.
+        """
+        weekday = (self.first_weekday + np.arange(calendar_days)) % 7
+        base = np.where(weekday >= 5, 1.0 - self.weekend_drop_frac, 1.0)
+        s = float(self.day_noise_frac)
+        z = _stream(seed, _NOISE_STREAM, 0).standard_normal(calendar_days - 1)
+        noise = np.concatenate(([1.0], np.exp(s * z - s * s / 2.0)))
+        return base * noise
+
+    def factor(self, t_s, levels: np.ndarray) -> np.ndarray:
+        """The rate factor at replay times ``t_s`` (seconds from the start), given :meth:`day_levels`. [-]"""
+        t = np.asarray(t_s, dtype=float)
+        into_day_s = self.start_in_week_s - self.first_weekday * SECONDS_PER_DAY
+        # times past the last day (a tile's overhang, dropped later) take the last day's level
+        day = np.minimum(np.floor((t + into_day_s) / SECONDS_PER_DAY).astype(np.int64), len(levels) - 1)
+        return levels[day] * diurnal_factor(t + self.start_in_week_s, self.peak_to_trough, self.peak_at_s)
+
+
+def stretch_days(
+    trace: RequestTrace,
+    seed: int,
+    days: int,
+    *,
+    envelope: WeeklyEnvelope | None = None,
+    mean_factor: float = 1.0,
+) -> RequestTrace:
+    """Stretch a short real trace (typically one hour) to ``days`` days under a weekly envelope.
+
+    Each replayed day is made as :func:`stretch_trace` makes its day (tiles of
+    the trace, each rotated by a random phase, layered and thinned), with the
+    target rate ``R x mean_factor x envelope.factor(t)`` (:class:`WeeklyEnvelope`),
+    ``R`` the trace's own mean rate. Day 0 draws from ``Generator(PCG64(seed))``
+    exactly as :func:`stretch_trace` does, so with the default envelope one day
+    (``days=1``, starting on a weekday at midnight) is ``stretch_trace(trace,
+    seed)``, bit for bit; day ``d >= 1`` draws from its own stream
+    (``SeedSequence([seed, 1, d])``), so a longer replay begins with the shorter.
+
+    A weekday's expected mean rate is ``mean_factor x R`` times its noise; a
+    weekend day's is ``1 - weekend_drop_frac`` of that. Everything
+    :func:`stretch_trace` says it preserves and does not holds here per day.
+
+    Memory: one day is built at a time (for the Azure conversation trace, about
+    a million candidate arrivals, 8 MB each for times and indices), and the
+    result holds 24 bytes per request (arrival, input and output lengths) plus
+    8 for the prompt blocks' row where the trace has them: a week of the Azure
+    conversation trace (about 3 million requests) is about 71 MB.
+
+    Parameters
+    ----------
+    trace : RequestTrace
+        The trace to stretch (at least two requests).
+    seed : int
+        Seed of every draw.
+    days : int
+        Days to replay, >= 1.
+    envelope : WeeklyEnvelope, optional
+        The week's shape and the start (default: Monday 00:00 UTC, the defaults above).
+    mean_factor : float, optional
+        A weekday's mean rate over the trace's mean rate. [-]
+
+    Returns
+    -------
+    RequestTrace
+        ``days x 86400`` seconds of requests, ``t = 0`` at the envelope's start.
+    """
+    _require_stretchable(trace)
+    if isinstance(days, bool) or not isinstance(days, (int, np.integer)) or days < 1:
+        raise PlannerInputError(
+            f"days must be an integer >= 1, got {days!r}", parameter="days", expected="an integer >= 1", value=days
+        )
+    mean_factor = require_positive("mean_factor", mean_factor)
+    envelope = envelope if envelope is not None else WeeklyEnvelope()
+    first_rng = rng_for(seed)
+    levels = envelope.day_levels(envelope.calendar_days(days * SECONDS_PER_DAY), seed)
+    daily_peak = float(diurnal_factor(envelope.peak_at_s, envelope.peak_to_trough, envelope.peak_at_s))
+    times, sources = [], []
+    for day in range(int(days)):
+        offset_s = day * SECONDS_PER_DAY
+        # the calendar days this replay day overlaps: one, or two when the start is not at midnight
+        touched = levels[day : day + 2] if envelope.start_in_week_s % SECONDS_PER_DAY else levels[day : day + 1]
+
+        def factor(t_s, offset_s=offset_s):
+            return mean_factor * envelope.factor(t_s + offset_s, levels)
+
+        day_times, day_sources = _stretched_arrivals(
+            trace,
+            first_rng if day == 0 else _stream(seed, _DAY_STREAM, day),
+            SECONDS_PER_DAY,
+            factor,
+            mean_factor * float(touched.max()) * daily_peak,
+        )
+        day_times += offset_s
+        times.append(day_times)
+        sources.append(day_sources)
+    arrival_s = np.concatenate(times)
+    del times  # hold one copy of the week, not the days and the week
+    source_index = np.concatenate(sources)
+    del sources
+    weekday = WEEKDAY_NAMES[envelope.first_weekday]
+    return _replayed(
+        trace,
+        arrival_s,
+        source_index,
+        f"{trace.source or 'trace'} stretched to {days} day{'s' if days != 1 else ''} from {weekday} "
+        f"(seed {seed}, weekend -{100 * envelope.weekend_drop_frac:g} %, "
+        f"day noise {100 * envelope.day_noise_frac:g} %, base {_base_rps(trace):.4g} req/s)",
+    )
+
+
+# Streams of SeedSequence([seed, stream, index]) beside day 0's Generator(PCG64(seed)); a non-zero
+# stream keeps them apart from it (SeedSequence pads short entropy with zeros).
+_DAY_STREAM = 1
+_NOISE_STREAM = 2
+
+
+def _stream(seed: int, stream: int, index: int) -> np.random.Generator:
+    rng_for(seed)  # the same check of the seed
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(seed), stream, index])))
+
+
+def _require_stretchable(trace: RequestTrace) -> None:
     if len(trace) < 2 or trace.duration_s <= 0:
         raise PlannerInputError(
             f"{trace.source or 'trace'}: stretching needs at least two requests over a positive span"
         )
-    duration_s = require_positive("duration_s", duration_s)
-    mean_factor = require_positive("mean_factor", mean_factor)
-    rng = rng_for(seed)
+
+
+def _base_rps(trace: RequestTrace) -> float:
+    return len(trace) / _tile_s(trace)
+
+
+def _tile_s(trace: RequestTrace) -> float:
+    # the span plus one mean gap, so the seam between tiles has a typical gap
+    return trace.duration_s + trace.duration_s / (len(trace) - 1)
+
+
+def _stretched_arrivals(trace: RequestTrace, rng: np.random.Generator, duration_s: float, factor, peak_factor: float):
+    """Arrival times in ``[0, duration_s)`` and the index of the request each one copies, sorted by time.
+
+    Steps 1-3 of :func:`stretch_trace`, for any rate factor (``factor(t_s)``,
+    at most ``peak_factor`` anywhere). Draw order: the phases, then one uniform
+    per candidate arrival.
+    """
     arrival = np.asarray(trace.arrival_s, dtype=float)
     n = len(arrival)
-    tile_s = trace.duration_s + trace.duration_s / (n - 1)
+    tile_s = _tile_s(trace)
     tiles = math.ceil(duration_s / tile_s)
-    base_rps = n / tile_s
-    peak_factor = mean_factor * float(diurnal_factor(peak_at_s, peak_to_trough, peak_at_s))
     layers = max(1, math.ceil(peak_factor - 1e-12))
     phases = rng.random((layers, tiles)) * tile_s
-    # one row per (layer, tile): the rotated copy of the trace
-    shifted = np.mod(arrival[None, None, :] - phases[:, :, None], tile_s) + (np.arange(tiles) * tile_s)[None, :, None]
+    # one row per (layer, tile): the rotated copy of the trace, built in place to hold one array
+    shifted = arrival[None, None, :] - phases[:, :, None]
+    np.mod(shifted, tile_s, out=shifted)
+    shifted += (np.arange(tiles) * tile_s)[None, :, None]
     times = shifted.ravel()
-    source_index = np.broadcast_to(np.arange(n), shifted.shape).ravel()
-    keep_p = mean_factor * diurnal_factor(times, peak_to_trough, peak_at_s) / layers
-    keep = (rng.random(times.size) < keep_p) & (times < duration_s)
-    times, source_index = times[keep], source_index[keep]
+    keep_p = factor(times) / layers
+    kept = np.flatnonzero((rng.random(times.size) < keep_p) & (times < duration_s))
+    times = times[kept]
     order = np.argsort(times, kind="stable")
+    # int32 indices: half the memory of a day's worth of copies (a trace has far fewer than 2**31 requests)
+    return times[order], (kept % n).astype(np.int32 if n < 2**31 else np.int64)[order]
+
+
+def _replayed(trace: RequestTrace, times: np.ndarray, source_index: np.ndarray, source: str) -> RequestTrace:
     return RequestTrace(
-        times[order],
-        np.asarray(trace.input_tokens)[source_index[order]],
-        np.asarray(trace.output_tokens)[source_index[order]],
-        f"{trace.source or 'trace'} stretched to {duration_s:g} s (seed {seed}, base {base_rps:.4g} req/s)",
+        times,
+        np.asarray(trace.input_tokens)[source_index],
+        np.asarray(trace.output_tokens)[source_index],
+        source,
+        None if trace.prompt_blocks is None else trace.prompt_blocks.take(source_index),
     )

@@ -42,8 +42,8 @@ from planner.readers.trace import read_trace
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.reference import simulate
 from planner.simulate.scenario import Scenario, scenario_trace
-from planner.simulate.traffic import RequestTrace, stretch_trace
-from tests.conftest import DATA_DIR, SHARED_DIR
+from planner.simulate.traffic import RequestTrace, stretch_days, stretch_trace
+from tests.conftest import DATA_DIR, SHARED_DIR, TEST_DATA_DIR
 
 RATES_RPS = np.linspace(0.0, 200.0, 100_000)
 
@@ -156,6 +156,8 @@ def _find_knee() -> None:
 
 
 AZURE_CONV = SHARED_DIR / "traces" / "AzureLLMInferenceTrace_conv.csv"
+MOONCAKE = SHARED_DIR / "traces" / "mooncake_conversation_trace.jsonl"
+PROMETHEUS_EXPORT = TEST_DATA_DIR / "traces" / "prometheus-request-rate.json"
 
 
 def _diurnal_day() -> None:
@@ -168,6 +170,18 @@ def _read_azure_hour() -> None:
 
 def _stretch_azure_day() -> None:
     stretch_trace(read_trace(AZURE_CONV), 0)
+
+
+def _stretch_azure_week() -> None:
+    stretch_days(read_trace(AZURE_CONV), 0, 7)
+
+
+def _read_mooncake_hour() -> None:
+    read_trace(MOONCAKE)
+
+
+def _read_prometheus_export() -> None:
+    read_trace(PROMETHEUS_EXPORT, series=0)
 
 
 _TRACE_DIR = tempfile.TemporaryDirectory()
@@ -274,10 +288,14 @@ CASES: dict[str, tuple[Callable[[], None], int]] = {
     "cut_grid, the drain chapter's 15 ITLs": (_cut_grid_chapter, 20),
     "read_manifest_set + lint, 3 files (4 documents)": (_lint_review_folder, 20),
     "simulate (reference engine), 10 min at 1 s ticks, 10 req/s": (_simulate_reference_10min, 1),
+    "read_trace, Prometheus export (2 series x 120 steps, ~32k requests)": (_read_prometheus_export, 10),
 }
 if AZURE_CONV.is_file():  # the shared corpus sits beside the checkout
     CASES["read_trace, Azure conv hour (19,366 rows)"] = (_read_azure_hour, 10)
     CASES["stretch_trace, Azure conv hour to a day (~478k requests)"] = (_stretch_azure_day, 2)
+    CASES["stretch_days, Azure conv hour to a week (~3M requests)"] = (_stretch_azure_week, 1)
+if MOONCAKE.is_file():
+    CASES["read_trace, Mooncake conversation hour (12,031 lines)"] = (_read_mooncake_hour, 5)
 
 
 def measure(func: Callable[[], None], number: int, repeat: int) -> float:
