@@ -252,7 +252,7 @@ def apply_point(autoscaler: Autoscaler, fleet: FleetSpec, point: SweepPoint) -> 
             autoscaler = _scaled_object(autoscaler, values, behavior)
         else:
             autoscaler = _hpa(autoscaler, values, behavior)
-        Control(autoscaler, fleet.signal_map, fleet.hpa_sync_period_s)
+        Control(autoscaler, fleet.signal_map, fleet.hpa_sync_period_s, fleet.start_epoch_s)
     except PlannerInputError as error:
         raise PlannerInputError(f"grid point {point.index} ({_shown(values)}): {error}") from None
     return Configuration(autoscaler, fleet)
