@@ -37,6 +37,7 @@ the clock once per query; here ``now_s`` is injected, UTC epoch seconds.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -202,11 +203,13 @@ def is_active(scaler: CronScaler, now_s: float) -> bool:
         The zone does not load.
     """
     zone = load_location(scaler.timezone)
-    next_start = next_fire_s(scaler.start, now_s, zone)
-    next_end = next_fire_s(scaler.end, now_s, zone)
-    # Go's zero time (no firing within five years) is before every instant.
-    start = -float("inf") if next_start is None else next_start
-    end = -float("inf") if next_end is None else next_end
+    return _within(now_s, next_fire_s(scaler.start, now_s, zone), next_fire_s(scaler.end, now_s, zone))
+
+
+def _within(now_s: float, next_start: int | None, next_end: int | None) -> bool:
+    """``isWithinInterval``; Go's zero time (no firing within five years) is before every instant."""
+    start = -math.inf if next_start is None else next_start
+    end = -math.inf if next_end is None else next_end
     if start < end:
         return now_s > start and now_s < end
     return now_s > start or now_s < end
@@ -240,14 +243,14 @@ def first_overlap_s(
     for _ in range(max_steps):
         if t > until_s:
             return None
-        if is_active(a, t) and is_active(b, t):
-            return t
         fires = [
             next_fire_s(a.start, t, zone_a),
             next_fire_s(a.end, t, zone_a),
             next_fire_s(b.start, t, zone_b),
             next_fire_s(b.end, t, zone_b),
         ]
+        if _within(t, fires[0], fires[1]) and _within(t, fires[2], fires[3]):
+            return t
         upcoming = [fire for fire in fires if fire is not None]
         if not upcoming:
             return None
