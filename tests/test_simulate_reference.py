@@ -114,7 +114,9 @@ def test_the_tick_is_made_of_separable_steps(tmp_path):
 
 # --- the wall clock: cron triggers ------------------------------------------------------------------
 
-DAY_FLEET = FleetSpec(replica=ReplicaSpec(fixed_ms=6.0, per_sequence_ms=0.25, max_num_seqs=64), warmup_s=60.0, tick_s=15.0)
+DAY_FLEET = FleetSpec(
+    replica=ReplicaSpec(fixed_ms=6.0, per_sequence_ms=0.25, max_num_seqs=64), warmup_s=60.0, tick_s=15.0
+)
 WEEKDAYS_8_TO_18 = ("0 8 * * MON-FRI", "0 18 * * MON-FRI", "Europe/Dublin")
 
 
