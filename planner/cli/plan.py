@@ -5,7 +5,7 @@ Usage::
     planner plan --trace TRACE.csv --manifest CURRENT.yaml --fleet FLEET.yaml
                  (--concurrency-target T | --knee-json FILE | --loadtest DIR --ttft-p99-ms MS --itl-p99-ms MS)
                  [--grid GRID.yaml] [--attainment-goal F] [--max-flap-cycles N] [--stretch-day] [--seed N]
-                 [--out DIR] [--json]
+                 [--start ISO] [--out DIR] [--json]
 
 The grid varies the generated ScaledObject (keys ``target``, ``min_replicas``,
 ``max_replicas``, ``polling_interval_s``, ``scale_down_window_s``; default: the
@@ -25,6 +25,7 @@ import yaml
 
 from planner.cli.manifests import _thresholds, add_threshold_arguments
 from planner.cli.output import print_json, print_table, write_text_atomically
+from planner.cli.simulate import add_start_argument, with_start
 from planner.errors import PlannerInputError
 from planner.manifests.generate import ScalingPlan
 from planner.readers.fleet import read_fleet
@@ -87,6 +88,7 @@ def register(subparsers) -> None:
         help="replay one day stretched from the trace under a diurnal envelope (seeded by --seed)",
     )
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="seed for the trace and --stretch-day")
+    add_start_argument(parser)
     add_threshold_arguments(parser)
     parser.add_argument("--warmup-s", type=float, help="pod request to Ready (default: the fleet's warmup_s) [s]")
     parser.add_argument(
@@ -135,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
         raise PlannerInputError(f"--max-flap-cycles: expected a number >= 0, got {args.max_flap_cycles}")
     thresholds = _thresholds(args)
     setup = current_setup(read_manifest_set([args.manifest]), args.name)
-    fleet = read_fleet(args.fleet) if args.fleet else FleetSpec()
+    fleet = with_start(read_fleet(args.fleet) if args.fleet else FleetSpec(), args.start)
     trace = read_trace(args.trace, seed=args.seed)
     period_s = None
     if args.stretch_day:

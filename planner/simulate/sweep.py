@@ -309,6 +309,11 @@ def _scaled_object(autoscaler: Autoscaler, values: dict, behavior) -> Autoscaler
     triggers = list(so.triggers)
     if "signal" in values or "target" in values:
         first = triggers[0]
+        if first.type == "cron":
+            raise PlannerInputError(
+                "signal and target replace the first trigger's query and threshold, and the first trigger is a "
+                "cron trigger (its target is fixed at 1); list the metric trigger first"
+            )
         triggers[0] = dataclasses.replace(
             first, query=values.get("signal", first.query), threshold=values.get("target", first.threshold)
         )
