@@ -61,7 +61,13 @@ __all__ = [
     "cron_reading",
     "first_overlap_s",
     "is_active",
+    "overlap_in_a_year_s",
 ]
+
+OVERLAP_FROM_S = 1704067200.0
+"""Where :func:`overlap_in_a_year_s` starts: Monday 2024-01-01 00:00 UTC. [s]"""
+OVERLAP_SPAN_S = 366 * 86400.0
+"""One leap year: every weekday, day of month and month, and both daylight-saving changes. [s]"""
 
 _JSON_INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")  # what json.Unmarshal reads into an int64
 
@@ -256,3 +262,16 @@ def first_overlap_s(
             return None
         t = float(min(upcoming))
     return None
+
+
+def overlap_in_a_year_s(a: CronScaler, b: CronScaler) -> float | None:
+    """The first instant of 2024 (a leap year from a Monday) at which both windows are open, or ``None``.
+
+    What ``planner lint`` (``cron-overlap``) and ``planner manifests`` check two cron triggers with.
+
+    Raises
+    ------
+    PlannerInputError
+        A zone does not load.
+    """
+    return first_overlap_s(a, b, OVERLAP_FROM_S, OVERLAP_FROM_S + OVERLAP_SPAN_S)

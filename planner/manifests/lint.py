@@ -36,7 +36,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
-from planner.autoscaler.cron_scaler import CronScaler, build_cron_scaler, cron_problems, first_overlap_s
+from planner.autoscaler.cron_scaler import CronScaler, build_cron_scaler, cron_problems, overlap_in_a_year_s
 from planner.autoscaler.cron_schedule import timezone_problem
 from planner.autoscaler.defaults import DEFAULT_DOWNSCALE_STABILIZATION_WINDOW_S
 from planner.autoscaler.hpa_spec import (
@@ -912,11 +912,6 @@ def _unscoped_query(ctx, autoscaler, signals, target, workloads):
 
 # --- cron triggers ------------------------------------------------------------------------------------
 
-# Overlaps are looked for over one leap year from a Monday (2024-01-01 00:00 UTC): every weekday, day of
-# month and month occurs, and both daylight-saving changes of the zones that have them.
-_OVERLAP_FROM_S = 1704067200.0
-_OVERLAP_SPAN_S = 366 * 86400.0
-
 
 def _cron_triggers(autoscaler: Autoscaler):
     so = autoscaler.scaled_object
@@ -990,7 +985,7 @@ def _cron_overlap(ctx, autoscaler, signals, settings, target):
         for other_index, other in built[:later]:
             if other.desired_replicas == scaler.desired_replicas:
                 continue
-            when_s = first_overlap_s(other, scaler, _OVERLAP_FROM_S, _OVERLAP_FROM_S + _OVERLAP_SPAN_S)
+            when_s = overlap_in_a_year_s(other, scaler)
             if when_s is None:
                 continue
             when = datetime.fromtimestamp(when_s, UTC).strftime("%A %Y-%m-%d %H:%M UTC")
