@@ -231,9 +231,9 @@ def cron_reading(scaler: CronScaler, now_s: float) -> CronReading:
 
 
 def first_overlap_s(
-    a: CronScaler, b: CronScaler, from_s: float, until_s: float, max_steps: int = 20_000
+    a: CronScaler, b: CronScaler, from_epoch_s: float, to_epoch_s: float, max_steps: int = 20_000
 ) -> float | None:
-    """The first instant in ``[from_s, until_s]`` at which both triggers are active, or ``None``.
+    """The first instant in ``[from_epoch_s, to_epoch_s]`` (UTC epoch) at which both triggers are active, or ``None``.
 
     Activity changes only when one of the four schedules fires, so the search
     visits those instants in order (at most ``max_steps`` of them: a schedule
@@ -245,9 +245,9 @@ def first_overlap_s(
         A zone does not load.
     """
     zone_a, zone_b = load_location(a.timezone), load_location(b.timezone)
-    t = float(from_s)
+    t = float(from_epoch_s)
     for _ in range(max_steps):
-        if t > until_s:
+        if t > to_epoch_s:
             return None
         fires = [
             next_fire_s(a.start, t, zone_a),
