@@ -101,3 +101,38 @@ def write_manifest(folder, text: str, name: str = "autoscaler.yaml"):
     path = folder / name
     path.write_text(text)
     return load_autoscaler(path)
+
+
+def cron_scaled_object(
+    name: str,
+    query: str,
+    threshold: float,
+    windows: list[tuple[str, str, str, int]],
+    *,
+    min_replicas: int = 1,
+    max_replicas: int = 16,
+    up_policy: str = "",
+) -> str:
+    """A KEDA ScaledObject with one Prometheus trigger and a cron trigger per ``(start, end, timezone, desired)``,
+    with ``up_policy`` (e.g. ``Pods:1:60``) as its only scale-up policy when given; YAML text."""
+    behavior = ""
+    if up_policy:
+        kind, value, period = up_policy.split(":")
+        behavior = (
+            "  advanced:\n    horizontalPodAutoscalerConfig:\n      behavior:\n        scaleUp:\n"
+            f"          policies:\n          - type: {kind}\n            value: {value}\n"
+            f"            periodSeconds: {period}\n"
+        )
+    crons = "".join(
+        f"  - type: cron\n    metadata:\n      start: '{start}'\n      end: '{end}'\n"
+        f"      timezone: {timezone}\n      desiredReplicas: '{desired}'\n"
+        for start, end, timezone, desired in windows
+    )
+    return (
+        "apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\n"
+        f"metadata:\n  name: {name}\nspec:\n  scaleTargetRef:\n    name: {name}\n"
+        f"  minReplicaCount: {min_replicas}\n  maxReplicaCount: {max_replicas}\n  pollingInterval: 15\n"
+        + behavior
+        + "  triggers:\n  - type: prometheus\n    metadata:\n      serverAddress: http://prometheus:9090\n"
+        f"      query: '{query}'\n      threshold: '{threshold}'\n" + crons
+    )

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from planner.cli import main
+from planner.errors import PlannerInputError
 from planner.readers.manifest import autoscaler_from_document
 from planner.simulate.sweep import SweepResult
 from planner.workflows.plan import dominates, meets_goals
@@ -207,6 +208,7 @@ def test_real_conversation_traffic_keeps_a_current_setting_that_is_best(conv_tra
         (["--grid", str(PLAN_DATA / "bad-grid.yaml")], "'warmup_s' is not a value planner plan can write"),
         (["--attainment-goal", "2"], "--attainment-goal: expected a fraction"),
         (["--max-flap-cycles", "-1"], "--max-flap-cycles: expected a number >= 0"),
+        (["--start", "next monday"], "--start: expected an ISO date and time"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys, args, message):
@@ -225,3 +227,21 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, args, message):
     )
     err = capsys.readouterr().err
     assert status == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_start_reaches_the_plan(monkeypatch, capsys):
+    # The replay's wall clock is the fleet's: --start sets it before make_plan simulates anything.
+    import planner.cli.plan as cli_plan
+
+    seen = []
+
+    def capture(trace, current, fleet, *args, **kwargs):
+        seen.append(fleet.start_epoch_s)
+        raise PlannerInputError("stop here")
+
+    monkeypatch.setattr(cli_plan, "make_plan", capture)
+    argv = ["plan", "--trace", str(DATA_DIR / "scenarios" / "plan_half_hour.yaml"), "--manifest", str(CURRENT)]
+    assert main([*argv, "--concurrency-target", "48", "--start", "2024-06-03T08:00+01:00"]) == 2
+    assert main([*argv, "--concurrency-target", "48"]) == 2
+    assert seen == [1717398000.0, 1704067200.0]
+    assert "stop here" in capsys.readouterr().err

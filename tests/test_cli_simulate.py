@@ -221,3 +221,46 @@ def test_timeseries_into_a_directory_is_refused_before_running(capsys, files):
         capsys, ["simulate", "--trace", str(trace), "--manifest", str(manifest), "--timeseries", str(folder)]
     )
     assert status == 2 and "is a directory" in err
+
+
+@pytest.fixture
+def cron_files(files):
+    from tests.simulate_helpers import cron_scaled_object
+
+    tmp_path, trace, _, fleet = files
+    manifest = tmp_path / "cron.yaml"
+    window = ("0 9 * * MON-FRI", "0 17 * * MON-FRI", "America/New_York", 3)
+    manifest.write_text(cron_scaled_object("chat", "sum(vllm:num_requests_waiting)", 8, [window], max_replicas=4))
+    return trace, manifest, fleet
+
+
+def _simulate(capsys, trace, manifest, fleet, *extra):
+    status = main(["simulate", "--trace", str(trace), "--manifest", str(manifest), "--fleet", str(fleet), *extra])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    return json.loads(captured.out)
+
+
+@pytest.mark.parametrize("engine", ["fast", "reference"])
+def test_start_puts_the_trace_on_the_calendar(capsys, cron_files, engine):
+    trace, manifest, fleet = cron_files
+    default = _simulate(capsys, trace, manifest, fleet, "--engine", engine, "--json")
+    assert default["start"] == "2024-01-01T00:00:00+00:00" and default["peak_replicas"] == 1  # Monday 00:00 UTC
+    # 09:00 in New York in June is 13:00 UTC: a trace starting at 12:59:30 UTC meets the window 30 s in.
+    opened = _simulate(capsys, trace, manifest, fleet, "--engine", engine, "--start", "2024-06-03T12:59:30Z", "--json")
+    assert opened["start"] == "2024-06-03T12:59:30+00:00"
+    assert opened["peak_replicas"] == 3 and opened["events"][0] == {"t_s": 30.0, "from": 1, "to": 3}
+    local = _simulate(
+        capsys, trace, manifest, fleet, "--engine", engine, "--start", "2024-06-03T08:59:30-04:00", "--json"
+    )
+    assert local["events"] == opened["events"]
+    saturday = _simulate(capsys, trace, manifest, fleet, "--start", "2024-06-08T12:59:30", "--json")
+    assert saturday["peak_replicas"] == 1
+
+
+@pytest.mark.parametrize("text", ["monday", "2024-13-01", "12:00"])
+def test_a_bad_start_exits_2_with_one_line(capsys, cron_files, text):
+    trace, manifest, _ = cron_files
+    status = main(["simulate", "--trace", str(trace), "--manifest", str(manifest), "--start", text])
+    err = capsys.readouterr().err
+    assert status == 2 and "--start: expected an ISO date and time" in err and len(err.strip().splitlines()) == 1

@@ -237,3 +237,40 @@ def test_dask_cluster_gives_the_local_results_even_when_a_worker_is_killed(files
         assert survived == local
         assert next(iter(pids.values())) not in client.run(os.getpid).values()  # that worker really died
         assert summarize(survived, 0.9) == summarize(local, 0.9)
+
+
+def test_start_reaches_every_configuration(capsys, files):
+    from tests.simulate_helpers import cron_scaled_object
+
+    tmp_path, trace, _, fleet, _ = files
+    manifest = tmp_path / "cron.yaml"
+    manifest.write_text(
+        cron_scaled_object("chat", IN_FLIGHT, 8, [("0 9 * * *", "0 10 * * *", "UTC", 3)], max_replicas=4)
+    )
+    grid = tmp_path / "cron-grid.yaml"
+    grid.write_text("min_replicas: [1, 2]\n")
+    args = ["sweep", "--trace", str(trace), "--manifest", str(manifest), "--fleet", str(fleet), "--grid", str(grid)]
+    peaks = {}
+    for start in ("2024-01-01T08:00Z", "2024-01-01T09:00Z"):
+        status, out, err = _run(capsys, [*args, "--start", start, "--json"])
+        assert status == 0, err
+        peaks[start] = [result["peak_replicas"] for result in json.loads(out)["results"]]
+    assert peaks == {"2024-01-01T08:00Z": [1, 2], "2024-01-01T09:00Z": [3, 3]}
+
+
+def test_signal_and_target_refuse_a_cron_first_trigger(capsys, files):
+    tmp_path, trace, _, fleet, _ = files
+    manifest = tmp_path / "cron-first.yaml"
+    manifest.write_text(
+        "apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: chat}\nspec:\n"
+        "  scaleTargetRef: {name: chat}\n  minReplicaCount: 1\n  pollingInterval: 15\n  triggers:\n"
+        "  - type: cron\n    metadata: {start: 0 9 * * *, end: 0 10 * * *, timezone: UTC, desiredReplicas: '3'}\n"
+        f"  - type: prometheus\n    metadata: {{query: '{IN_FLIGHT}', threshold: '8'}}\n"
+    )
+    grid = tmp_path / "target-grid.yaml"
+    grid.write_text("target: [4, 8]\n")
+    status, _, err = _run(
+        capsys,
+        ["sweep", "--trace", str(trace), "--manifest", str(manifest), "--fleet", str(fleet), "--grid", str(grid)],
+    )
+    assert status == 2 and "the first trigger is a cron trigger" in err

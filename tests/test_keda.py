@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from planner.autoscaler.behavior import (
@@ -362,3 +364,99 @@ def test_the_reader_takes_use_cached_metrics(tmp_path):
     )
     so = load_autoscaler(path).scaled_object
     assert [t.use_cached_metrics for t in so.triggers] == [True, False]
+
+
+# --- cron triggers (pkg/scalers/cron_scaler.go) ------------------------------------------------------
+
+MONDAY_S = 1704067200.0  # 2024-01-01 00:00 UTC, a Monday
+HOUR_S = 3600.0
+
+
+def cron(index, start="0 8 * * MON-FRI", end="0 18 * * MON-FRI", desired="4", timezone="UTC"):
+    from planner.autoscaler.cron_scaler import CronMetadata
+
+    return Trigger(index=index, type="cron", threshold=1.0, cron=CronMetadata(start, end, timezone, desired))
+
+
+def test_a_cron_trigger_is_an_external_metric_with_target_one():
+    hpa = hpa_for_scaled_object(ScaledObjectSpec("chat", (prometheus(0, 5.0), cron(1))))
+    (queue, schedule) = hpa.metrics
+    assert queue.name == "s0-prometheus"
+    assert (schedule.type, schedule.name) == ("External", "s1-cron-UTC-08xxMON-FRI-018xxMON-FRI")
+    assert (schedule.target.type, schedule.target.average_value_milli) == ("AverageValue", 1000)
+
+
+def test_cron_value_and_activity_follow_the_wall_clock():
+    keda = KedaController(ScaledObjectSpec("chat", (cron(0, desired="4"),)), start_epoch_s=MONDAY_S)
+    assert keda.cron_readings(8 * HOUR_S - 1)[0].active is False
+    inside = keda.cron_readings(8 * HOUR_S)[0]
+    assert (inside.value, inside.active) == (4.0, True)
+    # the value the caller passes for a cron trigger is ignored: the scaler answers from the clock
+    assert keda.reconcile(8 * HOUR_S, 4, {0: 99.0}).desired_replicas == 4
+    assert keda.reconcile(18 * HOUR_S + 600, 4, {0: 99.0}).desired_replicas == 1  # 0: the HPA floor
+
+
+def test_the_hpa_takes_the_largest_of_cron_and_metric():
+    so = ScaledObjectSpec("chat", (prometheus(0, 5.0), cron(1, desired="4")), min_replica_count=1, max_replica_count=20)
+    keda = KedaController(so, start_epoch_s=MONDAY_S)
+    assert keda.reconcile(9 * HOUR_S, 4, {0: 5.0}).desired_replicas == 4  # queue asks 1, the window 4
+    assert keda.reconcile(9 * HOUR_S + 15, 4, {0: 30.0}).desired_replicas == 6  # queue asks 6
+    assert keda.reconcile(20 * HOUR_S, 6, {0: 30.0}).desired_replicas == 6  # outside: the queue alone
+
+
+def test_cron_is_capped_by_max_replica_count():
+    so = ScaledObjectSpec("chat", (cron(0, desired="10"),), min_replica_count=1, max_replica_count=6)
+    keda = KedaController(so, start_epoch_s=MONDAY_S)
+    replicas = 1
+    for step in range(4):
+        replicas = keda.reconcile(8 * HOUR_S + 15 * step, replicas, {}).desired_replicas
+    assert replicas == 6
+
+
+def test_cron_activity_takes_a_scaled_object_from_zero_and_back():
+    so = ScaledObjectSpec("chat", (cron(0, desired="2"),), cooldown_period_s=300.0)
+    keda = KedaController(so, start_epoch_s=MONDAY_S)
+    assert keda.step(7 * HOUR_S, 0, {}) == 0  # inactive: stays at zero
+    assert keda.step(8 * HOUR_S, 0, {}) == 2  # active: KEDA 0 -> 1, the HPA to desiredReplicas
+    assert keda.step(18 * HOUR_S - 15, 2, {}) == 2  # the last active poll
+    assert keda.step(18 * HOUR_S, 2, {}) == 2  # closed: cooldown runs, the HPA's 300 s window holds 2
+    assert keda.step(18 * HOUR_S - 15 + 300, 2, {}) == 2  # cooldownPeriod not yet strictly passed
+    assert keda.step(18 * HOUR_S - 15 + 301, 2, {}) == 0  # cooldownPeriod after the last activity: to zero
+
+
+def test_cron_activity_ignores_activation_threshold():
+    so = ScaledObjectSpec("chat", (cron(0, desired="2"),))
+    trigger = dataclasses.replace(so.triggers[0], activation_threshold=50.0)
+    keda = KedaController(dataclasses.replace(so, triggers=(trigger,)), start_epoch_s=MONDAY_S)
+    assert keda.step(8 * HOUR_S, 0, {}) == 2
+
+
+def test_an_unknown_zone_is_a_failing_trigger_with_fallback():
+    so = ScaledObjectSpec(
+        "chat",
+        (cron(0, timezone="Europe/Dublyn"),),
+        min_replica_count=1,
+        fallback=Fallback(failure_threshold=2, replicas=5),
+    )
+    keda = KedaController(so, start_epoch_s=MONDAY_S)
+    replicas, trace = 1, []
+    for k in range(4):
+        replicas = keda.reconcile(15.0 * k, replicas, {}).desired_replicas
+        trace.append(replicas)
+    assert keda.failures == {0: 4}
+    assert trace == [1, 1, 4, 5]  # more than 2 failures: fallback.replicas, at the HPA's scale-up pace
+
+
+def test_invalid_cron_metadata_is_refused_when_keda_builds_the_scaler():
+    with pytest.raises(PlannerInputError, match=r"spec\.triggers\[1\]\.metadata\.start: error parsing start"):
+        KedaController(ScaledObjectSpec("chat", (prometheus(0, 5.0), cron(1, start="0 8 * * 7"))))
+    with pytest.raises(PlannerInputError, match=r"spec\.triggers\[0\]\.metadata\.desiredReplicas"):
+        KedaController(ScaledObjectSpec("chat", (cron(0, desired=""),)))
+
+
+def test_without_a_wall_clock_the_cron_value_is_given():
+    # As `planner hpa` evaluates one decision: the value is desiredReplicas inside the window, 0 outside.
+    so = ScaledObjectSpec("chat", (cron(0, desired="3"),), min_replica_count=1)
+    keda = KedaController(so)
+    assert keda.cron_readings(8 * HOUR_S) == {}
+    assert keda.reconcile(0.0, 1, {0: 3.0}).desired_replicas == 3

@@ -164,6 +164,17 @@ spec:
         target: {{type: AverageValue, averageValue: "5"}}
 """
 
+
+def cron(
+    start: str = "0 8 * * MON-FRI", end: str = "0 18 * * MON-FRI", timezone: str | None = "Europe/Dublin", desired="4"
+) -> str:
+    """A cron trigger (YAML list item); ``timezone=None`` leaves the key out."""
+    zone = f"    timezone: {timezone}\n" if timezone is not None else ""
+    return (
+        f"- type: cron\n  metadata:\n    start: '{start}'\n    end: '{end}'\n{zone}    desiredReplicas: \"{desired}\"\n"
+    )
+
+
 GOOD_BEHAVIOR = """\
 scaleDown:
   stabilizationWindowSeconds: 600
@@ -415,6 +426,35 @@ CASES = [
         scaled_object(IN_FLIGHT, behavior=GOOD_BEHAVIOR),
         scaled_object(IN_FLIGHT, maximum="maxReplicaCount: 4", behavior=GOOD_BEHAVIOR),
         {"supply": FOUR_GPU_QUOTA},
+    ),
+    (
+        "cron-invalid-timezone",
+        scaled_object(IN_FLIGHT + cron(timezone="Europe/Dublyn"), behavior=GOOD_BEHAVIOR),
+        scaled_object(IN_FLIGHT + cron(timezone="Europe/Dublin"), behavior=GOOD_BEHAVIOR),
+        {},
+    ),
+    (
+        "cron-invalid-schedule",
+        scaled_object(IN_FLIGHT + cron(start="0 8 * * 1-7"), behavior=GOOD_BEHAVIOR),
+        scaled_object(IN_FLIGHT + cron(start="0 8 * * 1-6"), behavior=GOOD_BEHAVIOR),
+        {},
+    ),
+    (
+        "cron-overlap",
+        scaled_object(
+            IN_FLIGHT + cron() + cron(start="0 12 * * *", end="0 14 * * *", desired="6"), behavior=GOOD_BEHAVIOR
+        ),
+        scaled_object(
+            IN_FLIGHT + cron() + cron(start="0 18 * * MON-FRI", end="0 20 * * MON-FRI", desired="6"),
+            behavior=GOOD_BEHAVIOR,
+        ),
+        {},
+    ),
+    (
+        "cron-above-max",
+        scaled_object(IN_FLIGHT + cron(desired="12"), behavior=GOOD_BEHAVIOR),
+        scaled_object(IN_FLIGHT + cron(desired="8"), behavior=GOOD_BEHAVIOR),
+        {},
     ),
 ]
 
@@ -804,3 +844,60 @@ def test_a_valid_manifest_has_no_schema_finding_and_the_check_can_be_skipped(tmp
 def test_the_real_manifests_break_no_schema(shared_dir):
     findings = lint(read_manifest_set([shared_dir / "real-world" / "manifests"]))
     assert not [f for f in findings if f.rule == "schema-violation"]
+
+
+def _cron_findings(tmp_path, triggers: str, maximum: str = "maxReplicaCount: 8"):
+    found = run_lint(tmp_path, scaled_object(IN_FLIGHT + triggers, behavior=GOOD_BEHAVIOR, maximum=maximum))
+    return [f for f in found if f.rule.startswith("cron-")]
+
+
+def test_cron_timezone_missing_local_or_misspelt(tmp_path):
+    (missing,) = _cron_findings(tmp_path, cron(timezone=None))
+    assert (missing.rule, missing.severity) == ("cron-invalid-timezone", "error")
+    assert missing.path == "spec.triggers[1].metadata.timezone"
+    assert "KEDA requires" in missing.why
+    (local,) = _cron_findings(tmp_path, cron(timezone="Local"))
+    assert (local.severity, local.path) == ("warning", "spec.triggers[1].metadata.timezone")
+    (case,) = _cron_findings(tmp_path, cron(timezone="europe/dublin"))
+    assert case.severity == "error" and "unknown time zone europe/dublin" in case.why
+
+
+def test_cron_schedule_problems_name_their_field(tmp_path):
+    found = _cron_findings(tmp_path, cron(start="@daily", end="0 18 * *", desired="four"))
+    assert sorted((f.rule, f.path) for f in found) == [
+        ("cron-invalid-schedule", "spec.triggers[1].metadata.desiredReplicas"),
+        ("cron-invalid-schedule", "spec.triggers[1].metadata.end"),
+        ("cron-invalid-schedule", "spec.triggers[1].metadata.start"),
+    ]
+    (same,) = _cron_findings(tmp_path, cron(start="0 8 * * *", end="0 8 * * *"))
+    assert same.path == "spec.triggers[1].metadata.end" and "exactly same time" in same.why
+
+
+def test_cron_overlap_says_when_and_which_applies(tmp_path):
+    (found,) = _cron_findings(tmp_path, cron() + cron(start="0 12 * * *", end="0 14 * * *", desired="6"))
+    assert found.path == "spec.triggers[2]"
+    assert "from Monday 2024-01-01 12:00 UTC" in found.why and "takes the larger, 6" in found.why
+    # same desiredReplicas: the max is the same either way; a night window wrapping midnight never meets the day
+    assert not _cron_findings(tmp_path, cron() + cron(start="0 12 * * *", end="0 14 * * *", desired="4"))
+    assert not _cron_findings(tmp_path, cron() + cron(start="0 22 * * *", end="0 6 * * *", desired="2"))
+    # Dublin's 17:00-19:00 meets a UTC 08:00-17:00 window only in summer time, when 17:00 IST is 16:00 UTC
+    utc = cron(timezone="UTC", start="0 8 * * *", end="0 17 * * *")
+    (summer,) = _cron_findings(tmp_path, utc + cron(start="0 17 * * *", end="0 19 * * *", desired="6"))
+    assert "from Sunday 2024-03-31 16:00 UTC" in summer.why
+    (tokyo,) = _cron_findings(
+        tmp_path, utc + cron(start="0 17 * * 6", end="0 19 * * 6", timezone="Asia/Tokyo", desired="6")
+    )
+    assert "from Saturday 2024-01-06 08:00 UTC" in tokyo.why
+
+
+def test_cron_above_max_also_against_the_default(tmp_path):
+    (found,) = _cron_findings(tmp_path, cron(desired="12"), maximum="maxReplicaCount: 10")
+    assert "above maxReplicaCount 10" in found.why
+    (default,) = _cron_findings(tmp_path, cron(desired="150"), maximum="pollingInterval: 15")
+    assert "KEDA's default maxReplicaCount 100" in default.why
+
+
+def test_the_real_cron_scaled_object_has_no_cron_finding(shared_dir):
+    path = shared_dir / "real-world" / "manifests-2" / "02-tazmainian-keda-queue-plus-cron-min0.yaml"
+    found = lint(read_manifest_set([path]))
+    assert found and not [f.rule for f in found if f.rule.startswith("cron-") or f.rule == "unreadable-document"]

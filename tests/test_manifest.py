@@ -201,3 +201,34 @@ def test_several_autoscalers_need_a_name(tmp_path):
     with pytest.raises(PlannerInputError, match="holds 2 autoscalers"):
         load_autoscaler(path)
     assert load_autoscaler(path, "y").hpa.metrics[0].target.average_value_milli == 7000
+
+
+def test_a_real_cron_trigger_is_read_with_its_schedule(shared_dir):
+    from planner.autoscaler.cron_scaler import CronMetadata
+
+    path = shared_dir / "real-world" / "manifests-2" / "02-tazmainian-keda-queue-plus-cron-min0.yaml"
+    (autoscaler,) = load_autoscalers(path)
+    queue, schedule = autoscaler.scaled_object.triggers
+    assert queue.cron is None
+    assert schedule.cron == CronMetadata("0 8 * * MON-FRI", "0 18 * * MON-FRI", "Europe/Dublin", "10")
+    assert (schedule.threshold, schedule.activation_threshold) == (1.0, 0.0)
+    names = [metric.name for metric in autoscaler.hpa.metrics]
+    assert names == ["s0-prometheus", "s1-cron-Europe-Dublin-08xxMON-FRI-018xxMON-FRI"]
+
+
+def test_cron_metadata_keda_would_refuse_is_still_read(tmp_path):
+    # The linter names what is wrong; the reader keeps the values as written (trimmed, "" when absent).
+    path = tmp_path / "so.yaml"
+    path.write_text(
+        "apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: chat}\nspec:\n"
+        "  scaleTargetRef: {name: chat}\n  triggers:\n  - type: cron\n"
+        "    metadata: {start: ' 0 8 * * 7 ', end: 0 18 * * *, desiredReplicas: 'ten'}\n"
+    )
+    (autoscaler,) = load_autoscalers(path)
+    metadata = autoscaler.scaled_object.triggers[0].cron
+    assert (metadata.start, metadata.end, metadata.timezone, metadata.desired_replicas) == (
+        "0 8 * * 7",
+        "0 18 * * *",
+        "",
+        "ten",
+    )

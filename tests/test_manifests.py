@@ -283,3 +283,88 @@ def test_a_chosen_scale_down_window_is_written_with_its_reason():
     assert any("as chosen for this traffic" in text for _, text in result.scaled_object.comments)
     with pytest.raises(PlannerInputError, match="scale_down_window_s"):
         generate_manifests(_replace(PLAN, scale_down_window_s=4000))
+
+
+# --- cron windows ---------------------------------------------------------------------------------
+
+WEEKDAYS = ("0 8 * * MON-FRI", "0 18 * * MON-FRI", "Europe/Dublin", 6)
+WEEKEND = ("0 10 * * SAT,SUN", "0 16 * * SAT,SUN", "Europe/Dublin", 3)
+
+
+def _lint_generated(result):
+    from planner.manifests.lint import lint
+    from planner.manifests.writer import dump_manifest
+    from planner.readers.workload import manifest_set_from_texts
+
+    texts = {"scaledobject.yaml": dump_manifest(result.scaled_object)}
+    return lint(manifest_set_from_texts(texts))
+
+
+@pytest.mark.parametrize("plan", [PLAN, _replace(PLAN, kv_usage_target_frac=None, queue_threshold_requests=None)])
+def test_cron_windows_become_cron_triggers_schema_valid_and_lint_clean(plan):
+    from planner.autoscaler.cron_scaler import CronMetadata
+    from planner.manifests.generate import CronWindow
+
+    result = generate_manifests(_replace(plan, cron_windows=(CronWindow(*WEEKDAYS), WEEKEND)))
+    triggers = result.scaled_object.document["spec"]["triggers"]
+    crons = [t for t in triggers if t["type"] == "cron"]
+    assert triggers[-2:] == crons and [t["name"] for t in crons] == ["cron_0", "cron_1"]
+    assert crons[0]["metadata"] == {
+        "timezone": "Europe/Dublin",
+        "start": "0 8 * * MON-FRI",
+        "end": "0 18 * * MON-FRI",
+        "desiredReplicas": "6",
+    }
+    assert schema_errors(result.scaled_object.document) == []
+    assert [
+        (f.rule, f.why) for f in _lint_generated(result) if f.severity == "error" or f.rule.startswith("cron")
+    ] == []
+    # The triggers read back as the simulator and KEDA take them.
+    from planner.readers.manifest import autoscaler_from_document
+
+    so = autoscaler_from_document("scaledobject.yaml", result.scaled_object.document).scaled_object
+    assert [t.cron for t in so.triggers if t.type == "cron"] == [
+        CronMetadata("0 8 * * MON-FRI", "0 18 * * MON-FRI", "Europe/Dublin", "6"),
+        CronMetadata("0 10 * * SAT,SUN", "0 16 * * SAT,SUN", "Europe/Dublin", "3"),
+    ]
+    formula = result.scaled_object.document["spec"]["advanced"].get("scalingModifiers", {}).get("formula", "")
+    if plan.kv_usage_target_frac is not None:
+        assert formula.endswith(", cron_0, cron_1)")  # the floors join the max() in replicas
+    else:
+        assert formula == ""  # one metric trigger: the HPA's max over metrics already takes the floor
+    assert any("hpa.yaml leaves the cron windows out" in note for note in result.notes)
+    assert not any(m["external"]["metric"]["name"].startswith("cron") for m in result.hpa.document["spec"]["metrics"])
+
+
+def test_a_generated_cron_floor_holds_in_the_simulator():
+    # The written ScaledObject, read back and run for a Monday morning with no load: 6 replicas from 08:00.
+    import numpy as np
+
+    from planner.readers.manifest import autoscaler_from_document
+    from planner.simulate import simulate
+    from planner.simulate.fleet import FleetSpec
+    from planner.simulate.traffic import RequestTrace
+
+    plan = _replace(PLAN, cron_windows=(WEEKDAYS,))
+    autoscaler = autoscaler_from_document("so.yaml", generate_manifests(plan).scaled_object.document)
+    trace = RequestTrace(np.arange(0.0, 3 * 3600.0, 600.0), np.full(18, 100), np.full(18, 50))
+    fleet = FleetSpec(tick_s=15.0, start_epoch_s=FleetSpec().start_epoch_s + 6 * 3600)
+    outcome = simulate(trace, autoscaler, fleet, duration_s=3 * 3600.0)
+    assert outcome.events[0] == (2 * 3600.0, 2, 6)
+
+
+@pytest.mark.parametrize(
+    ("windows", "message"),
+    [
+        ([("0 8 * * MON-FRI", "0 18 * * MON-FRI", "Europe/Dublin", 20)], "is above max_replicas 12"),
+        ([("0 8 * * MON-FRI", "0 18 * * MON-FRI", "Europe/Dublin", 0)], "must be a whole number >= 1"),
+        ([("0 8 * * 1-7", "0 18 * * MON-FRI", "UTC", 4)], "start: error parsing start schedule"),
+        ([("0 8 * * *", "0 8 * * *", "UTC", 4)], "start and end can not have exactly same time input"),
+        ([("0 8 * * *", "0 18 * * *", "Europe/Dublyn", 4)], "unknown time zone Europe/Dublyn"),
+        ([("0 8 * * *", "0 18 * * *", "Local", 4)], "the KEDA operator's own zone"),
+        ([WEEKDAYS, ("0 12 * * *", "0 14 * * *", "UTC", 8)], "overlaps cron window 0 with different desired_replicas"),
+    ],
+)
+def test_cron_windows_lint_would_flag_are_refused(windows, message):
+    with pytest.raises(PlannerInputError, match=re.escape(message)):
+        generate_manifests(_replace(PLAN, cron_windows=tuple(windows)))

@@ -81,3 +81,30 @@ def test_a_mapped_metric_name_is_simulated(tmp_path):
     )
     # Three times the target asks for 6; the legacy scale-up limit allows max(2 x 2, 4) = 4.
     assert control.decide(15.0, 1.0, 2, lambda: _pods(2, 0), 2, _store([30.0, 30.0])) == 4
+
+
+def test_a_real_cron_scaled_object_is_driven_by_the_wall_clock(shared_dir):
+    # manifests-2/02: a queue trigger (mapped to a simulated signal) and a cron floor of 10 on weekdays
+    # 08:00-18:00 in Dublin, minReplicaCount 0, maxReplicaCount 10.
+    from planner.readers.manifest import load_autoscaler
+    from planner.simulate.fleet import DEFAULT_START_EPOCH_S
+
+    autoscaler = load_autoscaler(shared_dir / "real-world/manifests-2/02-tazmainian-keda-queue-plus-cron-min0.yaml")
+    signals = {"sum(gpu_job_queue_depth) or vector(0)": "sum(vllm:num_requests_waiting)"}
+    control = Control(autoscaler, signals, start_epoch_s=DEFAULT_START_EPOCH_S)  # Monday 00:00 UTC
+    store = _store([])
+    assert control.queries.keys() == {0}  # the cron trigger reads no query
+    assert control.decide(7 * 3600.0, 1.0, 0, lambda: [], 0, store) == 0  # before 08:00: nothing active
+    # 08:00: KEDA activates 0 -> 1, the HPA's first step toward 10 is limited to max(2 x 1, 4)
+    assert control.decide(8 * 3600.0, 1.0, 0, lambda: _pods(1, 0, 8 * 3600.0), 0, store) == 4
+    saturday = Control(autoscaler, signals, start_epoch_s=DEFAULT_START_EPOCH_S + 5 * 86400)
+    assert saturday.decide(8 * 3600.0, 1.0, 0, lambda: [], 0, store) == 0
+
+
+def test_a_cron_trigger_keda_would_not_build_is_refused_naming_the_file(tmp_path):
+    from tests.simulate_helpers import cron_scaled_object
+
+    text = cron_scaled_object("chat", "sum(vllm:num_requests_waiting)", 4, [("0 8 * * *", "0 8 * * *", "UTC", 2)])
+    autoscaler = write_manifest(tmp_path, text)
+    with pytest.raises(PlannerInputError, match=r"autoscaler\.yaml: spec\.triggers\[1\]\.metadata\.end: start and end"):
+        Control(autoscaler)

@@ -21,6 +21,7 @@ from planner.simulate.control import Control
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.replica import ReplicaSpec
 from tests.simulate_helpers import (
+    cron_scaled_object,
     external_hpa,
     pods_hpa,
     poisson_trace,
@@ -330,3 +331,24 @@ def test_the_cache_delays_the_first_scale_up_to_a_poll(tmp_path):
     fresh, cached_s = first_up
     # A fresh query can act at any 15 s sync; a cached value changes only at the 60 s polls.
     assert cached_s >= fresh and cached_s % 60 == 0
+
+
+def test_cron_triggers_run_in_the_lockstep_engine_alike(tmp_path):
+    # Two overlapping windows (UTC and Dublin, both GMT in January) beside a queue trigger, load rising
+    # inside them; the decision kernel does not read clocks, so the lockstep engine runs it.
+    trace = poisson_trace(lambda t: 30.0 if 7800 <= t < 8100 else 0.5, 3 * 3600.0, 300, 200, seed=8, tick_s=60.0)
+    windows = [("0 1 * * *", "30 2 * * *", "UTC", 3), ("0 2 * * MON", "0 3 * * MON", "Europe/Dublin", 5)]
+    manifest = write_manifest(tmp_path, cron_scaled_object("chat", QUERIES[1], 4, windows, max_replicas=12))
+    fleet = FleetSpec(
+        replica=ReplicaSpec(max_num_seqs=4),
+        warmup_s=45.0,
+        warmup_distribution="lognormal",
+        warmup_spread_s=15.0,
+        seed=2,
+        tick_s=5.0,
+    )
+    assert not fast.covers(manifest, fleet)
+    ref = reference.simulate(trace, manifest, fleet)
+    assert_same(ref, fast.simulate(trace, manifest, fleet))
+    assert ref.events[0] == (3600.0, 1, 3) and (7200.0, 3, 5) in ref.events
+    assert ref.timeseries["replicas_requested"].max() > 5  # the queue trigger takes over above the floors

@@ -9,7 +9,7 @@ from planner.errors import PlannerInputError
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.reference import simulate
 from planner.simulate.replica import ReplicaSpec
-from tests.simulate_helpers import poisson_trace, scaled_object, write_manifest
+from tests.simulate_helpers import cron_scaled_object, poisson_trace, scaled_object, write_manifest
 
 FLEET = FleetSpec(
     replica=ReplicaSpec(fixed_ms=6.0, per_sequence_ms=0.25, max_num_seqs=64),
@@ -110,3 +110,60 @@ def test_the_tick_is_made_of_separable_steps(tmp_path):
         record_step(state, k + 1.0, arrived, 1.0)
     assert state.events == list(whole.events)
     assert np.array_equal(state.req.done_s, whole.latency_s + whole.arrival_s, equal_nan=True)
+
+
+# --- the wall clock: cron triggers ------------------------------------------------------------------
+
+DAY_FLEET = FleetSpec(
+    replica=ReplicaSpec(fixed_ms=6.0, per_sequence_ms=0.25, max_num_seqs=64), warmup_s=60.0, tick_s=15.0
+)
+WEEKDAYS_8_TO_18 = ("0 8 * * MON-FRI", "0 18 * * MON-FRI", "Europe/Dublin")
+
+
+def _window(outcome, from_s: float, to_s: float):
+    """The rows of ticks that start in ``[from_s, to_s)`` (a row is stamped with its tick's end)."""
+    series = outcome.timeseries
+    return series[(series["t_s"] > from_s) & (series["t_s"] <= to_s)]
+
+
+def test_a_cron_window_holds_desired_replicas_through_a_day(tmp_path):
+    # Monday 2024-01-01 from 00:00 UTC (Dublin is on GMT): light load that one replica serves alone.
+    trace = poisson_trace(0.2, 86400.0, 200, 100, seed=3, tick_s=60.0)
+    manifest = write_manifest(
+        tmp_path, cron_scaled_object("chat", IN_FLIGHT, 20, [(*WEEKDAYS_8_TO_18, 4)], min_replicas=1, max_replicas=8)
+    )
+    outcome = simulate(trace, manifest, DAY_FLEET, duration_s=86400.0)
+    assert outcome.events[0] == (8 * 3600.0, 1, 4)  # the first HPA sync at 08:00 asks for the window's 4
+    inside = _window(outcome, 8 * 3600, 18 * 3600)
+    assert inside["replicas_requested"].min() == 4
+    assert _window(outcome, 8 * 3600 + 60, 18 * 3600)["replicas_ready"].min() == 4  # Ready once warm
+    assert _window(outcome, 0, 8 * 3600)["replicas_requested"].max() == 1
+    # 18:00 closes the window; the HPA's 300 s scale-down window holds 4 until 18:05.
+    assert _window(outcome, 18 * 3600, 18 * 3600 + 300)["replicas_requested"].min() == 4
+    assert _window(outcome, 18 * 3600 + 300, 86400)["replicas_requested"].max() == 1
+    assert (18 * 3600.0 + 300, 4, 1) in outcome.events
+
+
+def test_the_start_moves_the_window_and_a_weekend_has_none(tmp_path):
+    trace = poisson_trace(0.2, 6 * 3600.0, 200, 100, seed=3, tick_s=60.0)
+    manifest = write_manifest(tmp_path, cron_scaled_object("chat", IN_FLIGHT, 20, [(*WEEKDAYS_8_TO_18, 4)]))
+    monday_7 = DAY_FLEET.start_epoch_s + 7 * 3600
+    opened = simulate(trace, manifest, FleetSpec(**{**DAY_FLEET.__dict__, "start_epoch_s": monday_7}))
+    assert opened.events[0] == (3600.0, 1, 4)  # 08:00 Dublin is one hour in
+    saturday = DAY_FLEET.start_epoch_s + 5 * 86400 + 7 * 3600
+    weekend = simulate(trace, manifest, FleetSpec(**{**DAY_FLEET.__dict__, "start_epoch_s": saturday}))
+    assert weekend.events == ()
+
+
+def test_a_cron_window_respects_behavior_and_max_replica_count(tmp_path):
+    trace = poisson_trace(0.2, 4 * 3600.0, 200, 100, seed=3, tick_s=60.0)
+    text = cron_scaled_object(
+        "chat", IN_FLIGHT, 20, [("0 1 * * *", "0 3 * * *", "UTC", 10)], max_replicas=6, up_policy="Pods:1:60"
+    )
+    outcome = simulate(trace, write_manifest(tmp_path, text), DAY_FLEET)
+    ups = [event for event in outcome.events if event[2] > event[1]]
+    # One pod per 60 s (the scale-up policy) from 01:00, up to maxReplicaCount 6, not desiredReplicas 10.
+    assert [(t - 3600.0, before, after) for t, before, after in ups] == [
+        (0.0, 1, 2), (60.0, 2, 3), (120.0, 3, 4), (180.0, 4, 5), (240.0, 5, 6)
+    ]  # fmt: skip
+    assert _window(outcome, 3600 + 240, 3 * 3600)["replicas_requested"].min() == 6

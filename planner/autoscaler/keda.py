@@ -34,10 +34,16 @@ Ported from ``kedacore/keda`` (v2.x, by function name):
 * ``RequestScale`` (``pkg/scaling/executor/scale_scaledobjects.go``):
   0 -> 1 on activation, and back to ``minReplicaCount`` (0) after
   ``cooldownPeriod`` without activity; between 1 and N the HPA decides.
+* The cron scaler (``pkg/scalers/cron_scaler.go``, in
+  :mod:`planner.autoscaler.cron_scaler`): with a wall clock
+  (:attr:`KedaController.start_epoch_s`) the controller asks each cron
+  trigger for its value (``desiredReplicas`` inside its window, else 0) and
+  its activity (the window itself, not ``activationThreshold``) at every
+  poll and HPA fetch; an unknown zone is a failing trigger.
 
 Not modelled: paused-replicas annotations, ``restoreToOriginalReplicaCount``,
 the ``triggerScoped`` fallback behavior, scaler types other than Prometheus
-(any other type is read through its ``threshold``), and authentication.
+and cron (any other type is read through its ``threshold``), and authentication.
 """
 
 from __future__ import annotations
@@ -49,6 +55,14 @@ from decimal import Decimal
 from functools import lru_cache
 
 from planner.autoscaler.behavior import HorizontalPodAutoscalerBehavior
+from planner.autoscaler.cron_scaler import (
+    CronMetadata,
+    CronReading,
+    CronScaler,
+    build_cron_scaler,
+    cron_metric_name,
+    cron_reading,
+)
 from planner.autoscaler.defaults import (
     DEFAULT_COOLDOWN_PERIOD_S,
     DEFAULT_HPA_MAX_REPLICAS,
@@ -126,6 +140,8 @@ class Trigger:
         ``useCachedMetrics``: the HPA reads the value of the last poll instead of a fresh query.
     query : str
         ``metadata.query``, shown in explanations.
+    cron : CronMetadata or None
+        A ``cron`` trigger's ``start``, ``end``, ``timezone`` and ``desiredReplicas`` as written.
     """
 
     index: int
@@ -137,6 +153,7 @@ class Trigger:
     ignore_null_values: bool = True
     query: str = ""
     use_cached_metrics: bool = False
+    cron: CronMetadata | None = None
 
     @property
     def is_resource(self) -> bool:
@@ -145,6 +162,8 @@ class Trigger:
     @property
     def metric_name(self) -> str:
         """The External metric name KEDA gives the HPA (``GenerateMetricNameWithIndex``)."""
+        if self.cron is not None:
+            return cron_metric_name(self.index, self.cron)
         return f"s{self.index}-{self.type.lower()}"
 
     @property
@@ -397,6 +416,7 @@ def evaluate_triggers(
     consecutive_failures: Mapping[int, int] | None = None,
     errors: Mapping[int, str] | None = None,
     resource_readings: Mapping[int, PodMetricsReading] | None = None,
+    active: Mapping[int, bool] | None = None,
 ) -> TriggersEvaluation:
     """Run the scalers' value handling, fallback and scalingModifiers for one poll.
 
@@ -415,9 +435,13 @@ def evaluate_triggers(
         Triggers whose query failed outright (unreachable Prometheus, ...).
     resource_readings : mapping of int to PodMetricsReading, optional
         Per-pod samples for cpu/memory triggers.
+    active : mapping of int to bool, optional
+        Activity a scaler reports itself (a cron trigger: inside its window); any
+        other trigger is active when its value is above ``activationThreshold``.
     """
     consecutive_failures = consecutive_failures or {}
     errors = errors or {}
+    active = active or {}
     results: list[TriggerEvaluation] = []
     by_metric_name: dict[str, TriggerEvaluation] = {}
     for trigger in so.triggers:
@@ -438,9 +462,8 @@ def evaluate_triggers(
                 value = raw
         if error is None:
             assert value is not None  # no error: the query's value or the ignoreNullValues 0
-            evaluation = TriggerEvaluation(
-                trigger, raw, keda_quantity_milli(value), value > trigger.activation_threshold
-            )
+            trigger_active = active.get(trigger.index, value > trigger.activation_threshold)
+            evaluation = TriggerEvaluation(trigger, raw, keda_quantity_milli(value), trigger_active)
         else:
             evaluation = _fallback(
                 so,
@@ -660,11 +683,19 @@ class KedaController:
     :attr:`metrics_cache` holds, per trigger with ``useCachedMetrics``, the
     ``(value, error)`` of the last poll; :meth:`reconcile` serves it instead
     of the values it is given.
+
+    Cron triggers are built as KEDA builds their scalers (invalid metadata is
+    refused here). With :attr:`start_epoch_s` set, ``now_s`` is read on a wall
+    clock (UTC epoch ``start_epoch_s + now_s``) and each cron trigger's value
+    and activity are the scaler's own at that instant, whatever ``values``
+    holds for it; without, ``values`` gives a cron trigger's value
+    (``desiredReplicas`` inside the window, 0 outside) like any other.
     """
 
     so: ScaledObjectSpec
     created_s: float = 0.0
     hpa_options: dict = field(default_factory=dict)
+    start_epoch_s: float | None = None
 
     def __post_init__(self) -> None:
         validate_scaled_object(self.so)
@@ -673,6 +704,36 @@ class KedaController:
         self.last_active_s: float | None = None
         self.failures: dict[int, int] = {}
         self.metrics_cache: dict[int, tuple[float | None, str | None]] = {}
+        self.cron_scalers: dict[int, CronScaler] = {}
+        for trigger in self.so.triggers:
+            if trigger.type == "cron":
+                try:
+                    self.cron_scalers[trigger.index] = build_cron_scaler(trigger.cron or CronMetadata())
+                except PlannerInputError as error:
+                    raise PlannerInputError(f"spec.triggers[{trigger.index}].{error}") from None
+
+    def cron_readings(self, now_s: float) -> dict[int, CronReading]:
+        """Each cron trigger's value and activity at ``now_s`` on the wall clock (empty without one)."""
+        if self.start_epoch_s is None:
+            return {}
+        wall_s = self.start_epoch_s + now_s
+        return {index: cron_reading(scaler, wall_s) for index, scaler in self.cron_scalers.items()}
+
+    def _with_cron(
+        self, now_s: float, values: Mapping[int, float | None], errors: Mapping[int, str] | None
+    ) -> tuple[dict[int, float | None], dict[int, str], dict[int, bool]]:
+        """``values`` and ``errors`` with the cron triggers' own at ``now_s``, and their activity."""
+        values, failed = dict(values), dict(errors or {})
+        active = {}
+        for index, reading in self.cron_readings(now_s).items():
+            failed.pop(index, None)
+            values.pop(index, None)
+            if reading.error is not None:
+                failed[index] = reading.error
+            else:
+                values[index] = reading.value
+                active[index] = reading.active
+        return values, failed, active
 
     def _failed(self, trigger: Trigger, values, errors) -> bool:
         raw = values.get(trigger.index)
@@ -699,15 +760,17 @@ class KedaController:
         """
         ready = current_replicas if ready_replicas is None else ready_replicas
         no_fallback = {t.index: 0 for t in self.so.triggers if not t.is_resource}
+        polled, failed, active = self._with_cron(now_s, values, errors)
         evaluation = evaluate_triggers(
             self.so,
             self.hpa,
-            values,
+            polled,
             current_replicas=current_replicas,
             ready_replicas=ready,
             consecutive_failures=no_fallback,
-            errors=errors,
+            errors=failed,
             resource_readings=resource_readings,
+            active=active,
         )
         decision = request_scale(
             self.so,
@@ -765,6 +828,7 @@ class KedaController:
         ``useCachedMetrics`` read the last poll's instead (:meth:`served_values`).
         """
         values, errors = self.served_values(values, errors)
+        values, errors, active = self._with_cron(now_s, values, errors)
         ready = current_replicas if ready_replicas is None else ready_replicas
         if pods is None:
             pods = ready_pods(ready, max(current_replicas - ready, 0), now_s=now_s)
@@ -782,6 +846,7 @@ class KedaController:
             consecutive_failures=self.failures,
             errors=errors,
             resource_readings=resource_readings,
+            active=active,
         )
         return self.controller.reconcile_autoscaler(now_s, current_replicas, evaluation.readings, pods=pods)
 

@@ -5,7 +5,8 @@ Usage::
     planner plan --trace TRACE --manifest CURRENT.yaml --fleet FLEET.yaml
                  (--concurrency-target T | --knee-json FILE | --loadtest DIR --ttft-p99-ms MS --itl-p99-ms MS)
                  [--grid GRID.yaml] [--attainment-goal F] [--max-flap-cycles N]
-                 [--stretch-day | --stretch-days N] [--seed N] [--out DIR] [--json]
+                 [--stretch-day | --stretch-days N] [--seed N] [--start ISO]
+                 [--out DIR] [--json]
 
 The trace flags (``--trace-format``, ``--trace-model``, ``--trace-series``, ...) are
 those of :mod:`planner.cli.traffic`.
@@ -32,6 +33,7 @@ import yaml
 
 from planner.cli.manifests import _thresholds, add_threshold_arguments
 from planner.cli.output import print_json, print_table, write_text_atomically
+from planner.cli.simulate import add_start_argument, with_start
 from planner.cli.traffic import add_traffic_arguments, read_traffic
 from planner.errors import PlannerInputError
 from planner.manifests.generate import ScalingPlan
@@ -83,6 +85,7 @@ def register(subparsers) -> None:
         help="flap cycles allowed over the replayed trace (a day with --stretch-day, N days with --stretch-days N); "
         "default: no limit",
     )
+    add_start_argument(parser)
     add_threshold_arguments(parser)
     parser.add_argument(
         "--warmup-s",
@@ -135,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         raise PlannerInputError(f"--max-flap-cycles: expected a number >= 0, got {args.max_flap_cycles}")
     thresholds = _thresholds(args)
     setup = current_setup(read_manifest_set([args.manifest]), args.name)
-    fleet = read_fleet(args.fleet) if args.fleet else FleetSpec()
+    fleet = with_start(read_fleet(args.fleet) if args.fleet else FleetSpec(), args.start)
     trace, period_s = read_traffic(args)
     grid = (
         _read_grid(args.grid)

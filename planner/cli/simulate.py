@@ -5,18 +5,23 @@ Usage::
     planner simulate --trace TRACE --manifest FILE.yaml [--fleet FLEET.yaml]
                      [--trace-format FORMAT] [--trace-model NAME] [--trace-series INDEX|LABELS]
                      [--engine fast|reference] [--duration-s N] [--stretch-day | --stretch-days N] [--seed N]
-                     [--timeseries OUT.csv] [--json]
+                     [--start ISO] [--timeseries OUT.csv] [--json]
 
 ``TRACE`` is any trace :func:`planner.readers.trace.read_trace` reads: the canonical
 CSV (a header ``arrival_s,input_tokens,output_tokens`` and one request per row,
 sorted by arrival), Azure, BurstGPT, a rate trace, Mooncake JSONL, a Prometheus
 ``query_range`` export or a scenario (see :mod:`planner.cli.traffic`).
+
+``--start`` puts the trace's time 0 on the calendar (default Monday 2024-01-01 00:00 UTC);
+only KEDA cron triggers read it.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
+from datetime import UTC, datetime
 from pathlib import Path
 
 from planner.cli.output import print_json, print_table, write_text_atomically
@@ -44,15 +49,52 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--duration-s", type=float, metavar="N", help="simulated time; default: the last arrival plus 120 s [s]"
     )
+    add_start_argument(parser)
+
+
+def add_start_argument(parser: argparse.ArgumentParser) -> None:
+    """``--start``: the wall-clock time of the trace's time 0."""
+    parser.add_argument(
+        "--start",
+        metavar="ISO",
+        help="the date and time the trace starts, e.g. 2024-06-03T08:00 (UTC unless it carries an offset, "
+        "such as +01:00); KEDA cron triggers read it (default: Monday 2024-01-01 00:00 UTC)",
+    )
+
+
+def parse_start(text: str) -> float:
+    """``--start`` as UTC epoch seconds: an ISO date, or date and time, read as UTC unless it has an offset.
+
+    Raises
+    ------
+    PlannerInputError
+        Naming ``--start`` and the form expected.
+    """
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise PlannerInputError(
+            f"--start: expected an ISO date and time such as 2024-06-03T08:00 or 2024-06-03T08:00+01:00, got {text!r}"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.timestamp()
+
+
+def with_start(fleet: FleetSpec, start: str | None) -> FleetSpec:
+    """``fleet`` with the wall-clock start ``--start`` gives (unchanged without one)."""
+    if start is None:
+        return fleet
+    return dataclasses.replace(fleet, start_epoch_s=parse_start(start))
 
 
 def read_replay_inputs(args: argparse.Namespace):
     """Check ``--duration-s`` and read the trace, the autoscaler and the fleet the flags name."""
     if args.duration_s is not None and not (math.isfinite(args.duration_s) and args.duration_s > 0):
         raise PlannerInputError(f"--duration-s: expected a number > 0, got {args.duration_s}")
+    fleet = with_start(read_fleet(args.fleet) if args.fleet else FleetSpec(), args.start)
     trace, _ = read_traffic(args)
     autoscaler = load_autoscaler(args.manifest, args.name)
-    fleet = read_fleet(args.fleet) if args.fleet else FleetSpec()
     return trace, autoscaler, fleet
 
 
@@ -100,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
             {
                 "trace": str(args.trace),
                 "manifest": autoscaler.source,
+                "start": datetime.fromtimestamp(fleet.start_epoch_s, UTC).isoformat(),
                 **summary,
                 "events": [{"t_s": t, "from": a, "to": b} for t, a, b in outcome.events],
             }

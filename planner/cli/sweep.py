@@ -4,7 +4,7 @@ Usage::
 
     planner sweep --trace TRACE --manifest FILE.yaml --grid GRID.yaml [--fleet FLEET.yaml]
                   [--attainment-goal F] [--max-flap-cycles N] [--stretch-day | --stretch-days N] [--seed N]
-                  [--scheduler ADDRESS] [--json]
+                  [--start ISO] [--scheduler ADDRESS] [--json]
 
 GRID.yaml maps grid keys to lists of values (the keys are documented in
 :mod:`planner.simulate.sweep`)::

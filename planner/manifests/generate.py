@@ -28,6 +28,14 @@ longest generation (:mod:`planner.dynamics.grace`) it builds, as plain data:
   (:mod:`planner.autoscaler.versions`; elsewhere a comment says why it is left
   out), a scale-down stabilization window of at least the warmup, and at
   most one replica removed per warmup;
+* with ``cron_windows``, a KEDA ``cron`` trigger per window beside the metric
+  triggers (:mod:`planner.autoscaler.cron_scaler`): inside its window a trigger
+  proposes its ``desiredReplicas``, outside 0, and with a formula it joins the
+  ``max(...)`` by name, so the fleet never runs below the window's floor and the
+  load can still take it higher. The windows are checked as KEDA builds them
+  and as ``planner lint`` reviews them (zone, schedules, no overlap with
+  different floors, floors within ``max_replicas``); the HPA cannot express a
+  schedule, so ``hpa.yaml`` leaves them out and a note says so;
 * a Deployment (or StatefulSet) patch: ``terminationGracePeriodSeconds``
   and vLLM's ``--shutdown-timeout`` from :func:`planner.dynamics.grace.plan_grace`,
   and a preStop ``sleep`` that keeps the pod serving while its endpoint is
@@ -48,6 +56,14 @@ import re
 from dataclasses import dataclass, field
 from decimal import ROUND_FLOOR, Decimal
 
+from planner.autoscaler.cron_scaler import (
+    CronMetadata,
+    CronScaler,
+    build_cron_scaler,
+    cron_problems,
+    overlap_in_a_year_s,
+)
+from planner.autoscaler.cron_schedule import timezone_problem
 from planner.autoscaler.defaults import (
     DEFAULT_DOWNSCALE_STABILIZATION_WINDOW_S,
     DEFAULT_SYNC_PERIOD_S,
@@ -65,6 +81,7 @@ from planner.vllm.promql import selector
 __all__ = [
     "DEFAULT_PRE_STOP_S",
     "POLLING_INTERVAL_S",
+    "CronWindow",
     "GeneratedManifest",
     "ManifestSet",
     "ScalingPlan",
@@ -98,6 +115,30 @@ HPA_SYNC_PERIOD_S = int(DEFAULT_SYNC_PERIOD_S)  # an integer, for periodSeconds
 RUNNING = "vllm:num_requests_running"
 WAITING = "vllm:num_requests_waiting"
 KV_USAGE = "vllm:kv_cache_usage_perc"
+
+
+@dataclass(frozen=True)
+class CronWindow:
+    """A replica floor on a schedule, written as a KEDA ``cron`` trigger.
+
+    Attributes
+    ----------
+    start, end : str
+        5-field cron schedules (minute hour day-of-month month day-of-week) opening and closing the window.
+    timezone : str
+        IANA zone the schedules are read in, e.g. ``Europe/Dublin``.
+    desired_replicas : int
+        Replicas the fleet keeps at least inside the window. [replicas]
+    """
+
+    start: str
+    end: str
+    timezone: str
+    desired_replicas: int
+
+    @property
+    def metadata(self) -> CronMetadata:
+        return CronMetadata(self.start.strip(), self.end.strip(), self.timezone.strip(), str(self.desired_replicas))
 
 
 @dataclass(frozen=True)
@@ -161,6 +202,9 @@ class ScalingPlan:
         GPUs each placeholder requests: as many as one replica, so a replica fits where it was.
     gpu_resource : str
         The extended resource the device plugin advertises.
+    cron_windows : tuple of CronWindow
+        Scheduled replica floors, one KEDA ``cron`` trigger each (``(start, end, timezone,
+        desired_replicas)`` tuples are taken too).
     """
 
     target_name: str
@@ -190,6 +234,11 @@ class ScalingPlan:
     placeholders: int = 0
     gpus_per_replica: int = 1
     gpu_resource: str = "nvidia.com/gpu"
+    cron_windows: tuple[CronWindow, ...] = ()
+
+    def __post_init__(self) -> None:
+        windows = tuple(w if isinstance(w, CronWindow) else CronWindow(*w) for w in self.cron_windows)
+        object.__setattr__(self, "cron_windows", windows)
 
 
 _Comment = tuple[tuple[str | int, ...], str]
@@ -319,7 +368,8 @@ def generate_manifests(plan: ScalingPlan, versions: ClusterVersions | None = Non
     signals = _signals(plan)
     formula = ""
     if len(signals) > 1:
-        formula = "max(" + ", ".join(f"{s.name} / {s.target}" for s in signals) + ")"
+        terms = [f"{s.name} / {s.target}" for s in signals] + [_cron_name(k) for k in range(len(plan.cron_windows))]
+        formula = "max(" + ", ".join(terms) + ")"
     versions = ClusterVersions() if versions is None else versions
     hpa_dropped = versions.tolerance_dropped("HorizontalPodAutoscaler")
     so_dropped = versions.tolerance_dropped("ScaledObject")
@@ -327,6 +377,11 @@ def generate_manifests(plan: ScalingPlan, versions: ClusterVersions | None = Non
     so_behavior, so_behavior_comments = _behavior(plan, window_s, period_s, so_dropped)
     shutdown_flag = f"--shutdown-timeout={grace.shutdown_timeout_s}"
     notes = []
+    if plan.cron_windows:
+        notes.append(
+            "hpa.yaml leaves the cron windows out: an HPA has no schedule (raise its minReplicas from a CronJob "
+            "if you apply it instead of scaledobject.yaml)"
+        )
     if plan.scale_up_tolerance_frac is not None:
         for name, dropped in (("hpa.yaml", hpa_dropped), ("scaledobject.yaml", so_dropped)):
             if dropped is not None:
@@ -497,6 +552,41 @@ def _check(plan: ScalingPlan) -> None:
             raise PlannerInputError(
                 f"{name} must be a whole number >= {0 if name == 'placeholders' else 1}, got {value!r}"
             )
+    _check_cron_windows(plan)
+
+
+def _check_cron_windows(plan: ScalingPlan) -> None:
+    """Refuse a window KEDA would not build or ``planner lint`` would flag, naming it."""
+    built: list[tuple[int, CronScaler]] = []
+    for k, window in enumerate(plan.cron_windows):
+        where = f"cron window {k} ({window.start} to {window.end})"
+        desired = window.desired_replicas
+        if isinstance(desired, bool) or not isinstance(desired, int) or desired < 1:
+            raise PlannerInputError(f"{where}: desired_replicas must be a whole number >= 1, got {desired!r}")
+        if desired > plan.max_replicas:
+            raise PlannerInputError(
+                f"{where}: desired_replicas {desired} is above max_replicas {plan.max_replicas}, which caps it"
+            )
+        problems = cron_problems(window.metadata)
+        if problems:
+            raise PlannerInputError(f"{where}: {problems[0].field}: {problems[0].message}")
+        zone = window.metadata.timezone
+        problem = "the KEDA operator's own zone; name one" if zone == "Local" else timezone_problem(zone)
+        if problem is not None:
+            raise PlannerInputError(f"{where}: timezone {zone!r}: {problem}")
+        scaler = build_cron_scaler(window.metadata)
+        for other_k, other in built:
+            if other.desired_replicas != scaler.desired_replicas and overlap_in_a_year_s(other, scaler) is not None:
+                raise PlannerInputError(
+                    f"{where} overlaps cron window {other_k} with different desired_replicas "
+                    f"({other.desired_replicas} and {scaler.desired_replicas}): the HPA would take the larger; "
+                    "make them disjoint"
+                )
+        built.append((k, scaler))
+
+
+def _cron_name(k: int) -> str:
+    return f"cron_{k}"
 
 
 _MATCHER = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"')
@@ -762,6 +852,30 @@ def _scaled_object(plan, signals, formula, behavior, behavior_comments) -> Gener
             ((*base, "metricType"), METRIC_TYPE_WITH_MODIFIERS if formula else METRIC_TYPE_AVERAGE_VALUE),
             ((*base, "metadata", "threshold"), signal.reason),
             ((*base, "metadata", "ignoreNullValues"), "a renamed or missing metric is an error, not a silent 0"),
+        ]
+    for k, window in enumerate(plan.cron_windows):
+        metadata = window.metadata
+        triggers.append(
+            {
+                "type": "cron",
+                "name": _cron_name(k),
+                "metadata": {
+                    "timezone": metadata.timezone,
+                    "start": metadata.start,
+                    "end": metadata.end,
+                    "desiredReplicas": metadata.desired_replicas,
+                },
+            }
+        )
+        base = ("spec", "triggers", len(signals) + k)
+        comments += [
+            (
+                (*base, "name"),
+                f"at least {window.desired_replicas} replicas from start to end (start included, end not), "
+                "whatever the load says; outside the window it proposes 0"
+                + (", and joins the formula's max() by this name" if formula else ""),
+            ),
+            ((*base, "metadata", "timezone"), "the zone start and end are read in, daylight saving included"),
         ]
     advanced: dict = {"horizontalPodAutoscalerConfig": {"behavior": behavior}}
     for path, text in behavior_comments:

@@ -36,7 +36,10 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 
+from planner.autoscaler.cron_scaler import CronScaler, build_cron_scaler, cron_problems, overlap_in_a_year_s
+from planner.autoscaler.cron_schedule import timezone_problem
 from planner.autoscaler.defaults import DEFAULT_DOWNSCALE_STABILIZATION_WINDOW_S
 from planner.autoscaler.hpa_spec import (
     AVERAGE_VALUE,
@@ -140,6 +143,10 @@ RULES: dict[str, Rule] = {
         Rule("unscoped-query", "warning", "a query whose selector does not single out the target's pods or model"),
         Rule("min-replicas-over-node-quota", "error", "the minimum's pods do not fit in the node quota"),
         Rule("max-replicas-over-node-quota", "warning", "the maximum asks for pods the node quota cannot hold"),
+        Rule("cron-invalid-timezone", "error", "a cron trigger without a timezone, or with one Go cannot load"),
+        Rule("cron-invalid-schedule", "error", "a cron trigger KEDA cannot build: start, end or desiredReplicas"),
+        Rule("cron-overlap", "warning", "cron windows that overlap with different desiredReplicas"),
+        Rule("cron-above-max", "error", "a cron desiredReplicas above maxReplicaCount"),
     )
 }
 
@@ -1045,6 +1052,115 @@ def _unscoped_query(ctx, autoscaler, signals, target, workloads):
                 break
 
 
+# --- cron triggers ------------------------------------------------------------------------------------
+
+
+def _cron_triggers(autoscaler: Autoscaler):
+    so = autoscaler.scaled_object
+    return [] if so is None else [t for t in so.triggers if t.type == "cron" and t.cron is not None]
+
+
+def _cron_metadata_path(trigger, key: str) -> tuple:
+    return ("spec", "triggers", trigger.index, "metadata", key)
+
+
+def _cron_timezone(ctx, autoscaler, signals, settings, target):
+    for trigger in _cron_triggers(autoscaler):
+        name = trigger.cron.timezone
+        path = _cron_metadata_path(trigger, "timezone")
+        if not name:
+            yield ctx.finding(
+                "cron-invalid-timezone",
+                path,
+                "The cron trigger has no timezone, which KEDA requires: it refuses to build the scaler, so the "
+                "ScaledObject never gets its HPA and nothing scales.",
+                "Add timezone: with an IANA name such as Europe/Dublin or America/New_York (or Etc/UTC).",
+            )
+        elif name == "Local":
+            yield ctx.finding(
+                "cron-invalid-timezone",
+                path,
+                "Local is the KEDA operator's own zone: UTC in KEDA's image unless its pod sets TZ, so the window "
+                "moves with how the operator is deployed.",
+                "Name the zone the schedule is meant in, e.g. Europe/Dublin or Etc/UTC.",
+                severity="warning",
+            )
+        elif (problem := timezone_problem(name)) is not None:
+            yield ctx.finding(
+                "cron-invalid-timezone",
+                path,
+                f"KEDA loads the zone at every poll and fails ({problem}): the trigger is an error, the window "
+                "never opens, and only a fallback holds replicas.",
+                "Use a name from the IANA time zone database, spelt exactly (it is case-sensitive), "
+                "e.g. Europe/Dublin.",
+            )
+
+
+def _cron_schedule(ctx, autoscaler, signals, settings, target):
+    for trigger in _cron_triggers(autoscaler):
+        for problem in cron_problems(trigger.cron):
+            if problem.field == "timezone":
+                continue  # cron-invalid-timezone says it
+            yield ctx.finding(
+                "cron-invalid-schedule",
+                _cron_metadata_path(trigger, problem.field),
+                f"KEDA cannot build this cron trigger ({problem.field}: {problem.message}), so the ScaledObject "
+                "never gets its HPA and nothing scales.",
+                "Write start and end as two different 5-field schedules (minute hour day-of-month month "
+                "day-of-week; days of week 0-6 or SUN-SAT, no 7, no @daily) and desiredReplicas as a whole "
+                'number in quotes, e.g. "4".',
+            )
+
+
+def _built_crons(autoscaler: Autoscaler) -> list[tuple[int, CronScaler]]:
+    built = []
+    for trigger in _cron_triggers(autoscaler):
+        if cron_problems(trigger.cron) or timezone_problem(trigger.cron.timezone) is not None:
+            continue
+        built.append((trigger.index, build_cron_scaler(trigger.cron)))
+    return built
+
+
+def _cron_overlap(ctx, autoscaler, signals, settings, target):
+    built = _built_crons(autoscaler)
+    for later, (index, scaler) in enumerate(built):
+        for other_index, other in built[:later]:
+            if other.desired_replicas == scaler.desired_replicas:
+                continue
+            when_s = overlap_in_a_year_s(other, scaler)
+            if when_s is None:
+                continue
+            when = datetime.fromtimestamp(when_s, UTC).strftime("%A %Y-%m-%d %H:%M UTC")
+            high = max(other.desired_replicas, scaler.desired_replicas)
+            yield ctx.finding(
+                "cron-overlap",
+                ("spec", "triggers", index),
+                f"This window (desiredReplicas {scaler.desired_replicas}) overlaps trigger {other_index}'s "
+                f"(desiredReplicas {other.desired_replicas}), for example from {when}: there the HPA takes the larger, "
+                f"{high}, whichever window is narrower or listed later.",
+                "Make the windows disjoint (end one where the other starts), or give them the same "
+                "desiredReplicas if the larger is what you mean.",
+            )
+
+
+def _cron_above_max(ctx, autoscaler, signals, settings, target):
+    for trigger in _cron_triggers(autoscaler):
+        desired = trigger.cron.desired_replicas
+        if not desired.lstrip("-").isdigit():
+            continue  # cron-invalid-schedule says it
+        ceiling = autoscaler.hpa.max_replicas
+        if int(desired) > ceiling:
+            written = autoscaler.scaled_object is not None and autoscaler.scaled_object.max_replica_count is not None
+            where = "maxReplicaCount" if written else "KEDA's default maxReplicaCount"
+            yield ctx.finding(
+                "cron-above-max",
+                _cron_metadata_path(trigger, "desiredReplicas"),
+                f"desiredReplicas {desired} is above {where} {ceiling}: the HPA caps the window at {ceiling}, so "
+                "the schedule never gets the replicas it names.",
+                f"Lower desiredReplicas to {ceiling} or less, or raise maxReplicaCount if the GPUs exist.",
+            )
+
+
 def _hpa_and_scaled_object(manifests: ManifestSet) -> Iterable[Finding]:
     """An HPA and a ScaledObject on one workload fight over its replicas (KEDA's own keda-hpa-* are not read)."""
 
@@ -1113,6 +1229,10 @@ _AUTOSCALER_RULES = (
     _latency_quantile_average_value,
     _min_replicas_over_node_quota,
     _max_replicas_over_node_quota,
+    _cron_timezone,
+    _cron_schedule,
+    _cron_overlap,
+    _cron_above_max,
 )
 
 

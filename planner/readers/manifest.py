@@ -27,6 +27,7 @@ from planner.autoscaler.behavior import (
     HPAScalingPolicy,
     HPAScalingRules,
 )
+from planner.autoscaler.cron_scaler import CronMetadata
 from planner.autoscaler.defaults import DEFAULT_CPU_UTILIZATION_PCT
 from planner.autoscaler.hpa_spec import (
     AVERAGE_VALUE,
@@ -435,10 +436,13 @@ def _read_scaled_object(source: str, document) -> Autoscaler:
                 threshold=threshold,
                 name=item.string("name", default="") or "",
                 metric_type=metric_type,
-                activation_threshold=metadata.number("activationThreshold", default=0.0),
+                activation_threshold=0.0
+                if trigger_type == "cron"
+                else metadata.number("activationThreshold", default=0.0),
                 ignore_null_values=metadata.boolean("ignoreNullValues", True),
                 use_cached_metrics=item.boolean("useCachedMetrics", False),
                 query=" ".join((_query_text(metadata) or "").split()),
+                cron=_cron_metadata(metadata) if trigger_type == "cron" else None,
             )
         )
     if not triggers:
@@ -548,6 +552,22 @@ def _trigger_target(trigger_type: str, metadata: _Fields) -> tuple[float, str]:
     if default is not None:
         return default, ""
     return UNKNOWN_TARGET, f"the {trigger_type} scaler's target is not in the manifest; read as unknown"
+
+
+def _cron_metadata(metadata: _Fields) -> CronMetadata:
+    """A cron trigger's metadata as KEDA's typed config reads it: strings, trimmed, ``""`` when absent.
+
+    Nothing is refused here: KEDA refuses a bad schedule when it builds the scaler
+    (:class:`planner.autoscaler.keda.KedaController`), and ``planner lint`` names it.
+    """
+
+    def text(key: str) -> str:
+        value = metadata.data.get(key)
+        if value is None or isinstance(value, bool | Mapping | list):
+            return ""
+        return str(value).strip()
+
+    return CronMetadata(text("start"), text("end"), text("timezone"), text("desiredReplicas"))
 
 
 def _query_text(metadata: _Fields) -> str:

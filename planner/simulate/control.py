@@ -21,6 +21,10 @@ and hands the controller what the Go controller would fetch:
 * ``External`` metrics: one series per pod (the HPA sums them);
 * the pods themselves: Ready or not, start and readiness times, so the
   controller's missing- and unready-pod rules apply.
+
+KEDA cron triggers read no metric: the controller asks KEDA's cron scaler
+(:mod:`planner.autoscaler.cron_scaler`) at the wall-clock instant
+``start_epoch_s + now_s``, the only place simulated time meets the calendar.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ from planner.autoscaler.hpa_spec import EXTERNAL, OBJECT, PODS
 from planner.autoscaler.keda import KedaController, keda_quantity_milli
 from planner.autoscaler.replica_calculator import Pod, PodMetric
 from planner.autoscaler.spec import Autoscaler
+from planner.errors import PlannerInputError
+from planner.simulate.fleet import DEFAULT_START_EPOCH_S
 from planner.simulate.metrics import MetricStore, Query, metric_column, parse_query
 
 __all__ = ["Control"]
@@ -55,11 +61,14 @@ class Control:
         FLEET.yaml ``signals``: query or metric name -> simulated expression.
     sync_period_s : float
         HPA sync period. [s]
+    start_epoch_s : float
+        Wall-clock instant (UTC epoch) of ``now_s = 0``, for cron triggers. [s]
 
     Raises
     ------
     PlannerInputError
-        A query or metric the simulator cannot interpret, naming it.
+        A query or metric the simulator cannot interpret, or a cron trigger KEDA
+        would not build, naming it.
     """
 
     def __init__(
@@ -67,6 +76,7 @@ class Control:
         autoscaler: Autoscaler,
         signals: dict[str, str] | None = None,
         sync_period_s: float = DEFAULT_SYNC_PERIOD_S,
+        start_epoch_s: float = DEFAULT_START_EPOCH_S,
     ) -> None:
         self.autoscaler = autoscaler
         self.sync_period_s = float(sync_period_s)
@@ -82,6 +92,8 @@ class Control:
                     raise _unsupported(
                         f"{trigger.type} trigger {trigger.label}", "CPU and memory are not simulated", trigger.type
                     )
+                if trigger.type == "cron":
+                    continue  # KEDA's cron scaler answers from the wall clock, not from Prometheus
                 if trigger.type != "prometheus" and trigger.query == "" and trigger.label not in signals:
                     raise _unsupported(
                         f"{trigger.type} trigger {trigger.label}",
@@ -90,7 +102,10 @@ class Control:
                     )
                 text = trigger.query or signals.get(trigger.label, "")
                 self.queries[trigger.index] = parse_query(text, signals)
-            self.keda = KedaController(so)
+            try:
+                self.keda = KedaController(so, start_epoch_s=float(start_epoch_s))
+            except PlannerInputError as error:
+                raise PlannerInputError(f"{autoscaler.source}: {error}") from None
             self.polling_interval_s = so.effective_polling_interval_s
             self.min_replicas = so.effective_min_replica_count
             self.max_replicas = self.keda.hpa.max_replicas
@@ -217,8 +232,6 @@ class Control:
 
 
 def _unsupported(what: str, why: str, key: str):
-    from planner.errors import PlannerInputError
-
     return PlannerInputError(
         f"{what} cannot be simulated: {why}; map it to a simulated signal in FLEET.yaml, "
         f"e.g. signals: {{'{key}': 'sum(vllm:num_requests_waiting)'}}"

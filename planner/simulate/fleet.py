@@ -40,6 +40,7 @@ from planner.simulate.replica import CUT, GATEWAY, WAITING, ReplicaSpec, Request
 from planner.simulate.supply import NodePool, NodePoolSpec, draw_duration_s
 
 __all__ = [
+    "DEFAULT_START_EPOCH_S",
     "LEAST_LOADED",
     "ROUND_ROBIN",
     "Fleet",
@@ -47,6 +48,9 @@ __all__ = [
     "deletion_order",
 ]
 
+DEFAULT_START_EPOCH_S = 1704067200.0
+"""Simulated time 0 on the wall clock: 2024-01-01 00:00 UTC, a Monday (UTC epoch). Only cron
+triggers read it; ``planner simulate --start`` moves it. [s]"""
 LEAST_LOADED = "least-loaded"
 ROUND_ROBIN = "round-robin"
 ROUTERS = (LEAST_LOADED, ROUND_ROBIN)
@@ -106,6 +110,9 @@ class FleetSpec:
         With ``nodes``: loading the weights, before ``warmup_s`` (compile, CUDA graphs). [s]
     placeholders : int
         With ``nodes``: low-priority pause pods of ``gpus_per_replica`` GPUs each that hold warm GPUs.
+    start_epoch_s : float
+        The wall-clock instant of simulated time 0, UTC epoch; the controllers read it only for
+        cron triggers (default :data:`DEFAULT_START_EPOCH_S`, a Monday 00:00 UTC). [s]
     source : str
         The file the spec was read from, for messages ("" when built in code).
     """
@@ -132,6 +139,7 @@ class FleetSpec:
     image_pull_s: float = 0.0
     weights_load_s: float = 0.0
     placeholders: int = 0
+    start_epoch_s: float = DEFAULT_START_EPOCH_S
     source: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -154,6 +162,10 @@ class FleetSpec:
             value = getattr(self, name)
             if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
                 raise PlannerInputError(f"{name}: expected a finite number >= 0, got {value!r}")
+        if isinstance(self.start_epoch_s, bool) or not (
+            isinstance(self.start_epoch_s, int | float) and math.isfinite(self.start_epoch_s)
+        ):
+            raise PlannerInputError(f"start_epoch_s: expected a finite number, got {self.start_epoch_s!r}")
         for name in ("ttft_slo_s", "scrape_interval_s", "tick_s", "hpa_sync_period_s"):
             value = getattr(self, name)
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):

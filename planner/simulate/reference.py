@@ -249,7 +249,7 @@ def simulate(
         duration_s = math.ceil(trace.duration_s) + DRAIN_TAIL_S
     if not (math.isfinite(duration_s) and duration_s > 0):
         raise PlannerInputError(f"duration_s: expected a finite number > 0, got {duration_s!r}")
-    control = Control(autoscaler, spec.signal_map, spec.hpa_sync_period_s)
+    control = Control(autoscaler, spec.signal_map, spec.hpa_sync_period_s, spec.start_epoch_s)
     _check_cadence(control, spec)
     _check_node_quota(control, spec)
     keep = trace.arrival_s < duration_s

@@ -165,9 +165,9 @@ class SweepResult:
         if supply is not None and supply.time_to_ready_s.size:
             p95_s = float(np.percentile(supply.time_to_ready_s, 95))
         return cls(
-            index,
-            values,
-            *(getattr(outcome, name) for name in RESULT_FIELDS),
+            index=index,
+            values=values,
+            **{name: getattr(outcome, name) for name in RESULT_FIELDS},
             node_hours=None if supply is None else supply.node_hours,
             time_to_ready_p95_s=p95_s,
         )
@@ -278,7 +278,7 @@ def apply_point(autoscaler: Autoscaler, fleet: FleetSpec, point: SweepPoint) -> 
             autoscaler = _scaled_object(autoscaler, values, behavior)
         else:
             autoscaler = _hpa(autoscaler, values, behavior)
-        Control(autoscaler, fleet.signal_map, fleet.hpa_sync_period_s)
+        Control(autoscaler, fleet.signal_map, fleet.hpa_sync_period_s, fleet.start_epoch_s)
     except PlannerInputError as error:
         raise PlannerInputError(f"grid point {point.index} ({_shown(values)}): {error}") from None
     return Configuration(autoscaler, fleet)
@@ -336,6 +336,11 @@ def _scaled_object(autoscaler: Autoscaler, values: dict, behavior) -> Autoscaler
     triggers = list(so.triggers)
     if "signal" in values or "target" in values:
         first = triggers[0]
+        if first.type == "cron":
+            raise PlannerInputError(
+                "signal and target replace the first trigger's query and threshold, and the first trigger is a "
+                "cron trigger (its target is fixed at 1); list the metric trigger first"
+            )
         triggers[0] = dataclasses.replace(
             first, query=values.get("signal", first.query), threshold=values.get("target", first.threshold)
         )

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from planner.autoscaler.behavior import HorizontalPodAutoscalerBehavior
+from planner.autoscaler.cron_scaler import CronMetadata, build_cron_scaler, overlap_in_a_year_s
 from planner.autoscaler.horizontal import ExternalReading, HorizontalController, PodMetricsReading
 from planner.autoscaler.hpa_spec import HorizontalPodAutoscalerSpec, MetricSpec, MetricTarget
 from planner.autoscaler.keda import KedaController, ScaledObjectSpec, Trigger, hpa_for_scaled_object
@@ -119,6 +120,26 @@ def _keda_hour() -> None:
     replicas = 0
     for tick in range(240):
         replicas = keda.step(15.0 * tick, replicas, {0: 40.0 if (tick // 40) % 2 else 0.0})
+
+
+_CRON = CronMetadata("0 8 * * MON-FRI", "0 18 * * MON-FRI", "Europe/Dublin", "4")
+_CRON_SO = ScaledObjectSpec(
+    "q", (Trigger(0, "prometheus", 5.0), Trigger(1, "cron", 1.0, cron=_CRON)), max_replica_count=20
+)
+_LUNCH = build_cron_scaler(CronMetadata("0 12 * * SAT,SUN", "0 14 * * SAT,SUN", "UTC", "6"))
+
+
+def _keda_cron_day() -> None:
+    # A day of 15 s polls and syncs beside a cron window: each asks the cron scaler afresh.
+    keda = KedaController(_CRON_SO, start_epoch_s=1704067200.0)
+    replicas = 1
+    for tick in range(5760):
+        replicas = keda.step(15.0 * tick, replicas, {0: 0.0})
+
+
+def _cron_overlap_year() -> None:
+    # cron-overlap's search over a year for two daily-ish windows that never meet.
+    overlap_in_a_year_s(build_cron_scaler(_CRON), _LUNCH)
 
 
 GPT_OSS = read_model_config(DATA_DIR / "models" / "gpt-oss-120b.json")
@@ -268,6 +289,8 @@ CASES: dict[str, tuple[Callable[[], None], int]] = {
     "HorizontalController, 240 reconciles (1 h)": (_hpa_hour, 20),
     "reconcile, Pods metric over 50 pods": (_pods_metric_50, 200),
     "KedaController.step, 240 steps (1 h)": (_keda_hour, 10),
+    "KedaController.step with a cron trigger, 5,760 steps (a day)": (_keda_cron_day, 1),
+    "overlap_in_a_year_s, two cron windows that never meet": (_cron_overlap_year, 1),
     "replicas_for_target, 100k rates vectorised": (_replicas_vectorised, 20),
     "replicas_for_target, 1k scalar calls": (_replicas_scalar_loop, 5),
     "output_throughput_tps, 1024 batch sizes": (_throughput_grid, 500),

@@ -104,12 +104,15 @@ def prepare(autoscaler, spec: FleetSpec) -> Prepared:
     NotCompilable
         What the kernels do not cover.
     """
-    control = Control(autoscaler, spec.signal_map, spec.hpa_sync_period_s)
+    control = Control(autoscaler, spec.signal_map, spec.hpa_sync_period_s, spec.start_epoch_s)
     _check_cadence(control, spec)
     _check_node_quota(control, spec)
     if spec.nodes is not None:
         # The node pool runs in the lockstep engine (the reference's own code) until the kernels model it.
         raise NotCompilable("a node pool (nodes:) is not in the compiled kernels yet")
+    if control.keda is not None and control.keda.cron_scalers:
+        # The decision kernel reads every trigger from a query; a cron trigger reads the wall clock.
+        raise NotCompilable("a KEDA cron trigger is not in the compiled kernels")
     try:
         compiled_control = decision.compile_control(control)
         if control.keda is not None:

@@ -183,7 +183,7 @@ def simulate(
 def _start(config: Configuration, req_arrays: tuple[np.ndarray, np.ndarray, np.ndarray]) -> RunState:
     # As the reference starts a run: the controller, the request arrays, the initial Ready pods.
     spec = config.fleet
-    control = _SignalCachingControl(config.autoscaler, spec.signal_map, spec.hpa_sync_period_s)
+    control = _SignalCachingControl(config.autoscaler, spec.signal_map, spec.hpa_sync_period_s, spec.start_epoch_s)
     _check_cadence(control, spec)
     _check_node_quota(control, spec)
     state = RunState(spec, control, RequestState(*req_arrays), _IndexedFleet(spec))

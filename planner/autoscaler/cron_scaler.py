@@ -1,0 +1,277 @@
+"""The ``cron_scaler`` module is KEDA's ``cron`` scaler: a replica floor on a schedule.
+
+Ported from ``kedacore/keda`` ``pkg/scalers/cron_scaler.go`` (KEDA 2.18 and
+later: the inactive value is 0 since kedacore/keda PR 6888, the window test
+``isWithinInterval`` since PR 6166), with robfig/cron v3 as
+:mod:`planner.autoscaler.cron_schedule`:
+
+* metadata (``cronMetadata``, read by KEDA's typed config, values trimmed):
+  ``start`` and ``end`` (5-field cron schedules), ``timezone`` (an IANA
+  name) and ``desiredReplicas`` (a JSON integer), all required; ``Validate``
+  refuses a schedule robfig cannot parse, ``start == end`` and
+  ``desiredReplicas`` 0. A scaler that fails these is never built, so KEDA
+  never creates the ScaledObject's HPA. The zone is loaded only when the
+  scaler is asked for its metric: an unknown one fails every query
+  (``unable to load timezone``), which is an error trigger (fallback applies);
+* the HPA metric (``GetMetricSpecForScaling``): External
+  ``s{index}-cron-{timezone}-{start}-{end}`` (spaces removed, ``*`` -> ``x``,
+  ``/`` -> ``Sl``, ``?`` -> ``Qm``, then ``/ . : %`` -> ``-``) with target 1
+  (``AverageValue`` unless the trigger sets ``metricType``), so the HPA
+  proposes ``ceil(value / 1)`` = the value in replicas;
+* the value and activity (``GetMetricsAndActivity``): with ``now`` in the
+  zone, ``nextStart`` and ``nextEnd`` the next firings of ``start`` and
+  ``end`` after now; when ``nextStart`` is before ``nextEnd`` the trigger is
+  active if now is after ``nextStart`` and before ``nextEnd``, otherwise if
+  now is after ``nextStart`` or before ``nextEnd``. Since a next firing is
+  always later than now, that is: active exactly when the end comes first,
+  i.e. inside ``[start, end)`` to the second, also for a window that wraps
+  midnight (``start 0 22 * * *``, ``end 0 6 * * *``). Active, the value is
+  ``desiredReplicas``; inactive, 0. Activity is the window, not
+  ``activationThreshold``.
+
+The ScaledObject takes the largest proposal across its triggers (the HPA's
+max over metrics), so a cron trigger keeps at least ``desiredReplicas``
+through its window and leaves the floor to the others outside it. KEDA reads
+the clock once per query; here ``now_s`` is injected, UTC epoch seconds.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from planner.autoscaler.cron_schedule import (
+    CronSchedule,
+    CronSyntaxError,
+    load_location,
+    next_fire_s,
+    parse_cron_schedule,
+)
+from planner.errors import PlannerInputError
+
+__all__ = [
+    "CronMetadata",
+    "CronProblem",
+    "CronReading",
+    "CronScaler",
+    "build_cron_scaler",
+    "cron_metric_name",
+    "cron_problems",
+    "cron_reading",
+    "first_overlap_s",
+    "is_active",
+    "overlap_in_a_year_s",
+]
+
+OVERLAP_FROM_S = 1704067200.0
+"""Where :func:`overlap_in_a_year_s` starts: Monday 2024-01-01 00:00 UTC. [s]"""
+OVERLAP_SPAN_S = 366 * 86400.0
+"""One leap year: every weekday, day of month and month, and both daylight-saving changes. [s]"""
+
+_JSON_INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")  # what json.Unmarshal reads into an int64
+
+
+@dataclass(frozen=True)
+class CronMetadata:
+    """A cron trigger's ``metadata`` as written, each value trimmed (``""`` when absent).
+
+    Attributes
+    ----------
+    start, end : str
+        Cron schedules opening and closing the window.
+    timezone : str
+        IANA zone the schedules are read in.
+    desired_replicas : str
+        ``desiredReplicas``, the replica floor inside the window. [replicas]
+    """
+
+    start: str = ""
+    end: str = ""
+    timezone: str = ""
+    desired_replicas: str = ""
+
+
+@dataclass(frozen=True)
+class CronProblem:
+    """One reason KEDA refuses to build the scaler: the metadata key and the message."""
+
+    field: str
+    message: str
+
+
+@dataclass(frozen=True)
+class CronScaler:
+    """A cron trigger KEDA can build: its parsed schedules, zone name and floor."""
+
+    start: CronSchedule
+    end: CronSchedule
+    timezone: str
+    desired_replicas: int
+
+
+@dataclass(frozen=True)
+class CronReading:
+    """What the scaler returns for one query.
+
+    Attributes
+    ----------
+    value : float
+        The metric: ``desiredReplicas`` inside the window, 0 outside, 0 on error. [replicas]
+    active : bool
+        Inside the window.
+    error : str or None
+        ``unable to load timezone: ...`` for a zone Go cannot load.
+    """
+
+    value: float
+    active: bool
+    error: str | None = None
+
+
+def cron_problems(metadata: CronMetadata) -> tuple[CronProblem, ...]:
+    """Every reason KEDA's ``parseCronMetadata`` refuses ``metadata`` (empty when it builds).
+
+    Checks in KEDA's order: each required key present, ``desiredReplicas`` a
+    JSON integer, then ``Validate``: both schedules parse, they differ, the
+    floor is not 0. The zone is not checked here (KEDA loads it per query);
+    see :func:`planner.autoscaler.cron_schedule.timezone_problem`.
+    """
+    problems = []
+    for key, value in (
+        ("start", metadata.start),
+        ("end", metadata.end),
+        ("timezone", metadata.timezone),
+        ("desiredReplicas", metadata.desired_replicas),
+    ):
+        if not value:
+            problems.append(CronProblem(key, f'missing required parameter "{key}" in [triggerMetadata]'))
+    desired = metadata.desired_replicas
+    if desired and not _JSON_INTEGER.fullmatch(desired):
+        problems.append(CronProblem("desiredReplicas", f"expected a whole number such as 10, got {desired!r}"))
+    for key, spec in (("start", metadata.start), ("end", metadata.end)):
+        try:
+            parse_cron_schedule(spec)
+        except CronSyntaxError as error:
+            if spec:  # a missing one is reported above
+                problems.append(CronProblem(key, f"error parsing {key} schedule: {error}"))
+    if metadata.start and metadata.start == metadata.end:
+        problems.append(CronProblem("end", "start and end can not have exactly same time input"))
+    if desired and _JSON_INTEGER.fullmatch(desired) and int(desired) == 0:
+        problems.append(CronProblem("desiredReplicas", "no desiredReplicas specified (0)"))
+    return tuple(problems)
+
+
+def build_cron_scaler(metadata: CronMetadata) -> CronScaler:
+    """The scaler KEDA builds from ``metadata`` (``NewCronScaler``).
+
+    Raises
+    ------
+    PlannerInputError
+        ``metadata.KEY: message`` for the first of :func:`cron_problems`.
+    """
+    problems = cron_problems(metadata)
+    if problems:
+        first = problems[0]
+        raise PlannerInputError(f"metadata.{first.field}: {first.message}")
+    return CronScaler(
+        parse_cron_schedule(metadata.start),
+        parse_cron_schedule(metadata.end),
+        metadata.timezone,
+        int(metadata.desired_replicas),
+    )
+
+
+def cron_metric_name(index: int, metadata: CronMetadata) -> str:
+    """The External metric name KEDA gives the trigger (``GetMetricSpecForScaling``).
+
+    Examples
+    --------
+    >>> cron_metric_name(0, CronMetadata("0 0 * * Thu", "59 23 * * Thu", "Etc/UTC", "10"))
+    's0-cron-Etc-UTC-00xxThu-5923xxThu'
+    """
+
+    def compact(spec: str) -> str:  # parseCronTimeFormat
+        return spec.replace(" ", "").replace("*", "x").replace("/", "Sl").replace("?", "Qm")
+
+    name = f"cron-{metadata.timezone}-{compact(metadata.start)}-{compact(metadata.end)}"
+    for char in "/.:%":  # kedautil.NormalizeString
+        name = name.replace(char, "-")
+    return f"s{index}-{name}"
+
+
+def is_active(scaler: CronScaler, now_s: float) -> bool:
+    """Inside the window at ``now_s`` (UTC epoch seconds), as ``GetMetricsAndActivity`` decides.
+
+    Raises
+    ------
+    PlannerInputError
+        The zone does not load.
+    """
+    zone = load_location(scaler.timezone)
+    return _within(now_s, next_fire_s(scaler.start, now_s, zone), next_fire_s(scaler.end, now_s, zone))
+
+
+def _within(now_s: float, next_start: int | None, next_end: int | None) -> bool:
+    """``isWithinInterval``; Go's zero time (no firing within five years) is before every instant."""
+    start = -math.inf if next_start is None else next_start
+    end = -math.inf if next_end is None else next_end
+    if start < end:
+        return now_s > start and now_s < end
+    return now_s > start or now_s < end
+
+
+def cron_reading(scaler: CronScaler, now_s: float) -> CronReading:
+    """The metric and activity KEDA's cron scaler reports at ``now_s`` (UTC epoch seconds)."""
+    try:
+        active = is_active(scaler, now_s)
+    except PlannerInputError as error:
+        return CronReading(0.0, False, f"unable to load timezone: {error}")
+    return CronReading(float(scaler.desired_replicas) if active else 0.0, active)
+
+
+def first_overlap_s(
+    a: CronScaler, b: CronScaler, from_epoch_s: float, to_epoch_s: float, max_steps: int = 20_000
+) -> float | None:
+    """The first instant in ``[from_epoch_s, to_epoch_s]`` (UTC epoch) at which both triggers are active, or ``None``.
+
+    Activity changes only when one of the four schedules fires, so the search
+    visits those instants in order (at most ``max_steps`` of them: a schedule
+    firing every minute is followed for two weeks, not a year).
+
+    Raises
+    ------
+    PlannerInputError
+        A zone does not load.
+    """
+    zone_a, zone_b = load_location(a.timezone), load_location(b.timezone)
+    t = float(from_epoch_s)
+    for _ in range(max_steps):
+        if t > to_epoch_s:
+            return None
+        fires = [
+            next_fire_s(a.start, t, zone_a),
+            next_fire_s(a.end, t, zone_a),
+            next_fire_s(b.start, t, zone_b),
+            next_fire_s(b.end, t, zone_b),
+        ]
+        if _within(t, fires[0], fires[1]) and _within(t, fires[2], fires[3]):
+            return t
+        upcoming = [fire for fire in fires if fire is not None]
+        if not upcoming:
+            return None
+        t = float(min(upcoming))
+    return None
+
+
+def overlap_in_a_year_s(a: CronScaler, b: CronScaler) -> float | None:
+    """The first instant of 2024 (a leap year from a Monday) at which both windows are open, or ``None``.
+
+    What ``planner lint`` (``cron-overlap``) and ``planner manifests`` check two cron triggers with.
+
+    Raises
+    ------
+    PlannerInputError
+        A zone does not load.
+    """
+    return first_overlap_s(a, b, OVERLAP_FROM_S, OVERLAP_FROM_S + OVERLAP_SPAN_S)

@@ -1,0 +1,145 @@
+"""Tests for planner.autoscaler.cron_scaler: KEDA's cron scaler, on KEDA's own test cases.
+
+``pkg/scalers/cron_scaler_test.go`` checks activity and value against the machine's clock ("if today is
+Thursday ..."); here each of those checks runs at fixed instants across a whole week, with the answer KEDA's
+test expects at that instant. The fixed-clock cases (2025-01-23 02:02 UTC, a Thursday) are from the version of
+the test with an injected clock.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from planner.autoscaler.cron_scaler import (
+    CronMetadata,
+    CronReading,
+    build_cron_scaler,
+    cron_metric_name,
+    cron_problems,
+    cron_reading,
+    first_overlap_s,
+    is_active,
+)
+from planner.errors import PlannerInputError
+
+VALID = CronMetadata(timezone="Etc/UTC", start="0 0 * * Thu", end="59 23 * * Thu", desired_replicas="10")
+VALID_EVEN_HOURS = CronMetadata(timezone="Etc/UTC", start="0 */2 * * *", end="0 1-23/2 * * *", desired_replicas="10")
+CROSSING_MIDNIGHT = CronMetadata(timezone="Etc/UTC", start="59 23 * * Thu", end="0 1 * * Thu", desired_replicas="10")
+KEDA_CLOCK_S = datetime(2025, 1, 23, 2, 2, tzinfo=UTC).timestamp()
+
+# TestCronParseMetadata: (metadata, isError)
+PARSE_CASES = [
+    (CronMetadata(), True),
+    (VALID, False),
+    (VALID_EVEN_HOURS, False),
+    (CronMetadata(timezone="Asia/Kolkata", start="30 * * * *", end="45 * * * *"), True),
+    (CronMetadata(start="30 * * * *", end="45 * * * *", desired_replicas="10"), True),
+    (CronMetadata(timezone="Asia/Kolkata", start="30-33 * * * *", end="45 * * * *", desired_replicas="10"), False),
+    (CronMetadata(timezone="Asia/Kolkata", start="30 * * * *", end="45-50 * * * *", desired_replicas="10"), False),
+    (CronMetadata(timezone="Asia/Kolkata", start="-30 * * * *", end="45 * * * *", desired_replicas="10"), True),
+    (CronMetadata(timezone="Asia/Kolkata", start="30 * * * *", end="-50 * * * *", desired_replicas="10"), True),
+    (CronMetadata(timezone="Asia/Kolkata", start="30 * * * *", end="50 * * -3 *", desired_replicas="10"), True),
+    (CronMetadata(timezone="Asia/Kolkata", start="30 * * * *", end="30 * * * *", desired_replicas="10"), True),
+]
+
+
+@pytest.mark.parametrize(("metadata", "is_error"), PARSE_CASES)
+def test_parse_metadata_as_keda(metadata, is_error):
+    assert bool(cron_problems(metadata)) == is_error
+    if is_error:
+        with pytest.raises(PlannerInputError, match=r"^metadata\.(start|end|timezone|desiredReplicas): "):
+            build_cron_scaler(metadata)
+    else:
+        assert build_cron_scaler(metadata).desired_replicas == 10
+
+
+@pytest.mark.parametrize(
+    ("metadata", "index", "name"),
+    [(VALID, 0, "s0-cron-Etc-UTC-00xxThu-5923xxThu"), (VALID_EVEN_HOURS, 1, "s1-cron-Etc-UTC-0xSl2xxx-01-23Sl2xxx")],
+)
+def test_metric_name_as_keda(metadata, index, name):
+    # TestCronGetMetricSpecForScaling
+    assert cron_metric_name(index, metadata) == name
+
+
+def _week():
+    """Every 20 minutes of the week of 2024-01-01 (a Monday), UTC."""
+    monday = datetime(2024, 1, 1, tzinfo=UTC)
+    return [monday + timedelta(minutes=20 * k) for k in range(7 * 24 * 3)]
+
+
+def test_is_active_and_metrics_on_thursday_as_keda():
+    # TestIsActive / TestGetMetrics: active, and 10, on Thursday (until the 23:59 end); else inactive and 0.
+    scaler = build_cron_scaler(VALID)
+    for when in _week():
+        thursday = when.weekday() == 3
+        expected = CronReading(10.0, True) if thursday else CronReading(0.0, False)
+        assert cron_reading(scaler, when.timestamp()) == expected, when
+
+
+def test_is_active_in_even_hours_as_keda():
+    # TestIsActiveRange / TestGetMetricsRange: active, and 10, in even hours; else inactive and 0.
+    scaler = build_cron_scaler(VALID_EVEN_HOURS)
+    for when in _week():
+        expected = CronReading(10.0, True) if when.hour % 2 == 0 else CronReading(0.0, False)
+        assert cron_reading(scaler, when.timestamp()) == expected, when
+
+
+def test_fixed_clock_cases_as_keda():
+    assert is_active(build_cron_scaler(VALID), KEDA_CLOCK_S)
+    assert not is_active(build_cron_scaler(CROSSING_MIDNIGHT), KEDA_CLOCK_S)
+    assert is_active(build_cron_scaler(VALID_EVEN_HOURS), KEDA_CLOCK_S)
+    assert cron_reading(build_cron_scaler(VALID), KEDA_CLOCK_S).value == 10.0
+    assert cron_reading(build_cron_scaler(VALID_EVEN_HOURS), KEDA_CLOCK_S).value == 10.0
+
+
+def test_window_is_start_inclusive_end_exclusive_to_the_second():
+    scaler = build_cron_scaler(CronMetadata("0 8 * * *", "0 18 * * *", "UTC", "4"))
+    eight, six = datetime(2024, 1, 1, 8, tzinfo=UTC).timestamp(), datetime(2024, 1, 1, 18, tzinfo=UTC).timestamp()
+    assert [is_active(scaler, t) for t in (eight - 1, eight - 0.001, eight, eight + 0.5)] == [False, False, True, True]
+    assert [is_active(scaler, t) for t in (six - 1, six - 0.001, six, six + 1)] == [True, True, False, False]
+
+
+def test_window_that_wraps_midnight():
+    scaler = build_cron_scaler(CronMetadata("0 22 * * *", "0 6 * * *", "UTC", "3"))
+    day = datetime(2024, 1, 2, tzinfo=UTC)
+    active = {hour: is_active(scaler, (day + timedelta(hours=hour, minutes=30)).timestamp()) for hour in range(24)}
+    assert [hour for hour, on in active.items() if on] == [0, 1, 2, 3, 4, 5, 22, 23]
+
+
+def test_zone_and_daylight_saving():
+    # 08:00-18:00 in Dublin is 08:00-18:00 UTC in January (GMT) and 07:00-17:00 UTC in July (IST).
+    scaler = build_cron_scaler(CronMetadata("0 8 * * MON-FRI", "0 18 * * MON-FRI", "Europe/Dublin", "10"))
+    for month, opens in ((1, 8), (7, 7)):
+        day = datetime(2024, month, 3, tzinfo=UTC)  # a Wednesday both times
+        assert not is_active(scaler, (day + timedelta(hours=opens, seconds=-1)).timestamp())
+        assert is_active(scaler, (day + timedelta(hours=opens)).timestamp())
+        assert is_active(scaler, (day + timedelta(hours=opens + 10, seconds=-1)).timestamp())
+        assert not is_active(scaler, (day + timedelta(hours=opens + 10)).timestamp())
+    saturday = datetime(2024, 1, 6, 12, tzinfo=UTC).timestamp()
+    assert cron_reading(scaler, saturday) == CronReading(0.0, False)
+
+
+def test_unknown_zone_fails_each_query():
+    scaler = build_cron_scaler(CronMetadata("0 8 * * *", "0 18 * * *", "Europe/Dublyn", "4"))  # builds: KEDA too
+    reading = cron_reading(scaler, KEDA_CLOCK_S)
+    assert reading == CronReading(0.0, False, "unable to load timezone: unknown time zone Europe/Dublyn")
+
+
+def test_desired_replicas_read_as_keda_reads_an_int64():
+    for text, ok in (("10", True), ("-3", True), ("0", False), ("10.0", False), ("+3", False), ("010", False)):
+        metadata = CronMetadata("0 8 * * *", "0 18 * * *", "UTC", text)
+        assert (not cron_problems(metadata)) == ok, text
+
+
+def test_first_overlap():
+    weekdays = build_cron_scaler(CronMetadata("0 8 * * 1-5", "0 18 * * 1-5", "UTC", "4"))
+    lunch = build_cron_scaler(CronMetadata("0 12 * * *", "0 14 * * *", "UTC", "8"))
+    night = build_cron_scaler(CronMetadata("0 22 * * *", "0 6 * * *", "UTC", "2"))
+    monday = datetime(2024, 1, 1, tzinfo=UTC).timestamp()
+    year_s = 366 * 86400.0
+    assert first_overlap_s(weekdays, lunch, monday, monday + year_s) == monday + 12 * 3600
+    assert first_overlap_s(weekdays, night, monday, monday + year_s) is None
+    assert first_overlap_s(lunch, night, monday, monday + year_s) is None
