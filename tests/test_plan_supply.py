@@ -135,3 +135,19 @@ def test_node_pool_changes_name_the_setting_and_where_it_lives():
 def test_the_default_grid_offers_warm_spares_only_when_asked():
     assert "placeholders" not in default_grid(40.0)
     assert default_grid(40.0, placeholders=(0, 1))["placeholders"] == [0, 1]
+
+
+def test_planner_manifests_writes_placeholders_that_lint_clean(tmp_path, capsys):
+    argv = ["manifests", "--warmup-s", "240", "--max-tokens", "4096", "--itl-ms", "50", "--max-replicas", "8"]
+    argv += ["--target", "llama", "--concurrency-target", "40", "--namespace", "llm"]
+    assert main([*argv, "--placeholders", "2", "--gpus-per-replica", "4", "--out", str(tmp_path)]) == 0
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert "llama-gpu-placeholder.yaml" in names and "llama-gpu-placeholder-priorityclass.yaml" in names
+    deployment = yaml.safe_load((tmp_path / "llama-gpu-placeholder.yaml").read_text(encoding="utf-8"))
+    pod = deployment["spec"]["template"]["spec"]
+    assert deployment["spec"]["replicas"] == 2 and pod["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 4}
+    capsys.readouterr()
+    assert main(["lint", str(tmp_path), "--json"]) == 0
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    assert not [f for f in findings if f["severity"] == "error"]
+    assert main([*argv, "--placeholders", "-1"]) == 2

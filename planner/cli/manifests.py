@@ -105,6 +105,16 @@ def register(subparsers) -> None:
         metavar="FRAC|cluster",
         help="behavior.scaleUp.tolerance (default 0); 'cluster' leaves the cluster's 10 %%",
     )
+    parser.add_argument(
+        "--placeholders",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also write N low-priority pause pods holding one replica's GPUs each, and their PriorityClass",
+    )
+    parser.add_argument(
+        "--gpus-per-replica", type=int, default=1, metavar="N", help="GPUs each placeholder requests (default 1)"
+    )
     add_version_arguments(parser)
     parser.add_argument(
         "--patch",
@@ -213,6 +223,8 @@ def run(args: argparse.Namespace) -> int:
         scale_up_tolerance_frac=_tolerance(args.scale_up_tolerance),
         max_num_seqs=max_num_seqs,
         label_matchers=matchers,
+        placeholders=args.placeholders,
+        gpus_per_replica=args.gpus_per_replica,
     )
     result = generate_manifests(plan, ClusterVersions.parse(args.kubernetes_version, args.keda_version))
     files: dict[str, str] = {}
