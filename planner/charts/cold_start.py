@@ -62,6 +62,7 @@ SUPPLY_COLUMNS: dict[str, tuple[str, str]] = {
     "configuration": ("Configuration", "{}"),
     "next_replica_s": ("Next replica Ready after (s)", "{:,.0f}"),
     "ready_p50_s": ("Median pod Ready after (s)", "{:,.0f}"),
+    "ready_max_s": ("Slowest pod Ready after (s)", "{:,.0f}"),
     "pending_pod_s": ("Pending (pod-s)", "{:,.0f}"),
     "slo_attainment_frac": ("Met the TTFT objective (%)", "{:.1%}"),
     "peak_replicas": ("Peak replicas asked", "{:d}"),
@@ -190,10 +191,11 @@ def phase_grid(
     -------
     (pandas.DataFrame, pandas.DataFrame)
         The bars: ``node_s``, ``pull_s``, ``load_s`` (the slider values),
-        ``counts_as`` (a phase), ``start_s``, ``end_s``, ``ready_s`` [s]; phases
-        of 0 s are left out. The queue: ``node_s``, ``pull_s``, ``load_s``,
-        ``t_s`` [s], ``queue_requests`` and ``at_ready`` (the last sample).
-        :func:`planner.capacity.headroom.ramp_backlog_requests` gives the queue.
+        ``counts_as`` (a phase), ``start_s`` and ``end_s`` [s]; phases of 0 s are
+        left out, and the last bar ends at Ready. The queue: ``node_s``,
+        ``pull_s``, ``load_s``, ``t_s`` [s] and ``queue_requests`` (whole
+        requests), from :func:`planner.capacity.headroom.ramp_backlog_requests`;
+        the last sample is at Ready.
     """
     node_total_s = phases.provision_s + phases.node_init_s
     node_share = phases.provision_s / node_total_s if node_total_s else 1.0
@@ -217,19 +219,16 @@ def phase_grid(
         ready_s = waterfall[-1].end_s
         keys = {"node_s": node_s, "pull_s": pull_s, "load_s": load_s}
         bars += [
-            keys | {"counts_as": bar.name, "start_s": bar.start_s, "end_s": bar.end_s, "ready_s": ready_s}
+            keys | {"counts_as": bar.name, "start_s": bar.start_s, "end_s": bar.end_s}
             for bar in waterfall
             if bar.duration_s > 0
         ]
         queue_starts_s = min(spare_rps / growth_rate_rps_per_s, ready_s) if growth_rate_rps_per_s > 0 else ready_s
         times_s = np.unique(np.concatenate([[0.0], np.linspace(queue_starts_s, ready_s, max(points - 1, 2))]))
         queue = ramp_backlog_requests(growth_rate_rps_per_s, times_s, spare_rps)
-        queues += [
-            keys | {"t_s": t, "queue_requests": q, "at_ready": i == len(times_s) - 1}
-            for i, (t, q) in enumerate(zip(times_s, queue, strict=True))
-        ]
-    # Rounded: a tenth of a second and of a request is finer than the chart draws, and halves the page's data.
-    return pd.DataFrame(bars).round(1), pd.DataFrame(queues).round(1)
+        queues += [keys | {"t_s": t, "queue_requests": q} for t, q in zip(times_s, queue, strict=True)]
+    # Rounded to a tenth of a second and to whole requests: finer than the chart draws, and half the page's data.
+    return pd.DataFrame(bars).round(1), pd.DataFrame(queues).round({"t_s": 1, "queue_requests": 0})
 
 
 def phase_slider_chart(bars: pd.DataFrame, queue: pd.DataFrame, phases: ColdStartPhases) -> alt.VConcatChart:
@@ -244,7 +243,7 @@ def phase_slider_chart(bars: pd.DataFrame, queue: pd.DataFrame, phases: ColdStar
         start = float(values[np.argmin(np.abs(values - round(initial, 1)))])
         sliders.append((column, *grid_slider(column, values, start, label)))
     chosen = " && ".join(f"abs(datum.{column} - {param.name}) < {step / 2}" for column, param, step in sliders)
-    x_max = float(bars["ready_s"].max()) * 1.02
+    x_max = float(bars["end_s"].max()) * 1.02
     x = alt.X("start_s:Q", title="Seconds since the pod was created", scale=alt.Scale(domain=[0, x_max], nice=False))
     order = [name for name in PHASE_COLORS if name in set(bars["counts_as"])]
     waterfall = (
@@ -271,19 +270,25 @@ def phase_slider_chart(bars: pd.DataFrame, queue: pd.DataFrame, phases: ColdStar
     ready_text = (
         alt.Chart(bars)
         .transform_filter(chosen)
-        .transform_aggregate(ready_s="max(ready_s)")
+        .transform_aggregate(ready_s="max(end_s)")
         .transform_calculate(label="'Ready at ' + format(datum.ready_s, ',.0f') + ' s'")
         .mark_text(align="right", baseline="top", dy=-12, fontWeight="bold")
         .encode(x=alt.X("ready_s:Q", scale=alt.Scale(domain=[0, x_max], nice=False)), text="label:N")
     )
-    y_max = float(queue["queue_requests"].max()) * 1.1 or 1.0
+    # The queue's axis follows the chosen curve: the grid's largest queue would flatten every other one.
+    y = alt.Y(
+        "queue_requests:Q",
+        title="Requests queued",
+        scale=alt.Scale(domain=alt.DomainUnionWith(unionWith=[0, 10])),
+        axis=alt.Axis(format=",d", tickMinStep=1),
+    )
     queue_line = (
         alt.Chart(queue)
         .transform_filter(chosen)
         .mark_area(color="#e377c2", opacity=0.6, interpolate="monotone")
         .encode(
             x=alt.X("t_s:Q", title="Seconds since the pod was created", scale=alt.Scale(domain=[0, x_max], nice=False)),
-            y=alt.Y("queue_requests:Q", title="Requests queued", scale=alt.Scale(domain=[0, y_max])),
+            y=y,
             tooltip=[
                 alt.Tooltip("t_s:Q", title="t (s)", format=",.0f"),
                 alt.Tooltip("queue_requests:Q", title="queued", format=",.0f"),
@@ -293,14 +298,11 @@ def phase_slider_chart(bars: pd.DataFrame, queue: pd.DataFrame, phases: ColdStar
     queue_text = (
         alt.Chart(queue)
         .transform_filter(chosen)
-        .transform_filter("datum.at_ready")
+        # The queue only grows until Ready: its largest value is the one at Ready.
+        .transform_aggregate(t_s="max(t_s)", queue_requests="max(queue_requests)")
         .transform_calculate(label="format(datum.queue_requests, ',.0f') + ' queued at Ready'")
         .mark_text(align="right", baseline="bottom", dy=-4, fontWeight="bold")
-        .encode(
-            x=alt.X("t_s:Q", scale=alt.Scale(domain=[0, x_max], nice=False)),
-            y=alt.Y("queue_requests:Q", scale=alt.Scale(domain=[0, y_max])),
-            text="label:N",
-        )
+        .encode(x=alt.X("t_s:Q", scale=alt.Scale(domain=[0, x_max], nice=False)), y=y, text="label:N")
     )
     backlog = alt.layer(queue_line, queue_text).properties(
         width=_BAR_WIDTH + 60, height=150, title="The queue the growth builds until that replica is Ready"
@@ -315,7 +317,8 @@ def supply_long(runs: Mapping[str, Outcome], every_s: float = 20.0) -> pd.DataFr
     Returns
     -------
     pandas.DataFrame
-        Columns ``t_s``, ``series``, ``value`` and ``configuration``.
+        Columns ``t_s``, ``series``, ``value`` and ``configuration``; a point is kept
+        only where its series changes, and at the series' end (the chart draws steps).
     """
     frames = []
     for label, run in runs.items():
@@ -328,7 +331,11 @@ def supply_long(runs: Mapping[str, Outcome], every_s: float = 20.0) -> pd.DataFr
         thinned = series.groupby(bucket)[list(_SUPPLY_SERIES)].max().reset_index()
         long = thinned.melt(id_vars="t_s", var_name="series", value_name="value")
         long["series"] = long["series"].map(_SUPPLY_SERIES)
-        frames.append(long.assign(configuration=label))
+        # The lines are drawn as steps: a point equal to the one before it draws nothing new, so only the
+        # changes (and each series' last point) are kept.
+        same = long.groupby("series")["value"].diff().eq(0)
+        last = ~long["series"].eq(long["series"].shift(-1))
+        frames.append(long[~same | last].assign(configuration=label))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -358,7 +365,10 @@ def supply_timeline_chart(long: pd.DataFrame, initial: str | None = None, *, tit
                     legend=alt.Legend(orient="top", labelLimit=0),
                 ),
                 strokeDash=alt.StrokeDash(
-                    "series:N", legend=None, scale=alt.Scale(domain=list(names), range=[[1, 0], [5, 3]])
+                    "series:N",
+                    title=None,
+                    scale=alt.Scale(domain=list(names), range=[[1, 0], [5, 3]]),
+                    legend=alt.Legend(orient="top", labelLimit=0),
                 ),
             )
             .properties(width=_WIDTH - 80, height=100)
@@ -367,14 +377,22 @@ def supply_timeline_chart(long: pd.DataFrame, initial: str | None = None, *, tit
     return chart.properties(title=title) if title else chart
 
 
-def supply_table_view(table: pd.DataFrame):
+def supply_table_view(table: pd.DataFrame, columns: Sequence[str] | None = None):
     """:func:`planner.workflows.cold_start.supply_table` as the page shows it: headers with units, compact cells.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+    columns : sequence of str, optional
+        The columns to show, after ``configuration``; default every one.
 
     Returns
     -------
     pandas.io.formats.style.Styler
     """
     shown = table.reset_index()
+    if columns is not None:
+        shown = shown[["configuration", *columns]]
     unknown = [c for c in shown.columns if c not in SUPPLY_COLUMNS]
     if unknown:
         raise ValueError(f"no header for column {unknown[0]!r}")

@@ -5,7 +5,9 @@ the driver and the device plugin (the NVIDIA GPU Operator's daemon sets, for
 instance) take ``node_init_s`` more. cluster-autoscaler knows that such a node
 will gain GPUs only when the node carries its cloud provider's GPU label: it
 then counts the node as not ready yet, a node still on its way, and buys
-nothing more (``utils/gpu/gpu.go``, ``FilterOutNodesWithUnreadyResources``).
+nothing more (``cluster-autoscaler/processors/customresources/gpu_processor.go``,
+``FilterOutNodesWithUnreadyResources``; the AWS provider's README, "Special
+note on GPU instances").
 Without the label it sees a Ready node on which the pending pod does not fit,
 and at its next scan asks for another node. That one counts as on its way
 until it registers; then the same happens again, until the first node's GPUs

@@ -37,8 +37,13 @@ __all__ = [
     "scale_ups_while_loading",
     "supply_fleet",
     "supply_table",
+    "supply_variants",
+    "with_nodes",
     "with_scale_down_delay",
 ]
+
+LONG_SCALE_DOWN_DELAY_S = 1800.0
+"""The longer scale-down delay :func:`supply_variants` tries: 30 minutes. [s]"""
 
 
 @dataclass(frozen=True)
@@ -182,6 +187,78 @@ def with_scale_down_delay(fleet: FleetSpec, delay_s: float) -> FleetSpec:
     else:
         nodes = dataclasses.replace(nodes, karpenter=dataclasses.replace(nodes.karpenter, consolidate_after_s=delay_s))
     return dataclasses.replace(fleet, nodes=nodes)
+
+
+def with_nodes(fleet: FleetSpec, **changes) -> FleetSpec:
+    """``fleet`` with fields of its node pool replaced by name (``max_nodes=4``, ``capacity_failure_frac=0.5``).
+
+    Raises
+    ------
+    PlannerInputError
+        For a fleet without a node pool, an unknown field or a bad value, naming it.
+    """
+    nodes = _nodes(fleet)
+    known = {f.name for f in dataclasses.fields(NodePoolSpec)}
+    unknown = sorted(set(changes) - known)
+    if unknown:
+        raise PlannerInputError(f"nodes.{unknown[0]}: not a node pool field (known: {', '.join(sorted(known))})")
+    try:
+        return dataclasses.replace(fleet, nodes=dataclasses.replace(nodes, **changes))
+    except PlannerInputError as error:
+        raise PlannerInputError(f"{fleet.source or 'fleet'}: {error}") from None
+
+
+def supply_variants(
+    fleet: FleetSpec,
+    *,
+    placeholders: int,
+    quota_nodes: int,
+    capacity_failure_frac: float,
+    capacity_retry_s: float,
+) -> dict[str, FleetSpec]:
+    """The fleets the chapter replays, by label: its node pool as set, then one change at a time.
+
+    In this order: ``no placeholder``, the fleet as set with no placeholder;
+    ``placeholders`` placeholders; empty nodes removed at once; empty nodes
+    kept :data:`LONG_SCALE_DOWN_DELAY_S`; a quota of ``quota_nodes`` nodes; node
+    requests that fail with probability ``capacity_failure_frac`` and back off
+    ``capacity_retry_s``.
+
+    Raises
+    ------
+    PlannerInputError
+        ``placeholders`` or ``quota_nodes`` below 1 or ``capacity_failure_frac``
+        outside (0, 1), each a comparison with nothing to compare; a bad
+        retry time. The message names the parameter.
+    """
+    if isinstance(placeholders, bool) or not isinstance(placeholders, int) or placeholders < 1:
+        raise PlannerInputError(
+            f"placeholders: expected a whole number >= 1 to compare with none, got {placeholders!r}",
+            parameter="placeholders",
+            expected="a whole number >= 1",
+            value=placeholders,
+        )
+    if isinstance(quota_nodes, bool) or not isinstance(quota_nodes, int) or quota_nodes < 1:
+        raise PlannerInputError(f"quota_nodes: expected a whole number >= 1, got {quota_nodes!r}")
+    if not 0.0 < capacity_failure_frac < 1.0:
+        raise PlannerInputError(
+            f"capacity_failure_frac: expected a fraction above 0 and below 1, got {capacity_failure_frac!r}"
+        )
+    require_non_negative("capacity_retry_s", capacity_retry_s)
+    base = dataclasses.replace(fleet, placeholders=0)
+    _nodes(base)
+    variants = {
+        "no placeholder": base,
+        f"{placeholders} placeholder{'s' if placeholders > 1 else ''}": dataclasses.replace(
+            base, placeholders=placeholders
+        ),
+        "empty nodes removed at once": with_scale_down_delay(base, 0.0),
+        f"empty nodes kept {LONG_SCALE_DOWN_DELAY_S / 60:g} min": with_scale_down_delay(base, LONG_SCALE_DOWN_DELAY_S),
+    }
+    variants[f"quota of {quota_nodes} node{'s' if quota_nodes > 1 else ''}"] = with_nodes(base, max_nodes=quota_nodes)
+    failing = with_nodes(base, capacity_failure_frac=capacity_failure_frac, capacity_retry_s=capacity_retry_s)
+    variants[f"{capacity_failure_frac:.0%} of node requests fail"] = failing
+    return variants
 
 
 def scale_ups_while_loading(outcome: Outcome, load_s: float) -> tuple[tuple[float, int, int], ...]:
