@@ -302,7 +302,7 @@ def phase_slider_chart(bars: pd.DataFrame, queue: pd.DataFrame, phases: ColdStar
         .transform_aggregate(t_s="max(t_s)", queue_requests="max(queue_requests)")
         .transform_calculate(label="format(datum.queue_requests, ',.0f') + ' queued at Ready'")
         .mark_text(align="right", baseline="bottom", dy=-4, fontWeight="bold")
-        .encode(x=alt.X("t_s:Q", scale=alt.Scale(domain=[0, x_max], nice=False)), y=y, text="label:N")
+        .encode(x=alt.X("t_s:Q", scale=alt.Scale(domain=[0, x_max], nice=False)), y="queue_requests:Q", text="label:N")
     )
     backlog = alt.layer(queue_line, queue_text).properties(
         width=_BAR_WIDTH + 60, height=150, title="The queue the growth builds until that replica is Ready"
