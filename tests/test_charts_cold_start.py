@@ -20,6 +20,7 @@ from planner.charts.cold_start import (
     supply_timeline_chart,
 )
 from planner.dynamics.cold_start import ColdStartPhases, phase_waterfall
+from planner.errors import PlannerInputError
 from planner.readers.cold_start_cases import cold_start_case, read_cold_start_cases
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.reference import simulate
@@ -38,6 +39,9 @@ def test_a_published_case_is_drawn_back_to_back_to_its_total():
     assert frame["end_s"].iloc[-1] == 966 and frame["counts_as"].iloc[3] == "image pull"
     spec = case_waterfall_chart(frame, kaito.title).to_dict()
     assert spec["title"] == kaito.title and spec["width"] <= 600
+    report = cold_start_case(read_cold_start_cases(DATA_DIR / "cold_starts.yaml"), "gpu-operator-708")
+    with pytest.raises(PlannerInputError, match=r"\(gpu-operator-708\): phases: this user report lists no measured"):
+        case_waterfall_frame(report)
 
 
 def test_the_grid_starts_at_the_pages_phases_and_the_queue_ends_at_ready():

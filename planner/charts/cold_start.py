@@ -18,6 +18,7 @@ from planner.capacity.headroom import ramp_backlog_requests
 from planner.charts import grid_slider
 from planner.charts.simulation import count_axis_y
 from planner.dynamics.cold_start import ColdStartPhases, phase_waterfall
+from planner.errors import PlannerInputError
 from planner.readers.cold_start_cases import ColdStartCase
 from planner.simulate.outcome import Outcome
 
@@ -98,9 +99,16 @@ def case_waterfall_frame(case: ColdStartCase) -> pd.DataFrame:
         One row per phase, in the source's order: ``phase`` (the source's
         name), ``order``, ``start_s``, ``end_s``, ``duration_s`` [s] and
         ``counts_as`` (a key of :data:`PHASE_COLORS`).
+
+    Raises
+    ------
+    PlannerInputError
+        For a case that lists no phases (anything but a measurement), naming the file and the case.
     """
     if not case.phases:
-        raise ValueError(f"{case.source}: no measured phases to draw")
+        raise PlannerInputError(
+            f"{case.source}: phases: this {case.kind} lists no measured phases to draw; pick a measurement"
+        )
     durations = np.array([phase.duration_s for phase in case.phases])
     ends = np.cumsum(durations)
     return pd.DataFrame(
