@@ -39,6 +39,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.enviro
 NOTEBOOK_MODULES = {
     # papermill runs of the chapters (a default run is read from the build's cache)
     "test_book_backlog",
+    "test_book_cold_start",
     "test_book_drain",
     "test_book_flapping",
     "test_book_hpa_chapters",

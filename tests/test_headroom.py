@@ -151,3 +151,31 @@ def test_the_hpa_tolerance_eats_into_the_headroom():
     assert target_for_step(48, 0.6, tolerance_frac=0.1) * 1.1 * 1.6 == pytest.approx(48)
     with pytest.raises(PlannerInputError):
         target_for_step(48, 0.6, tolerance_frac=-0.1)
+
+
+def test_a_ramp_queues_half_its_growth_times_the_square_of_the_time_past_the_spare():
+    from planner.capacity.headroom import ramp_backlog_requests
+
+    # 1 request/s more every minute, 13.6 requests/s spare (gone after 816 s), a 996 s cold start.
+    growth = 1.0 / 60.0
+    assert ramp_backlog_requests(growth, 996.0, 13.6) == pytest.approx(0.5 * growth * (996.0 - 816.0) ** 2)
+    assert ramp_backlog_requests(growth, 800.0, 13.6) == 0.0  # still inside the spare capacity
+    assert ramp_backlog_requests(0.0, 996.0, 13.6) == 0.0  # no growth, no queue
+    assert isinstance(ramp_backlog_requests(growth, 996.0), float)
+    times = np.array([0.0, 816.0, 996.0])
+    assert ramp_backlog_requests(growth, times, 13.6).tolist() == pytest.approx([0.0, 0.0, 270.0])
+    with pytest.raises(PlannerInputError, match="spare_rps"):
+        ramp_backlog_requests(growth, 10.0, -1.0)
+
+
+@given(st.floats(1e-4, 1.0), st.floats(0.0, 50.0), st.floats(1.0, 2000.0))
+def test_the_ramp_backlog_is_the_fluid_queue_of_a_linear_ramp(growth, spare, duration):
+    from planner.capacity.headroom import ramp_backlog_requests
+
+    # The same queue integrated numerically: arrivals rising from the capacity minus the spare.
+    time_s = np.linspace(0.0, duration, 20001)
+    midpoints = (time_s[:-1] + time_s[1:]) / 2
+    arrivals = np.append(100.0 - spare + growth * midpoints, 0.0)
+    queue = backlog_trajectory_requests(time_s, arrivals, 100.0)
+    exact = ramp_backlog_requests(growth, duration, spare)
+    assert queue[-1] == pytest.approx(exact, rel=1e-3, abs=1e-3 * (1 + growth * duration**2))

@@ -28,6 +28,7 @@ __all__ = [
     "fleet_capacity_rps",
     "growth_during_gap_rps",
     "growth_rate_rps_per_s",
+    "ramp_backlog_requests",
     "reaction_time_s",
     "replicas_for_step",
     "step_backlog_trajectory_requests",
@@ -312,6 +313,53 @@ def growth_during_gap_rps(growth_rate_rps_per_s, gap_s):
     growth_rate_rps_per_s = require_non_negative("growth_rate_rps_per_s", growth_rate_rps_per_s)
     gap_s = require_non_negative("gap_s", gap_s)
     return growth_rate_rps_per_s * gap_s
+
+
+def ramp_backlog_requests(growth_rate_rps_per_s, time_s, spare_rps=0.0):
+    """Requests queued ``time_s`` after new capacity was requested, while arrivals keep growing linearly.
+
+    At ``time_s = 0`` the Ready replicas complete ``spare_rps`` more than
+    arrive; arrivals then grow by ``growth_rate_rps_per_s`` every second and
+    no new capacity serves. The queue starts once the growth has eaten the
+    spare capacity, at ``spare_rps / growth_rate_rps_per_s``, and holds the
+    area between arrivals and capacity since then:
+    ``g / 2 x (t - spare / g)^2``. Evaluated at a pod's time to ready, it is
+    the backlog its cold start leaves. A fluid model (no randomness, so real
+    queues are a little longer), and it assumes nothing requested later is
+    Ready sooner.
+
+    Parameters
+    ----------
+    growth_rate_rps_per_s : float
+        Slope of the arrivals (:func:`growth_rate_rps_per_s`). [requests/s per s]
+    time_s : float or array_like
+        Time since the new capacity was requested. [s]
+    spare_rps : float, optional
+        What the Ready replicas complete per second beyond arrivals at ``time_s = 0``. [requests/s]
+
+    Returns
+    -------
+    float or numpy.ndarray
+        [requests]
+
+    Examples
+    --------
+    A ramp of 0.01 requests/s per second with no spare capacity, 966 s after a
+    pod was requested; then with 3 requests/s spare, which lasts 300 s:
+
+    >>> round(ramp_backlog_requests(0.01, 966.0), 1)
+    4665.8
+    >>> round(ramp_backlog_requests(0.01, 966.0, spare_rps=3.0), 1)
+    2217.8
+    """
+    growth_rate_rps_per_s = require_non_negative("growth_rate_rps_per_s", growth_rate_rps_per_s)
+    time_s = require_non_negative("time_s", time_s)
+    spare_rps = require_non_negative("spare_rps", spare_rps)
+    if growth_rate_rps_per_s == 0:
+        return np.zeros_like(time_s) if np.ndim(time_s) else 0.0
+    late_s = np.maximum(0.0, time_s - spare_rps / growth_rate_rps_per_s)
+    backlog = 0.5 * growth_rate_rps_per_s * late_s**2
+    return backlog if np.ndim(backlog) else float(backlog)
 
 
 def step_backlog_trajectory_requests(
