@@ -436,14 +436,16 @@ def node_pool_params(spec: FleetSpec) -> supply.NodePoolParams:
 def fleet_pods(spec: FleetSpec, capacity: int, node_capacity: int) -> fleet.Pods:
     """Empty pods for ``spec``, on its node pool as the reference's ``Fleet`` starts it: the initial nodes up.
 
-    Room for ``capacity`` pods and ``node_capacity`` nodes (0 without a node pool).
+    Room for ``capacity`` pods and ``node_capacity`` nodes (0 without a node pool), and at least for the
+    initial nodes.
     """
-    pool = supply.new_node_pool(node_capacity, spec.placeholders, np.random.default_rng([spec.seed, 1]))
-    if spec.nodes is not None:
-        params = node_pool_params(spec)
-        for _ in range(spec.nodes.initial_nodes or 0):
-            if supply.add_node(pool, 0.0, True, params) < 0:
-                raise ValueError(f"fleet_pods: room for {node_capacity} nodes holds fewer than the initial ones")
+    initial_nodes = (spec.nodes.initial_nodes or 0) if spec.nodes is not None else 0
+    pool = supply.new_node_pool(
+        max(node_capacity, initial_nodes), spec.placeholders, np.random.default_rng([spec.seed, 1])
+    )
+    params = node_pool_params(spec)
+    for _ in range(initial_nodes):
+        supply.add_node(pool, 0.0, True, params)
     return fleet.new_pods(capacity, spec.replica.max_num_seqs, pool)
 
 

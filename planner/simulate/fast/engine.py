@@ -814,13 +814,16 @@ def run(req, pods, store, rng, run_params, deployment, replica_params, group, ou
     Returns
     -------
     int
-        :data:`DONE`, :data:`FORK`, :data:`OUT_OF_PODS` or :data:`OUT_OF_SAMPLES`.
+        :data:`DONE`, :data:`FORK`, :data:`OUT_OF_PODS`, :data:`OUT_OF_NODES` or :data:`OUT_OF_SAMPLES`.
     """
     capacity = pods.ready_s.shape[0]
     scratch = new_scratch(capacity, req.arrival_s.shape[0], replica_params.max_num_seqs, group)
     if carry[CARRY_STARTED] == 0:
         if run_params.initial_replicas > capacity:
             return OUT_OF_PODS
+        pool = pods.pool
+        if deployment.nodes.enabled and pool.count[POOL_CREATED] + run_params.initial_replicas > pool.live.shape[0]:
+            return OUT_OF_NODES  # each initial pod may need a warm node of its own
         for _ in range(run_params.initial_replicas):
             fleet.add_pod(pods, 0.0, True, rng, deployment)
         carry[CARRY_SPEC_REPLICAS] = run_params.initial_replicas

@@ -42,10 +42,18 @@ __all__ = [
     "add_node",
     "add_placeholders",
     "autoscale",
+    "bind_placeholders",
+    "buy",
     "draw_duration_s",
+    "free_gpus",
     "free_node",
     "new_node_pool",
     "node_counts",
+    "preempt_placeholder",
+    "remove_empty",
+    "take_gpus",
+    "upcoming_pods",
+    "waiting_for_nodes",
 ]
 
 # NodePool.count slots: nodes requested so far, live nodes (requested, not removed), the pending
