@@ -406,7 +406,7 @@ def test_every_step_kernel_matches_its_reference_twin_tick_by_tick_with_a_node_p
     pool = twins.state.fleet.pool
     assert pool is not None and twins.n_events >= 2
     # The node pool did its work: pods waited, nodes were bought and removed, placeholders were preempted.
-    nodes_ready, nodes_provisioning, pods_pending, _ = (max(column) for column in zip(*supply_rows, strict=True))
+    _, nodes_provisioning, pods_pending, _ = (max(column) for column in zip(*supply_rows, strict=True))
     assert pods_pending > 0 and nodes_provisioning > 0 and len(pool.requested_s) > 2
     assert any(not math.isnan(t) for t in pool.removed_s)
     assert any(since > 0 for since in pool.placeholder_pending_since_s)
