@@ -528,12 +528,14 @@ def bind_pending(pods, now_s, rng, deployment):
     supply.bind_placeholders(pool, now_s, params)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def supply_step(pods, now_s, rng, deployment):
     """With a node pool: free the GPUs of removed pods, bind Pending pods, run the node autoscaler (Fleet.supply_step).
 
     The first call starts the placeholders. Returns 0, or -1 when a node did
     not fit the pool's arrays (the engine checks room for a tick's nodes first).
+    Inlined into the engine's loop; binding, which changes nothing while no pod
+    or placeholder waits, is called only when one does.
     """
     params = deployment.nodes
     pool = pods.pool
@@ -552,14 +554,16 @@ def supply_step(pods, now_s, rng, deployment):
             supply.free_gpus(pool, node, now_s, params)
         else:
             j += 1
-    bind_pending(pods, now_s, rng, deployment)
+    if count[PODS_PENDING] > 0 or supply.placeholders_waiting(pool):
+        bind_pending(pods, now_s, rng, deployment)
     if supply.autoscale(pool, now_s, params, pods.pending, count[PODS_PENDING], pods.requested_s) < 0:
         return -1
-    bind_pending(pods, now_s, rng, deployment)
+    if count[PODS_PENDING] > 0 or supply.placeholders_waiting(pool):
+        bind_pending(pods, now_s, rng, deployment)
     return 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def supply_counts(pods, now_s):
     """(nodes ready, nodes provisioning, pods Pending, pods loading) at ``now_s`` (Fleet.supply_counts)."""
     nodes_ready, nodes_provisioning = supply.node_counts(pods.pool, now_s)

@@ -23,6 +23,10 @@ and the tick's supply step are in :mod:`planner.simulate.fast.fleet`.
 
 Capacity is fixed when the arrays are made; :func:`add_node` returns -1 when it
 is exhausted, and the engine checks room for a tick's nodes before the tick.
+
+What runs every tick (the autoscaler's checks, the node counts) is inlined
+into the engine's loop: a call would hand over the whole pool, array by
+array. What runs when something happens (a purchase, a binding) is called.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ __all__ = [
     "free_node",
     "new_node_pool",
     "node_counts",
+    "placeholders_waiting",
     "preempt_placeholder",
     "remove_empty",
     "take_gpus",
@@ -284,7 +289,7 @@ def add_placeholders(pool, now_s, params):
     return 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def upcoming_pods(pool, now_s, gpus_per_pod):
     """Pods the nodes still on their way will hold (``NodePool._upcoming_pods``)."""
     pods = 0
@@ -319,7 +324,7 @@ def buy(pool, pods, now_s, params):
     return 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def remove_empty(pool, now_s, empty_for_s, params):
     """Remove allocatable nodes empty for ``empty_for_s`` (``NodePool._remove_empty``)."""
     j = 0
@@ -338,7 +343,16 @@ def remove_empty(pool, now_s, empty_for_s, params):
             j += 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
+def placeholders_waiting(pool):
+    """Whether a placeholder waits for a node (NodePool.placeholder_node holds a -1)."""
+    for k in range(pool.placeholder_node.shape[0]):
+        if pool.placeholder_node[k] < 0:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True, inline="always")
 def waiting_for_nodes(pool, now_s, pending, n_pending, requested_s, old_enough_s):
     """Pods and placeholders without a node, and how many of them waited ``old_enough_s`` by ``now_s``.
 
@@ -360,7 +374,7 @@ def waiting_for_nodes(pool, now_s, pending, n_pending, requested_s, old_enough_s
     return waiting, old_enough
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _cluster_autoscaler(pool, now_s, params, pending, n_pending, requested_s):
     # NodePool._cluster_autoscaler, at its scans. The waiting entries beyond what the upcoming nodes hold
     # are the youngest; those old enough are the oldest: so old_enough - upcoming of them count.
@@ -378,7 +392,7 @@ def _cluster_autoscaler(pool, now_s, params, pending, n_pending, requested_s):
     return 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _karpenter(pool, now_s, params, pending, n_pending, requested_s):
     # NodePool._karpenter: a batch opens on the first unplaced pod, grows with new ones, closes after
     # batch_idle_s without one or batch_max_s after it opened, then buys for what is unplaced.
@@ -407,7 +421,7 @@ def _karpenter(pool, now_s, params, pending, n_pending, requested_s):
     return 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def autoscale(pool, now_s, params, pending, n_pending, requested_s):
     """The node autoscaler's work at ``now_s``: buy nodes for what waits, remove empty ones (``NodePool.autoscale``).
 
@@ -433,7 +447,7 @@ def autoscale(pool, now_s, params, pending, n_pending, requested_s):
     return _karpenter(pool, now_s, params, pending, n_pending, requested_s)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def node_counts(pool, now_s):
     """(nodes with allocatable GPUs, nodes still provisioning) at ``now_s`` (``NodePool.counts``)."""
     ready = 0
