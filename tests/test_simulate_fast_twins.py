@@ -5,7 +5,9 @@ The reference engine's tick is six functions of a :class:`RunState`
 step kernels on arrays (:mod:`planner.simulate.fast.engine`). Here both run
 side by side on small fleets, and after every step of every tick the two
 states must be equal: the pods and their batches and queues, the requests'
-arrays (compared as bits), the scrapes, the time-series row and the signal.
+arrays (compared as bits), the scrapes, the time-series row and the signal;
+with a node pool also its nodes, placeholders, Pending and bound pods, the
+node autoscaler's clock and both random generators' states.
 A difference names the first step that departs, which the whole-run
 differential test (``tests/test_simulate_fast.py``) cannot.
 
@@ -23,13 +25,16 @@ import numpy as np
 import pytest
 
 from planner.capacity.step_time import output_throughput_tps
+from planner.dynamics.cold_start import ClusterAutoscalerSettings, KarpenterSettings
 from planner.simulate import fast, reference
 from planner.simulate.control import Control
 from planner.simulate.fast import compiled, engine
 from planner.simulate.fast import fleet as fast_fleet
+from planner.simulate.fast import supply as fast_supply
 from planner.simulate.fast.metrics import store_arrays
 from planner.simulate.fleet import Fleet, FleetSpec
 from planner.simulate.replica import ReplicaSpec, RequestState
+from planner.simulate.supply import NodePoolSpec
 from tests.simulate_helpers import poisson_trace, scaled_object, write_manifest
 
 IN_FLIGHT = "sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting)"
@@ -44,6 +49,7 @@ REQUEST_FIELDS = (
     "preemptions",
 )
 POD_FIELDS = ("requested_s", "ready_s", "deleted_s", "sigterm_s", "stop_s", "removed_s", "uid")
+NODE_FIELDS = ("requested_s", "allocatable_s", "removed_s", "gpus_free", "image_since_s", "empty_since_s")
 
 
 def _twin_rows() -> list[tuple[str, str]]:
@@ -117,7 +123,7 @@ class Twins:
             members, np.zeros(1, dtype=np.int64), np.ones(self.n_ticks, dtype=np.bool_), queries, has_range
         )
         self.req = fast_fleet.new_requests(trace.arrival_s, trace.input_tokens, trace.output_tokens)
-        self.pods = fast_fleet.new_pods(256, spec.replica.max_num_seqs)
+        self.pods = compiled.fleet_pods(spec, 256, 256 if spec.nodes is not None else 0)
         self.store = compiled.metrics_store(self.n_ticks, 256 * self.n_ticks)
         self.rng = np.random.default_rng(spec.seed)
         self.deployment = compiled.deployment_params(spec)
@@ -141,6 +147,7 @@ class Twins:
             np.empty((self.n_ticks + 1, 3)),
             np.zeros(1, dtype=np.int64),
             np.full((1, self.n_ticks), np.nan),
+            np.empty((self.n_ticks if spec.nodes is not None else 0, 4), dtype=np.int64),
         )
         for _ in range(prepared.initial_replicas):
             self.state.fleet.add_pod(0.0, warm=True)
@@ -166,6 +173,36 @@ class Twins:
             assert self._chain(int(pods.wq_head[p]), int(pods.wq_n[p])) == list(ref.waiting[p]), f"{step}: queue {p}"
         gateway = self._chain(int(count[fast_fleet.GATEWAY_HEAD]), int(count[fast_fleet.GATEWAY_QUEUED]))
         assert gateway == list(ref.gateway), step
+        assert self.rng.bit_generator.state == ref.rng.bit_generator.state, f"{step}: the fleet's draws"
+        if ref.pool is not None:
+            self.same_pool(step)
+
+    def same_pool(self, step: str) -> None:
+        ref, pods = self.state.fleet, self.pods
+        pool, ref_pool = pods.pool, ref.pool
+        assert ref_pool is not None
+        n_pods = int(pods.count[fast_fleet.PODS_CREATED])
+        assert np.array_equal(_bits(pods.bound_s[:n_pods]), _bits(np.asarray(ref.bound_s))), f"{step}: bound_s"
+        assert pods.pending[: pods.count[fast_fleet.PODS_PENDING]].tolist() == ref_pool.pending, f"{step}: pending"
+        assert pods.bound[: pods.count[fast_fleet.PODS_BOUND]].tolist() == sorted(ref_pool.pod_node), step
+        assert pods.node[:n_pods].tolist() == [ref_pool.pod_node.get(p, -1) for p in range(n_pods)], f"{step}: node"
+        n = int(pool.count[fast_supply.POOL_CREATED])
+        assert n == len(ref_pool.requested_s), f"{step}: nodes"
+        for name in NODE_FIELDS:
+            fast_values = getattr(pool, name)[:n]
+            ref_values = np.asarray(getattr(ref_pool, name), dtype=fast_values.dtype)
+            assert np.array_equal(_bits(fast_values), _bits(ref_values)), f"{step}: node {name}"
+        assert pool.live[: pool.count[fast_supply.POOL_LIVE]].tolist() == ref_pool.nodes(), f"{step}: live nodes"
+        started = ref._supply_started  # the reference starts its placeholders at its first supply step
+        assert bool(pool.count[fast_supply.POOL_STARTED]) == started, step
+        placeholders = ref_pool.placeholder_node if started else [-1] * self.spec.placeholders
+        assert pool.placeholder_node.tolist() == placeholders, f"{step}: placeholders"
+        if started:
+            assert np.array_equal(pool.placeholder_since_s, ref_pool.placeholder_pending_since_s), step
+        clock = (ref_pool.last_scale_up_s, ref_pool.backoff_until_s, ref_pool.batch_opened_s, ref_pool.batch_last_s)
+        assert pool.clock_s.tolist() == list(clock), f"{step}: the node autoscaler's clock"
+        assert pool.count[fast_supply.POOL_BATCH_SEEN] == ref_pool.batch_seen, step
+        assert pool.rng.bit_generator.state == ref_pool.rng.bit_generator.state, f"{step}: the pool's draws"
 
     def _chain(self, head: int, n: int) -> list[int]:
         out, i = [], head
@@ -266,6 +303,8 @@ class Twins:
             float(self.outputs.signal[0, k]),
         )
         assert np.array_equal(np.asarray(fast_row), np.asarray(row, dtype=float), equal_nan=True), f"tick {k}: record"
+        if self.spec.nodes is not None:
+            assert tuple(self.outputs.supply_counts[k].tolist()) == state.supply_rows[-1], f"tick {k}: supply row"
 
 
 FLEETS = {
@@ -304,3 +343,74 @@ def test_every_step_kernel_matches_its_reference_twin_tick_by_tick(tmp_path, nam
         assert twins.preemptions > 0
     if spec.shutdown_timeout_s > 0:
         assert np.isfinite(twins.pods.removed_s).any()  # a drained pod went
+
+
+NODE_FLEETS = {
+    "cluster-autoscaler, 2-GPU nodes, a placeholder, capacity failures": FleetSpec(
+        nodes=NodePoolSpec(
+            gpus_per_node=2,
+            provision_s=20.0,
+            provision_distribution="lognormal",
+            provision_spread_s=8.0,
+            node_init_s=5.0,
+            cluster_autoscaler=ClusterAutoscalerSettings(
+                scan_interval_s=10.0,
+                gpu_pod_scale_up_delay_s=5.0,
+                scale_down_unneeded_s=30.0,
+                scale_down_delay_after_add_s=0.0,
+            ),
+            capacity_failure_frac=0.4,
+            capacity_retry_s=20.0,
+        ),
+        image_pull_s=10.0,
+        weights_load_s=5.0,
+        warmup_s=10.0,
+        warmup_distribution="uniform",
+        warmup_spread_s=5.0,
+        placeholders=1,
+        pre_stop_s=5.0,
+        shutdown_timeout_s=20.0,
+        seed=11,
+    ),
+    "karpenter, 1-GPU nodes within a quota, an initial node, two placeholders": FleetSpec(
+        nodes=NodePoolSpec(
+            gpus_per_node=1,
+            max_nodes=5,
+            initial_nodes=1,
+            provision_s=15.0,
+            provision_distribution="uniform",
+            provision_spread_s=10.0,
+            node_init_s=3.0,
+            autoscaler="karpenter",
+            karpenter=KarpenterSettings(batch_idle_s=2.0, batch_max_s=6.0, consolidate_after_s=15.0),
+        ),
+        image_pull_s=8.0,
+        warmup_s=10.0,
+        warmup_distribution="lognormal",
+        warmup_spread_s=4.0,
+        placeholders=2,
+        seed=4,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(NODE_FLEETS))
+def test_every_step_kernel_matches_its_reference_twin_tick_by_tick_with_a_node_pool(tmp_path, name):
+    spec = NODE_FLEETS[name]
+    trace = poisson_trace(lambda t: 12.0 if 40 <= t < 110 or t >= 170 else 1.0, 230.0, 300, 160, seed=5)
+    twins = Twins(tmp_path, spec, trace, threshold=6)
+    supply_rows = []
+    for k in range(twins.n_ticks):
+        twins.tick(k)
+        supply_rows.append(twins.state.supply_rows[-1])
+    pool = twins.state.fleet.pool
+    assert pool is not None and twins.n_events >= 2
+    # The node pool did its work: pods waited, nodes were bought and removed, placeholders were preempted.
+    _, nodes_provisioning, pods_pending, _ = (max(column) for column in zip(*supply_rows, strict=True))
+    assert pods_pending > 0 and nodes_provisioning > 0 and len(pool.requested_s) > 2
+    assert any(not math.isnan(t) for t in pool.removed_s)
+    assert any(since > 0 for since in pool.placeholder_pending_since_s)
+    if spec.nodes is not None and spec.nodes.capacity_failure_frac > 0:
+        assert pool.backoff_until_s > 0  # a request failed
+    if spec.nodes is not None and spec.nodes.max_nodes is not None:
+        assert max(row[0] + row[1] for row in supply_rows) == spec.nodes.max_nodes  # the quota binds

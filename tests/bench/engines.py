@@ -18,12 +18,18 @@ also prints how many fleet-days it simulated for the 1,000 configurations,
 and times 100 configurations that share nothing (each its own seed), which
 is the engine's speed per configuration-day without that saving.
 
+The same 1,000-configuration sweep is then run on a fleet with a node pool
+(:data:`NODE_POOL`: pods wait for GPUs, cluster-autoscaler buys nodes, a
+placeholder, capacity failures), in the compiled kernels too, and the ratio of
+its median time to the sweep's without nodes is printed (target: at most 1.5x).
+
 The first call of a compiled kernel compiles it (or loads it from numba's
 cache); it is made once before any timing and reported on its own.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 import subprocess
@@ -37,6 +43,7 @@ from planner.autoscaler.keda import ScaledObjectSpec, Trigger, hpa_for_scaled_ob
 from planner.autoscaler.spec import Autoscaler
 from planner.simulate import fast, reference
 from planner.simulate.fleet import FleetSpec
+from planner.simulate.supply import NodePoolSpec
 from planner.simulate.traffic import RequestTrace
 
 DAY_S = 86_400.0
@@ -46,6 +53,22 @@ SWEEP_CONFIGURATIONS = 1000
 SWEEP_RUNS = {"synthetic": 3, "azure": 1}
 # Configurations run with a fleet each, to show the engine's speed when nothing is shared.
 DISTINCT_FLEETS = 100
+# Runs of each sweep of the with/without node pool pair (medians compared).
+NODE_PAIR_RUNS = {"synthetic": 3, "azure": 3}
+# The node pool of the "with nodes:" sweep: one-GPU nodes (each new replica needs a node of its own, as
+# on L4 or A10G instances), bought by cluster-autoscaler (its default scan, GPU buffer and scale-down
+# delays) in about two minutes, an image pulled on each new node, one warm placeholder, and one node
+# request in twenty failing for lack of capacity. Over the Azure day a configuration buys 10 to 80 nodes.
+NODE_POOL = NodePoolSpec(
+    gpus_per_node=1,
+    provision_s=120.0,
+    provision_distribution="lognormal",
+    provision_spread_s=30.0,
+    node_init_s=60.0,
+    capacity_failure_frac=0.05,
+    capacity_retry_s=60.0,
+)
+NODE_FLEET = FleetSpec(nodes=NODE_POOL, image_pull_s=90.0, weights_load_s=30.0, placeholders=1)
 
 
 def diurnal_trace(duration_s: float, mean_rps: float, seed: int) -> RequestTrace:
@@ -110,7 +133,7 @@ SWEEP_GRID = {
 }  # 25 x 5 x 4 x 2 = 1,000 configurations
 
 
-def sweep_child(trace_name: str, distinct_fleets: int = 0) -> None:
+def sweep_child(trace_name: str, distinct_fleets: int = 0, nodes: bool = False) -> None:
     """Run the 1,000-configuration sweep as ``planner sweep`` does, in this (fresh) process; print JSON.
 
     The sweep is :func:`planner.cli.sweep.run_sweep` on two threads over
@@ -121,6 +144,7 @@ def sweep_child(trace_name: str, distinct_fleets: int = 0) -> None:
     positions. With ``distinct_fleets`` (a count), that many configurations
     instead each get their own fleet (a different seed): nothing is shared,
     which measures the engine's speed per configuration-day on its own.
+    With ``nodes``, the fleet is :data:`NODE_FLEET` (a node pool) instead of the default one.
     """
     import resource
 
@@ -131,8 +155,9 @@ def sweep_child(trace_name: str, distinct_fleets: int = 0) -> None:
     trace = traces()[trace_name]
     points = expand_grid(SWEEP_GRID)
     base = autoscaler(20.0, down_window_s=300)
+    fleet = NODE_FLEET if nodes else FleetSpec()
     fast.simulate_many(
-        trace, [fast.Configuration(base, FleetSpec())], duration_s=3600.0, timeseries=False
+        trace, [fast.Configuration(base, fleet)], duration_s=3600.0, timeseries=False
     )  # compile, or load the cache
     simulated_ticks = []
     real_run = compiled.engine.run
@@ -146,26 +171,30 @@ def sweep_child(trace_name: str, distinct_fleets: int = 0) -> None:
 
     compiled.engine.run = counted
     start = time.perf_counter()
+    cpu_start = resource.getrusage(resource.RUSAGE_SELF)
     if distinct_fleets:
         from concurrent.futures import ThreadPoolExecutor
 
         def own_fleet(index: int):  # points spread over the grid, each with its own seed
             at = index * len(points) // distinct_fleets
-            return run_chunk(trace, base, FleetSpec(seed=index), points[at : at + 1], DAY_S)
+            return run_chunk(trace, base, dataclasses.replace(fleet, seed=index), points[at : at + 1], DAY_S)
 
         with ThreadPoolExecutor(2) as pool:
             results = list(pool.map(own_fleet, range(distinct_fleets)))
     else:
-        results = run_sweep(trace, base, FleetSpec(), points, duration_s=DAY_S, progress=False, workers=2)
+        results = run_sweep(trace, base, fleet, points, duration_s=DAY_S, progress=False, workers=2)
     elapsed = time.perf_counter() - start
+    cpu_end = resource.getrusage(resource.RUSAGE_SELF)
+    cpu_s = (cpu_end.ru_utime - cpu_start.ru_utime) + (cpu_end.ru_stime - cpu_start.ru_stime)
     print(
         json.dumps(
             {
                 "seconds": elapsed,
+                "cpu_seconds": cpu_s,
                 "configurations": len(results),
                 "fleet_days": sum(simulated_ticks) / DAY_S,
                 "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
-                "compiled": fast.covers(base, FleetSpec()),
+                "compiled": fast.covers(base, fleet),
             }
         )
     )
@@ -221,6 +250,30 @@ def main(repeat: int = 5) -> None:
             f"    {DISTINCT_FLEETS} configurations with a fleet each (nothing shared), 2 threads: "
             f"{alone['seconds']:6.1f} s, {alone['seconds'] / DISTINCT_FLEETS * 1e3:.1f} ms per configuration-day"
         )
+        node_pair(name)
+
+
+def node_pair(name: str) -> None:
+    """The 1,000-configuration sweep without and with a node pool, alternated run by run; medians and their ratio."""
+    runs: dict[bool, list[dict]] = {False: [], True: []}
+    for _ in range(NODE_PAIR_RUNS.get(name, 1)):
+        for nodes in (False, True):
+            runs[nodes].append(_child(f"sweep_child({name!r}, nodes={nodes})"))
+    without_s, with_s = (statistics.median(r["seconds"] for r in runs[nodes]) for nodes in (False, True))
+    cpu_without_s, cpu_with_s = (statistics.median(r["cpu_seconds"] for r in runs[nodes]) for nodes in (False, True))
+    count = len(runs[True])
+    print(f"    {SWEEP_CONFIGURATIONS:,} configurations x 24 h, 2 threads, without and with a node pool (nodes:):")
+    for nodes, label in ((False, "without nodes:"), (True, "with nodes:   ")):
+        each = ", ".join(f"{r['seconds']:.1f}" for r in runs[nodes])
+        first = runs[nodes][0]
+        print(
+            f"      {label} {(with_s if nodes else without_s):8.1f} s wall (median of {count}; runs {each} s), "
+            f"{(cpu_with_s if nodes else cpu_without_s):6.1f} s CPU, fleet-days simulated "
+            f"{first['fleet_days']:.1f}, compiled kernels: {first['compiled']}"
+        )
+    # CPU time too: on a shared machine the wall clock also counts the time others hold the cores.
+    print(f"      ratio with / without, wall: {with_s / without_s:6.2f}x   (target <= 1.5x)")
+    print(f"      ratio with / without, CPU:  {cpu_with_s / cpu_without_s:6.2f}x")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ differential test in ``tests/test_simulate_fast.py`` holds it to that:
 identical scale events, replica trajectories, time series and per-request
 latencies). A configuration runs in the compiled kernels
 (:mod:`planner.simulate.fast.engine` and the modules it calls) when they cover
-its autoscaler; any other runs through :mod:`planner.simulate.fast.lockstep`,
+its autoscaler, with or without a node pool (``FleetSpec.nodes``, modelled in
+:mod:`planner.simulate.fast.supply`); any other runs through :mod:`planner.simulate.fast.lockstep`,
 the reference's own code with its pod sets indexed, so the contract holds for
 every manifest the simulator accepts. ``Outcome.engine`` is ``"fast"`` either
 way; :func:`covers` says which path a configuration takes.
@@ -47,6 +48,22 @@ fast function                      its reference twin (in planner)
 ``fleet.routable``                 ``simulate.fleet.Fleet.routable``
 ``fleet.route_arrivals``           ``simulate.fleet.Fleet.route_all``
 ``fleet.release_gateway``          ``simulate.fleet.Fleet.release_gateway``
+``fleet.supply_step``              ``simulate.fleet.Fleet.supply_step``
+``fleet.bind_pending``             ``simulate.supply.NodePool.bind_pending``
+``fleet.supply_counts``            ``simulate.fleet.Fleet.supply_counts``
+``supply.draw_duration_s``         ``simulate.supply.draw_duration_s``
+``supply.add_node``                ``simulate.supply.NodePool.add_node``
+``supply.free_node``               ``simulate.supply.NodePool._free_node``
+``supply.preempt_placeholder``     ``simulate.supply.NodePool._preempt_placeholder``
+``supply.bind_placeholders``       ``simulate.supply.NodePool._bind_placeholders``
+``supply.add_placeholders``        ``simulate.supply.NodePool.add_placeholders``
+``supply.waiting_for_nodes``       ``simulate.supply.NodePool._waiting_for_nodes``
+``supply.upcoming_pods``           ``simulate.supply.NodePool._upcoming_pods``
+``supply.buy``                     ``simulate.supply.NodePool._buy``
+``supply.remove_empty``            ``simulate.supply.NodePool._remove_empty``
+``supply.autoscale``               ``simulate.supply.NodePool.autoscale``
+``supply.node_counts``             ``simulate.supply.NodePool.counts``
+``compiled.fleet_pods``            ``simulate.fleet.Fleet``
 ``replica.advance_pod``            ``simulate.replica.advance_replica``
 ``replica.advance_replica``        ``simulate.replica.advance_replica``
 ``replica.kv_usage_frac``          ``simulate.replica.kv_usage_frac``

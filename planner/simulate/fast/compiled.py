@@ -15,9 +15,10 @@ together:
 * a snapshot copies little: requests that finished before the split never change
   again, requests that had not arrived are set when they arrive, and the pods,
   the scrapes and the time series up to the split are what every later path
-  starts from, so only the pods, the requests in flight and a few counters are
-  copied. The scrapes, the time series and the events are shared arrays whose
-  prefix up to the split no path after it overwrites.
+  starts from, so only the pods, the node pool (its nodes, placeholders,
+  autoscaler clock and generator), the requests in flight and a few counters
+  are copied. The scrapes, the time series and the events are shared arrays
+  whose prefix up to the split no path after it overwrites.
 
 A configuration simulated in a group gets exactly the result it gets alone
 (``tests/test_simulate_fast.py`` holds the engine to the reference either way);
@@ -37,16 +38,27 @@ import numpy as np
 import pandas as pd
 
 from planner.capacity.step_time import output_throughput_tps
+from planner.dynamics.cold_start import CLUSTER_AUTOSCALER
 from planner.simulate.control import Control
-from planner.simulate.fast import decision, engine, fleet, metrics
+from planner.simulate.fast import decision, engine, fleet, metrics, supply
 from planner.simulate.fast.outcome import request_summary
 from planner.simulate.fast.replica import ReplicaParams
 from planner.simulate.fleet import ROUND_ROBIN, FleetSpec
 from planner.simulate.outcome import Outcome, count_flaps
 from planner.simulate.reference import _check_cadence, _check_node_quota
 from planner.simulate.replica import DONE
+from planner.simulate.supply import NodePoolSpec, SupplyOutcome
 
-__all__ = ["NotCompilable", "Prepared", "fleet_key", "prepare", "simulate_group", "simulate_prepared"]
+__all__ = [
+    "NotCompilable",
+    "Prepared",
+    "fleet_key",
+    "fleet_pods",
+    "node_pool_params",
+    "prepare",
+    "simulate_group",
+    "simulate_prepared",
+]
 
 TIMESERIES_COLUMNS = [
     "t_s",
@@ -59,7 +71,17 @@ TIMESERIES_COLUMNS = [
     "replicas_live",
     "signal",
 ]
+# With a node pool, after those (Outcome.timeseries, engine.SUPPLY_* order).
+SUPPLY_COLUMNS = ["nodes_ready", "nodes_provisioning", "pods_pending", "pods_loading"]
 _WARMUP_KINDS = {"fixed": fleet.WARMUP_FIXED, "uniform": fleet.WARMUP_UNIFORM, "lognormal": fleet.WARMUP_LOGNORMAL}
+_DURATION_KINDS = {
+    "fixed": supply.DURATION_FIXED,
+    "uniform": supply.DURATION_UNIFORM,
+    "lognormal": supply.DURATION_LOGNORMAL,
+}
+# Pods' and NodePool's fields that are arrays (a snapshot copies them; Pods.pool and NodePool.rng are not).
+_POD_ARRAYS = tuple(name for name in fleet.Pods._fields if name != "pool")
+_POOL_ARRAYS = tuple(name for name in supply.NodePool._fields if name != "rng")
 # The request fields a run changes (the rest is the trace).
 _REQUEST_STATE = (
     "status",
@@ -107,9 +129,6 @@ def prepare(autoscaler, spec: FleetSpec) -> Prepared:
     control = Control(autoscaler, spec.signal_map, spec.hpa_sync_period_s, spec.start_epoch_s)
     _check_cadence(control, spec)
     _check_node_quota(control, spec)
-    if spec.nodes is not None:
-        # The node pool runs in the lockstep engine (the reference's own code) until the kernels model it.
-        raise NotCompilable("a node pool (nodes:) is not in the compiled kernels yet")
     if control.keda is not None and control.keda.cron_scalers:
         # The decision kernel reads every trigger from a query; a cron trigger reads the wall clock.
         raise NotCompilable("a KEDA cron trigger is not in the compiled kernels")
@@ -161,6 +180,20 @@ def initial_capacity(prepared: Prepared) -> tuple[int, int]:
     times, and resumed, so these only set how often that happens.
     """
     return (max(64, 4 * (prepared.max_replicas + prepared.initial_replicas)), prepared.max_replicas + 4)
+
+
+def initial_node_capacity(prepared: Prepared) -> int:
+    """Room made at first for nodes over the whole run (0 without a node pool).
+
+    It holds the initial nodes, the warm nodes the initial pods and the
+    placeholders may need, and a tick's purchases; a run that needs more is
+    paused at a tick start, its arrays grown four times, and resumed.
+    """
+    spec = prepared.spec
+    if spec.nodes is None:
+        return 0
+    start = (spec.nodes.initial_nodes or 0) + prepared.initial_replicas + 2 * spec.placeholders
+    return max(16, 4 * (start + prepared.pods_per_tick))
 
 
 @lru_cache(maxsize=64)
@@ -312,10 +345,22 @@ def _grown_store(store, n_rows: int):
     return grown
 
 
-def _copy_pods(source, target) -> None:
-    # Every field of source into the first entries of target (target's others are as new_pods made them).
-    for name, value in zip(fleet.Pods._fields, source, strict=True):
+def _copy_arrays(source: Sequence[np.ndarray], target, names: Sequence[str]) -> None:
+    # Each array of source into the first entries of target's field of that name (the others stay as made).
+    for name, value in zip(names, source, strict=True):
         getattr(target, name)[: len(value)] = value
+
+
+def _copy_pods(source, target) -> None:
+    # Every array of the Pods source into the first entries of target's (target keeps its own pool).
+    _copy_arrays([getattr(source, name) for name in _POD_ARRAYS], target, _POD_ARRAYS)
+
+
+def _grown_pool(pool: supply.NodePool, capacity: int) -> supply.NodePool:
+    # Room for capacity nodes, the pool so far copied over (the same generator).
+    grown = supply.new_node_pool(capacity, len(pool.placeholder_node), pool.rng)
+    _copy_arrays([getattr(pool, name) for name in _POOL_ARRAYS], grown, _POOL_ARRAYS)
+    return grown
 
 
 @dataclass(frozen=True)
@@ -325,9 +370,11 @@ class _Snapshot:
     carry: np.ndarray
     first_open: int  # requests before it had finished
     requests: tuple[np.ndarray, ...]  # _REQUEST_STATE of requests first_open .. next arrival
-    pods: tuple[np.ndarray, ...]
+    pods: tuple[np.ndarray, ...]  # _POD_ARRAYS
+    pool: tuple[np.ndarray, ...]  # _POOL_ARRAYS
     store_count: np.ndarray
     rng_state: dict
+    pool_rng_state: dict
 
 
 def _take_snapshot(carry, first_open, req, pods, store, rng) -> _Snapshot:
@@ -336,10 +383,73 @@ def _take_snapshot(carry, first_open, req, pods, store, rng) -> _Snapshot:
         carry.copy(),
         first_open,
         tuple(getattr(req, name)[first_open:stop].copy() for name in _REQUEST_STATE),
-        tuple(np.copy(value) for value in pods),
+        tuple(np.copy(getattr(pods, name)) for name in _POD_ARRAYS),
+        tuple(np.copy(getattr(pods.pool, name)) for name in _POOL_ARRAYS),
         store.counts.copy(),
         rng.bit_generator.state,
+        pods.pool.rng.bit_generator.state,
     )
+
+
+def _restored_pods(snapshot: _Snapshot, pods, max_num_seqs: int):
+    # The pods and node pool as the snapshot holds them, in arrays as large as the current ones.
+    pool = pods.pool
+    if len(snapshot.pool[0]) != len(pool.requested_s):
+        pool = supply.new_node_pool(len(pool.requested_s), len(pool.placeholder_node), pool.rng)
+    _copy_arrays(snapshot.pool, pool, _POOL_ARRAYS)
+    pool.rng.bit_generator.state = snapshot.pool_rng_state
+    if len(snapshot.pods[0]) != len(pods.ready_s):
+        pods = fleet.new_pods(len(pods.ready_s), max_num_seqs, pool)
+    else:
+        pods = pods._replace(pool=pool)
+    _copy_arrays(snapshot.pods, pods, _POD_ARRAYS)
+    return pods
+
+
+def node_pool_params(spec: FleetSpec) -> supply.NodePoolParams:
+    """The kernels' :class:`planner.simulate.fast.supply.NodePoolParams` for ``spec`` (``enabled`` only with nodes)."""
+    nodes = spec.nodes or NodePoolSpec(gpus_per_node=spec.gpus_per_replica)  # unused, but typed alike
+    ca, karpenter = nodes.cluster_autoscaler, nodes.karpenter
+    return supply.NodePoolParams(
+        enabled=spec.nodes is not None,
+        gpus_per_node=int(nodes.gpus_per_node),
+        gpus_per_pod=int(spec.gpus_per_replica),
+        max_nodes=supply.NO_LIMIT if nodes.max_nodes is None else int(nodes.max_nodes),
+        provision_kind=_DURATION_KINDS[nodes.provision_distribution],
+        provision_s=float(nodes.provision_s),
+        provision_spread_s=float(nodes.provision_spread_s),
+        node_init_s=float(nodes.node_init_s),
+        autoscaler=supply.CLUSTER_AUTOSCALER if nodes.autoscaler == CLUSTER_AUTOSCALER else supply.KARPENTER,
+        scan_interval_s=float(ca.scan_interval_s),
+        gpu_pod_scale_up_delay_s=float(ca.gpu_pod_scale_up_delay_s),
+        scale_down_unneeded_s=float(ca.scale_down_unneeded_s),
+        scale_down_delay_after_add_s=float(ca.scale_down_delay_after_add_s),
+        batch_idle_s=float(karpenter.batch_idle_s),
+        batch_max_s=float(karpenter.batch_max_s),
+        consolidate_after_s=float(karpenter.consolidate_after_s),
+        capacity_failure_frac=float(nodes.capacity_failure_frac),
+        capacity_retry_s=float(nodes.capacity_retry_s),
+        image_pull_s=float(spec.image_pull_s),
+        weights_load_s=float(spec.weights_load_s),
+        placeholders=int(spec.placeholders),
+        warm_placeholder_nodes=nodes.initial_nodes is None,
+    )
+
+
+def fleet_pods(spec: FleetSpec, capacity: int, node_capacity: int) -> fleet.Pods:
+    """Empty pods for ``spec``, on its node pool as the reference's ``Fleet`` starts it: the initial nodes up.
+
+    Room for ``capacity`` pods and ``node_capacity`` nodes (0 without a node pool), and at least for the
+    initial nodes.
+    """
+    initial_nodes = (spec.nodes.initial_nodes or 0) if spec.nodes is not None else 0
+    pool = supply.new_node_pool(
+        max(node_capacity, initial_nodes), spec.placeholders, np.random.default_rng([spec.seed, 1])
+    )
+    params = node_pool_params(spec)
+    for _ in range(initial_nodes):
+        supply.add_node(pool, 0.0, True, params)
+    return fleet.new_pods(capacity, spec.replica.max_num_seqs, pool)
 
 
 def deployment_params(spec: FleetSpec) -> fleet.DeploymentParams:
@@ -352,6 +462,7 @@ def deployment_params(spec: FleetSpec) -> fleet.DeploymentParams:
         grace_period_s=float(spec.termination_grace_period_s),
         shutdown_timeout_s=float(spec.shutdown_timeout_s),
         router=fleet.ROUND_ROBIN if spec.router == ROUND_ROBIN else fleet.LEAST_LOADED,
+        nodes=node_pool_params(spec),
     )
 
 
@@ -431,7 +542,7 @@ def simulate_group(
     replica = spec.replica
     capacity_tps = float(output_throughput_tps(replica.max_num_seqs, replica.fixed_ms, replica.per_sequence_ms))
     req = fleet.new_requests(arrival_s, input_tokens, output_tokens)
-    pods = fleet.new_pods(pod_capacity, replica.max_num_seqs)
+    pods = fleet_pods(spec, pod_capacity, max(initial_node_capacity(p) for p in group))
     store = metrics_store(n_scrapes, n_scrapes * rows_per_scrape)
     outputs = engine.Outputs(
         series_values=np.empty((n_ticks, 3)),
@@ -439,6 +550,7 @@ def simulate_group(
         events=np.empty((int(np.count_nonzero(control_due)) + 1, 3)),
         wanted=np.zeros(len(group), dtype=np.int64),
         signal=np.full((len(group), n_ticks), np.nan) if timeseries else np.zeros((0, 0)),
+        supply_counts=np.empty((n_ticks if spec.nodes is not None else 0, 4), dtype=np.int64),
     )
     carry = np.zeros(engine.CARRY_SLOTS, dtype=np.int64)
     rng = np.random.default_rng(spec.seed)
@@ -465,9 +577,7 @@ def simulate_group(
             stop = int(carry[engine.CARRY_NEXT_ARRIVAL])
             for name, saved in zip(_REQUEST_STATE, snapshot.requests, strict=True):
                 getattr(req, name)[first_open:stop] = saved
-            if len(snapshot.pods[0]) != len(pods.ready_s):
-                pods = fleet.new_pods(len(pods.ready_s), replica.max_num_seqs)
-            _copy_pods(snapshot.pods, pods)
+            pods = _restored_pods(snapshot, pods, replica.max_num_seqs)
             store.counts[:] = snapshot.store_count
             rng.bit_generator.state = snapshot.rng_state
         while True:
@@ -484,9 +594,12 @@ def simulate_group(
                 carry,
             )
             if code == engine.OUT_OF_PODS:
-                grown = fleet.new_pods(4 * len(pods.ready_s), replica.max_num_seqs)
+                grown = fleet.new_pods(4 * len(pods.ready_s), replica.max_num_seqs, pods.pool)
                 _copy_pods(pods, grown)
                 pods = grown
+                continue
+            if code == engine.OUT_OF_NODES:
+                pods = pods._replace(pool=_grown_pool(pods.pool, 4 * len(pods.pool.requested_s)))
                 continue
             if code == engine.OUT_OF_SAMPLES:
                 rows_per_scrape *= 4
@@ -562,6 +675,8 @@ def _finish(
         end_s,
         timeseries,
         per_request,
+        supply_counts=outputs.supply_counts,
+        initial_replicas=prepared.initial_replicas,
     )
     for m in active.tolist():
         if timeseries:
@@ -573,13 +688,45 @@ def _finish(
 
 
 def _gpu_hours(pods, spec: FleetSpec, end_s: float) -> float:
-    # Fleet.gpu_hours, pod by pod in creation order.
+    # Fleet.gpu_hours, pod by pod in creation order: from its request, or with a node pool its binding.
     total_s = 0.0
     n = int(pods.count[fleet.PODS_CREATED])
-    for requested, removed in zip(pods.requested_s[:n].tolist(), pods.removed_s[:n].tolist(), strict=True):
+    start = pods.requested_s if spec.nodes is None else pods.bound_s
+    for start_s, removed in zip(start[:n].tolist(), pods.removed_s[:n].tolist(), strict=True):
+        if math.isnan(start_s):
+            continue  # never held a GPU
         removed = removed if not math.isnan(removed) else end_s
-        total_s += max(min(removed, end_s) - requested, 0.0)
+        total_s += max(min(removed, end_s) - start_s, 0.0)
     return total_s * spec.gpus_per_replica / 3600.0
+
+
+def _supply_outcome(pods, spec: FleetSpec, supply_counts: np.ndarray, end_s: float, initial_replicas: int):
+    # The reference's SupplyOutcome: NodePool.node_hours, Fleet.pending_pod_s and Fleet.time_to_ready_s, node
+    # by node and pod by pod in creation order; the peak from the per-tick node counts.
+    assert spec.nodes is not None
+    pool = pods.pool
+    n_nodes = int(pool.count[supply.POOL_CREATED])
+    node_s = 0.0
+    for requested, removed in zip(pool.requested_s[:n_nodes].tolist(), pool.removed_s[:n_nodes].tolist(), strict=True):
+        removed = removed if not math.isnan(removed) else end_s
+        node_s += max(min(removed, end_s) - requested, 0.0)
+    n = int(pods.count[fleet.PODS_CREATED])
+    requested_s, ready_s = pods.requested_s[:n], pods.ready_s[:n]
+    pending_s = 0.0
+    for requested, bound, deleted in zip(
+        requested_s.tolist(), pods.bound_s[:n].tolist(), pods.deleted_s[:n].tolist(), strict=True
+    ):
+        until_s = bound if not math.isnan(bound) else min(end_s, deleted if not math.isnan(deleted) else end_s)
+        pending_s += max(until_s - requested, 0.0)
+    created = (np.arange(n) >= initial_replicas) & np.isfinite(ready_s)  # the warm pods are the initial ones
+    nodes_up = supply_counts[:, engine.SUPPLY_NODES_READY] + supply_counts[:, engine.SUPPLY_NODES_PROVISIONING]
+    return SupplyOutcome(
+        node_hours=node_s / 3600.0,
+        peak_nodes=int(nodes_up.max()) if len(nodes_up) else 0,
+        pending_pod_s=pending_s,
+        time_to_ready_s=ready_s[created] - requested_s[created],
+        usd_per_node_hour=spec.nodes.node_price_usd_per_hour(spec.usd_per_gpu_hour),
+    )
 
 
 def _outcome(
@@ -593,6 +740,9 @@ def _outcome(
     end_s: float,
     timeseries: bool,
     per_request: bool = True,
+    *,
+    supply_counts: np.ndarray,
+    initial_replicas: int,
 ) -> Outcome:
     # The reference's _outcome, from the kernel's arrays (the signal column is the caller's); the
     # per-request latencies and their counts come from one compiled pass (fast.outcome).
@@ -621,6 +771,13 @@ def _outcome(
         )
     event_list = tuple((float(t), int(a), int(b)) for t, a, b in events.tolist())
     gpu_hours = _gpu_hours(pods, spec, end_s)
+    cost_usd = gpu_hours * spec.usd_per_gpu_hour
+    supply_outcome = None
+    columns = TIMESERIES_COLUMNS
+    if spec.nodes is not None:
+        supply_outcome = _supply_outcome(pods, spec, supply_counts, end_s, initial_replicas)
+        cost_usd = supply_outcome.node_hours * supply_outcome.usd_per_node_hour
+        columns = TIMESERIES_COLUMNS + SUPPLY_COLUMNS
     changes, flaps = count_flaps(event_list)
     if timeseries:
         series = pd.DataFrame(
@@ -637,8 +794,11 @@ def _outcome(
             },
             columns=TIMESERIES_COLUMNS,
         )
+        if supply_outcome is not None:
+            for k, name in enumerate(SUPPLY_COLUMNS):
+                series[name] = supply_counts[:, k].copy()
     else:
-        series = pd.DataFrame(columns=TIMESERIES_COLUMNS)
+        series = pd.DataFrame(columns=columns)
     n_rows = len(series_counts)
     if per_request:
         arrival_s, latency_s = req.arrival_s.copy(), req.done_s - req.arrival_s
@@ -653,7 +813,7 @@ def _outcome(
         ttft_p99_s=ttft_p99_s,
         itl_mean_ms=math.nan if math.isnan(itl_mean_ms) else float(itl_mean_ms),  # NaN as the reference's object
         gpu_hours=gpu_hours,
-        cost_usd=gpu_hours * spec.usd_per_gpu_hour,
+        cost_usd=cost_usd,
         scale_events=len(event_list),
         direction_changes=changes,
         flap_cycles=flaps,
@@ -667,4 +827,5 @@ def _outcome(
         ttft_s=ttft_s,
         latency_s=latency_s,
         slo_met=met,
+        supply=supply_outcome,
     )

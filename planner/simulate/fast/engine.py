@@ -6,7 +6,9 @@ tick fits the arrays):
 
 1. :func:`control_step` - the HPA/KEDA decision kernel for every member, on
    the ticks its control is due (:func:`record_event` keeps the scale event);
-2. :func:`fleet_step` - create or delete pods, finish terminations, release the gateway;
+2. :func:`fleet_step` - create or delete pods, finish terminations, with a
+   node pool the supply step (:func:`planner.simulate.fast.fleet.supply_step`:
+   pods bound to nodes, the node autoscaler), release the gateway;
 3. :func:`route_step` - the tick's arrivals to the Service's endpoints;
 4. :func:`serve_step` - the replica kernel for every pod whose server is up and holds work;
 5. :func:`scrape_step` - the simulated Prometheus, on scrape ticks;
@@ -26,10 +28,13 @@ The kernels take a few named tuples, not loose scalars and arrays:
 :class:`planner.simulate.fast.fleet.DeploymentParams` (warmup, drain, router),
 :class:`planner.simulate.fast.replica.ReplicaParams`, the state
 (:class:`planner.simulate.fast.fleet.Pods`, :class:`planner.simulate.fast.fleet.Requests`,
-:class:`Store`), the :class:`Group` simulated, its :class:`Outputs` and the
-run's :class:`Scratch`. Slot constants say what each slot holds: ``CARRY_*``
-(``carry``), ``STORE_*`` (``Store.counts``), ``SERIES_*`` (the time series'
-columns) and ``fleet.PODS_*`` / ``fleet.GATEWAY_*`` (``Pods.count``).
+:class:`Store`; the node pool is ``Pods.pool``, a
+:class:`planner.simulate.fast.supply.NodePool`, its parameters ``DeploymentParams.nodes``),
+the :class:`Group` simulated, its :class:`Outputs` and the run's
+:class:`Scratch`. Slot constants say what each slot holds: ``CARRY_*``
+(``carry``), ``STORE_*`` (``Store.counts``), ``SERIES_*`` and ``SUPPLY_*``
+(the time series' columns), ``fleet.PODS_*`` / ``fleet.GATEWAY_*``
+(``Pods.count``) and ``supply.POOL_*`` (``NodePool.count``, ``NodePool.clock_s``).
 
 **A group shares one fleet.** The configurations handed to :func:`run` (its
 *members*) share everything but their autoscalers: the trace, the fleet and
@@ -44,8 +49,8 @@ history) is touched only while it is in the running group.
 
 :func:`run` is resumable: where it stands between calls (tick, phase, the
 replica count, next arrival, event and preemption counts) is in ``carry``.
-It returns :data:`DONE`, :data:`FORK`, or a negative code when the pod or
-sample arrays ran out of room; the latter is checked at a tick start before
+It returns :data:`DONE`, :data:`FORK`, or a negative code when the pod, node
+or sample arrays ran out of room; the latter is checked at a tick start before
 anything of the tick is done, so the caller grows the arrays and calls again.
 """
 
@@ -67,10 +72,12 @@ from planner.simulate.fast.fleet import (
     PODS_TERMINATING,
     PODS_UP,
 )
+from planner.simulate.fast.supply import POOL_CREATED
 
 __all__ = [
     "DONE",
     "FORK",
+    "OUT_OF_NODES",
     "OUT_OF_PODS",
     "OUT_OF_SAMPLES",
     "Group",
@@ -86,15 +93,18 @@ DONE = 0
 FORK = 1  # the members' decisions differ: Outputs.wanted holds them, carry the point to resume from
 OUT_OF_PODS = -1
 OUT_OF_SAMPLES = -2
+OUT_OF_NODES = -3
 OUT_OF_SCRATCH = -4  # cannot happen: the replica scratch holds every request of the trace
+NODES_MISSED = -5  # cannot happen: room_step checked that the tick's nodes fit the pool's arrays
 _ROOM = 2  # room_step: the tick fits in the arrays
 
 # Store.counts slots: scrapes taken, pod samples stored, existing-pod rows stored.
 STORE_SCRAPES, STORE_SAMPLES, STORE_EXISTING = range(3)
 # Columns of the time series: Outputs.series_values (floats) and Outputs.series_counts (counts); the
-# signal column is per member (Outputs.signal).
+# signal column is per member (Outputs.signal); with a node pool, Outputs.supply_counts.
 SERIES_T_S, SERIES_DEMAND_TPS, SERIES_CAPACITY_TPS = range(3)
 SERIES_RUNNING, SERIES_WAITING, SERIES_REQUESTED, SERIES_READY, SERIES_LIVE = range(5)
+SUPPLY_NODES_READY, SUPPLY_NODES_PROVISIONING, SUPPLY_PODS_PENDING, SUPPLY_PODS_LOADING = range(4)
 # carry slots: where a group stands between calls of run.
 (
     CARRY_TICK,
@@ -274,6 +284,9 @@ class Outputs(NamedTuple):
         On :data:`FORK`: each active member's decision (a negative decision-kernel code when it failed).
     signal : numpy.ndarray, (members, n_ticks) or (0, 0)
         Each member's signal column; not written when empty.
+    supply_counts : numpy.ndarray of int64, (n_ticks, 4) or (0, 4)
+        With a node pool, per tick: nodes ready and provisioning, pods Pending and loading
+        (``SUPPLY_*`` columns); not written when empty (the default: no node pool).
     """
 
     series_values: np.ndarray
@@ -281,6 +294,7 @@ class Outputs(NamedTuple):
     events: np.ndarray
     wanted: np.ndarray
     signal: np.ndarray
+    supply_counts: np.ndarray = np.zeros((0, 4), dtype=np.int64)
 
 
 CONFIG_INT = (
@@ -438,16 +452,22 @@ def _signal(signal_kind, q, results):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def room_step(pods, store, pods_per_tick, scrape_due):
+def room_step(pods, store, pods_per_tick, scrape_due, nodes):
     """Whether this tick fits the arrays, checked before any of it is done (the caller grows them, resumes).
 
     Returns ``_ROOM``, :data:`OUT_OF_PODS` (a scale-up of ``pods_per_tick``
-    pods would not fit) or :data:`OUT_OF_SAMPLES` (this tick's scrape, when
-    ``scrape_due``, would not fit the store).
+    pods would not fit), :data:`OUT_OF_NODES` (with a node pool,
+    ``nodes``: the nodes its autoscaler can buy this tick, one per pod and
+    placeholder waiting, and the placeholders' warm nodes, would not fit) or
+    :data:`OUT_OF_SAMPLES` (this tick's scrape, when ``scrape_due``, would not fit the store).
     """
     count = pods.count
     if count[PODS_CREATED] + pods_per_tick > pods.ready_s.shape[0]:
         return OUT_OF_PODS
+    if nodes.enabled:
+        pool = pods.pool
+        if pool.count[POOL_CREATED] + pods_per_tick + 2 * nodes.placeholders > pool.requested_s.shape[0]:
+            return OUT_OF_NODES
     if scrape_due:
         need = count[PODS_UP] + pods_per_tick
         stored = store.counts
@@ -573,17 +593,24 @@ def record_event(events, n_events, start_s, spec_replicas, wanted):
 
 @njit(cache=True, nogil=True, inline="always")
 def fleet_step(pods, req, rng, spec_replicas, start_s, deployment, scratch):
-    """2. fleet: create or delete pods, finish terminations, release the gateway (reference ``fleet_step``).
+    """2. fleet: create or delete pods, finish terminations, with a node pool bind pods and run its
+    autoscaler, release the gateway (reference ``fleet_step``).
 
-    Each of the three hands over the whole state, so it is skipped when there is nothing to do.
+    Scaling, terminations and the gateway each hand over the whole state, so
+    each is skipped when there is nothing to do. Returns 0, or
+    :data:`NODES_MISSED` when the node pool's arrays were too small (which
+    :func:`room_step` rules out).
     """
     count = pods.count
     if spec_replicas != count[PODS_LIVE]:
         fleet.scale_to(pods, spec_replicas, start_s, rng, deployment, scratch.deletion_keys)
     if count[PODS_TERMINATING] > 0:
         fleet.finish_terminations(pods, req, start_s)
+    if deployment.nodes.enabled and fleet.supply_step(pods, start_s, rng, deployment) < 0:
+        return NODES_MISSED
     if count[GATEWAY_QUEUED] > 0:
         fleet.release_gateway(pods, req, start_s, scratch.endpoints, deployment.router)
+    return 0
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -726,7 +753,8 @@ def record_step(tick, end_s, first_arrival, next_arrival, spec_replicas, pods, r
     """6. record: row ``tick`` of the time series at ``end_s`` (the reference's ``record_step`` but the signal).
 
     Demand counts the output tokens of requests ``first_arrival`` to
-    ``next_arrival - 1`` (the tick's arrivals). [tokens/s]
+    ``next_arrival - 1`` (the tick's arrivals). [tokens/s] With a node pool
+    (``outputs.supply_counts`` not empty), also its row of nodes and pods by phase.
     """
     up, ready_s, run_n, wq_n = pods.up, pods.ready_s, pods.run_n, pods.wq_n
     count = pods.count
@@ -751,6 +779,13 @@ def record_step(tick, end_s, first_arrival, next_arrival, spec_replicas, pods, r
     counts[tick, SERIES_REQUESTED] = spec_replicas
     counts[tick, SERIES_READY] = ready_now
     counts[tick, SERIES_LIVE] = count[PODS_LIVE]
+    supply_counts = outputs.supply_counts
+    if supply_counts.shape[0] > 0:
+        nodes_ready, nodes_provisioning, pods_pending, pods_loading = fleet.supply_counts(pods, end_s)
+        supply_counts[tick, SUPPLY_NODES_READY] = nodes_ready
+        supply_counts[tick, SUPPLY_NODES_PROVISIONING] = nodes_provisioning
+        supply_counts[tick, SUPPLY_PODS_PENDING] = pods_pending
+        supply_counts[tick, SUPPLY_PODS_LOADING] = pods_loading
 
 
 @njit(cache=True, nogil=True)
@@ -779,13 +814,16 @@ def run(req, pods, store, rng, run_params, deployment, replica_params, group, ou
     Returns
     -------
     int
-        :data:`DONE`, :data:`FORK`, :data:`OUT_OF_PODS` or :data:`OUT_OF_SAMPLES`.
+        :data:`DONE`, :data:`FORK`, :data:`OUT_OF_PODS`, :data:`OUT_OF_NODES` or :data:`OUT_OF_SAMPLES`.
     """
     capacity = pods.ready_s.shape[0]
     scratch = new_scratch(capacity, req.arrival_s.shape[0], replica_params.max_num_seqs, group)
     if carry[CARRY_STARTED] == 0:
         if run_params.initial_replicas > capacity:
             return OUT_OF_PODS
+        pool = pods.pool
+        if deployment.nodes.enabled and pool.count[POOL_CREATED] + run_params.initial_replicas > pool.live.shape[0]:
+            return OUT_OF_NODES  # each initial pod may need a warm node of its own
         for _ in range(run_params.initial_replicas):
             fleet.add_pod(pods, 0.0, True, rng, deployment)
         carry[CARRY_SPEC_REPLICAS] = run_params.initial_replicas
@@ -856,7 +894,7 @@ def _loop(req, pods, store, rng, run_params, deployment, replica_params, group, 
             resume_after_control = False
             wanted = carry[CARRY_WANTED]
         else:
-            room = room_step(pods, store, run_params.pods_per_tick, scrape_due)
+            room = room_step(pods, store, run_params.pods_per_tick, scrape_due, deployment.nodes)
             if room != _ROOM:
                 _pause(carry, tick, PHASE_TICK_START, spec_replicas, n_events, preemptions, next_arrival)
                 return room
@@ -870,7 +908,8 @@ def _loop(req, pods, store, rng, run_params, deployment, replica_params, group, 
             n_events = record_event(outputs.events, n_events, start_s, spec_replicas, wanted)
             spec_replicas = wanted
 
-        fleet_step(pods, req, rng, spec_replicas, start_s, deployment, scratch)
+        if fleet_step(pods, req, rng, spec_replicas, start_s, deployment, scratch) < 0:
+            return NODES_MISSED
         first_arrival = next_arrival
         next_arrival = route_step(pods, req, next_arrival, start_s, end_s, deployment.router, scratch.endpoints)
         preempted = serve_step(pods, req, start_s, tick_s, replica_params, scratch)

@@ -19,6 +19,15 @@ State lives in two named tuples of arrays, created by :func:`new_pods` and
 * :class:`Requests` is :class:`planner.simulate.replica.RequestState` plus
   ``next_req``.
 
+With a node pool (``FleetSpec.nodes``; ``DeploymentParams.nodes.enabled``) a
+pod is created Pending (``ready_s`` infinite, on the ascending ``pending``
+list), waits for a node, and is bound by :func:`supply_step` (``bound_s``, its
+``node``, the ``bound`` list), its Ready time set then; ``Pods.pool`` is the
+node pool (:class:`planner.simulate.fast.supply.NodePool`), as
+:attr:`planner.simulate.fleet.Fleet.pool` is the reference's. Its random draws
+come from the pool's own generator; the warmups drawn at binding, from the
+fleet's.
+
 Capacity is fixed when the arrays are made; :func:`add_pod` returns -1 when it
 is exhausted and the engine re-runs the configuration with more.
 """
@@ -32,7 +41,9 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from planner.simulate.fast import supply
 from planner.simulate.fast._numeric import NRT_ON
+from planner.simulate.fast.supply import DURATION_FIXED, DURATION_LOGNORMAL, DURATION_UNIFORM, NodePoolParams
 from planner.simulate.replica import CUT, GATEWAY, WAITING
 
 __all__ = [
@@ -40,6 +51,7 @@ __all__ = [
     "Pods",
     "Requests",
     "add_pod",
+    "bind_pending",
     "finish_terminations",
     "new_pods",
     "new_requests",
@@ -47,15 +59,27 @@ __all__ = [
     "routable",
     "route_arrivals",
     "scale_to",
+    "supply_counts",
+    "supply_step",
 ]
 
 # Pods.count slots: pods created so far, the lengths of the live, up and term lists, the gateway's
-# queue (first and last request held, -1 if none, and how many), and the round-robin router's next turn.
-(PODS_CREATED, PODS_LIVE, PODS_UP, PODS_TERMINATING, GATEWAY_HEAD, GATEWAY_TAIL, GATEWAY_QUEUED, ROUND_ROBIN_TURN) = (
-    range(8)
-)
+# queue (first and last request held, -1 if none, and how many), the round-robin router's next turn,
+# and with a node pool the lengths of the pending list (waiting for a node) and the bound list (holding one).
+(
+    PODS_CREATED,
+    PODS_LIVE,
+    PODS_UP,
+    PODS_TERMINATING,
+    GATEWAY_HEAD,
+    GATEWAY_TAIL,
+    GATEWAY_QUEUED,
+    ROUND_ROBIN_TURN,
+    PODS_PENDING,
+    PODS_BOUND,
+) = range(10)
 # Warmup distributions (FleetSpec.warmup_distribution).
-WARMUP_FIXED, WARMUP_UNIFORM, WARMUP_LOGNORMAL = 0, 1, 2
+WARMUP_FIXED, WARMUP_UNIFORM, WARMUP_LOGNORMAL = DURATION_FIXED, DURATION_UNIFORM, DURATION_LOGNORMAL
 # Routers (FleetSpec.router).
 LEAST_LOADED, ROUND_ROBIN = 0, 1
 UID_HIGH = 2**62  # Fleet.add_pod draws UIDs in [0, 2**62)
@@ -74,6 +98,8 @@ class DeploymentParams(NamedTuple):
         The preStop hook, ``terminationGracePeriodSeconds`` and vLLM's shutdown timeout. [s]
     router : int
         :data:`LEAST_LOADED` or :data:`ROUND_ROBIN`.
+    nodes : planner.simulate.fast.supply.NodePoolParams
+        The node pool and the pod phases it brings (``nodes.enabled`` false: none).
     """
 
     warmup_kind: int
@@ -83,6 +109,7 @@ class DeploymentParams(NamedTuple):
     grace_period_s: float
     shutdown_timeout_s: float
     router: int
+    nodes: NodePoolParams
 
 
 Pods = namedtuple(
@@ -107,6 +134,11 @@ Pods = namedtuple(
         "up",
         "term",
         "count",
+        "bound_s",  # with a node pool: bound to a node (NaN while Pending) [s]
+        "node",  # with a node pool: the node it holds GPUs on, -1 if none
+        "pending",  # with a node pool: ascending, the pods waiting for a node
+        "bound",  # with a node pool: ascending, the pods holding GPUs (NodePool.pod_node)
+        "pool",  # the node pool (planner.simulate.fast.supply.NodePool), empty without one
     ],
 )
 Requests = namedtuple(
@@ -128,10 +160,12 @@ Requests = namedtuple(
 )
 
 
-def new_pods(capacity: int, max_num_seqs: int) -> Pods:
-    """Empty pod arrays for at most ``capacity`` pods over the run."""
+def new_pods(capacity: int, max_num_seqs: int, pool: supply.NodePool | None = None) -> Pods:
+    """Empty pod arrays for at most ``capacity`` pods over the run, on ``pool`` (default: an empty one, unused)."""
+    if pool is None:
+        pool = supply.new_node_pool(0, 0, np.random.default_rng(0))
     nan = np.full(capacity, np.nan)
-    count = np.zeros(8, dtype=np.int64)
+    count = np.zeros(10, dtype=np.int64)
     count[GATEWAY_HEAD] = count[GATEWAY_TAIL] = -1
     return Pods(
         requested_s=nan.copy(),
@@ -153,6 +187,11 @@ def new_pods(capacity: int, max_num_seqs: int) -> Pods:
         up=np.zeros(capacity, dtype=np.int64),
         term=np.zeros(capacity, dtype=np.int64),
         count=count,
+        bound_s=nan.copy(),
+        node=np.full(capacity, -1, dtype=np.int64),
+        pending=np.zeros(capacity, dtype=np.int64),
+        bound=np.zeros(capacity, dtype=np.int64),
+        pool=pool,
     )
 
 
@@ -218,14 +257,9 @@ def routable(pods, now_s, out):
 
 
 @njit(cache=True, nogil=True)
-def _warmup_s(rng, kind, warmup_s, spread_s):
+def _warmup_s(rng, deployment):
     # Fleet._warmup_s, the same draws from the same generator.
-    if kind == WARMUP_UNIFORM:
-        return rng.uniform(max(warmup_s - spread_s, 0.0), warmup_s + spread_s)
-    if kind == WARMUP_LOGNORMAL and warmup_s > 0:
-        sigma = spread_s / warmup_s
-        return warmup_s * math.exp(sigma * rng.standard_normal())
-    return warmup_s
+    return supply.draw_duration_s(rng, deployment.warmup_kind, deployment.warmup_s, deployment.warmup_spread_s)
 
 
 # NRT_ON on the functions below that allocate (here: numba's random draws, the victims list): numba
@@ -234,18 +268,26 @@ def _warmup_s(rng, kind, warmup_s, spread_s):
 def add_pod(pods, now_s, warm, rng, deployment):
     """Create one pod at ``now_s`` (Ready at once if ``warm``); its number, or -1 when out of capacity.
 
-    ``deployment`` is a :class:`DeploymentParams` (its warmup is drawn from ``rng``).
+    ``deployment`` is a :class:`DeploymentParams` (its warmup is drawn from ``rng``). With a node pool a
+    warm pod is bound at once (on a warm node, a new one if none has room) and any other waits Pending,
+    its warmup drawn when it is bound.
     """
     count = pods.count
     p = count[PODS_CREATED]
     if p >= pods.ready_s.shape[0]:
         return -1
     pods.requested_s[p] = now_s
-    pods.ready_s[p] = (
-        now_s
-        if warm
-        else now_s + _warmup_s(rng, deployment.warmup_kind, deployment.warmup_s, deployment.warmup_spread_s)
-    )
+    if not deployment.nodes.enabled:
+        pods.ready_s[p] = now_s if warm else now_s + _warmup_s(rng, deployment)
+    elif warm:
+        pods.ready_s[p] = now_s
+        pods.bound_s[p] = now_s
+        if _bind_warm(pods, p, now_s, deployment.nodes) < 0:
+            return -1
+    else:
+        pods.ready_s[p] = math.inf
+        pods.bound_s[p] = math.nan
+        _insert(pods.pending, PODS_PENDING, count, p)
     pods.uid[p] = rng.integers(0, UID_HIGH)
     count[PODS_CREATED] = p + 1
     pods.live[count[PODS_LIVE]] = p
@@ -272,14 +314,18 @@ def _key_less(a, b):
 
 
 @njit(cache=True, nogil=True)
-def _delete_pod(pods, p, now_s, pre_stop_s, grace_period_s, shutdown_timeout_s):
-    # Fleet.delete_pod: out of the Service now, SIGTERM after preStop, stopped at the deadline.
+def _delete_pod(pods, p, now_s, deployment):
+    # Fleet.delete_pod: out of the Service now, SIGTERM after preStop, stopped at the deadline; a
+    # Pending pod (with a node pool, one not bound yet) never binds.
+    pre_stop_s, grace_period_s = deployment.pre_stop_s, deployment.grace_period_s
     pods.deleted_s[p] = now_s
+    if deployment.nodes.enabled and math.isnan(pods.bound_s[p]):
+        _remove(pods.pending, PODS_PENDING, pods.count, p)
     pods.sigterm_s[p] = now_s + min(pre_stop_s, grace_period_s)
     if pods.ready_s[p] > now_s:
         pods.stop_s[p] = now_s  # never served: stopped at once
     else:
-        pods.stop_s[p] = min(now_s + grace_period_s, pods.sigterm_s[p] + shutdown_timeout_s)
+        pods.stop_s[p] = min(now_s + grace_period_s, pods.sigterm_s[p] + deployment.shutdown_timeout_s)
     _remove(pods.live, PODS_LIVE, pods.count, p)
     _insert(pods.term, PODS_TERMINATING, pods.count, p)
 
@@ -319,9 +365,7 @@ def scale_to(pods, replicas, now_s, rng, deployment, keys):
         for k in range(n_live - replicas):
             victims[k] = pods.live[keys[k, 3]]
         for k in range(n_live - replicas):
-            _delete_pod(
-                pods, victims[k], now_s, deployment.pre_stop_s, deployment.grace_period_s, deployment.shutdown_timeout_s
-            )
+            _delete_pod(pods, victims[k], now_s, deployment)
     return 0
 
 
@@ -429,3 +473,103 @@ def release_gateway(pods, req, now_s, endpoints, router):
         after = req.next_req[i]
         _route(pods, req, i, endpoints, n_endpoints, router)
         i = after
+
+
+# ---- the node pool -----------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _hold_gpus(pods, p, node, params):
+    # Pod p takes its GPUs on node (NodePool.pod_node[p] = node, _take).
+    pods.node[p] = node
+    supply.take_gpus(pods.pool, node, params.gpus_per_pod)
+    _insert(pods.bound, PODS_BOUND, pods.count, p)
+
+
+@njit(cache=True, nogil=True)
+def _bind_warm(pods, p, now_s, params):
+    # NodePool.bind_warm: a pod up at time 0 goes on a warm node, a new one if none has room.
+    node = supply.free_node(pods.pool, now_s, params.gpus_per_pod)
+    if node < 0:
+        node = supply.add_node(pods.pool, now_s, True, params)
+        if node < 0:
+            return -1
+    _hold_gpus(pods, p, node, params)
+    return node
+
+
+@njit(cache=True, nogil=True)
+def bind_pending(pods, now_s, rng, deployment):
+    """Bind Pending pods, oldest first, to free GPUs, preempting placeholders when needed (Fleet._bind).
+
+    ``NodePool.bind_pending`` and what ``Fleet._bind`` does with it: each pod
+    bound pulls the image unless its node has it or is pulling it, and is
+    Ready after the pull, the weights load and a warmup drawn from ``rng``
+    then (the draws in binding order, as the reference makes them). Then the
+    placeholders waiting for GPUs take what is left.
+    """
+    params = deployment.nodes
+    pool = pods.pool
+    count = pods.count
+    while count[PODS_PENDING] > 0:
+        p = pods.pending[0]
+        node = supply.free_node(pool, now_s, params.gpus_per_pod)
+        if node < 0:
+            node = supply.preempt_placeholder(pool, now_s, params)
+        if node < 0:
+            break
+        _remove(pods.pending, PODS_PENDING, count, p)
+        _hold_gpus(pods, p, node, params)
+        if pool.image_since_s[node] == math.inf:
+            pool.image_since_s[node] = now_s + params.image_pull_s
+        image_at_s = max(pool.image_since_s[node], now_s)
+        pods.bound_s[p] = now_s
+        pods.ready_s[p] = image_at_s + params.weights_load_s + _warmup_s(rng, deployment)
+    supply.bind_placeholders(pool, now_s, params)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def supply_step(pods, now_s, rng, deployment):
+    """With a node pool: free the GPUs of removed pods, bind Pending pods, run the node autoscaler (Fleet.supply_step).
+
+    The first call starts the placeholders. Returns 0, or -1 when a node did
+    not fit the pool's arrays (the engine checks room for a tick's nodes first).
+    Inlined into the engine's loop; binding, which changes nothing while no pod
+    or placeholder waits, is called only when one does.
+    """
+    params = deployment.nodes
+    pool = pods.pool
+    count = pods.count
+    if pool.count[supply.POOL_STARTED] == 0:
+        pool.count[supply.POOL_STARTED] = 1
+        if supply.add_placeholders(pool, now_s, params) < 0:
+            return -1
+    j = 0
+    while j < count[PODS_BOUND]:
+        p = pods.bound[j]
+        if pods.removed_s[p] <= now_s:  # NodePool.release
+            node = pods.node[p]
+            pods.node[p] = -1
+            _remove(pods.bound, PODS_BOUND, count, p)
+            supply.free_gpus(pool, node, now_s, params)
+        else:
+            j += 1
+    if count[PODS_PENDING] > 0 or supply.placeholders_waiting(pool):
+        bind_pending(pods, now_s, rng, deployment)
+    if supply.autoscale(pool, now_s, params, pods.pending, count[PODS_PENDING], pods.requested_s) < 0:
+        return -1
+    if count[PODS_PENDING] > 0 or supply.placeholders_waiting(pool):
+        bind_pending(pods, now_s, rng, deployment)
+    return 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def supply_counts(pods, now_s):
+    """(nodes ready, nodes provisioning, pods Pending, pods loading) at ``now_s`` (Fleet.supply_counts)."""
+    nodes_ready, nodes_provisioning = supply.node_counts(pods.pool, now_s)
+    loading = 0
+    for j in range(pods.count[PODS_BOUND]):
+        p = pods.bound[j]
+        if pods.ready_s[p] > now_s and math.isnan(pods.deleted_s[p]):
+            loading += 1
+    return nodes_ready, nodes_provisioning, pods.count[PODS_PENDING], loading
