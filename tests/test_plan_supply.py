@@ -151,3 +151,24 @@ def test_planner_manifests_writes_placeholders_that_lint_clean(tmp_path, capsys)
     findings = json.loads(capsys.readouterr().out)["findings"]
     assert not [f for f in findings if f["severity"] == "error"]
     assert main([*argv, "--placeholders", "-1"]) == 2
+
+
+def test_the_plan_fleet_takes_the_node_pool_and_phases_of_a_fleet_file():
+    from planner.workflows.plan import plan_fleet, supply_text
+
+    nodes_fleet = read_fleet(NODES_FLEET)
+    fit = type("Fit", (), {"fixed_ms": 24.0, "per_sequence_ms": 1.0})()
+    thresholds = type("Thresholds", (), {"tpot_fit": fit})()
+    options = dict(
+        kv_tokens=200_000, max_num_seqs=64, warmup_s=90.0, usd_per_gpu_hour=2.5, gpus_per_replica=1, ttft_slo_s=2.0
+    )
+    without = plan_fleet(thresholds, **options)
+    fleet = plan_fleet(thresholds, **options, supply_from=nodes_fleet)
+    assert without.nodes is None and without.warmup_s == 90.0
+    assert "always there" in supply_text(without)
+    assert (fleet.nodes, fleet.image_pull_s, fleet.weights_load_s, fleet.warmup_s) == (nodes_fleet.nodes, 101, 60, 120)
+    assert fleet.replica == without.replica  # the replica still comes from the load test
+    text = supply_text(fleet)
+    assert "nodes of 1 GPU bought by cluster-autoscaler (at most 12 nodes)" in text
+    assert "Ready 721 s after it is requested, one on a node that is up with the image 180 s" in text
+    assert text.startswith("The GPUs come from slow-replica-nodes.yaml's node pool")

@@ -609,7 +609,7 @@ def supply_text(fleet: FleetSpec) -> str:
     nodes = fleet.nodes
     quota = "no node quota" if nodes.max_nodes is None else f"at most {plural(nodes.max_nodes, 'node')}"
     return (
-        f"The GPUs come from {fleet.source or 'the fleet file'}'s node pool: nodes of "
+        f"The GPUs come from {_file_name(fleet.source)}'s node pool: nodes of "
         f"{plural(nodes.gpus_per_node, 'GPU')} bought by {nodes.autoscaler} ({quota}); a replica that needs a new "
         f"node is Ready {fleet.time_to_ready_s(needs_node=True, image_cached=False):g} s after it is requested, "
         f"one on a node that is up with the image {fleet.time_to_ready_s(needs_node=False, image_cached=True):g} s, "
@@ -676,6 +676,10 @@ def node_pool_changes(values: Mapping[str, object], fleet: FleetSpec) -> tuple[s
             "preloaded, or lazy image streaming; no manifest here sets it"
         )
     return tuple(changes)
+
+
+def _file_name(source: str) -> str:
+    return source.replace("\\", "/").rsplit("/", 1)[-1] if source else "the fleet file"
 
 
 def _duration(seconds) -> str:
