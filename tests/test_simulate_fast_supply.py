@@ -31,7 +31,7 @@ from planner.simulate.supply import NodePoolSpec
 from planner.simulate.sweep import apply_point, expand_grid, run_chunk
 from tests.simulate_helpers import poisson_trace, scaled_object, write_manifest
 from tests.test_simulate_fast import QUERIES, assert_same, scenarios
-from tests.test_simulate_fast_compiled import assert_identical, leaves
+from tests.test_simulate_fast_compiled import assert_identical, groups, leaves
 
 IN_FLIGHT = QUERIES[0]
 # Load that rises, falls and rises again: pods are created, wait for nodes, drain, and nodes go empty.
@@ -209,6 +209,24 @@ def test_configurations_with_a_node_pool_share_a_fleet_and_each_gets_what_it_get
         assert_identical_with_supply(fast.simulate(WAVES, config.autoscaler, config.fleet), outcome)
     for config, outcome in zip(configs[::2], together[::2], strict=True):
         assert_same_supply(reference.simulate(WAVES, config.autoscaler, config.fleet), outcome)
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
+@given(groups(), node_pools())
+def test_a_generated_group_on_a_node_pool_gives_each_member_what_it_gets_alone(tmp_path, scenario, pool):
+    fleet, texts, timeseries, trace = scenario
+    if len(trace) == 0:
+        return
+    fleet = dataclasses.replace(fleet, **pool)
+    configs = [fast.Configuration(write_manifest(tmp_path, text, f"m{i}.yaml"), fleet) for i, text in enumerate(texts)]
+    together = fast.simulate_many(trace, configs, timeseries=timeseries)
+    for config, outcome in zip(configs, together, strict=True):
+        assert_identical_with_supply(fast.simulate_many(trace, [config], timeseries=timeseries)[0], outcome)
+    assert_same_supply(
+        reference.simulate(trace, configs[0].autoscaler, fleet), fast.simulate(trace, configs[0].autoscaler, fleet)
+    )
 
 
 def test_node_and_pod_arrays_grown_mid_run_with_parts_waiting_give_the_same_result(tmp_path, monkeypatch):
