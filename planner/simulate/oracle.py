@@ -453,8 +453,11 @@ def _charges(req: _Requests, s: _Setting, weights: tuple[float, float, float], u
 
 def _weights(s: _Setting, windowed: bool) -> list[tuple[float, float, float]]:
     tokens = s.window_tokens if windowed else s.tokens != "none"
+    # Without weight on held time, leaving requests unfinished would cost nearly nothing; with an ITL
+    # objective every met request finishes, and then the pure weights are the sharpest.
+    held_weights = ((0.0,) if s.must_finish and not windowed else ()) + _HELD_WEIGHTS
     weights = [(1.0, 0.0, 0.0)]
-    for held in _HELD_WEIGHTS:
+    for held in held_weights:
         weights.append((held, 0.0, 1.0 - held))
         if tokens:
             weights.append((held, 1.0 - held, 0.0))
