@@ -242,6 +242,12 @@ class OracleBound:
         The pod's shortest cold start bound (b) uses. [s]
     node_cold_start_s : float or None
         A new node's, with a node pool. [s]
+    token_capacity_tps : float
+        Most tokens a pod emits per second of a tick (:func:`token_capacity_tps`). [tokens/s]
+    counts_tokens : bool
+        Whether bound (a) counts tokens (not when pods can drain inside a tick and start in less than one).
+    window_s : float
+        Bound (b)'s window. [s]
     profile_t_s, profile_replicas : numpy.ndarray
         Bound (b)'s windows with every request met: start of each, and the replicas it needs on
         average. [s], [replicas]
@@ -255,6 +261,9 @@ class OracleBound:
     cold_start: OracleCost
     cold_start_s: float
     node_cold_start_s: float | None = None
+    token_capacity_tps: float = math.nan
+    counts_tokens: bool = True
+    window_s: float = ORACLE_WINDOW_S
     profile_t_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
     profile_replicas: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
@@ -677,6 +686,9 @@ def oracle_bound(
         cold_start=OracleCost(float(curve.cold_start_gpu_hours[0]), float(curve.cold_start_cost_usd[0]), peak),
         cold_start_s=pod_cold_s,
         node_cold_start_s=node_cold_s,
+        token_capacity_tps=token_capacity_tps(fleet.replica),
+        counts_tokens=s.tokens != "none",
+        window_s=_window_slots(req, s, window_s) * s.tick_s,
         profile_t_s=profile_t_s,
         profile_replicas=profile_replicas,
     )
@@ -817,23 +829,29 @@ def _oracle_key(fleet: FleetSpec) -> tuple:
 
 def how_computed_text(bound: OracleBound) -> str:
     """One paragraph: how the two bounds were computed and why no configuration can beat them."""
+    tokens = (
+        f", and emits at most {bound.token_capacity_tps:,.0f} tokens per second of a tick (the most its tick's "
+        "batch accounting can credit)"
+        if bound.counts_tokens
+        else " (tokens are not counted: pods may drain inside a tick and start in less than one)"
+    )
     node = (
-        f" With the node pool, nodes are billed: pod-seconds over the pods a node holds, and a new node's shortest "
+        " With the node pool, nodes are billed: pod-seconds over the pods a node holds, and a new node's shortest "
         f"cold start ({bound.node_cold_start_s:g} s) in place of the pod's."
         if bound.node_cold_start_s is not None
         else ""
     )
     return (
-        f"Of {bound.requests:,} requests, at most {bound.missed_requests:,} may miss the objective "
-        f"({bound.impossible_requests:,} cannot meet it in any run: their prefill and one step exceed it). "
-        "Every request that meets it must be admitted within the TTFT objective of its arrival and then be held "
-        "by one pod for its prefill and one step per output token at batch 1; a pod holds at most max_num_seqs "
-        "such requests and kv_tokens of their prompts at any moment, and emits at most a fixed number of tokens "
-        "per tick (the best its tick's batch accounting allows). Summing the least each met request takes of these, "
-        "with the most expensive requests allowed to miss, gives the instant bound: no autoscaler, however quick "
-        "or far-sighted, can serve those requests on fewer pod-seconds. The cold-start bound adds, in windows of "
-        f"{ORACLE_WINDOW_S / 60:g} minutes, that the pod admitting a request was requested at least its shortest "
-        f"cold start ({bound.cold_start_s:g} s) before, so a replica stays through every lull shorter than a cold "
-        "start; misses may uncover at most the least-covered seconds their requests covered." + node + " Both leave "
-        "out the headroom and reaction time a real controller needs, so real configurations cost more."
+        f"Of {bound.requests:,} requests, at most {bound.missed_requests:,} may miss the objective, and "
+        f"{bound.impossible_requests:,} cannot meet it in any run (their prefill and one step take longer). "
+        "Every request that meets it is admitted within the TTFT objective of its arrival and then held by one "
+        "pod for at least its prefill and one batch-1 step per output token; a pod holds at most max_num_seqs "
+        f"such requests and kv_tokens of their prompts at any moment{tokens}. Summing the least each met request "
+        "takes of these, and letting the most expensive requests miss, gives the instant bound: no autoscaler, "
+        "however quick or far-sighted, serves those requests on fewer pod-seconds. The cold-start bound adds, "
+        f"window by window ({bound.window_s / 60:.3g} minutes), that the pod admitting a request was requested at "
+        f"least its shortest cold start ({bound.cold_start_s:g} s) earlier and is billed until the request "
+        "finishes, so one replica stays through every lull shorter than a cold start; misses may uncover at most "
+        "the least-covered seconds their requests covered." + node + " Neither counts the headroom, reaction time "
+        "or cold starts of extra replicas a real controller needs, so real configurations cost more."
     )
