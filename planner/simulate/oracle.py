@@ -244,7 +244,7 @@ class OracleBound:
         A new node's, with a node pool. [s]
     token_capacity_tps : float
         Most tokens a pod emits per second of a tick (:func:`token_capacity_tps`). [tokens/s]
-    counts_tokens : bool
+    tokens_counted : bool
         Whether bound (a) counts tokens (not when pods can drain inside a tick and start in less than one).
     window_s : float
         Bound (b)'s window. [s]
@@ -262,7 +262,7 @@ class OracleBound:
     cold_start_s: float
     node_cold_start_s: float | None = None
     token_capacity_tps: float = math.nan
-    counts_tokens: bool = True
+    tokens_counted: bool = True
     window_s: float = ORACLE_WINDOW_S
     profile_t_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
     profile_replicas: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -335,12 +335,12 @@ class OracleCurve:
         return float(self.instant_cost_usd[self._position(attainment_frac)])
 
 
-def missed_at(attainment_frac: float, requests: int) -> int:
-    """The most requests that may miss when ``attainment_frac`` of ``requests`` must meet the objective."""
-    if not (math.isfinite(attainment_frac) and 0.0 <= attainment_frac <= 1.0):
-        raise PlannerInputError(f"attainment goal: expected a fraction between 0 and 1, got {attainment_frac!r}")
+def missed_at(attainment_goal_frac: float, requests: int) -> int:
+    """The most requests that may miss when ``attainment_goal_frac`` of ``requests`` must meet the objective."""
+    if not (math.isfinite(attainment_goal_frac) and 0.0 <= attainment_goal_frac <= 1.0):
+        raise PlannerInputError(f"attainment goal: expected a fraction between 0 and 1, got {attainment_goal_frac!r}")
     # Rounded towards more misses, so float error can only lower the bound.
-    return min(requests, math.floor((1.0 - attainment_frac) * requests + 1e-6))
+    return min(requests, math.floor((1.0 - attainment_goal_frac) * requests + 1e-6))
 
 
 @dataclass(frozen=True)
@@ -687,7 +687,7 @@ def oracle_bound(
         cold_start_s=pod_cold_s,
         node_cold_start_s=node_cold_s,
         token_capacity_tps=token_capacity_tps(fleet.replica),
-        counts_tokens=s.tokens != "none",
+        tokens_counted=s.tokens != "none",
         window_s=_window_slots(req, s, window_s) * s.tick_s,
         profile_t_s=profile_t_s,
         profile_replicas=profile_replicas,
@@ -758,7 +758,7 @@ def regret_usd(
     trace: RequestTrace,
     fleets: Sequence[FleetSpec],
     costs_usd: Sequence[float],
-    attainments_frac: Sequence[float],
+    slo_attainments_frac: Sequence[float],
     attainment_goal_frac: float,
     *,
     duration_s: float | None = None,
@@ -771,7 +771,7 @@ def regret_usd(
     trace : RequestTrace
     fleets : sequence of FleetSpec
         Each configuration's fleet (a sweep may vary the cold start).
-    costs_usd, attainments_frac : sequence of float
+    costs_usd, slo_attainments_frac : sequence of float
         Each configuration's simulated cost and attainment. [$], [fraction]
     attainment_goal_frac : float
         [fraction]
@@ -787,11 +787,11 @@ def regret_usd(
         Per configuration: its cost less bound (b) for its own fleet at its own attainment (at least 0;
         NaN where its attainment is NaN). [$]
     """
-    if not (len(fleets) == len(costs_usd) == len(attainments_frac)):
+    if not (len(fleets) == len(costs_usd) == len(slo_attainments_frac)):
         raise PlannerInputError("regret: one fleet, cost and attainment per configuration")
     base = fleets[0] if fleets else FleetSpec()
     req = _requests(trace, base, duration_s)
-    attained = np.asarray(attainments_frac, dtype=float)
+    attained = np.asarray(slo_attainments_frac, dtype=float)
     missed = np.where(np.isnan(attained), 0, np.round((1.0 - np.nan_to_num(attained)) * req.requests)).astype(int)
     goal_missed = missed_at(attainment_goal_frac, req.requests)
     groups: dict[tuple, list[int]] = {}
@@ -832,7 +832,7 @@ def how_computed_text(bound: OracleBound) -> str:
     tokens = (
         f", and emits at most {bound.token_capacity_tps:,.0f} tokens per second of a tick (the most its tick's "
         "batch accounting can credit)"
-        if bound.counts_tokens
+        if bound.tokens_counted
         else " (tokens are not counted: pods may drain inside a tick and start in less than one)"
     )
     node = (
