@@ -435,9 +435,37 @@ def _requests(trace: RequestTrace, fleet: FleetSpec, duration_s: float | None) -
     )
 
 
-def _charges(req: _Requests, s: _Setting, weights: tuple[float, float, float], until_s: np.ndarray) -> np.ndarray:
-    """Each request's least use of the weighted resource up to ``until_s`` (its window's end). [s]"""
-    held_w, token_w, kv_w = weights
+@dataclass(frozen=True)
+class _Parts:
+    """Each request's least use of held time, tokens and KV, finished by ``until_s`` or not (in resource units).
+
+    A weight's charge is a linear mix of these (:meth:`charges`); computed once per set of window ends.
+    """
+
+    finished: np.ndarray  # (3, n): held/slots, tokens/kappa, KV/kv_tokens, if it finishes [s]
+    unfinished: np.ndarray  # (3, n): the same if it is still held at until_s [s]
+    may_stay: np.ndarray  # bool (n,): whether it may be unfinished then and still meet its objective
+    _known: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def charges(self, weights: tuple[float, float, float]) -> np.ndarray:
+        """Each request's least use of the weighted resource (computed once per weight). [s]"""
+        if weights not in self._known:
+            finished = _mix(weights, self.finished)
+            self._known[weights] = np.where(
+                self.may_stay, np.minimum(finished, _mix(weights, self.unfinished)), finished
+            )
+        return self._known[weights]
+
+
+def _mix(weights: tuple[float, float, float], rows: np.ndarray) -> np.ndarray:
+    total = np.zeros(rows.shape[1])
+    for weight, row in zip(weights, rows, strict=True):
+        if weight:
+            total += weight * row
+    return total
+
+
+def _parts(req: _Requests, s: _Setting, until_s: np.ndarray) -> _Parts:
     tokens = req.output_tokens
     first = np.ones_like(tokens)
     if s.tokens == "after_first_tick":
@@ -446,18 +474,19 @@ def _charges(req: _Requests, s: _Setting, weights: tuple[float, float, float], u
         early = np.maximum(s.tick_s - req.arrival_s, 0.0) / s.step_1_s
         tokens = np.maximum(tokens - early, 0.0)
         first = np.maximum(first - early, 0.0)
-    finished = (
-        held_w * req.held_s / s.slots + token_w * tokens / s.kappa_tps + kv_w * req.kv_tokens * req.held_s / s.kv_tokens
-    )
+    finished = np.stack([req.held_s / s.slots, tokens / s.kappa_tps, req.kv_tokens * req.held_s / s.kv_tokens])
     to_first_s = req.prefill_s + s.step_1_s
     has_first = (req.arrival_s + s.ttft_slo_s + _TIME_TOL_S <= until_s) | (until_s >= req.end_s)
     held_s = np.maximum(until_s - req.latest_admit_s, 0.0)
     held_s = np.where(has_first, np.maximum(held_s, to_first_s), held_s)
-    unfinished = held_w * held_s / s.slots + np.where(
-        has_first, token_w * first / s.kappa_tps + kv_w * req.kv_tokens * to_first_s / s.kv_tokens, 0.0
+    unfinished = np.stack(
+        [
+            held_s / s.slots,
+            np.where(has_first, first / s.kappa_tps, 0.0),
+            np.where(has_first, req.kv_tokens * to_first_s / s.kv_tokens, 0.0),
+        ]
     )
-    may_stay = ~(s.must_finish & (until_s >= req.end_s))
-    return np.where(may_stay, np.minimum(finished, unfinished), finished)
+    return _Parts(finished, unfinished, ~(s.must_finish & (until_s >= req.end_s)))
 
 
 def _weights(s: _Setting, windowed: bool) -> list[tuple[float, float, float]]:
@@ -501,27 +530,43 @@ def _coverage(req: _Requests, cold_start_s: float, slot_s: float) -> _Coverage:
     return _Coverage(first, last, np.cumsum(diff)[:n_slots], slot_s)
 
 
-def _window_slots(req: _Requests, s: _Setting, window_s: float) -> int:
+@dataclass(frozen=True)
+class _Windows:
+    """Bound (b)'s windows: each request's window and the window ends its charges are counted to."""
+
+    length_s: float
+    count: int
+    of_request: np.ndarray
+    span_s: np.ndarray
+    parts: _Parts
+
+
+def _windows(req: _Requests, s: _Setting, window_s: float) -> _Windows:
     slots = max(1, round(window_s / s.tick_s))
-    return min(slots, round(req.end_s / s.tick_s))
+    n_slots = round(req.end_s / s.tick_s)
+    slots = min(slots, n_slots)
+    length_s = slots * s.tick_s
+    count = -(-n_slots // slots)
+    window = np.minimum((req.arrival_s // length_s).astype(np.int64), count - 1)
+    start_s = np.arange(count) * length_s
+    span_s = np.minimum(start_s + length_s, req.end_s) - start_s
+    until_s = np.minimum((window + 1) * length_s, req.end_s)
+    return _Windows(length_s, count, window, span_s, _parts(req, s, until_s))
 
 
 def _windowed_seconds(
-    req: _Requests,
-    s: _Setting,
+    windows: _Windows,
     weights: tuple[float, float, float],
     cover: _Coverage,
-    window_slots: int,
     scale: float,
     missed: np.ndarray,
 ) -> np.ndarray:
     """Sum over windows of max(volume, coverage), less what ``missed`` misses can take away. [s]"""
-    window_s = window_slots * cover.slot_s
+    window_slots = round(windows.length_s / cover.slot_s)
     n_slots = len(cover.count)
-    n_windows = -(-n_slots // window_slots)
-    window = np.minimum((req.arrival_s // window_s).astype(np.int64), n_windows - 1)
-    until_s = np.minimum((window + 1) * window_s, req.end_s)
-    charge = _charges(req, s, weights, until_s) * scale
+    n_windows = windows.count
+    window = windows.of_request
+    charge = windows.parts.charges(weights) * scale
     volume = np.bincount(window, weights=charge, minlength=n_windows)
     covered = cover.count > 0
     slot_window = np.arange(n_slots) // window_slots
@@ -541,8 +586,8 @@ def _windowed_seconds(
     return np.maximum(base - lost_volume[k] - uncovered * cover.slot_s, 0.0)
 
 
-def _global_seconds(req: _Requests, s: _Setting, weights, scale: float, missed: np.ndarray) -> np.ndarray:
-    charge = _charges(req, s, weights, np.full(len(req.arrival_s), req.end_s)) * scale
+def _global_seconds(parts: _Parts, weights, scale: float, missed: np.ndarray) -> np.ndarray:
+    charge = parts.charges(weights) * scale
     kept = np.concatenate([[0.0], np.cumsum(np.sort(charge))])  # the cheapest requests met
     met = np.clip(len(charge) - missed, 0, len(charge))
     return kept[met]
@@ -551,25 +596,25 @@ def _global_seconds(req: _Requests, s: _Setting, weights, scale: float, missed: 
 def _bound_seconds(
     req: _Requests,
     s: _Setting,
+    windows: _Windows,
     cold_start_s: float,
     scale: float,
     missed: np.ndarray,
-    window_s: float,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Bounds (a) and (b) in serving seconds (of pods, or of nodes with ``scale = 1 / pods_per_node``)."""
-    slots = _window_slots(req, s, window_s)
+    whole = _parts(req, s, np.full(len(req.arrival_s), req.end_s))
     instant = np.zeros(len(missed))
     for weights in _weights(s, windowed=False):
-        instant = np.maximum(instant, _global_seconds(req, s, weights, scale, missed))
+        instant = np.maximum(instant, _global_seconds(whole, weights, scale, missed))
     sure = _coverage(req, 0.0, s.tick_s)
     if not sure.empty:
         for weights in _weights(s, windowed=True):
-            instant = np.maximum(instant, _windowed_seconds(req, s, weights, sure, slots, scale, missed))
+            instant = np.maximum(instant, _windowed_seconds(windows, weights, sure, scale, missed))
     cold = instant.copy()
     if cold_start_s > 0:
         cover = _coverage(req, cold_start_s, s.tick_s)
         for weights in _weights(s, windowed=True):
-            cold = np.maximum(cold, _windowed_seconds(req, s, weights, cover, slots, scale, missed))
+            cold = np.maximum(cold, _windowed_seconds(windows, weights, cover, scale, missed))
     return instant, cold
 
 
@@ -616,14 +661,15 @@ def _curve(req: _Requests, fleet: FleetSpec, missed: np.ndarray, window_s: float
     beyond = missed - req.impossible  # misses left after the requests nobody can serve
     usable = np.maximum(beyond, 0)
     pod_cold_s, node_cold_s = shortest_cold_start_s(fleet)
-    pod_a, pod_b = _bound_seconds(req, s, pod_cold_s, 1.0, usable, window_s)
+    windows = _windows(req, s, window_s)
+    pod_a, pod_b = _bound_seconds(req, s, windows, pod_cold_s, 1.0, usable)
     gpus = fleet.gpus_per_replica
     if fleet.nodes is None or node_cold_s is None:
         per_second = gpus * fleet.usd_per_gpu_hour / _SECONDS_PER_HOUR
         cost_a, cost_b = pod_a * per_second, pod_b * per_second
     else:
         per_node = pods_per_node(fleet.nodes.gpus_per_node, gpus)
-        node_a, node_b = _bound_seconds(req, s, node_cold_s, 1.0 / per_node, usable, window_s)
+        node_a, node_b = _bound_seconds(req, s, windows, node_cold_s, 1.0 / per_node, usable)
         price = fleet.nodes.node_price_usd_per_hour(fleet.usd_per_gpu_hour) / _SECONDS_PER_HOUR
         cost_a, cost_b = node_a * price, node_b * price
     unreachable = beyond < 0
@@ -674,9 +720,10 @@ def oracle_bound(
     curve = _curve(req, fleet, np.array([missed]), window_s)
     s = _setting(fleet)
     usable = missed - req.impossible
-    peak = _peak_replicas(req, s, usable, window_s) if usable >= 0 else 0
+    windows = _windows(req, s, window_s)
+    peak = _peak_replicas(windows, _weights(s, windowed=True), usable) if usable >= 0 else 0
     pod_cold_s, node_cold_s = shortest_cold_start_s(fleet)
-    profile_t_s, profile_replicas = _profile(req, s, pod_cold_s, window_s)
+    profile_t_s, profile_replicas = _profile(req, s, windows, pod_cold_s)
     return OracleBound(
         attainment_goal_frac=attainment_goal_frac,
         requests=req.requests,
@@ -688,37 +735,33 @@ def oracle_bound(
         node_cold_start_s=node_cold_s,
         token_capacity_tps=token_capacity_tps(fleet.replica),
         tokens_counted=s.tokens != "none",
-        window_s=_window_slots(req, s, window_s) * s.tick_s,
+        window_s=windows.length_s,
         profile_t_s=profile_t_s,
         profile_replicas=profile_replicas,
     )
 
 
-def _peak_replicas(req: _Requests, s: _Setting, missed: int, window_s: float) -> int:
+def _peak_replicas(windows: _Windows, weights_tried: list[tuple[float, float, float]], missed: int) -> int:
     # A window whose pod-seconds exceed (k - 1) x its length has k pods serving at some moment. To avoid k
     # everywhere, the misses must bring every window under that; k is forced when that takes more misses
-    # than the goal allows (each window losing its largest charges first).
-    if len(req.arrival_s) - missed <= 0:
+    # than the goal allows (each window losing its largest charges first). Each weight gives a valid answer;
+    # the two with the most volume are tried.
+    if len(windows.of_request) - missed <= 0:
         return 0
-    slots = _window_slots(req, s, window_s)
-    length_s = slots * s.tick_s
-    n_windows = -(-round(req.end_s / s.tick_s) // slots)
-    window = np.minimum((req.arrival_s // length_s).astype(np.int64), n_windows - 1)
-    until_s = np.minimum((window + 1) * length_s, req.end_s)
-    start_s = np.arange(n_windows) * length_s
-    span_s = np.minimum(start_s + length_s, req.end_s) - start_s
+    by_volume = sorted(weights_tried, key=lambda w: -float(windows.parts.charges(w).sum()))
+    window, span_s = windows.of_request, windows.span_s
     peak = 1
-    for weights in _weights(s, windowed=True):
-        charge = _charges(req, s, weights, until_s)
+    for weights in by_volume[:2]:
+        charge = windows.parts.charges(weights)
         order = np.lexsort((-charge, window))
         ranked, by = charge[order], window[order]
-        starts = np.searchsorted(by, np.arange(n_windows))
+        starts = np.searchsorted(by, np.arange(windows.count))
         total = np.cumsum(ranked)
         before = np.where(starts > 0, total[np.maximum(starts - 1, 0)], 0.0)
         # Within each window, the sum of its r largest charges, made one increasing sequence by the window's offset.
         offset = float(total[-1]) + 1.0
         key = by * offset + (total - before[by])
-        volume = np.bincount(window, weights=charge, minlength=n_windows)
+        volume = np.bincount(window, weights=charge, minlength=windows.count)
         level = peak + 1
         while True:
             excess = volume - (level - 1) * span_s
@@ -733,25 +776,19 @@ def _peak_replicas(req: _Requests, s: _Setting, missed: int, window_s: float) ->
     return peak
 
 
-def _profile(req: _Requests, s: _Setting, cold_start_s: float, window_s: float) -> tuple[np.ndarray, np.ndarray]:
+def _profile(req: _Requests, s: _Setting, windows: _Windows, cold_start_s: float) -> tuple[np.ndarray, np.ndarray]:
     # Bound (b)'s windows with every request met, for the weight that gives the largest sum.
-    slots = _window_slots(req, s, window_s)
     cover = _coverage(req, cold_start_s, s.tick_s)
-    length_s = slots * s.tick_s
+    slots = round(windows.length_s / s.tick_s)
     n_slots = len(cover.count)
-    n_windows = -(-n_slots // slots)
-    window = np.minimum((req.arrival_s // length_s).astype(np.int64), n_windows - 1)
-    until_s = np.minimum((window + 1) * length_s, req.end_s)
-    coverage = np.bincount(np.arange(n_slots) // slots, weights=cover.count > 0, minlength=n_windows) * s.tick_s
-    best = np.zeros(n_windows)
+    coverage = np.bincount(np.arange(n_slots) // slots, weights=cover.count > 0, minlength=windows.count) * s.tick_s
+    best = np.zeros(windows.count)
     for weights in _weights(s, windowed=True):
-        volume = np.bincount(window, weights=_charges(req, s, weights, until_s), minlength=n_windows)
+        volume = np.bincount(windows.of_request, weights=windows.parts.charges(weights), minlength=windows.count)
         candidate = np.maximum(volume, coverage)
         if candidate.sum() > best.sum():
             best = candidate
-    start_s = np.arange(n_windows) * length_s
-    span_s = np.minimum(start_s + length_s, req.end_s) - start_s
-    return start_s, best / span_s
+    return np.arange(windows.count) * windows.length_s, best / windows.span_s
 
 
 def regret_usd(
