@@ -18,8 +18,8 @@ objective a finish within it) leaves these traces in every run, whatever the aut
 
 1. It is admitted (``admit_s``) no earlier than its arrival ``a`` and, since its first token comes
    at least its prefill ``p`` plus one step at batch 1 (``s1 = step(1)``) later, no later than
-   ``L = a + ttft_slo_s - p - s1``. A request with ``L < a`` can never meet its objective; so can
-   none whose ITL objective is below ``s1``.
+   ``L = a + ttft_slo_s - p - s1`` (a microsecond later, for float error). A request with ``L < a``
+   can never meet its objective; nor can one of two tokens or more whose ITL objective is below ``s1``.
 2. From admission to its last token it is **held** by one pod, running or (preempted) waiting at
    the head of that pod's queue. A pod holds at most ``max_num_seqs`` such requests at every instant
    (it admits a new request only into a free slot, and only when no preempted one waits ahead of
@@ -39,21 +39,28 @@ So with weights ``(h, t, k) >= 0`` summing to 1, every billed second pays at mos
 second term: unfinished at the end), and the sum of ``c`` over the met requests is a lower bound
 on the serving pod-seconds. A goal allows ``K`` requests to miss; the cheapest run lets the ``K``
 largest ``c`` miss, so the bound sums the others. Each weight gives a valid bound; the oracle takes
-the largest of a few. That is bound (a).
+the largest of a few (with an ITL objective every met request finishes, so weights without held
+time are among them). That is bound (a).
 
-For bound (b), time is cut into windows of :data:`ORACLE_WINDOW_S`. In window ``J``,
+For bound (b), time is cut into windows of :data:`ORACLE_WINDOW_S` (whole ticks, as ``kappa`` counts
+whole ticks). In window ``J``,
 ``integral_J N >= V_J``, the same sum over requests arriving in ``J`` with the end of the window in
 place of the end of the run (a request may carry its work into the next window; then it is held to
 this window's end). And the pod that admits a met request existed through
 ``[L - w, a + d)``: serving at its admission, it was requested at least its cold start ``w``
 before (or it was up at time 0, billed from 0), and it is billed until the request finishes. So
-``integral_J N >= C_J``, the time in ``J`` that such intervals cover, and the window costs at least
-``max(V_J, C_J)``. This keeps one replica through every lull shorter than a cold start, as a fleet
-must that has to answer the next request in time. With ``K`` misses, a window's volume loses at
-most the charges of the requests missed there, and an uncovered second needs every request
-covering it missed: counting, over seconds, how many requests cover each, ``K`` misses uncover
-at most the least-covered seconds whose counts sum to the ``K`` largest numbers of seconds one
-request covers. Bound (b) is the larger of (a) and this sum.
+``integral_J N >= C_J``, the whole ticks in ``J`` that such intervals cover, and the window costs at
+least ``max(V_J, C_J)``. This keeps one replica through every lull shorter than a cold start, as a fleet
+must that has to answer the next request in time. With ``K`` misses, a window where ``V_J`` is the
+larger loses at most the charges of the requests missed there, and one where ``C_J`` is, at most the
+seconds uncovered; an uncovered second needs every request covering it missed, so, counting how
+many requests cover each second, ``K`` misses uncover at most the least-covered seconds whose counts
+sum to the ``K`` largest numbers of seconds one request covers. Bound (b) is the larger of (a) and
+this sum.
+
+The least peak: a window of ``T`` seconds whose pod-seconds exceed ``(k - 1) T`` has ``k`` pods
+serving at some moment, so ``k`` is forced when bringing every window under that takes more misses
+than the goal allows.
 
 Node pools
 ----------
