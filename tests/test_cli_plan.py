@@ -70,6 +70,15 @@ def _check_rules(plan: dict) -> None:
             and c.flap_cycles <= current.flap_cycles
         ]
         assert (plan["case"] == "kept") == (not cheaper and plan["case"] != "same-cost-better")
+    # No setting costs less than the oracle at its own attainment, and none meeting the goal less than the oracle.
+    weeks = plan["weeks_per_trace"]
+    assert plan["oracle_cost_usd_per_week"] == pytest.approx(plan["oracle_cost_usd"] * weeks)
+    for row in (plan["current"], *plan["configurations"]):
+        assert row["regret_usd"] >= -1e-9 and row["regret_usd_per_week"] == pytest.approx(row["regret_usd"] * weeks)
+        if row["slo_attainment_frac"] >= goal:
+            assert row["cost_usd_per_week"] >= plan["oracle_cost_usd_per_week"] - 1e-6
+    rows = {r["index"]: r for r in (plan["current"], *plan["configurations"])}
+    assert plan["recommended"]["regret_usd"] == rows[plan["recommended"]["index"]]["regret_usd"]
     # What is written lints clean together with the patched Deployment.
     assert [f for f in plan["findings"] if f["severity"] == "error"] == []
     assert UNSELECTED not in plan["manifests"]

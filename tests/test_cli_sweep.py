@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
@@ -11,8 +12,11 @@ import pytest
 
 from planner.cli import main
 from planner.cli.sweep import read_grid
+from planner.readers.fleet import read_fleet
 from planner.readers.manifest import load_autoscaler
+from planner.readers.trace import read_trace
 from planner.simulate.fleet import FleetSpec
+from planner.simulate.oracle import oracle_bound, oracle_curve
 from planner.simulate.sweep import run_sweep, summarize
 from tests.conftest import DATA_DIR
 from tests.simulate_helpers import poisson_trace, scaled_object
@@ -73,6 +77,45 @@ def test_json_has_front_cheapest_and_every_result(capsys, files):
     assert _run(capsys, args)[1] == out  # deterministic
 
 
+def test_json_reports_the_oracle_and_each_configurations_regret(capsys, files):
+    _, trace_path, manifest, fleet_path, grid = files
+    base = ["sweep", "--trace", str(trace_path), "--manifest", str(manifest), "--fleet", str(fleet_path)]
+    status, out, err = _run(capsys, [*base, "--grid", str(grid), "--attainment-goal", "0.9", "--json"])
+    assert status == 0, err
+    payload = json.loads(out)
+    trace, fleet = read_trace(trace_path), read_fleet(fleet_path)
+    assert payload["oracle_cost_usd"] == pytest.approx(oracle_bound(trace, fleet, 0.9).cold_start.cost_usd)
+    curve = oracle_curve(trace, fleet)
+    for r in payload["results"]:
+        # Its cost less the oracle's at its own attainment, never below 0; the front's rows carry it too.
+        assert r["regret_usd"] == pytest.approx(r["cost_usd"] - curve.cold_start_cost_usd_at(r["slo_attainment_frac"]))
+        assert r["regret_usd"] >= -1e-9
+        if r["slo_attainment_frac"] >= 0.9:
+            assert r["cost_usd"] >= payload["oracle_cost_usd"]
+    assert all("regret_usd" in r for r in payload["pareto_front"])
+
+
+def test_a_grid_of_cold_starts_holds_each_setting_to_its_own_oracle(capsys, files):
+    folder, _, manifest, fleet_path, _ = files
+    # A request every 20 s: a replica kept through the lulls costs more the longer its cold start.
+    trace_path = folder / "sparse.csv"
+    trace_path.write_text("arrival_s,input_tokens,output_tokens\n" + "".join(f"{20 * i},200,240\n" for i in range(30)))
+    grid = folder / "warmups.yaml"
+    grid.write_text("target: [8]\nwarmup_s: [0, 120]\n")
+    argv = ["sweep", "--trace", str(trace_path), "--manifest", str(manifest), "--fleet", str(fleet_path)]
+    status, out, err = _run(capsys, [*argv, "--grid", str(grid), "--attainment-goal", "0.9", "--json"])
+    assert status == 0, err
+    payload = json.loads(out)
+    trace, fleet = read_trace(trace_path), read_fleet(fleet_path)
+    bounds = [oracle_bound(trace, dataclasses.replace(fleet, warmup_s=w), 0.9).cold_start.cost_usd for w in (0, 120)]
+    assert bounds[0] < bounds[1]
+    assert payload["oracle_cost_usd"] == pytest.approx(bounds[0])  # below every setting's own
+    for r, warmup in zip(payload["results"], (0.0, 120.0), strict=True):
+        own = oracle_curve(trace, dataclasses.replace(fleet, warmup_s=warmup))
+        assert r["regret_usd"] == pytest.approx(r["cost_usd"] - own.cold_start_cost_usd_at(r["slo_attainment_frac"]))
+        assert r["regret_usd"] >= 0
+
+
 def test_table_names_the_front_and_the_cheapest(capsys, files):
     _, trace, manifest, fleet, grid = files
     status, out, err = _run(
@@ -93,6 +136,7 @@ def test_table_names_the_front_and_the_cheapest(capsys, files):
     )
     assert status == 0
     assert "Pareto front of 12 configurations" in out and "Cheapest meeting 0.5000: #" in out
+    assert "over the oracle)" in out and "No setting can cost less than $" in out
     assert "sweep" in err  # the progress bar goes to stderr
 
 

@@ -26,6 +26,7 @@ _COMMANDS: tuple[str, ...] = (
     "hpa",
     "simulate",
     "sweep",
+    "oracle",
     "plan",
     "lint",
     "manifests",

@@ -257,6 +257,11 @@ def _print(plan, written: list[str]) -> None:
         title=f"Pareto front on cost, attainment and flap cycles ({len(summary['front'])} of "
         f"{len(summary['configurations']) + 1})",
     )
+    oracle = summary["oracle_cost_usd_per_week"]
+    if math.isfinite(oracle):
+        regret = summary["recommended"].get("regret_usd_per_week")
+        over = "" if regret is None else f"; at its own attainment the recommended one costs ${regret:,.0f}/week more"
+        print(f"No setting can cost less than ${oracle:,.0f}/week at the attainment goal (planner oracle){over}.")
     for change in plan.node_pool_changes:
         print(f"Also change, outside the manifests: {change}")
     errors = plan.errors

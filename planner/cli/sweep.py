@@ -41,6 +41,7 @@ from planner.simulate.sweep import (
     expand_grid,
     run_sweep,
     summarize,
+    with_regret,
 )
 
 HELP = "search a grid of autoscaler settings for the cost-attainment trade-off"
@@ -131,7 +132,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if client is not None:
             client.close()
-    summary = summarize(results, goal, args.max_flap_cycles)
+    oracle_usd, results = with_regret(trace, autoscaler, fleet, points, results, goal, duration_s=args.duration_s)
+    summary = summarize(results, goal, args.max_flap_cycles, oracle_cost_usd=oracle_usd)
     if args.json:
         print_json({"trace": str(args.trace), "manifest": autoscaler.source, **summary})
         return 0
@@ -140,12 +142,17 @@ def run(args: argparse.Namespace) -> int:
         [
             (
                 f"#{r['index']} {_label(r)}",
-                f"{r['slo_attainment_frac']:.4f} attained, ${r['cost_usd']:.2f}, {r['flap_cycles']} flap cycles",
+                f"{r['slo_attainment_frac']:.4f} attained, ${r['cost_usd']:.2f}{_regret(r)}, "
+                f"{r['flap_cycles']} flap cycles",
             )
             for r in summary["pareto_front"]
         ],
         title=f"Pareto front of {len(results)} configurations ({autoscaler.kind} {autoscaler.name})",
     )
+    if math.isfinite(oracle_usd):
+        print(f"No setting can cost less than ${oracle_usd:.2f} at {goal:.4f} attainment (planner oracle).")
+    else:
+        print(f"No setting can reach {goal:.4f} attainment: too many requests cannot meet the objective.")
     limit = "" if args.max_flap_cycles is None else f" within {args.max_flap_cycles} flap cycles"
     if best is None:
         print(f"No configuration reaches {goal:.4f} attainment{limit}.")
@@ -155,6 +162,11 @@ def run(args: argparse.Namespace) -> int:
             f"{best['slo_attainment_frac']:.4f} attained, ${best['cost_usd']:.2f}, {best['flap_cycles']} flap cycles"
         )
     return 0
+
+
+def _regret(result: dict) -> str:
+    regret = result.get("regret_usd")
+    return "" if regret is None else f" (${regret:.2f} over the oracle)"
 
 
 def _label(result: dict) -> str:
@@ -168,5 +180,6 @@ def _label(result: dict) -> str:
         "peak_replicas",
         "peak_waiting",
         "cut_generations",
+        "regret_usd",
     }
     return " ".join(f"{k}={v}" for k, v in result.items() if k not in skip) or "(manifest as written)"

@@ -67,6 +67,7 @@ from planner.errors import PlannerInputError
 from planner.simulate.control import Control
 from planner.simulate.fast import Configuration, simulate_many
 from planner.simulate.fleet import FleetSpec
+from planner.simulate.oracle import regret_usd
 from planner.simulate.traffic import RequestTrace
 
 __all__ = [
@@ -83,6 +84,7 @@ __all__ = [
     "run_chunk",
     "run_sweep",
     "summarize",
+    "with_regret",
 ]
 
 # Without a chunk size, the points are cut into this many chunks per worker thread (see chunk_points).
@@ -133,7 +135,11 @@ class SweepPoint:
 
 @dataclass(frozen=True)
 class SweepResult:
-    """What one configuration achieved (units in the names)."""
+    """What one configuration achieved (units in the names).
+
+    ``regret_usd``, when set (:func:`with_regret`), is its cost less the oracle's at its own attainment
+    (:mod:`planner.simulate.oracle`).
+    """
 
     index: int
     values: tuple[tuple[str, object], ...]
@@ -147,14 +153,17 @@ class SweepResult:
     cut_generations: int
     node_hours: float | None = None
     time_to_ready_p95_s: float | None = None
+    regret_usd: float | None = None
 
     def as_dict(self) -> dict:
         supply = {name: getattr(self, name) for name in SUPPLY_RESULT_FIELDS if getattr(self, name) is not None}
+        regret = {} if self.regret_usd is None else {"regret_usd": self.regret_usd}
         return {
             "index": self.index,
             **dict(self.values),
             **{name: getattr(self, name) for name in RESULT_FIELDS},
             **supply,
+            **regret,
         }
 
     @classmethod
@@ -510,18 +519,54 @@ def _attained(result: SweepResult) -> float:
     return -math.inf if math.isnan(result.slo_attainment_frac) else result.slo_attainment_frac
 
 
-def summarize(results: Sequence[SweepResult], attainment_goal_frac: float, max_flap_cycles: int | None = None) -> dict:
-    """JSON-ready: every result, the Pareto front and the cheapest meeting the goal (and the flap limit)."""
+def summarize(
+    results: Sequence[SweepResult],
+    attainment_goal_frac: float,
+    max_flap_cycles: int | None = None,
+    oracle_cost_usd: float | None = None,
+) -> dict:
+    """JSON-ready: every result, the Pareto front and the cheapest meeting the goal (and the flap limit).
+
+    With ``oracle_cost_usd`` (from :func:`with_regret`), also the oracle's cost at the goal. [$]
+    """
     ordered = sorted(results, key=lambda r: r.index)
     best = cheapest_meeting(ordered, attainment_goal_frac, max_flap_cycles)
     return {
         "configurations": len(ordered),
         "attainment_goal_frac": attainment_goal_frac,
         "max_flap_cycles": max_flap_cycles,
+        **({} if oracle_cost_usd is None else {"oracle_cost_usd": oracle_cost_usd}),
         "cheapest_meeting_goal": None if best is None else best.as_dict(),
         "pareto_front": [r.as_dict() for r in pareto_front(ordered)],
         "results": [r.as_dict() for r in ordered],
     }
+
+
+def with_regret(
+    trace: RequestTrace,
+    autoscaler: Autoscaler,
+    fleet: FleetSpec,
+    points: Sequence[SweepPoint],
+    results: Sequence[SweepResult],
+    attainment_goal_frac: float,
+    *,
+    duration_s: float | None = None,
+) -> tuple[float, list[SweepResult]]:
+    """The oracle's cost at the goal, and the results with their regret (:func:`planner.simulate.oracle.regret_usd`).
+
+    Each configuration is held against the oracle of its own fleet (a grid may change the cold start), so
+    the oracle's cost at the goal is the least over the grid's fleets. [$]
+    """
+    by_index = {point.index: point for point in points}
+    fleets = [apply_point(autoscaler, fleet, by_index[r.index]).fleet for r in results]
+    costs = [r.cost_usd for r in results]
+    attained = [r.slo_attainment_frac for r in results]
+    oracle_usd, regret = regret_usd(trace, fleets, costs, attained, attainment_goal_frac, duration_s=duration_s)
+    with_regrets = [
+        dataclasses.replace(r, regret_usd=None if math.isnan(x) else float(x))
+        for r, x in zip(results, regret, strict=True)
+    ]
+    return oracle_usd, with_regrets
 
 
 def _same(value):

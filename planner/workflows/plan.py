@@ -44,6 +44,7 @@ from planner.readers.workload import ManifestSet, Workload, YamlDocument
 from planner.simulate import fast, simulate
 from planner.simulate.calibration import replica_from_fit
 from planner.simulate.fleet import FleetSpec
+from planner.simulate.oracle import regret_usd
 from planner.simulate.outcome import Outcome
 from planner.simulate.sweep import (
     SweepPoint,
@@ -755,6 +756,10 @@ class Plan:
         YAML of the placeholders' PriorityClass and Deployment ('' when the recommendation has none).
     node_pool_changes : tuple of str
         What the recommendation changes outside the manifests (node autoscaler settings, image pulls).
+    oracle_cost_usd : float
+        The least any setting could cost over the replayed trace at the attainment goal
+        (:mod:`planner.simulate.oracle`, with the fleet's cold start; inf when no setting can reach it);
+        each result's ``regret_usd`` is its cost over the oracle at its own attainment. [$]
     """
 
     results: tuple[SweepResult, ...]
@@ -772,6 +777,7 @@ class Plan:
     findings: tuple
     placeholders_text: str = ""
     node_pool_changes: tuple[str, ...] = ()
+    oracle_cost_usd: float = math.nan
 
     @property
     def recommended(self) -> SweepResult:
@@ -784,25 +790,33 @@ class Plan:
     def weekly(self, result: SweepResult) -> dict:
         """One setting's figures, per week where they add up."""
         per_week = self.weeks_per_trace
-        return {
-            "index": result.index,
-            "setting": "current" if result.index == CURRENT_INDEX else setting_text(result),
-            "values": {k: v for k, v in result.values},
-            "cost_usd_per_week": result.cost_usd * per_week,
-            "gpu_hours_per_week": result.gpu_hours * per_week,
-            "slo_attainment_frac": result.slo_attainment_frac,
-            "flap_cycles_per_week": result.flap_cycles * per_week,
-            "scale_events_per_week": result.scale_events * per_week,
-            "peak_replicas": result.peak_replicas,
-            "cut_generations_per_week": result.cut_generations * per_week,
-            "meets_goals": meets_goals(result, self.attainment_goal_frac, self.max_flap_cycles),
-        } | (
-            {}
-            if result.node_hours is None
-            else {
-                "node_hours_per_week": result.node_hours * per_week,
-                "time_to_ready_p95_s": result.time_to_ready_p95_s,
+        return (
+            {
+                "index": result.index,
+                "setting": "current" if result.index == CURRENT_INDEX else setting_text(result),
+                "values": {k: v for k, v in result.values},
+                "cost_usd_per_week": result.cost_usd * per_week,
+                "gpu_hours_per_week": result.gpu_hours * per_week,
+                "slo_attainment_frac": result.slo_attainment_frac,
+                "flap_cycles_per_week": result.flap_cycles * per_week,
+                "scale_events_per_week": result.scale_events * per_week,
+                "peak_replicas": result.peak_replicas,
+                "cut_generations_per_week": result.cut_generations * per_week,
+                "meets_goals": meets_goals(result, self.attainment_goal_frac, self.max_flap_cycles),
             }
+            | (
+                {}
+                if result.regret_usd is None
+                else {"regret_usd": result.regret_usd, "regret_usd_per_week": result.regret_usd * per_week}
+            )
+            | (
+                {}
+                if result.node_hours is None
+                else {
+                    "node_hours_per_week": result.node_hours * per_week,
+                    "time_to_ready_p95_s": result.time_to_ready_p95_s,
+                }
+            )
         )
 
     def as_dict(self) -> dict:
@@ -811,6 +825,8 @@ class Plan:
             "attainment_goal_frac": self.attainment_goal_frac,
             "max_flap_cycles": self.max_flap_cycles,
             "weeks_per_trace": self.weeks_per_trace,
+            "oracle_cost_usd": self.oracle_cost_usd,
+            "oracle_cost_usd_per_week": self.oracle_cost_usd * self.weeks_per_trace,
             "current": self.weekly(self.current),
             "recommended": self.weekly(self.recommended),
             "case": self.recommendation.case,
@@ -910,6 +926,17 @@ def make_plan(
         _result(point.index, point.values, outcome) for point, outcome in zip(points, outcomes[:-1], strict=True)
     )
     now = _result(CURRENT_INDEX, (("current", f"{current.kind} {current.name}"),), outcomes[-1])
+    # Every setting against the oracle on the same trace, each with its own fleet (the grid may change the nodes).
+    oracle_usd, regret = regret_usd(
+        trace,
+        [config.fleet for config in configs],
+        [r.cost_usd for r in (*results, now)],
+        [r.slo_attainment_frac for r in (*results, now)],
+        attainment_goal_frac,
+    )
+    regrets = [None if math.isnan(x) else float(x) for x in regret]
+    results = tuple(dataclasses.replace(r, regret_usd=x) for r, x in zip(results, regrets[:-1], strict=True))
+    now = dataclasses.replace(now, regret_usd=regrets[-1])
     recommendation = recommend(now, results, attainment_goal_frac, max_flap_cycles)
     span_s = period_s if period_s is not None else trace.duration_s
     if not (math.isfinite(span_s) and span_s > 0):
@@ -961,6 +988,7 @@ def make_plan(
         findings=findings,
         placeholders_text=placeholders_text,
         node_pool_changes=changes,
+        oracle_cost_usd=oracle_usd,
     )
 
 

@@ -8,6 +8,7 @@ ratios measured in the same run. Nothing here is asserted.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import subprocess
 import sys
@@ -37,10 +38,12 @@ from planner.dynamics.kv_ramp import ramp_replicas
 from planner.manifests.generate import ScalingPlan, generate_manifests
 from planner.manifests.schema import validate_manifest
 from planner.manifests.writer import dump_manifest, patch_workload_text
+from planner.readers.fleet import read_fleet
 from planner.readers.loadtest import read_loadtest
 from planner.readers.model_config import read_model_config
 from planner.readers.trace import read_trace
 from planner.simulate.fleet import FleetSpec
+from planner.simulate.oracle import oracle_bound, oracle_curve
 from planner.simulate.reference import simulate
 from planner.simulate.scenario import Scenario, scenario_trace
 from planner.simulate.traffic import RequestTrace, stretch_days, stretch_trace
@@ -197,6 +200,20 @@ def _stretch_azure_week() -> None:
     stretch_days(read_trace(AZURE_CONV), 0, 7)
 
 
+@functools.cache
+def _azure_day() -> RequestTrace:
+    # Built once, outside the timing: the oracle's cases time the bound alone.
+    return stretch_trace(read_trace(AZURE_CONV), 0)
+
+
+def _oracle_azure_day() -> None:
+    oracle_bound(_azure_day(), read_fleet(DATA_DIR / "fleets" / "lab-8b.yaml"), 0.99)
+
+
+def _oracle_curve_azure_day() -> None:
+    oracle_curve(_azure_day(), read_fleet(DATA_DIR / "fleets" / "lab-8b.yaml"))
+
+
 def _read_mooncake_hour() -> None:
     read_trace(MOONCAKE)
 
@@ -317,6 +334,8 @@ if AZURE_CONV.is_file():  # the shared corpus sits beside the checkout
     CASES["read_trace, Azure conv hour (19,366 rows)"] = (_read_azure_hour, 10)
     CASES["stretch_trace, Azure conv hour to a day (~478k requests)"] = (_stretch_azure_day, 2)
     CASES["stretch_days, Azure conv hour to a week (~3M requests)"] = (_stretch_azure_week, 1)
+    CASES["oracle_bound, Azure conv day (~478k requests) at 0.99, lab fleet"] = (_oracle_azure_day, 1)
+    CASES["oracle_curve, Azure conv day, 1,001 attainments, lab fleet"] = (_oracle_curve_azure_day, 1)
 if MOONCAKE.is_file():
     CASES["read_trace, Mooncake conversation hour (12,031 lines)"] = (_read_mooncake_hour, 5)
 
