@@ -249,3 +249,43 @@ def test_every_query_form_gives_prometheus_values(tmp_path):
         tmp_path, [{"interval": f"{SCRAPE_S}s", "input_series": fixture.input_series(), "promql_expr_test": cases}]
     )
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
+
+
+def test_forecasts_a_day_back_give_prometheus_values(tmp_path):
+    # A day and 45 minutes of two pods: seasonal forecasts read the day before, lead seconds ahead.
+    n = (86_400 + 2700) // SCRAPE_S + 1
+    fixture = Fixture(n, {0: (0, n), 1: (0, n)}, seed=11)
+    store = fixture.store()
+    forms = []
+    for lead_s in (0, 300, 615):
+        forecast = Forecast("seasonal_naive", period_s=86_400, lead_s=lead_s)
+        forms += [
+            (forecast_query(forecast, signal, MATCH, prometheus_major=2), FLEET)
+            for signal in ("in_flight", "request_rate")
+        ]
+    for method in FORECAST_METHODS[1:]:
+        forecast = Forecast(method, window_s=2700, step_s=90, horizon_s=600, smoothing_frac=0.2, trend_frac=0.6)
+        forms += [
+            (forecast_query(forecast, signal, MATCH, prometheus_major=2), FLEET)
+            for signal in ("in_flight", "request_rate")
+        ]
+    times = [86_400 + 15 * k for k in (0, 1, 20, 61, 120, 180)]
+    cases = _cases(store, forms, times)
+    # Every one forecasts, but the day-old request rate with no lead at 24:00 (its window before t = 0 is empty).
+    zero = [(case["expr"], case["eval_time"]) for case in cases if case["exp_samples"][0]["value"] == 0.0]
+    assert zero == [(forms[1][0], "86400s")]
+    run = _run(
+        tmp_path, [{"interval": f"{SCRAPE_S}s", "input_series": fixture.input_series(), "promql_expr_test": cases}]
+    )
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
+
+
+def test_a_wrong_value_fails(tmp_path):
+    # The comparison is promtool's own and exact: one ulp off is a failure, so the tests above can fail.
+    fixture = Fixture(41, {0: (0, 41)}, seed=3)
+    case = _cases(fixture.store(), [(f"rate(vllm:request_success_total{MATCH}[5m])", PER_POD)], [600])[0]
+    case["exp_samples"][0]["value"] = math.nextafter(case["exp_samples"][0]["value"], math.inf)
+    run = _run(
+        tmp_path, [{"interval": f"{SCRAPE_S}s", "input_series": fixture.input_series(), "promql_expr_test": [case]}]
+    )
+    assert run.returncode != 0 and "rate(vllm:request_success_total" in run.stdout + run.stderr
