@@ -276,9 +276,9 @@ def compare_forecasts(
     strategies = []
     for name, (query, _) in makers.items():
         value, bracket, note = gpu_hours_at_attainment(runs[name], attainment_goal_frac)
-        forecast = forecasts.get(name)
-        if forecast is not None and forecast.method == "seasonal_naive" and trace.duration_s <= forecast.offset_s:
-            short = f"the replay is no longer than the offset ({forecast.offset_s:g} s): nothing to read, as reactive"
+        own = forecasts.get(name)
+        if own is not None and own.method == "seasonal_naive" and trace.duration_s <= own.offset_s:
+            short = f"the replay is no longer than the offset ({own.offset_s:g} s): nothing to read, as reactive"
             note = f"{note}; {short}" if note else short
         meeting = [run for run in runs[name] if run.slo_attainment_frac >= attainment_goal_frac]
         cheapest = min(meeting, key=lambda run: run.gpu_hours, default=None)
