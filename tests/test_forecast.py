@@ -61,7 +61,7 @@ def test_a_lead_folds_into_a_positive_offset():
 
 def test_each_method_writes_its_function_and_prometheus_2_says_holt_winters():
     texts = {
-        method: forecast_query(Forecast(method, horizon_s=240, window_s=900, step_s=30), "request_rate", MATCH)
+        method: forecast_query(Forecast(method, ahead_s=240, window_s=900, step_s=30), "request_rate", MATCH)
         for method in FORECAST_METHODS
     }
     base = signal_query("request_rate", MATCH)
@@ -121,7 +121,7 @@ def test_predict_linear_extrapolates_a_straight_ramp_exactly():
     # In flight grows by 2 per minute: 30 minutes of points give the line itself, read 5 minutes ahead.
     n = 3600 // 15 + 1
     store = _store(2 * np.arange(n) / 4)  # 0.5 per 15 s = 2 per minute
-    query = forecast_query(Forecast("predict_linear", window_s=1800, step_s=60, horizon_s=300), "in_flight")
+    query = forecast_query(Forecast("predict_linear", window_s=1800, step_s=60, ahead_s=300), "in_flight")
     t_s = 3000.0
     assert _value(query, store, t_s) == pytest.approx(2 * (t_s + 300) / 60, abs=1e-9)
     assert _value(query, store, t_s, major=2) == pytest.approx(2 * (t_s + 300) / 60, abs=1e-9)
@@ -156,5 +156,5 @@ def test_request_rate_forecasts_read_completions_per_second():
     n = 7200 // 15 + 1
     store = _store(np.zeros(n), completed=3.0 * np.arange(n))
     for method in FORECAST_METHODS[1:]:
-        query = forecast_query(Forecast(method, horizon_s=600), "request_rate")
+        query = forecast_query(Forecast(method, ahead_s=600), "request_rate")
         assert _value(query, store, 7200.0) == pytest.approx(0.2, abs=1e-12), method

@@ -64,7 +64,7 @@ def test_gpu_hours_are_read_off_the_curve_between_the_runs_bracketing_the_goal()
 def test_one_default_forecast_per_method_leading_by_the_warmup():
     forecasts = default_forecasts(240.0)
     assert sorted(forecasts) == sorted(FORECAST_METHODS)
-    assert forecasts["seasonal_naive"].lead_s == 240.0 and forecasts["predict_linear"].horizon_s == 240.0
+    assert forecasts["seasonal_naive"].lead_s == 240.0 and forecasts["predict_linear"].ahead_s == 240.0
 
 
 def test_the_seasonal_trigger_scales_ahead_of_the_second_climb_only(trace):

@@ -383,7 +383,7 @@ def test_a_forecast_becomes_a_trigger_in_the_formula_schema_valid_and_lint_clean
     from planner.simulate.metrics import parse_query
     from planner.vllm.forecast import Forecast, forecast_query
 
-    forecast = Forecast(method, lead_s=240, horizon_s=240)
+    forecast = Forecast(method, lead_s=240, ahead_s=240)
     result = generate_manifests(_replace(PLAN, forecast=forecast, label_matchers=('model_name="chat"',)))
     triggers = result.scaled_object.document["spec"]["triggers"]
     trigger = next(t for t in triggers if t["name"] == "forecast")

@@ -157,7 +157,7 @@ def planner_forms() -> list[tuple[str, str]]:
     }
     forms = [(query, FLEET) for query in queries_for(names, {"namespace": NAMESPACE, "model_name": MODEL}).values()]
     for method in FORECAST_METHODS:
-        forecast = Forecast(method, lead_s=300, horizon_s=300, window_s=1800, step_s=60)
+        forecast = Forecast(method, lead_s=300, ahead_s=300, window_s=1800, step_s=60)
         plan = ScalingPlan(
             target_name=MODEL,
             concurrency_target=40,
@@ -264,7 +264,7 @@ def test_forecasts_a_day_back_give_prometheus_values(tmp_path):
             for signal in ("in_flight", "request_rate")
         ]
     for method in FORECAST_METHODS[1:]:
-        forecast = Forecast(method, window_s=2700, step_s=90, horizon_s=600, smoothing_frac=0.2, trend_frac=0.6)
+        forecast = Forecast(method, window_s=2700, step_s=90, ahead_s=600, smoothing_frac=0.2, trend_frac=0.6)
         forms += [
             (forecast_query(forecast, signal, MATCH, prometheus_major=2), FLEET)
             for signal in ("in_flight", "request_rate")

@@ -365,7 +365,7 @@ def test_forecast_triggers_run_in_the_lockstep_engine_alike(method):
     from planner.vllm.forecast import Forecast
 
     trace = poisson_trace(lambda t: 6.0 if 1800 <= t % 3600 < 2700 else 0.5, 3 * 3600.0, 200, 120, seed=5, tick_s=5.0)
-    forecast = Forecast(method, period_s=3600, lead_s=120, window_s=900, step_s=30, horizon_s=120)
+    forecast = Forecast(method, period_s=3600, lead_s=120, window_s=900, step_s=30, ahead_s=120)
     plan = ScalingPlan("chat", 8, 120, 1024, 50, 12, forecast=forecast)
     manifest = autoscaler_from_document("so.yaml", generate_manifests(plan).scaled_object.document)
     fleet = FleetSpec(

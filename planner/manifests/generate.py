@@ -783,7 +783,7 @@ def _forecast_signal(plan: ScalingPlan, match: str, target: str) -> _Signal:
             "so replicas ordered now are Ready when the load of one period ago comes back"
         )
     elif forecast.method == "predict_linear":
-        detail = f"the line through the last {forecast.window_s:g} s, read {forecast.horizon_s:g} s ahead"
+        detail = f"the line through the last {forecast.window_s:g} s, read {forecast.ahead_s:g} s ahead"
     elif forecast.method == "max_over_time":
         detail = f"the peak of the last {forecast.window_s:g} s holds capacity through shorter dips"
     else:

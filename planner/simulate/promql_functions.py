@@ -176,8 +176,8 @@ def linear_regression(times_ms: Sequence[int], values: Sequence[float], intercep
     return slope, intercept
 
 
-def predict_linear(times_ms: Sequence[int], values: Sequence[float], eval_ms: int, horizon_s: float) -> float | None:
-    """``predict_linear(v[range], horizon_s)`` of one series at ``eval_ms``, as ``funcPredictLinear``.
+def predict_linear(times_ms: Sequence[int], values: Sequence[float], eval_ms: int, ahead_s: float) -> float | None:
+    """``predict_linear(v[range], ahead_s)`` of one series at ``eval_ms``, as ``funcPredictLinear``.
 
     The regression's intercept is taken at the evaluation time itself, also
     when the range selector carries an ``offset``: ``predict_linear(x[1h]
@@ -187,7 +187,7 @@ def predict_linear(times_ms: Sequence[int], values: Sequence[float], eval_ms: in
     if len(values) < 2:
         return None
     slope, intercept = linear_regression(times_ms, values, eval_ms)
-    return slope * horizon_s + intercept
+    return slope * ahead_s + intercept
 
 
 def double_exponential_smoothing(values: Sequence[float], smoothing: float, trend: float) -> float | None:

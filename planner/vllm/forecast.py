@@ -13,7 +13,7 @@ rate (``sum(rate(vllm:request_success_total[5m]))``, completions per second):
   5 minutes is written ``offset 23h55m``; PromQL has no duration arithmetic
   before Prometheus 3.5's experimental ``promql-duration-expr``);
 * ``predict_linear``: the least-squares line through the signal over a
-  window, ``horizon_s`` ahead (set it to the cold start);
+  window, ``ahead_s`` ahead (set it to the cold start);
 * ``max_over_time``: the window's peak of the signal, which holds capacity
   through dips shorter than the window;
 * ``double_exponential_smoothing``: Holt's smoothed level of the signal over
@@ -75,7 +75,7 @@ class Forecast:
         The other methods: the history they read. [s]
     step_s : float
         The subquery's resolution (a point per step). [s]
-    horizon_s : float
+    ahead_s : float
         ``predict_linear``: how far ahead the line is read (the cold start). [s]
     smoothing_frac, trend_frac : float
         ``double_exponential_smoothing``: Holt's factors, each in (0, 1). [fraction]
@@ -86,7 +86,7 @@ class Forecast:
     lead_s: float = 0.0
     window_s: float = 1800.0
     step_s: float = 60.0
-    horizon_s: float = 0.0
+    ahead_s: float = 0.0
     smoothing_frac: float = 0.3
     trend_frac: float = 0.3
 
@@ -102,7 +102,7 @@ class Forecast:
             value = getattr(self, name)
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
                 raise PlannerInputError(f"forecast {name}: expected a number > 0, got {value!r}", parameter=name)
-        for name in ("lead_s", "horizon_s"):
+        for name in ("lead_s", "ahead_s"):
             value = getattr(self, name)
             if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
                 raise PlannerInputError(f"forecast {name}: expected a number >= 0, got {value!r}", parameter=name)
@@ -210,7 +210,7 @@ def forecast_query(
     --------
     >>> forecast_query(Forecast("seasonal_naive", lead_s=300))
     '(sum(vllm:num_requests_running offset 23h55m) + sum(vllm:num_requests_waiting offset 23h55m)) or vector(0)'
-    >>> forecast_query(Forecast("predict_linear", window_s=1800, horizon_s=300))
+    >>> forecast_query(Forecast("predict_linear", window_s=1800, ahead_s=300))
     'predict_linear((sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting))[30m:1m], 300) or vector(0)'
     """
     if prometheus_major not in (2, 3):
@@ -221,7 +221,7 @@ def forecast_query(
     base = signal_query(signal, match, rate_window_s=rate_window_s)
     subquery = f"({base})[{promql_duration(forecast.window_s)}:{promql_duration(forecast.step_s)}]"
     if forecast.method == "predict_linear":
-        return f"predict_linear({subquery}, {_number(forecast.horizon_s)}) or vector(0)"
+        return f"predict_linear({subquery}, {_number(forecast.ahead_s)}) or vector(0)"
     if forecast.method == "max_over_time":
         return f"max_over_time({subquery}) or vector(0)"
     name = "holt_winters" if prometheus_major == 2 else "double_exponential_smoothing"

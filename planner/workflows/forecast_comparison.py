@@ -74,7 +74,7 @@ def default_forecasts(warmup_s: float, *, period_s: float = SECONDS_PER_DAY) -> 
     lead_s = float(round(warmup_s))
     return {
         "seasonal_naive": Forecast("seasonal_naive", period_s=period_s, lead_s=lead_s),
-        "predict_linear": Forecast("predict_linear", window_s=1800.0, step_s=60.0, horizon_s=lead_s),
+        "predict_linear": Forecast("predict_linear", window_s=1800.0, step_s=60.0, ahead_s=lead_s),
         "max_over_time": Forecast("max_over_time", window_s=1800.0, step_s=60.0),
         "double_exponential_smoothing": Forecast(
             "double_exponential_smoothing", window_s=1800.0, step_s=60.0, smoothing_frac=0.3, trend_frac=0.3
