@@ -353,7 +353,8 @@ class Query:
 
     def scalar(self, store: MetricStore, now_s: float, prometheus_major: int = 3) -> tuple[float | None, str | None]:
         """As KEDA's Prometheus scaler reads it: (value, error); empty -> (None, None)."""
-        result = self.evaluate(store, now_s, prometheus_major)
+        # (The simulator's own reading keeps evaluate's two-argument call, which stand-in queries override.)
+        result = self.evaluate(store, now_s) if prometheus_major == 3 else self.evaluate(store, now_s, prometheus_major)
         if isinstance(result, float):
             return result, None
         if not result:
