@@ -416,3 +416,19 @@ def test_prometheus_2_gets_holt_winters_and_a_bad_major_is_refused():
         generate_manifests(_replace(PLAN, prometheus_major=4))
     with pytest.raises(PlannerInputError, match="forecast"):
         generate_manifests(_replace(PLAN, forecast="predict_linear"))
+
+
+def test_forecast_triggers_name_only_metrics_a_real_scrape_exports(shared_dir):
+    from planner.manifests.lint import LintSettings, lint
+    from planner.manifests.writer import dump_manifest
+    from planner.readers.metrics import read_metrics_scrape
+    from planner.readers.workload import manifest_set_from_texts
+    from planner.vllm.forecast import FORECAST_METHODS, Forecast
+
+    scrape = read_metrics_scrape(shared_dir / "real-world" / "metrics" / "vllm-v1-qwen1.5-0.5b-chat-idle.txt")
+    settings = LintSettings(warmup_s=300, max_tokens=4096, itl_ms=50, exported_metrics=scrape.exported)
+    for method in FORECAST_METHODS:
+        for major in (2, 3):
+            plan = _replace(PLAN, forecast=Forecast(method, lead_s=300, ahead_s=300), prometheus_major=major)
+            texts = {"scaledobject.yaml": dump_manifest(generate_manifests(plan).scaled_object)}
+            assert [(f.rule, f.path) for f in lint(manifest_set_from_texts(texts), settings)] == [], (method, major)

@@ -289,3 +289,13 @@ def test_a_wrong_value_fails(tmp_path):
         tmp_path, [{"interval": f"{SCRAPE_S}s", "input_series": fixture.input_series(), "promql_expr_test": [case]}]
     )
     assert run.returncode != 0 and "rate(vllm:request_success_total" in run.stdout + run.stderr
+
+
+def test_a_missing_promtool_skips_with_a_message_and_fails_under_ci(monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="promtool not found"):
+        promtool()
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI installs it"):
+        promtool()
