@@ -218,6 +218,9 @@ def test_real_conversation_traffic_keeps_a_current_setting_that_is_best(conv_tra
         (["--attainment-goal", "2"], "--attainment-goal: expected a fraction"),
         (["--max-flap-cycles", "-1"], "--max-flap-cycles: expected a number >= 0"),
         (["--start", "next monday"], "--start: expected an ISO date and time"),
+        (["--forecasts", "arima"], "--forecasts: unknown method arima"),
+        (["--forecasts", "--forecast-targets", "0.5,x"], "--forecast-targets: expected comma-separated fractions"),
+        (["--forecasts", "all", "--forecast-targets", "0"], "--forecast-targets: expected numbers > 0"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys, args, message):
@@ -254,3 +257,48 @@ def test_start_reaches_the_plan(monkeypatch, capsys):
     assert main([*argv, "--concurrency-target", "48"]) == 2
     assert seen == [1717398000.0, 1704067200.0]
     assert "stop here" in capsys.readouterr().err
+
+
+def test_forecasts_are_priced_beside_reactive_scaling_around_the_recommendation(capsys):
+    from planner.simulate.sweep import SweepResult
+    from planner.workflows.forecast_comparison import gpu_hours_at_attainment
+
+    argv = [
+        "--trace",
+        str(DATA_DIR / "scenarios" / "plan_half_hour.yaml"),
+        "--manifest",
+        str(CURRENT),
+        "--fleet",
+        str(SLOW_FLEET),
+        "--grid",
+        str(GRID),
+        "--concurrency-target",
+        "48",
+        "--attainment-goal",
+        "0.95",
+    ]
+    plan = _plan(capsys, *argv, "--forecasts", "predict_linear,max_over_time", "--forecast-targets", "0.5,1,1.5")
+    section = plan["forecasts"]
+    assert [s["name"] for s in section["strategies"]] == ["reactive", "predict_linear", "max_over_time"]
+    target = plan["recommended"]["values"]["target"]
+    for strategy in section["strategies"]:
+        assert [run["target"] for run in strategy["runs"]] == [round(target * f, 3) for f in (0.5, 1, 1.5)]
+        runs = [
+            SweepResult(k, (), r["slo_attainment_frac"], r["cost_usd"], r["gpu_hours"], 0, 0, 0, 0, 0)
+            for k, r in enumerate(strategy["runs"])
+        ]
+        value, _, note = gpu_hours_at_attainment(runs, 0.95)
+        assert strategy["gpu_hours_at_goal"] == value and strategy["note"] == note
+    assert section["strategies"][0]["query"] == ""
+    assert section["strategies"][1]["query"].startswith("predict_linear((sum(vllm:num_requests_running{")
+    assert 'model_name="llama"' in section["strategies"][2]["query"]  # the team's selector, as in the plan
+    # The reactive runs are the recommended setting at those targets: at the recommended target itself it
+    # costs what the plan's own replay of it does, per replayed span.
+    reactive = section["strategies"][0]["runs"][1]
+    weeks = plan["weeks_per_trace"]
+    assert reactive["gpu_hours"] * weeks == pytest.approx(plan["recommended"]["gpu_hours_per_week"])
+    # Without --json the table names each strategy and prints the queries.
+    assert main(["plan", *argv, "--forecasts", "max_over_time", "--forecast-targets", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "Predictive triggers beside reactive scaling, priced at 95 % attainment" in out
+    assert "max_over_time: max_over_time((sum(vllm:num_requests_running{" in out

@@ -368,3 +368,67 @@ def test_a_generated_cron_floor_holds_in_the_simulator():
 def test_cron_windows_lint_would_flag_are_refused(windows, message):
     with pytest.raises(PlannerInputError, match=re.escape(message)):
         generate_manifests(_replace(PLAN, cron_windows=tuple(windows)))
+
+
+# --- forecast triggers ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "method", ["seasonal_naive", "predict_linear", "max_over_time", "double_exponential_smoothing"]
+)
+def test_a_forecast_becomes_a_trigger_in_the_formula_schema_valid_and_lint_clean(method):
+    from planner.manifests.lint import LintSettings, lint
+    from planner.manifests.writer import dump_manifest
+    from planner.readers.workload import manifest_set_from_texts
+    from planner.simulate.metrics import parse_query
+    from planner.vllm.forecast import Forecast, forecast_query
+
+    forecast = Forecast(method, lead_s=240, ahead_s=240)
+    result = generate_manifests(_replace(PLAN, forecast=forecast, label_matchers=('model_name="chat"',)))
+    triggers = result.scaled_object.document["spec"]["triggers"]
+    trigger = next(t for t in triggers if t["name"] == "forecast")
+    match = '{model_name="chat",namespace="llm"}'
+    assert trigger["metadata"]["query"] == forecast_query(forecast, "in_flight", match)
+    assert trigger["metadata"]["threshold"] == triggers[0]["metadata"]["threshold"]  # the in-flight target
+    assert "forecast / " + trigger["metadata"]["threshold"] in result.formula
+    assert "vllm_requests_in_flight_forecast" in [
+        m["external"]["metric"]["name"] for m in result.hpa.document["spec"]["metrics"]
+    ]
+    for manifest in result.all:
+        if manifest.is_kubernetes_object:
+            assert schema_errors(manifest.document, partial=manifest.is_patch) == [], manifest.file_stem
+    texts = {"scaledobject.yaml": dump_manifest(result.scaled_object), "hpa-alone/hpa.yaml": dump_manifest(result.hpa)}
+    findings = lint(manifest_set_from_texts(texts), LintSettings(warmup_s=240, max_tokens=4096, itl_ms=50))
+    assert [(f.rule, f.path) for f in findings] == []  # no rule misfires on offsets, subqueries or or vector(0)
+    parse_query(trigger["metadata"]["query"])  # and the simulator reads it
+    experimental = [note for note in result.notes if "promql-experimental-functions" in note]
+    assert bool(experimental) == (method == "double_exponential_smoothing")
+
+
+def test_prometheus_2_gets_holt_winters_and_a_bad_major_is_refused():
+    from planner.vllm.forecast import Forecast
+
+    result = generate_manifests(_replace(PLAN, forecast=Forecast("double_exponential_smoothing"), prometheus_major=2))
+    query = next(t for t in result.scaled_object.document["spec"]["triggers"] if t["name"] == "forecast")
+    assert query["metadata"]["query"].startswith("holt_winters(")
+    assert any("renamed double_exponential_smoothing" in note for note in result.notes)
+    with pytest.raises(PlannerInputError, match="prometheus_major"):
+        generate_manifests(_replace(PLAN, prometheus_major=4))
+    with pytest.raises(PlannerInputError, match="forecast"):
+        generate_manifests(_replace(PLAN, forecast="predict_linear"))
+
+
+def test_forecast_triggers_name_only_metrics_a_real_scrape_exports(shared_dir):
+    from planner.manifests.lint import LintSettings, lint
+    from planner.manifests.writer import dump_manifest
+    from planner.readers.metrics import read_metrics_scrape
+    from planner.readers.workload import manifest_set_from_texts
+    from planner.vllm.forecast import FORECAST_METHODS, Forecast
+
+    scrape = read_metrics_scrape(shared_dir / "real-world" / "metrics" / "vllm-v1-qwen1.5-0.5b-chat-idle.txt")
+    settings = LintSettings(warmup_s=300, max_tokens=4096, itl_ms=50, exported_metrics=scrape.exported)
+    for method in FORECAST_METHODS:
+        for major in (2, 3):
+            plan = _replace(PLAN, forecast=Forecast(method, lead_s=300, ahead_s=300), prometheus_major=major)
+            texts = {"scaledobject.yaml": dump_manifest(generate_manifests(plan).scaled_object)}
+            assert [(f.rule, f.path) for f in lint(manifest_set_from_texts(texts), settings)] == [], (method, major)

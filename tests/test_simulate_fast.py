@@ -352,3 +352,58 @@ def test_cron_triggers_run_in_the_lockstep_engine_alike(tmp_path):
     assert_same(ref, fast.simulate(trace, manifest, fleet))
     assert ref.events[0] == (3600.0, 1, 3) and (7200.0, 3, 5) in ref.events
     assert ref.timeseries["replicas_requested"].max() > 5  # the queue trigger takes over above the floors
+
+
+@pytest.mark.parametrize(
+    "method", ["seasonal_naive", "predict_linear", "max_over_time", "double_exponential_smoothing"]
+)
+def test_forecast_triggers_run_in_the_lockstep_engine_alike(method):
+    # The generated ScaledObject with its forecast beside the in-flight trigger, over three one-hour "days"
+    # with a climb each hour; offsets and subqueries are not in the kernels, so the lockstep engine runs them.
+    from planner.manifests.generate import ScalingPlan, generate_manifests
+    from planner.readers.manifest import autoscaler_from_document
+    from planner.vllm.forecast import Forecast
+
+    trace = poisson_trace(lambda t: 6.0 if 1800 <= t % 3600 < 2700 else 0.5, 3 * 3600.0, 200, 120, seed=5, tick_s=5.0)
+    forecast = Forecast(method, period_s=3600, lead_s=120, window_s=900, step_s=30, ahead_s=120)
+    plan = ScalingPlan("chat", 8, 120, 1024, 50, 12, forecast=forecast)
+    manifest = autoscaler_from_document("so.yaml", generate_manifests(plan).scaled_object.document)
+    fleet = FleetSpec(
+        replica=ReplicaSpec(max_num_seqs=16, fixed_ms=20.0, per_sequence_ms=1.0), warmup_s=120.0, tick_s=5.0
+    )
+    assert not fast.covers(manifest, fleet)
+    ref = reference.simulate(trace, manifest, fleet)
+    assert_same(ref, fast.simulate(trace, manifest, fleet))
+    assert ref.scale_events > 4
+
+
+def test_a_store_that_drops_old_scrapes_changes_no_decision(tmp_path, monkeypatch):
+    # Nine hours of a one-hour seasonal trigger, the store dropping 256 scrapes at a time once they are
+    # older than its reach (58 min + 5 min lookback + 10 min margin); kept whole, the run decides the same.
+    from planner.simulate import metrics as metrics_module
+    from planner.simulate import reference as reference_module
+
+    monkeypatch.setattr(metrics_module, "_PRUNE_CHUNK", 256)
+    held = []
+    record = metrics_module.MetricStore.record
+
+    def spy(self, *args, **kwargs):
+        record(self, *args, **kwargs)
+        held.append(len(self.times_s))
+
+    monkeypatch.setattr(metrics_module.MetricStore, "record", spy)
+    trace = poisson_trace(lambda t: 5.0 if 1800 <= t % 3600 < 2400 else 0.3, 9 * 3600.0, 100, 60, seed=6, tick_s=15.0)
+    query = "(sum(vllm:num_requests_running offset 58m) + sum(vllm:num_requests_waiting offset 58m)) or vector(0)"
+    manifest = write_manifest(tmp_path, scaled_object("chat", query, 6, max_replicas=10))
+    fleet = FleetSpec(
+        replica=ReplicaSpec(max_num_seqs=16, fixed_ms=20.0, per_sequence_ms=1.0), warmup_s=60.0, tick_s=15.0
+    )
+    pruned = reference.simulate(trace, manifest, fleet)
+    assert max(held) <= 256 + (58 + 5 + 10) * 4 + 1 < len(held)  # it dropped scrapes
+    assert_same(pruned, fast.simulate(trace, manifest, fleet))
+    monkeypatch.setattr(reference_module, "HISTORY_MARGIN_S", 1e12)
+    held.clear()
+    kept = reference.simulate(trace, manifest, fleet)
+    assert max(held) == len(held)  # it kept every scrape
+    assert kept.events == pruned.events and kept.timeseries.equals(pruned.timeseries)
+    assert pruned.scale_events > 8

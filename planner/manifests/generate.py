@@ -36,6 +36,16 @@ longest generation (:mod:`planner.dynamics.grace`) it builds, as plain data:
   and as ``planner lint`` reviews them (zone, schedules, no overlap with
   different floors, floors within ``max_replicas``); the HPA cannot express a
   schedule, so ``hpa.yaml`` leaves them out and a note says so;
+* with ``forecast``, a predictive trigger beside the reactive ones
+  (:mod:`planner.vllm.forecast`): the fleet's in-flight requests forecast by
+  Prometheus itself (a day ago ``lead`` ahead, a line through the last half
+  hour, the window's peak, or Holt's smoothing), against the same per-replica
+  target, joining the formula's ``max()``, so the fleet follows whichever asks
+  for more. It ends in ``or vector(0)``: where it has nothing to read (the first
+  day of a seasonal forecast) it proposes 0 instead of failing the formula.
+  ``prometheus_major`` 2 writes ``holt_winters`` where Prometheus 3 reads
+  ``double_exponential_smoothing`` (which Prometheus 3 serves only with
+  ``--enable-feature=promql-experimental-functions``; a note says so);
 * a Deployment (or StatefulSet) patch: ``terminationGracePeriodSeconds``
   and vLLM's ``--shutdown-timeout`` from :func:`planner.dynamics.grace.plan_grace`,
   and a preStop ``sleep`` that keeps the pod serving while its endpoint is
@@ -76,6 +86,7 @@ from planner.errors import (
     require_non_negative,
     require_positive,
 )
+from planner.vllm.forecast import Forecast, forecast_query
 from planner.vllm.promql import selector
 
 __all__ = [
@@ -205,6 +216,11 @@ class ScalingPlan:
     cron_windows : tuple of CronWindow
         Scheduled replica floors, one KEDA ``cron`` trigger each (``(start, end, timezone,
         desired_replicas)`` tuples are taken too).
+    forecast : Forecast or None
+        A predictive trigger on the fleet's in-flight requests beside the reactive ones
+        (:class:`planner.vllm.forecast.Forecast`); None writes none.
+    prometheus_major : int
+        The Prometheus KEDA queries, 2 or 3: the name Holt's smoothing goes by.
     """
 
     target_name: str
@@ -235,6 +251,8 @@ class ScalingPlan:
     gpus_per_replica: int = 1
     gpu_resource: str = "nvidia.com/gpu"
     cron_windows: tuple[CronWindow, ...] = ()
+    forecast: Forecast | None = None
+    prometheus_major: int = 3
 
     def __post_init__(self) -> None:
         windows = tuple(w if isinstance(w, CronWindow) else CronWindow(*w) for w in self.cron_windows)
@@ -381,6 +399,13 @@ def generate_manifests(plan: ScalingPlan, versions: ClusterVersions | None = Non
         notes.append(
             "hpa.yaml leaves the cron windows out: an HPA has no schedule (raise its minReplicas from a CronJob "
             "if you apply it instead of scaledobject.yaml)"
+        )
+    if plan.forecast is not None and plan.forecast.method == "double_exponential_smoothing":
+        notes.append(
+            "the forecast trigger calls double_exponential_smoothing, which Prometheus 3 serves only with "
+            "--enable-feature=promql-experimental-functions (Prometheus 2 calls it holt_winters: prometheus_major=2)"
+            if plan.prometheus_major == 3
+            else "the forecast trigger calls holt_winters, which Prometheus 3 renamed double_exponential_smoothing"
         )
     if plan.scale_up_tolerance_frac is not None:
         for name, dropped in (("hpa.yaml", hpa_dropped), ("scaledobject.yaml", so_dropped)):
@@ -552,6 +577,10 @@ def _check(plan: ScalingPlan) -> None:
             raise PlannerInputError(
                 f"{name} must be a whole number >= {0 if name == 'placeholders' else 1}, got {value!r}"
             )
+    if plan.forecast is not None and not isinstance(plan.forecast, Forecast):
+        raise PlannerInputError(f"forecast must be a Forecast, got {plan.forecast!r}")
+    if plan.prometheus_major not in (2, 3):
+        raise PlannerInputError(f"prometheus_major must be 2 or 3, got {plan.prometheus_major!r}")
     _check_cron_windows(plan)
 
 
@@ -717,6 +746,8 @@ def _signals(plan: ScalingPlan) -> list[_Signal]:
                 "fall when a replica is added)",
             )
         )
+    if plan.forecast is not None:
+        signals.append(_forecast_signal(plan, match, t))
     if plan.queue_threshold_requests is not None:
         q = format_threshold(plan.queue_threshold_requests)
         signals.append(
@@ -732,6 +763,43 @@ def _signals(plan: ScalingPlan) -> list[_Signal]:
             )
         )
     return signals
+
+
+_FORECAST_MEANING = {
+    "seasonal_naive": "requests in flight over the fleet one period ago, read lead seconds ahead",
+    "predict_linear": "requests in flight over the fleet, extrapolated along the line through the window",
+    "max_over_time": "the peak of requests in flight over the fleet across the window",
+    "double_exponential_smoothing": "requests in flight over the fleet, smoothed (Holt's level and trend)",
+}
+
+
+def _forecast_signal(plan: ScalingPlan, match: str, target: str) -> _Signal:
+    forecast = plan.forecast
+    assert forecast is not None  # called only with a forecast
+    query = forecast_query(forecast, "in_flight", match, prometheus_major=plan.prometheus_major)
+    if forecast.method == "seasonal_naive":
+        detail = (
+            f"offset {forecast.offset_s:g} s = period {forecast.period_s:g} s - lead {forecast.lead_s:g} s, "
+            "so replicas ordered now are Ready when the load of one period ago comes back"
+        )
+    elif forecast.method == "predict_linear":
+        detail = f"the line through the last {forecast.window_s:g} s, read {forecast.ahead_s:g} s ahead"
+    elif forecast.method == "max_over_time":
+        detail = f"the peak of the last {forecast.window_s:g} s holds capacity through shorter dips"
+    else:
+        detail = (
+            f"Holt's level over the last {forecast.window_s:g} s (smoothing {forecast.smoothing_frac:g}, "
+            f"trend {forecast.trend_frac:g}); it smooths, it does not look ahead"
+        )
+    return _Signal(
+        "forecast",
+        "vllm_requests_in_flight_forecast",
+        query,
+        f"{RUNNING}{match}",
+        target,
+        f"{target} requests in flight per replica, the in-flight target: {detail}; 0 where it has no history",
+        _FORECAST_MEANING[forecast.method] + " (predictive; the HPA follows whichever trigger asks for more)",
+    )
 
 
 def _behavior(
@@ -851,7 +919,13 @@ def _scaled_object(plan, signals, formula, behavior, behavior_comments) -> Gener
             ((*base, "name"), signal.meaning),
             ((*base, "metricType"), METRIC_TYPE_WITH_MODIFIERS if formula else METRIC_TYPE_AVERAGE_VALUE),
             ((*base, "metadata", "threshold"), signal.reason),
-            ((*base, "metadata", "ignoreNullValues"), "a renamed or missing metric is an error, not a silent 0"),
+            (
+                (*base, "metadata", "ignoreNullValues"),
+                "the query itself reads 0 where it has no history (or vector(0)); the reactive trigger still "
+                "fails loudly on a renamed metric"
+                if signal.name == "forecast"
+                else "a renamed or missing metric is an error, not a silent 0",
+            ),
         ]
     for k, window in enumerate(plan.cron_windows):
         metadata = window.metadata

@@ -135,6 +135,12 @@ class Control:
             self.max_replicas = spec.max_replicas
             self.polling_interval_s = self.sync_period_s
 
+    @property
+    def history_s(self) -> float:
+        """How far back the queries read (:attr:`planner.simulate.metrics.Query.history_s`), 0 without any. [s]"""
+        queries = [*self.queries.values(), *(query for _, query in self.metric_queries)]
+        return max((query.history_s for query in queries), default=0.0)
+
     def is_due(self, now_s: float, tick_s: float) -> tuple[bool, bool]:
         """(KEDA poll due, HPA reconcile due) at ``now_s``, on a ``tick_s`` grid."""
 

@@ -39,7 +39,7 @@ from planner.dynamics.cold_start import pods_per_node
 from planner.errors import PlannerInputError
 from planner.simulate.control import Control
 from planner.simulate.fleet import Fleet, FleetSpec
-from planner.simulate.metrics import COLUMNS, MetricStore
+from planner.simulate.metrics import COLUMNS, HISTORY_MARGIN_S, MetricStore
 from planner.simulate.outcome import Outcome, count_flaps, request_latencies, slo_met
 from planner.simulate.replica import CUT, DONE, RequestState, advance_replica, kv_usage_frac
 from planner.simulate.supply import SupplyOutcome
@@ -124,6 +124,10 @@ class RunState:
     rows: list = field(default_factory=list)
     preemptions: int = 0
     supply_rows: list = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        # Keep the scrapes the queries reach (a day's offset keeps a day; a plain rate, minutes).
+        self.store.retention_s = self.control.history_s + HISTORY_MARGIN_S
 
 
 def control_step(state: RunState, t0_s: float) -> None:

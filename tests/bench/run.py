@@ -43,10 +43,13 @@ from planner.readers.loadtest import read_loadtest
 from planner.readers.model_config import read_model_config
 from planner.readers.trace import read_trace
 from planner.simulate.fleet import FleetSpec
+from planner.simulate.metrics import COLUMNS, MetricStore, parse_query
 from planner.simulate.oracle import oracle_bound, oracle_curve
 from planner.simulate.reference import simulate
 from planner.simulate.scenario import Scenario, scenario_trace
 from planner.simulate.traffic import RequestTrace, stretch_days, stretch_trace
+from planner.vllm.forecast import Forecast, forecast_query
+from planner.workflows.forecast_comparison import default_forecasts
 from tests.conftest import DATA_DIR, SHARED_DIR, TEST_DATA_DIR
 
 RATES_RPS = np.linspace(0.0, 200.0, 100_000)
@@ -302,6 +305,59 @@ def _simulate_reference_10min() -> None:
     simulate(SIM_TRACE, SIM_AUTOSCALER, SIM_FLEET, duration_s=600.0)
 
 
+# The same ten minutes with a predict_linear trigger beside the in-flight one (a subquery every poll).
+_FORECAST_SO = ScaledObjectSpec(
+    "bench",
+    (
+        SIM_SO.triggers[0],
+        Trigger(1, "prometheus", 40.0, query=forecast_query(Forecast("predict_linear", window_s=600, ahead_s=60))),
+    ),
+    min_replica_count=1,
+    max_replica_count=16,
+    polling_interval_s=15.0,
+)
+FORECAST_AUTOSCALER = Autoscaler("ScaledObject", "bench", "bench", hpa_for_scaled_object(_FORECAST_SO), _FORECAST_SO)
+
+
+def _simulate_reference_10min_forecast() -> None:
+    simulate(SIM_TRACE, FORECAST_AUTOSCALER, SIM_FLEET, duration_s=600.0)
+
+
+def _day_of_scrapes(pods: int = 8) -> MetricStore:
+    # A day and an hour of 15 s scrapes of eight pods, in-flight gauges and a completion counter.
+    store = MetricStore()
+    rng = np.random.default_rng(0)
+    counters = np.zeros(pods)
+    for k in range((86_400 + 3600) // 15 + 1):
+        rows = np.zeros((pods, len(COLUMNS)))
+        rows[:, COLUMNS.index("num_requests_running")] = rng.integers(0, 40, pods)
+        rows[:, COLUMNS.index("num_requests_waiting")] = rng.integers(0, 5, pods)
+        counters += rng.integers(0, 20, pods)
+        rows[:, COLUMNS.index("request_success_total")] = counters
+        store.record(15.0 * k, list(range(pods)), rows, list(range(pods)))
+    return store
+
+
+_DAY_STORE = _day_of_scrapes()
+_FORECAST_QUERIES = {
+    f"{name}, {signal}": parse_query(forecast_query(forecast, signal))
+    for name, forecast in default_forecasts(300.0).items()
+    for signal in ("in_flight", "request_rate")
+    if signal == "in_flight" or name == "predict_linear"
+}
+
+
+def _forecast_polls(name: str) -> Callable[[], None]:
+    query = _FORECAST_QUERIES[name]
+
+    def polls() -> None:
+        _DAY_STORE.subquery_points.clear()  # each repeat starts cold, then reuses its own steps
+        for k in range(240):
+            query.scalar(_DAY_STORE, 86_400.0 + 15.0 * k)
+
+    return polls
+
+
 CASES: dict[str, tuple[Callable[[], None], int]] = {
     "HorizontalController, 240 reconciles (1 h)": (_hpa_hour, 20),
     "reconcile, Pods metric over 50 pods": (_pods_metric_50, 200),
@@ -328,6 +384,11 @@ CASES: dict[str, tuple[Callable[[], None], int]] = {
     "cut_grid, the drain chapter's 15 ITLs": (_cut_grid_chapter, 20),
     "read_manifest_set + lint, 3 files (4 documents)": (_lint_review_folder, 20),
     "simulate (reference engine), 10 min at 1 s ticks, 10 req/s": (_simulate_reference_10min, 1),
+    "  the same with a predict_linear subquery trigger beside": (_simulate_reference_10min_forecast, 1),
+    **{
+        f"forecast query, 240 polls over a day of 8 pods' scrapes: {name}": (_forecast_polls(name), 1)
+        for name in _FORECAST_QUERIES
+    },
     "read_trace, Prometheus export (2 series x 120 steps, ~32k requests)": (_read_prometheus_export, 10),
 }
 if AZURE_CONV.is_file():  # the shared corpus sits beside the checkout

@@ -44,6 +44,7 @@ from planner.simulate.fast import decision, engine, fleet, metrics, supply
 from planner.simulate.fast.outcome import request_summary
 from planner.simulate.fast.replica import ReplicaParams
 from planner.simulate.fleet import ROUND_ROBIN, FleetSpec
+from planner.simulate.metrics import BASE_NODE_KINDS, node_kinds
 from planner.simulate.outcome import Outcome, count_flaps
 from planner.simulate.reference import _check_cadence, _check_node_quota
 from planner.simulate.replica import DONE
@@ -132,6 +133,11 @@ def prepare(autoscaler, spec: FleetSpec) -> Prepared:
     if control.keda is not None and control.keda.cron_scalers:
         # The decision kernel reads every trigger from a query; a cron trigger reads the wall clock.
         raise NotCompilable("a KEDA cron trigger is not in the compiled kernels")
+    for query in [*control.queries.values(), *(query for _, query in control.metric_queries)]:
+        beyond = node_kinds(query.node) - BASE_NODE_KINDS
+        if beyond:
+            # offset, subqueries, predict_linear, holt_winters: the query kernel has no opcodes for them yet.
+            raise NotCompilable(f"query {query.text!r} uses {', '.join(sorted(beyond))}, not in the compiled kernels")
     try:
         compiled_control = decision.compile_control(control)
         if control.keda is not None:

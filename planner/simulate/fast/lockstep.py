@@ -45,7 +45,7 @@ from planner.capacity.step_time import output_throughput_tps
 from planner.errors import PlannerInputError
 from planner.simulate.control import Control
 from planner.simulate.fleet import Fleet, FleetSpec
-from planner.simulate.metrics import STALENESS_S, MetricStore
+from planner.simulate.metrics import STALENESS_S, MetricStore, depends_on_time
 from planner.simulate.outcome import Outcome
 from planner.simulate.reference import (
     DRAIN_TAIL_S,
@@ -127,9 +127,8 @@ class _IndexedFleet(Fleet):
 
 
 def _has_range(node: tuple) -> bool:
-    if node[0] == "range":
-        return True
-    return any(isinstance(child, tuple) and _has_range(child) for child in node[1:])
+    # A range function, an offset or a subquery: the value moves between scrapes.
+    return depends_on_time(node)
 
 
 class _SignalCachingControl(Control):
