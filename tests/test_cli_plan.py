@@ -309,7 +309,6 @@ def test_without_json_the_forecasts_table_names_each_strategy_and_its_query(caps
     assert "Predictive triggers beside reactive scaling, priced at 98 % attainment" in out
     assert f"reactive  {reactive:.1f} GPU-hours at 98 % [target 10: 20.0 h, 99.90 %" in out
     assert (
-        f"seasonal  {seasonal:.1f} GPU-hours at 98 % ({100 * (seasonal / reactive - 1):+.1f} % against reactive)"
-        in out
+        f"seasonal  {seasonal:.1f} GPU-hours at 98 % ({100 * (seasonal / reactive - 1):+.1f} % against reactive)" in out
     )
     assert out.rstrip().endswith("seasonal: q")
