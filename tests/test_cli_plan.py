@@ -277,28 +277,47 @@ def test_forecasts_are_priced_beside_reactive_scaling_around_the_recommendation(
         "--attainment-goal",
         "0.95",
     ]
-    plan = _plan(capsys, *argv, "--forecasts", "predict_linear,max_over_time", "--forecast-targets", "0.5,1,1.5")
+    plan = _plan(capsys, *argv, "--forecasts", "predict_linear,max_over_time", "--forecast-targets", "1,1.5")
     section = plan["forecasts"]
     assert [s["name"] for s in section["strategies"]] == ["reactive", "predict_linear", "max_over_time"]
     target = plan["recommended"]["values"]["target"]
     for strategy in section["strategies"]:
-        assert [run["target"] for run in strategy["runs"]] == [round(target * f, 3) for f in (0.5, 1, 1.5)]
+        assert [run["target"] for run in strategy["runs"]] == [round(target * f, 3) for f in (1, 1.5)]
         runs = [
             SweepResult(k, (), r["slo_attainment_frac"], r["cost_usd"], r["gpu_hours"], 0, 0, 0, 0, 0)
             for k, r in enumerate(strategy["runs"])
         ]
         value, _, note = gpu_hours_at_attainment(runs, 0.95)
         assert strategy["gpu_hours_at_goal"] == value and strategy["note"] == note
+    assert section["strategies"][0]["gpu_hours_at_goal"] is not None  # 1 meets 95 %, 1.5 does not
     assert section["strategies"][0]["query"] == ""
     assert section["strategies"][1]["query"].startswith("predict_linear((sum(vllm:num_requests_running{")
     assert 'model_name="llama"' in section["strategies"][2]["query"]  # the team's selector, as in the plan
     # The reactive runs are the recommended setting at those targets: at the recommended target itself it
     # costs what the plan's own replay of it does, per replayed span.
-    reactive = section["strategies"][0]["runs"][1]
+    reactive = section["strategies"][0]["runs"][0]
     weeks = plan["weeks_per_trace"]
     assert reactive["gpu_hours"] * weeks == pytest.approx(plan["recommended"]["gpu_hours_per_week"])
-    # Without --json the table names each strategy and prints the queries.
-    assert main(["plan", *argv, "--forecasts", "max_over_time", "--forecast-targets", "1"]) == 0
+
+
+def test_without_json_the_forecasts_table_names_each_strategy_and_its_query(capsys):
+    import dataclasses
+
+    from planner.cli.plan import _print_forecasts
+    from planner.workflows.forecast_comparison import gpu_hours_at_attainment
+    from tests.test_explorers_forecasts import _comparison
+
+    base = _comparison()
+    strategies = []
+    for strategy in base.strategies:
+        value, bracket, note = gpu_hours_at_attainment(strategy.runs, 0.98)
+        strategies.append(dataclasses.replace(strategy, gpu_hours_at_goal=value, bracket_gpu_hours=bracket, note=note))
+    _print_forecasts(dataclasses.replace(base, strategies=tuple(strategies)))
     out = capsys.readouterr().out
-    assert "Predictive triggers beside reactive scaling, priced at 95 % attainment" in out
-    assert "max_over_time: max_over_time((sum(vllm:num_requests_running{" in out
+    reactive, seasonal = (s.gpu_hours_at_goal for s in strategies)
+    assert "Predictive triggers beside reactive scaling, priced at 98 % attainment" in out
+    assert f"reactive  {reactive:.1f} GPU-hours at 98 % [target 10: 20.0 h, 99.90 %" in out
+    assert (
+        f"seasonal  {seasonal:.1f} GPU-hours at 98 % ({100 * (seasonal / reactive - 1):+.1f} % against reactive)" in out
+    )
+    assert out.rstrip().endswith("seasonal: q")

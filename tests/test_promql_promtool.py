@@ -14,7 +14,8 @@ and keep averaged gauges in 64ths, so every value is order-free.
 Where 2.x and 3.x differ (``rate``, ``max_over_time`` and subqueries select
 ``[t - w, t]`` in 2.x, ``(t - w, t]`` in 3.x), promtool 2.42 is 2.x: the eval
 times sit on scrapes, so the boundary sample is in play, and
-``test_prometheus_3_drops_the_sample_2_keeps`` states the difference.
+``tests/test_simulate_metrics.py::test_prometheus_2_keeps_the_sample_exactly_a_range_old_and_3_drops_it``
+states the difference.
 """
 
 from __future__ import annotations
@@ -143,7 +144,8 @@ class Fixture:
 
 # ---- the query forms ----------------------------------------------------------------------------------
 
-FLEET, PER_POD, POD_ONLY = "fleet", "per_pod", "pod_only"
+FLEET, PER_POD, POD_ONLY, MODEL_ONLY = "fleet", "per_pod", "pod_only", "model_only"
+PER_POD_NO_POD = "per_pod_no_pod"  # what `without (pod)` keeps: the shared labels
 
 
 def planner_forms() -> list[tuple[str, str]]:
@@ -193,6 +195,9 @@ def subset_forms() -> list[tuple[str, str]]:
         (f"histogram_quantile(0.9, rate({TTFT}{MATCH}[5m]))", PER_POD),
         (f"histogram_quantile(0.5, sum by (le) (rate({TTFT}{MATCH}[3m] offset 2m)))", FLEET),
         (f"max by (pod) (vllm:num_requests_running{MATCH})", POD_ONLY),
+        (f"sum by (pod) (rate(vllm:generation_tokens_total{MATCH}[3m]))", POD_ONLY),
+        (f"sum by (model_name) (rate(vllm:request_success_total{MATCH}[5m]))", MODEL_ONLY),
+        (f"avg without (pod) (vllm:num_requests_running{MATCH} offset 2m)", PER_POD_NO_POD),
         (f"sum(vllm:num_requests_waiting{MATCH} offset 10m)", FLEET),
         (f"avg(vllm:kv_cache_usage_perc{MATCH})", FLEET),
         (f"max(vllm:num_requests_running{MATCH}) + max(vllm:num_requests_waiting{MATCH})", FLEET),
@@ -205,6 +210,10 @@ def subset_forms() -> list[tuple[str, str]]:
 
 
 def _labels(kind: str, key: tuple) -> str:
+    if kind == MODEL_ONLY:
+        return f'{{model_name="{MODEL}"}}'
+    if kind == PER_POD_NO_POD:
+        return f'{{model_name="{MODEL}", namespace="{NAMESPACE}"}}'
     if kind == FLEET or not key or key[0] is None:
         return "{}"
     if kind == POD_ONLY:

@@ -358,13 +358,13 @@ def test_cron_triggers_run_in_the_lockstep_engine_alike(tmp_path):
     "method", ["seasonal_naive", "predict_linear", "max_over_time", "double_exponential_smoothing"]
 )
 def test_forecast_triggers_run_in_the_lockstep_engine_alike(method):
-    # The generated ScaledObject with its forecast beside the in-flight trigger, over three one-hour "days"
+    # The generated ScaledObject with its forecast beside the in-flight trigger, over two one-hour "days"
     # with a climb each hour; offsets and subqueries are not in the kernels, so the lockstep engine runs them.
     from planner.manifests.generate import ScalingPlan, generate_manifests
     from planner.readers.manifest import autoscaler_from_document
     from planner.vllm.forecast import Forecast
 
-    trace = poisson_trace(lambda t: 6.0 if 1800 <= t % 3600 < 2700 else 0.5, 3 * 3600.0, 200, 120, seed=5, tick_s=5.0)
+    trace = poisson_trace(lambda t: 6.0 if 1800 <= t % 3600 < 2700 else 0.5, 2 * 3600.0, 200, 120, seed=5, tick_s=5.0)
     forecast = Forecast(method, period_s=3600, lead_s=120, window_s=900, step_s=30, ahead_s=120)
     plan = ScalingPlan("chat", 8, 120, 1024, 50, 12, forecast=forecast)
     manifest = autoscaler_from_document("so.yaml", generate_manifests(plan).scaled_object.document)

@@ -39,10 +39,14 @@ Queries are parsed (:func:`parse_query`) into a subset of PromQL:
 ``eval``), and ``holt_winters`` answers to its Prometheus 3 name too. The
 arithmetic of ``rate``, ``sum`` and ``avg`` is the compiled engine's
 (:mod:`planner.simulate.fast.metrics`, which this module's evaluation is held
-to bit for bit): ``rate`` scales by ``(extrapolated / sampled) / range`` in two
-roundings where Prometheus computes the factor first, ``avg`` divides the
-interpreter's ``sum()`` by the count; these differ from Prometheus 3 in the last
-bits only. ``prometheus_major=2`` is Prometheus 2.42 exactly: closed ranges and
+to bit for bit): ``rate`` multiplies by extrapolated / sampled time and then
+divides by the range where Prometheus forms that factor first (the last bit
+or two), and it moves a counter's start to its zero point before the
+extrapolation threshold is checked, as 2.x does (3.x checks first: they differ
+only when the zero point lies between half a scrape gap and 1.1 gaps before the
+first sample); ``sum`` and ``avg`` add in pod order with the interpreter's
+``sum()`` (compensated from Python 3.12, as Prometheus 3 is) and ``avg`` divides
+once. ``prometheus_major=2`` is Prometheus 2.42 exactly: closed ranges and
 subqueries ``[t - w, t]``, and its arithmetic for every function
 (:mod:`planner.simulate.promql_functions`); ``tests/test_promql_promtool.py``
 holds it to 2.42's ``promtool``. The new forecast functions (``predict_linear``,
