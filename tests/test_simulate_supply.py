@@ -223,3 +223,25 @@ def test_a_sweep_compares_warm_spares_with_faster_pulls_each_with_its_cost(autos
 def test_fleet_mapping_reads_back_as_the_same_fleet(spec):
     text = yaml.safe_dump(fleet_mapping(spec))
     assert fleet_spec_from_mapping(yaml.safe_load(text), "FLEET.yaml") == spec
+
+
+@pytest.mark.parametrize("autoscaler", ["cluster-autoscaler", "karpenter"])
+def test_a_node_whose_pod_left_before_it_came_up_is_kept_for_the_unneeded_time_from_then(autoscaler):
+    # The node autoscaler's unneeded clock starts when the node can hold pods, not at its request:
+    # a node that took 400 s to come up stays its full 600 s once it is up and nobody uses it.
+    from planner.dynamics.cold_start import ClusterAutoscalerSettings, KarpenterSettings
+    from planner.simulate.supply import NodePool
+
+    spec = NodePoolSpec(
+        gpus_per_node=1,
+        provision_s=400.0,
+        autoscaler=autoscaler,
+        cluster_autoscaler=ClusterAutoscalerSettings(scale_down_delay_after_add_s=0.0),
+        karpenter=KarpenterSettings(consolidate_after_s=600.0),
+    )
+    pool = NodePool(spec, 1, np.random.default_rng(0))
+    node = pool.add_node(0.0)
+    for now_s in np.arange(0.0, 1200.0, 10.0):
+        pool.autoscale(float(now_s))
+    assert pool.allocatable_s[node] == 400.0
+    assert pool.removed_s[node] == 1000.0

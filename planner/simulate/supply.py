@@ -449,7 +449,8 @@ class NodePool:
             if (
                 self.allocatable_s[n] <= now_s
                 and self.gpus_free[n] == self.spec.gpus_per_node
-                and now_s - self.empty_since_s[n] >= empty_for_s - 1e-9
+                # The unneeded clock starts once the node can hold pods, not at its request.
+                and now_s - max(self.empty_since_s[n], self.allocatable_s[n]) >= empty_for_s - 1e-9
             ):
                 self.removed_s[n] = now_s
 

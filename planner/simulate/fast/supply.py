@@ -333,7 +333,7 @@ def remove_empty(pool, now_s, empty_for_s, params):
         if (
             pool.allocatable_s[n] <= now_s
             and pool.gpus_free[n] == params.gpus_per_node
-            and now_s - pool.empty_since_s[n] >= empty_for_s - 1e-9
+            and now_s - max(pool.empty_since_s[n], pool.allocatable_s[n]) >= empty_for_s - 1e-9
         ):
             pool.removed_s[n] = now_s
             for k in range(j, pool.count[POOL_LIVE] - 1):
