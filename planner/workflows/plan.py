@@ -29,6 +29,7 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 
 from planner.autoscaler.spec import Autoscaler
 from planner.capacity.knee import LoadTestThresholds
@@ -608,9 +609,10 @@ def supply_text(fleet: FleetSpec) -> str:
             "and cost counts GPU-hours of the pods."
         )
     nodes = fleet.nodes
+    source = PurePath(fleet.source).name if fleet.source else "the fleet file"
     quota = "no node quota" if nodes.max_nodes is None else f"at most {plural(nodes.max_nodes, 'node')}"
     return (
-        f"The GPUs come from {_file_name(fleet.source)}'s node pool: nodes of "
+        f"The GPUs come from {source}'s node pool: nodes of "
         f"{plural(nodes.gpus_per_node, 'GPU')} bought by {nodes.autoscaler} ({quota}); a replica that needs a new "
         f"node is Ready {fleet.time_to_ready_s(needs_node=True, image_cached=False):g} s after it is requested, "
         f"one on a node that is up with the image {fleet.time_to_ready_s(needs_node=False, image_cached=True):g} s, "
@@ -677,10 +679,6 @@ def node_pool_changes(values: Mapping[str, object], fleet: FleetSpec) -> tuple[s
             "preloaded, or lazy image streaming; no manifest here sets it"
         )
     return tuple(changes)
-
-
-def _file_name(source: str) -> str:
-    return source.replace("\\", "/").rsplit("/", 1)[-1] if source else "the fleet file"
 
 
 def _duration(seconds) -> str:
