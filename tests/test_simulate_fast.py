@@ -39,6 +39,16 @@ QUERIES = (
     "max(avg_over_time(vllm:num_requests_running[2m]))",
 )
 POD_METRICS = ("vllm:num_requests_running", "num_requests_waiting", "DCGM_FI_DEV_GPU_UTIL")
+# Cron windows for generated runs of one to five minutes: every other minute, two minutes in three, a window
+# that wraps the hour, one in a zone Go cannot load (every query fails), one in New York (a generated run may
+# start at its fall-back, 2024-11-03 05:50 UTC).
+CRON_WINDOWS = (
+    ("*/2 * * * *", "1-59/2 * * * *", "UTC"),
+    ("1-59/3 * * * *", "*/3 * * * *", "Europe/Dublin"),
+    ("3 * * * *", "1 * * * *", "UTC"),
+    ("*/2 * * * *", "1-59/2 * * * *", "Europe/Dublyn"),
+    ("*/4 * * * *", "2-59/4 * * * *", "America/New_York"),
+)
 
 
 def assert_same(ref, fst) -> None:
@@ -67,7 +77,7 @@ def down_policy(kind: str, value: int, period_s: int) -> str:
 
 @st.composite
 def scenarios(draw):
-    kind = draw(st.sampled_from(["keda", "pods", "external"]))
+    kind = draw(st.sampled_from(["keda", "pods", "external", "cron"]))
     keda = kind == "keda"
     min_replicas = draw(st.integers(0 if kind != "pods" else 1, 3))
     max_replicas = draw(st.integers(max(min_replicas, 1), 8))
@@ -79,6 +89,17 @@ def scenarios(draw):
             min_replicas=min_replicas,
             max_replicas=max_replicas,
             down_window_s=draw(st.sampled_from([0, 30, 120])),
+        )
+    elif kind == "cron":  # windows of a minute or two that open and close within the run
+        windows = draw(st.lists(st.sampled_from(CRON_WINDOWS), min_size=1, max_size=3))
+        text = cron_scaled_object(
+            "chat",
+            draw(st.sampled_from(QUERIES)),
+            draw(st.sampled_from([0.5, 2, 5, 10, 20, 40])),
+            [(start, end, zone, draw(st.integers(1, 6))) for start, end, zone in windows],
+            min_replicas=min_replicas,
+            max_replicas=max_replicas,
+            up_policy=draw(st.sampled_from(["", "Pods:1:30"])),
         )
     elif keda:
         policy = draw(st.sampled_from(["", down_policy("Pods", 1, 30), down_policy("Percent", 50, 60)]))
@@ -114,6 +135,7 @@ def scenarios(draw):
         shutdown_timeout_s=draw(st.sampled_from([0.0, 20.0])),
         pre_stop_s=draw(st.sampled_from([0.0, 5.0])),
         seed=draw(st.integers(0, 2**16)),
+        start_epoch_s=draw(st.sampled_from([1704067200.0, 1704067200.0 + 90.0, 1730608200.0])),
     )
     low, high = draw(st.floats(0.5, 6.0)), draw(st.floats(0.5, 25.0))
     switch_s = draw(st.floats(30.0, 200.0))
@@ -333,9 +355,9 @@ def test_the_cache_delays_the_first_scale_up_to_a_poll(tmp_path):
     assert cached_s >= fresh and cached_s % 60 == 0
 
 
-def test_cron_triggers_run_in_the_lockstep_engine_alike(tmp_path):
+def test_cron_triggers_run_compiled_alike(tmp_path):
     # Two overlapping windows (UTC and Dublin, both GMT in January) beside a queue trigger, load rising
-    # inside them; the decision kernel does not read clocks, so the lockstep engine runs it.
+    # inside them; the kernels read the cron triggers' readings computed ahead from the clock.
     trace = poisson_trace(lambda t: 30.0 if 7800 <= t < 8100 else 0.5, 3 * 3600.0, 300, 200, seed=8, tick_s=60.0)
     windows = [("0 1 * * *", "30 2 * * *", "UTC", 3), ("0 2 * * MON", "0 3 * * MON", "Europe/Dublin", 5)]
     manifest = write_manifest(tmp_path, cron_scaled_object("chat", QUERIES[1], 4, windows, max_replicas=12))
@@ -347,11 +369,65 @@ def test_cron_triggers_run_in_the_lockstep_engine_alike(tmp_path):
         seed=2,
         tick_s=5.0,
     )
-    assert not fast.covers(manifest, fleet)
+    assert fast.covers(manifest, fleet)
     ref = reference.simulate(trace, manifest, fleet)
     assert_same(ref, fast.simulate(trace, manifest, fleet))
     assert ref.events[0] == (3600.0, 1, 3) and (7200.0, 3, 5) in ref.events
     assert ref.timeseries["replicas_requested"].max() > 5  # the queue trigger takes over above the floors
+
+
+# (start of the run, windows, the scale events they give): London's spring-forward (2024-03-31, 01:00 GMT
+# becomes 02:00 BST) and New York's fall-back (2024-11-03, 02:00 EDT becomes 01:00 EST), runs from midnight.
+DST_CASES = {
+    # 01:30 does not exist on the day: the end's next firing is the next day's, after the next start, so
+    # KEDA's isWithinInterval keeps the first window shut all day; 02:00-03:00 BST is 01:00-02:00 UTC.
+    "spring-forward": (
+        1711843200.0,
+        [("30 0 * * *", "30 1 * * *", "Europe/London", 3), ("0 2 * * *", "0 3 * * *", "Europe/London", 5)],
+        ((3600.0, 1, 4), (3615.0, 4, 5), (7500.0, 5, 1)),
+    ),
+    # 01:30-01:45 happens twice (EDT, then EST); 01:00 fires twice too, and the Sunday window opens at the
+    # second 01:00 (before it, the next start comes before the next 02:00, so it is shut).
+    "fall-back": (
+        1730606400.0,
+        [
+            ("30 1 * * *", "45 1 * * *", "America/New_York", 3),
+            ("0 1 * * SUN", "0 2 * * SUN", "America/New_York", 2),
+        ],
+        ((5400.0, 1, 3), (6600.0, 3, 1), (7200.0, 1, 2), (9000.0, 2, 3), (10200.0, 3, 2), (11100.0, 2, 1)),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DST_CASES))
+def test_cron_windows_across_a_daylight_saving_change_run_compiled_alike(tmp_path, case):
+    start_epoch_s, windows, events = DST_CASES[case]
+    trace = poisson_trace(0.3, 4 * 3600.0, 300, 200, seed=8, tick_s=60.0)
+    manifest = write_manifest(tmp_path, cron_scaled_object("chat", QUERIES[1], 4, windows, max_replicas=12))
+    fleet = FleetSpec(
+        replica=ReplicaSpec(max_num_seqs=4), warmup_s=45.0, seed=2, tick_s=5.0, start_epoch_s=start_epoch_s
+    )
+    assert fast.covers(manifest, fleet)
+    ref = reference.simulate(trace, manifest, fleet)
+    assert_same(ref, fast.simulate(trace, manifest, fleet))
+    assert ref.events == events
+
+
+def test_cron_activation_from_zero_runs_compiled_alike(tmp_path):
+    # minReplicaCount 0: no queue, so KEDA scales to zero at once; the requests that arrive wait at the
+    # gateway, where no pod's metric sees them, until the 01:00 window activates the ScaledObject from zero
+    # (and its floor lets the queue trigger see them); after it, cooldownPeriod takes the fleet to zero again.
+    trace = poisson_trace(lambda t: 1.0 if t < 1200 else 0.0, 2 * 3600.0, 300, 200, seed=3, tick_s=60.0)
+    windows = [("0 1 * * *", "15 1 * * *", "UTC", 2)]
+    manifest = write_manifest(
+        tmp_path, cron_scaled_object("chat", QUERIES[1], 4, windows, min_replicas=0, max_replicas=12)
+    )
+    fleet = FleetSpec(replica=ReplicaSpec(max_num_seqs=4), warmup_s=45.0, seed=2, tick_s=5.0, initial_replicas=1)
+    assert fast.covers(manifest, fleet)
+    ref = reference.simulate(trace, manifest, fleet, duration_s=2 * 3600.0)
+    assert_same(ref, fast.simulate(trace, manifest, fleet, duration_s=2 * 3600.0))
+    assert ref.events[:2] == ((15.0, 1, 0), (3600.0, 0, 2))
+    assert ref.events[-1][2] == 0 and ref.events[-1][0] > 4500.0
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,10 @@ from planner.simulate.control import Control
 from planner.simulate.fast import decision
 from planner.simulate.fast.decision import (
     CACHE_EMPTY,
+    CRON_ACTIVE,
+    CRON_FAILED,
+    CRON_INACTIVE,
+    CRON_NONE,
     DOWN,
     DOWN_N,
     HISTORY_FULL,
@@ -41,6 +45,7 @@ from planner.simulate.metrics import MetricStore, Query
 
 CAPACITY = 16  # pod ids the fleets draw from; result rows hold CAPACITY + 1 series
 EXTRA_IDS = (20, 31)  # scraped pods the HPA does not see (terminating ones), beyond the fleet's ids
+NO_CRON = (np.full(4, CRON_NONE, dtype=np.int64), np.zeros(4))  # decide's cron readings: no trigger is one
 
 
 # ---- keda_quantity_milli ------------------------------------------------------------------------
@@ -164,11 +169,36 @@ behaviors = st.none() | st.fixed_dictionaries({"scaleUp": rules, "scaleDown": ru
 thresholds = st.sampled_from([0.5, 1, 2, 2.5, 3, 5, 7.5, 10, 0.25, 0.0015, 100, 0.333])
 
 
+# Cron windows that open and close within the runs' 15 minutes: every few minutes, a broken zone, a DST zone.
+CRON_WINDOWS = [
+    ("*/5 * * * *", "2-59/5 * * * *", "UTC"),
+    ("*/3 * * * *", "1-59/3 * * * *", "Europe/Dublin"),
+    ("4-59/6 * * * *", "*/6 * * * *", "America/New_York"),  # wraps: open from minute 4 to the next 0
+    ("*/5 * * * *", "2-59/5 * * * *", "Europe/Dublyn"),  # a zone Go cannot load: every query fails
+    ("0 8 * * *", "0 18 * * *", "UTC"),
+]
+
+
+def _cron_trigger(draw) -> str:
+    start, end, zone = draw(st.sampled_from(CRON_WINDOWS))
+    desired = draw(st.sampled_from([1, 2, 4, 7, -2]))
+    trigger = "  - type: cron\n"
+    if draw(st.booleans()):
+        trigger += f"    metricType: {draw(st.sampled_from(['AverageValue', 'Value']))}\n"
+    return trigger + (
+        f"    metadata:\n      start: '{start}'\n      end: '{end}'\n      timezone: {zone}\n"
+        f"      desiredReplicas: '{desired}'\n"
+    )
+
+
 @st.composite
-def scaled_objects(draw):
+def scaled_objects(draw, cron=False):
     n = draw(st.integers(1, 3))
     triggers = []
     for i in range(n):
+        if cron and (i == n - 1 or draw(st.booleans())):  # at least one
+            triggers.append(_cron_trigger(draw))
+            continue
         metadata = [f"query: 'sum(vllm:num_requests_waiting) + {i}'", f"threshold: '{draw(thresholds)}'"]
         if draw(st.booleans()):
             metadata.append(f"activationThreshold: '{draw(st.sampled_from([0, 0.5, 1, 3, 10, -1]))}'")
@@ -420,6 +450,27 @@ def _kernel_history(control: Control, state):
     return recs, events[0], events[1], keda, bool(state.count[SCALED_TO_ZERO])
 
 
+def _cron_inputs(control: Control, now_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """decide's cron readings at ``now_s``, by trigger position, from ``KedaController.cron_readings``."""
+    n = len(control.keda.so.triggers) if control.keda is not None else 0
+    state, value = np.full(max(n, 1), CRON_NONE, dtype=np.int64), np.full(max(n, 1), 1e300)
+    if control.keda is not None:
+        positions = [t.index for t in control.keda.so.triggers]
+        for index, reading in control.keda.cron_readings(now_s).items():
+            slot = positions.index(index)
+            state[slot] = CRON_FAILED if reading.error is not None else CRON_ACTIVE if reading.active else CRON_INACTIVE
+            value[slot] = reading.value
+    return state, value
+
+
+def _slot_rows(control: Control, rows: list) -> list:
+    """Query results by decision row: a ScaledObject's cron triggers get junk the kernel must not read."""
+    if control.keda is None:
+        return rows
+    by_index = dict(zip(control.queries, rows, strict=True))
+    return [by_index.get(t.index, 1e300) for t in control.keda.so.triggers]
+
+
 def _run_side_by_side(control: Control, seed: int, tick_s: float, n_ticks: int) -> dict:
     """Drive Control.decide and the kernel through the same ticks; assert equal counts and history."""
     compiled = compile_control(control)
@@ -433,7 +484,7 @@ def _run_side_by_side(control: Control, seed: int, tick_s: float, n_ticks: int) 
         hpa = control.keda.hpa
         scales = [float(m.target.value_milli or m.target.average_value_milli) / 1000 for m in hpa.metrics]
         by_name = dict(zip([m.name for m in hpa.metrics], scales, strict=True))
-        scales = [by_name[trigger.metric_name] for trigger in control.keda.so.triggers]
+        scales = [by_name[t.metric_name] for t in control.keda.so.triggers if t.index in control.queries]
     else:
         scales = [float(m.target.value_milli or m.target.average_value_milli) / 1000 for m in control.hpa.spec.metrics]
     spec_replicas = int(rng.integers(0, 6))
@@ -441,7 +492,7 @@ def _run_side_by_side(control: Control, seed: int, tick_s: float, n_ticks: int) 
     pod_ready = np.zeros(CAPACITY, dtype=np.bool_)
     pod_start_s = np.zeros(CAPACITY)
     pod_transition_s = np.zeros(CAPACITY)
-    seen = {"calls": 0, "changes": 0}
+    seen = {"calls": 0, "changes": 0, "cron": set()}
     for k in range(n_ticks):
         now_s = k * tick_s
         if rng.random() < 0.7:  # a scrape at the end of the previous tick
@@ -475,7 +526,9 @@ def _run_side_by_side(control: Control, seed: int, tick_s: float, n_ticks: int) 
             _result(rng, kind, scraped if rng.random() < 0.8 else ids, scale)
             for kind, scale in zip(kinds, scales, strict=True)
         ]
-        res_kind, res_n, res_keys, res_vals = _rows(results.rows)
+        res_kind, res_n, res_keys, res_vals = _rows(_slot_rows(control, results.rows))
+        cron_state, cron_value = _cron_inputs(control, now_s)
+        seen["cron"].update(cron_state.tolist())
         last = store._last_index(now_s)
         stamp_s = store.times_s[last] if last >= 0 else math.nan
         try:
@@ -500,8 +553,10 @@ def _run_side_by_side(control: Control, seed: int, tick_s: float, n_ticks: int) 
             res_keys,
             res_vals,
             stamp_s,
+            cron_state,
+            cron_value,
         )
-        assert got == expected, (k, now_s, poll, reconcile, spec_replicas, ready, results.rows)
+        assert got == expected, (k, now_s, poll, reconcile, spec_replicas, ready, results.rows, cron_state)
         if expected == NO_SCRAPE:
             break
         assert _kernel_history(control, s) == _history(control), (k, now_s)
@@ -523,6 +578,50 @@ def _run_side_by_side(control: Control, seed: int, tick_s: float, n_ticks: int) 
 def test_scaled_objects_decide_as_control_does(tmp_path, text, seed, tick_s, sync_s):
     control = Control(_load(tmp_path, text), sync_period_s=sync_s)
     _run_side_by_side(control, seed, tick_s, int(900 / tick_s))
+
+
+@given(
+    text=scaled_objects(cron=True),
+    seed=st.integers(0, 2**32 - 1),
+    tick_s=st.sampled_from([1.0, 5.0, 15.0]),
+    start_s=st.sampled_from([1704067200.0, 1710052200.0, 1730595600.0 - 300.0]),
+)
+@settings(
+    max_examples=600, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
+def test_scaled_objects_with_cron_triggers_decide_as_control_does(tmp_path, text, seed, tick_s, start_s):
+    # Cron triggers beside Prometheus ones, their windows opening and closing within the 15 minutes, started
+    # on a Monday 00:00 UTC, at the spring-forward in New York (2024-03-10 06:30 UTC) and five minutes
+    # before its fall-back (2024-11-03 06:00 UTC).
+    control = Control(_load(tmp_path, text), start_epoch_s=start_s)
+    seen = _run_side_by_side(control, seed, tick_s, int(900 / tick_s))
+    assert seen["cron"] - {CRON_NONE}  # some cron reading was handed in
+
+
+def test_cron_readings_open_close_fail_and_hold_the_floor(tmp_path):
+    # The kernel against Control at every 15 s tick of half an hour: a 5-minute window from 00:00 and a
+    # broken zone beside a queue trigger, from a Monday 00:00 UTC; the count holds the floor in the windows.
+    text = (
+        "apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: chat}\nspec:\n"
+        "  scaleTargetRef: {name: chat}\n  minReplicaCount: 0\n  maxReplicaCount: 10\n  pollingInterval: 15\n"
+        "  cooldownPeriod: 30\n  triggers:\n"
+        "  - type: prometheus\n    metadata: {query: 'sum(vllm:num_requests_waiting)', threshold: '5'}\n"
+        "  - type: cron\n    metadata: {start: '0,20 0 * * *', end: '5,25 0 * * *', timezone: UTC, "
+        "desiredReplicas: '4'}\n"
+    )
+    pair = _Pair(Control(_load(tmp_path, text), start_epoch_s=1704067200.0))
+    replicas = [0]
+    for k in range(120):
+        replicas.append(pair.step(15.0 * k, replicas[-1], replicas[-1], {(): 0.0}))
+    # From zero: KEDA activates to 1, then its HPA takes the max over metrics, the cron floor of 4.
+    assert replicas[1] == 4 and set(replicas[1:23]) == {4}  # 00:00 to 00:05, then cooldownPeriod
+    assert replicas[23] == 0 and set(replicas[23:81]) == {0}  # no activity: to zero, until 00:20
+    assert replicas[81] == 4
+    broken = text.replace("timezone: UTC", "timezone: Europe/Dublyn")
+    pair = _Pair(Control(_load(tmp_path, broken), start_epoch_s=1704067200.0))
+    # Every query of the cron trigger fails: an error poll keeps 2 replicas where they are, and the HPA holds
+    # (one metric invalid while the other would scale down).
+    assert [pair.step(15.0 * k, 2, 2, {(): 0.0}) for k in range(8)] == [2] * 8
 
 
 @given(
@@ -572,7 +671,7 @@ class _Pair:
             self.store.times_s.append(0.0)
         rows = result if isinstance(result, list) else [result]  # one result per query, or a list of them
         self.results.rows = rows
-        res_kind, res_n, res_keys, res_vals = _rows(rows)
+        res_kind, res_n, res_keys, res_vals = _rows(_slot_rows(self.control, rows))
         size = max(CAPACITY, spec_replicas)
         ids = np.arange(size)
         flags = ids < ready
@@ -600,6 +699,7 @@ class _Pair:
             res_keys,
             res_vals,
             self.store.times_s[-1] if self.store.times_s else math.nan,
+            *_cron_inputs(self.control, now_s),
         )
         if got > QUANTITY_OUT_OF_RANGE:  # not an error code: the same count and history
             assert got == expected
@@ -753,6 +853,7 @@ def test_a_history_never_overflows_its_arrays(tmp_path):
             res_keys,
             res_vals,
             0.0,
+            *NO_CRON,
         )
         for k in range(300)
     ]
@@ -760,7 +861,7 @@ def test_a_history_never_overflows_its_arrays(tmp_path):
 
 
 @njit(cache=False)
-def _decide_many(t, s, n, ids, flags, zeros, res_kind, res_n, res_keys, res_vals):
+def _decide_many(t, s, n, ids, flags, zeros, res_kind, res_n, res_keys, res_vals, cron_state, cron_value):
     replicas = 3
     for k in range(n):
         res_vals[0, 0] = float(k % 40)
@@ -782,6 +883,8 @@ def _decide_many(t, s, n, ids, flags, zeros, res_kind, res_n, res_keys, res_vals
             res_keys,
             res_vals,
             15.0 * k,
+            cron_state,
+            cron_value,
         )
         if replicas < 0:
             return replicas
@@ -796,7 +899,17 @@ def test_the_kernel_runs_inside_another_kernel(tmp_path):
     ids = np.arange(CAPACITY)
     assert (
         _decide_many(
-            t, s, 200, ids, np.ones(CAPACITY, np.bool_), np.zeros(CAPACITY), res_kind, res_n, res_keys, res_vals
+            t,
+            s,
+            200,
+            ids,
+            np.ones(CAPACITY, np.bool_),
+            np.zeros(CAPACITY),
+            res_kind,
+            res_n,
+            res_keys,
+            res_vals,
+            *NO_CRON,
         )
         >= 0
     )

@@ -116,7 +116,7 @@ class Twins:
             spec, control, RequestState(trace.arrival_s, trace.input_tokens, trace.output_tokens), Fleet(spec)
         )
         prepared = compiled.prepare(autoscaler, spec)
-        members, queries, has_range = compiled.pack_members([prepared])
+        members, queries, has_range = compiled.pack_members([prepared], 240)
         self.n_ticks = 240
         self.scrape_every = round(spec.scrape_interval_s / spec.tick_s)
         self.group = engine.Group(

@@ -59,6 +59,7 @@ __all__ = [
     "cron_metric_name",
     "cron_problems",
     "cron_reading",
+    "cron_reading_runs",
     "first_overlap_s",
     "is_active",
     "overlap_in_a_year_s",
@@ -228,6 +229,63 @@ def cron_reading(scaler: CronScaler, now_s: float) -> CronReading:
     except PlannerInputError as error:
         return CronReading(0.0, False, f"unable to load timezone: {error}")
     return CronReading(float(scaler.desired_replicas) if active else 0.0, active)
+
+
+def cron_reading_runs(
+    scaler: CronScaler, start_epoch_s: float, tick_s: float, n_ticks: int
+) -> tuple[tuple[int, CronReading], ...]:
+    """The scaler's reading at every instant ``start_epoch_s + k * tick_s``, ``k`` in ``0 .. n_ticks - 1``, as runs.
+
+    What :meth:`planner.autoscaler.keda.KedaController.cron_readings` returns at
+    each of those instants (the simulator's tick starts on the wall clock),
+    without asking at every one: a reading depends only on the next firings of
+    ``start`` and ``end`` (see :func:`_within`), which stay the same until the
+    earlier of them. So at the first tick of a run the reading is
+    :func:`cron_reading`'s own, and it holds for every tick before that firing.
+    A zone that does not load fails every query alike: one run.
+
+    Parameters
+    ----------
+    scaler : CronScaler
+    start_epoch_s : float
+        The wall-clock instant of tick 0, UTC epoch. [s]
+    tick_s : float
+        Tick length. [s]
+    n_ticks : int
+        Ticks to cover.
+
+    Returns
+    -------
+    tuple of (int, CronReading)
+        ``(first tick, reading)``, ascending from tick 0; each reading holds until the next run's first tick.
+        Consecutive runs differ in their reading.
+    """
+    runs: list[tuple[int, CronReading]] = []
+    k = 0
+    while k < n_ticks:
+        wall_s = start_epoch_s + k * tick_s  # as KedaController.cron_readings adds them
+        reading = cron_reading(scaler, wall_s)
+        if not runs or runs[-1][1] != reading:
+            runs.append((k, reading))
+        if reading.error is not None:
+            break  # the zone never loads
+        zone = load_location(scaler.timezone)
+        fires = [
+            fire
+            for fire in (next_fire_s(scaler.start, wall_s, zone), next_fire_s(scaler.end, wall_s, zone))
+            if fire is not None
+        ]
+        if not fires:
+            break  # neither fires within five years: the reading holds
+        change_s = min(fires)
+        # The first tick at or after the firing (wall-clock instants never decrease with k).
+        after = max(k + 1, math.ceil((change_s - start_epoch_s) / tick_s))
+        while after > k + 1 and start_epoch_s + (after - 1) * tick_s >= change_s:
+            after -= 1
+        while after < n_ticks and start_epoch_s + after * tick_s < change_s:
+            after += 1
+        k = after
+    return tuple(runs)
 
 
 def first_overlap_s(

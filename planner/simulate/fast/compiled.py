@@ -37,6 +37,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
+from planner.autoscaler.cron_scaler import CronScaler, cron_reading_runs
 from planner.capacity.step_time import output_throughput_tps
 from planner.dynamics.cold_start import CLUSTER_AUTOSCALER
 from planner.simulate.control import Control
@@ -109,6 +110,9 @@ class Prepared:
     control: Control
     compiled_control: decision.CompiledControl
     queries: tuple[metrics.CompiledQuery, ...]
+    query_slots: tuple[int, ...]  # the decision row each query fills (its trigger's or metric's position)
+    n_slots: int  # the rows the decision reads: triggers (a ScaledObject) or metrics (an HPA)
+    cron: tuple[tuple[int, CronScaler], ...]  # (row, scaler) of each cron trigger, which reads no query
     signal_query: int  # which of queries the signal column shows, -1 for none
     signal_kind: int  # 0 KEDA, 1 an HPA Pods metric (averaged over pods), 2 an HPA Object/External metric
     initial_replicas: int
@@ -130,9 +134,6 @@ def prepare(autoscaler, spec: FleetSpec) -> Prepared:
     control = Control(autoscaler, spec.signal_map, spec.hpa_sync_period_s, spec.start_epoch_s)
     _check_cadence(control, spec)
     _check_node_quota(control, spec)
-    if control.keda is not None and control.keda.cron_scalers:
-        # The decision kernel reads every trigger from a query; a cron trigger reads the wall clock.
-        raise NotCompilable("a KEDA cron trigger is not in the compiled kernels")
     for query in [*control.queries.values(), *(query for _, query in control.metric_queries)]:
         beyond = node_kinds(query.node) - BASE_NODE_KINDS
         if beyond:
@@ -140,15 +141,20 @@ def prepare(autoscaler, spec: FleetSpec) -> Prepared:
             raise NotCompilable(f"query {query.text!r} uses {', '.join(sorted(beyond))}, not in the compiled kernels")
     try:
         compiled_control = decision.compile_control(control)
+        cron: tuple[tuple[int, CronScaler], ...] = ()
         if control.keda is not None:
             ordered = list(control.queries.items())
             parsed = [query for _, query in ordered]
             signal_query = [index for index, _ in ordered].index(min(control.queries)) if ordered else -1
             signal_kind = 0
+            triggers = [t.index for t in control.keda.so.triggers]
+            slots = tuple(triggers.index(index) for index, _ in ordered)
+            cron = tuple((triggers.index(index), scaler) for index, scaler in control.keda.cron_scalers.items())
         else:
             parsed = [query for _, query in control.metric_queries]
             signal_query = 0 if parsed else -1
             signal_kind = 1 if control.metric_queries and control.metric_queries[0][0] == "Pods" else 2
+            slots = tuple(range(len(parsed)))
         compiled = tuple(metrics.compile_query(query) for query in parsed)
     except (decision.NotCompilable, metrics.NotCompilable) as error:
         raise NotCompilable(str(error)) from None
@@ -162,6 +168,9 @@ def prepare(autoscaler, spec: FleetSpec) -> Prepared:
         control,
         compiled_control,
         compiled,
+        slots,
+        int(compiled_control.n_queries),
+        cron,
         signal_query,
         signal_kind,
         int(initial),
@@ -225,8 +234,43 @@ def _concatenate(compiled: Sequence[metrics.CompiledQuery]) -> engine.Queries:
     )
 
 
-def pack_members(group: Sequence[Prepared]) -> tuple[engine.Members, engine.Queries, np.ndarray]:
+@lru_cache(maxsize=256)
+def cron_runs(
+    scaler: CronScaler, start_epoch_s: float, tick_s: float, n_ticks: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A cron trigger's readings over a run as arrays (:func:`planner.autoscaler.cron_scaler.cron_reading_runs`).
+
+    Returns
+    -------
+    first_tick : numpy.ndarray of int64
+        Each run's first tick, ascending from 0.
+    state : numpy.ndarray of int64
+        Each run's ``decision.CRON_INACTIVE``, ``CRON_ACTIVE`` or ``CRON_FAILED``.
+    value : numpy.ndarray of float64
+        Each run's value: ``desiredReplicas`` in the window, else 0. [replicas]
+    """
+    runs = cron_reading_runs(scaler, start_epoch_s, tick_s, n_ticks)
+    first_tick = np.array([k for k, _ in runs], dtype=np.int64)
+    state = np.array(
+        [
+            decision.CRON_FAILED
+            if reading.error is not None
+            else decision.CRON_ACTIVE
+            if reading.active
+            else decision.CRON_INACTIVE
+            for _, reading in runs
+        ],
+        dtype=np.int64,
+    )
+    value = np.array([reading.value for _, reading in runs], dtype=float)
+    return first_tick, state, value
+
+
+def pack_members(group: Sequence[Prepared], n_ticks: int) -> tuple[engine.Members, engine.Queries, np.ndarray]:
     """The group's controls as :data:`planner.simulate.fast.engine.Members`, and its distinct queries.
+
+    ``n_ticks`` is the run's length: each member's cron triggers are read
+    ahead over it (:func:`cron_runs`), from the clock alone.
 
     Returns
     -------
@@ -248,8 +292,11 @@ def pack_members(group: Sequence[Prepared]) -> tuple[engine.Members, engine.Quer
             ids.append(distinct[key])
         query_ids.append(ids)
     n = len(group)
-    most = max((len(ids) for ids in query_ids), default=0)
+    most = max((p.n_slots for p in group), default=0)
     query_of = np.full((n, max(most, 1)), -1, dtype=np.int64)
+    cron_slots = np.zeros((n, max(most, 1), 2), dtype=np.int64)  # an empty range: the slot reads its query
+    cron_parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    cron_at = 0
     config_i = np.zeros((n, len(engine.CONFIG_INT)), dtype=np.int64)
     config_f = np.zeros((n, len(engine.CONFIG_FLOAT)))
     table_off = np.zeros((n, 8), dtype=np.int64)
@@ -257,7 +304,12 @@ def pack_members(group: Sequence[Prepared]) -> tuple[engine.Members, engine.Quer
     table_i, table_f, state_i, state_f = [], [], [], []
     at = {"table_i": 0, "table_f": 0, "state_i": 0, "state_f": 0}
     for m, (prepared, ids) in enumerate(zip(group, query_ids, strict=True)):
-        query_of[m, : len(ids)] = ids
+        query_of[m, list(prepared.query_slots)] = ids
+        for slot, scaler in prepared.cron:
+            runs = cron_runs(scaler, float(prepared.spec.start_epoch_s), float(prepared.spec.tick_s), int(n_ticks))
+            cron_slots[m, slot] = (cron_at, cron_at + len(runs[0]))
+            cron_parts.append(runs)
+            cron_at += len(runs[0])
         tables = decision.tables(prepared.compiled_control)
         config = tables.config._asdict()
         config_i[m] = [int(config[name]) for name in engine.CONFIG_INT]
@@ -293,7 +345,14 @@ def pack_members(group: Sequence[Prepared]) -> tuple[engine.Members, engine.Quer
         dtype=np.int64,
     )
     reconcile_every = np.array([_every(p.control.sync_period_s, tick_s) for p in group], dtype=np.int64)
-    identity = np.array([ids == list(range(len(ids))) for ids in query_ids], dtype=np.bool_)
+    # A cron slot (-1) is never read from the results: the group's rows serve when every other slot is its own.
+    identity = np.array(
+        [
+            all(q in (slot, -1) for slot, q in enumerate(row[: p.n_slots].tolist()))
+            for p, row in zip(group, query_of, strict=True)
+        ],
+        dtype=np.bool_,
+    )
     signal_query = np.array(
         [ids[p.signal_query] if p.signal_query >= 0 else -1 for p, ids in zip(group, query_ids, strict=True)],
         dtype=np.int64,
@@ -315,10 +374,15 @@ def pack_members(group: Sequence[Prepared]) -> tuple[engine.Members, engine.Quer
         poll_every=poll_every,
         reconcile_every=reconcile_every,
         query_of=query_of,
-        n_query=np.array([len(ids) for ids in query_ids], dtype=np.int64),
+        n_query=np.array([p.n_slots for p in group], dtype=np.int64),
         identity=identity,
         signal_query=signal_query,
         signal_kind=signal_kind,
+        has_cron=np.array([bool(p.cron) for p in group], dtype=np.bool_),
+        cron_slots=cron_slots,
+        cron_run_tick=joined([part[0] for part in cron_parts], np.int64),
+        cron_run_state=joined([part[1] for part in cron_parts], np.int64),
+        cron_run_value=joined([part[2] for part in cron_parts], float),
     )
     has_range = np.array([q.has_range for q in unique], dtype=np.bool_)
     return members, _concatenate(unique), has_range
@@ -537,7 +601,7 @@ def simulate_group(
     n_ticks = math.ceil(duration_s / dt - 1e-9)
     scrape_every = round(spec.scrape_interval_s / dt)
     n_scrapes = n_ticks // scrape_every
-    members, queries, has_range = pack_members(group)
+    members, queries, has_range = pack_members(group, n_ticks)
     control_due = np.zeros(n_ticks, dtype=np.bool_)
     for every in set(members.poll_every.tolist()) | set(members.reconcile_every.tolist()):
         if every > 0:

@@ -8,7 +8,11 @@ due, number for number and with the same controller history:
   of ``useCachedMetrics`` triggers), then, when replicas are left, the
   reconcile of the HPA KEDA owns (:meth:`planner.autoscaler.keda.KedaController.reconcile`:
   ``served_values``, failure counts, ``_fallback`` / ``_fallback_replicas`` /
-  ``_fallback_value_milli``, one External reading per trigger);
+  ``_fallback_value_milli``, one External reading per trigger). A ``cron``
+  trigger reads no query: the caller hands in its reading at ``now_s``
+  (``KedaController.cron_readings``: ``desiredReplicas`` or 0, its window as
+  its activity, or a failed zone), computed ahead from the clock alone
+  (:func:`planner.autoscaler.cron_scaler.cron_reading_runs`);
 * a plain HPA: ``HorizontalController.reconcile_autoscaler`` on Pods, Object
   and External readings built as ``Control._reading`` builds them.
 
@@ -75,6 +79,10 @@ from planner.autoscaler.hpa_spec import AVERAGE_VALUE, EXTERNAL, OBJECT, PODS, V
 from planner.simulate.fast.metrics import python_sum
 
 __all__ = [
+    "CRON_ACTIVE",
+    "CRON_FAILED",
+    "CRON_INACTIVE",
+    "CRON_NONE",
     "HISTORY_FULL",
     "HORIZON_S",
     "INT_OUT_OF_RANGE",
@@ -150,6 +158,9 @@ UP, DOWN = 0, 1
 E_CHANGE, E_OUTDATED = 0, 1
 K_FAILURES, K_READING_OK, K_READING_MILLI, K_CACHE, K_CACHE_MILLI = range(5)
 CACHE_EMPTY, CACHE_VALUE, CACHE_FAILED, CACHE_OUT_OF_RANGE = 0, 1, 2, 3
+# A trigger's cron reading at now_s (decide's cron_state): not a cron trigger (read its query), outside its
+# window, inside it, or its zone does not load (KEDA's "unable to load timezone": a failed trigger).
+CRON_NONE, CRON_INACTIVE, CRON_ACTIVE, CRON_FAILED = 0, 1, 2, 3
 # Config.scale_to_zero: planner.autoscaler.horizontal's SCALE_TO_ZERO_* modes.
 STZ_CONDITION, STZ_DISABLED, STZ_LEGACY = 0, 1, 2
 _STZ_CODES = {
@@ -372,8 +383,13 @@ def compile_control(control) -> CompiledControl:
             raise NotCompilable("the KEDA controller has already run")
         controller = keda.controller
         triggers = so.triggers
-        if list(control.queries) != [t.index for t in triggers]:
-            raise NotCompilable("the queries are not one per trigger in spec.triggers order")
+        cron = keda.cron_scalers
+        if cron and keda.start_epoch_s is None:
+            raise NotCompilable("a cron trigger without a wall clock reads its value from the caller")
+        if list(control.queries) != [t.index for t in triggers if t.index not in cron] or len(cron) + len(
+            control.queries
+        ) != len(triggers):
+            raise NotCompilable("the queries are not one per non-cron trigger in spec.triggers order")
         names = [m.name for m in controller.spec.metrics]
         if (
             any(m.type != EXTERNAL for m in controller.spec.metrics)
@@ -1457,16 +1473,37 @@ def _fallback_value_milli(replicas, target, value_target, ready_replicas):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def keda_poll(c, trig_activation, trigger, keda, last_active, now_s, current_replicas, res_kind, res_n, res_vals):
+def keda_poll(
+    c,
+    trig_activation,
+    trigger,
+    keda,
+    last_active,
+    now_s,
+    current_replicas,
+    res_kind,
+    res_n,
+    res_vals,
+    cron_state,
+    cron_value,
+):
     """``KedaController.poll``: the count KEDA writes, or -1 to leave it to the HPA; updates ``last_active``.
 
     The poll applies no fallback (failures count as 0), so a failing trigger
     makes it an error poll; the values' milli-units are needed only for the
     metrics cache of ``useCachedMetrics`` triggers, which it refreshes in ``keda``.
+    A cron trigger (``cron_state``) is active inside its window, whatever its
+    value (``_with_cron``: the scaler's own activity, not ``activationThreshold``).
     """
     is_active = False
     is_error = False
     for i in range(trig_activation.shape[0]):
+        if cron_state[i] != CRON_NONE:  # never cached: KEDA refuses useCachedMetrics on a cron trigger
+            if cron_state[i] == CRON_FAILED:
+                is_error = True
+            elif cron_state[i] == CRON_ACTIVE:
+                is_active = True
+            continue
         failed, value = _trigger_value(trigger[i, T_IGNORE_NULL] != 0, i, res_kind, res_n, res_vals)
         if trigger[i, T_CACHED] != 0:
             if failed:
@@ -1508,14 +1545,20 @@ def keda_poll(c, trig_activation, trigger, keda, last_active, now_s, current_rep
 
 
 @njit(cache=True, nogil=True, inline="always")
-def keda_readings(c, metric, trigger, keda, current_replicas, ready_replicas, res_kind, res_n, res_vals):
+def keda_readings(
+    c, metric, trigger, keda, current_replicas, ready_replicas, res_kind, res_n, res_vals, cron_state, cron_value
+):
     """``KedaController.reconcile``'s failure counts and each trigger's reading (with fallback) into ``keda``.
 
-    Returns 0, or an error code.
+    A cron trigger's value is its reading at now (``_with_cron`` replaces
+    whatever the metrics server would serve); a zone that does not load is a
+    failure like a failed query. Returns 0, or an error code.
     """
     for i in range(trigger.shape[0]):
         cache = keda[i, K_CACHE] if trigger[i, T_CACHED] != 0 else CACHE_EMPTY
-        if cache == CACHE_EMPTY:  # served_values: a fresh query
+        if cron_state[i] != CRON_NONE:  # _with_cron: the cron scaler's reading
+            failed, value = cron_state[i] == CRON_FAILED, cron_value[i]
+        elif cache == CACHE_EMPTY:  # served_values: a fresh query
             failed, value = _trigger_value(trigger[i, T_IGNORE_NULL] != 0, i, res_kind, res_n, res_vals)
         else:  # the last poll's record
             failed, value = cache == CACHE_FAILED, 0.0
@@ -1567,6 +1610,8 @@ def decide(
     res_keys,
     res_vals,
     stamp_s,
+    cron_state,
+    cron_value,
 ):
     """``Control.decide`` at ``now_s``: run whatever is due and return ``spec.replicas`` after it.
 
@@ -1595,6 +1640,11 @@ def decide(
         ``res_n[m]`` series keyed ``res_keys[m, :n]`` (pod id, -1 for ``()``).
     stamp_s : float
         Time of the latest scrape at ``now_s``, NaN before the first. [s]
+    cron_state, cron_value : numpy.ndarray
+        Per trigger (a ScaledObject; unread for an HPA), its cron reading at
+        ``now_s``: ``CRON_NONE`` for a trigger that reads its query, else
+        ``CRON_INACTIVE``, ``CRON_ACTIVE`` or ``CRON_FAILED``, and the value
+        (``desiredReplicas`` in the window, else 0). [replicas]
 
     Returns
     -------
@@ -1611,12 +1661,25 @@ def decide(
         keda = s.keda
         if poll:
             wanted = keda_poll(
-                c, t.trig_activation, trigger, keda, s.last_active_s, now_s, replicas, res_kind, res_n, res_vals
+                c,
+                t.trig_activation,
+                trigger,
+                keda,
+                s.last_active_s,
+                now_s,
+                replicas,
+                res_kind,
+                res_n,
+                res_vals,
+                cron_state,
+                cron_value,
             )
             if wanted != _LEAVE:
                 replicas = wanted
         if reconcile and replicas > 0:
-            code = keda_readings(c, metric, trigger, keda, replicas, ready_replicas, res_kind, res_n, res_vals)
+            code = keda_readings(
+                c, metric, trigger, keda, replicas, ready_replicas, res_kind, res_n, res_vals, cron_state, cron_value
+            )
             if code < 0:
                 return code
             # KEDA's HPA reads status.replicas as spec.replicas (Control passes no status_replicas).

@@ -5,7 +5,8 @@ function of the same name is its twin; :func:`room_step` first checks the
 tick fits the arrays):
 
 1. :func:`control_step` - the HPA/KEDA decision kernel for every member, on
-   the ticks its control is due (:func:`record_event` keeps the scale event);
+   the ticks its control is due, with its cron triggers' readings at that tick
+   (:func:`cron_readings`; :func:`record_event` keeps the scale event);
 2. :func:`fleet_step` - create or delete pods, finish terminations, with a
    node pool the supply step (:func:`planner.simulate.fast.fleet.supply_step`:
    pods bound to nodes, the node autoscaler), release the gateway;
@@ -191,6 +192,8 @@ class Scratch(NamedTuple):
     signal_scrape: np.ndarray  # per query: the scrape signal_results were read from (-2: none yet)
     signal_stale: np.ndarray  # per query: whether that scrape was stale
     control_pods: ControlPods
+    cron_state: np.ndarray  # a member's cron readings at the control tick, per slot (decision.CRON_*)
+    cron_value: np.ndarray  # and their values [replicas]
 
 
 class Store(NamedTuple):
@@ -237,11 +240,19 @@ Members = namedtuple(
         # Cadence and queries.
         "poll_every",
         "reconcile_every",  # int64 (members,): ticks between KEDA polls (0: never) and reconciles
-        "query_of",  # int64 (members, most queries): the group's query each of a member's queries is
-        "n_query",  # int64 (members,)
-        "identity",  # bool (members,): query_of[m, :n] is 0, 1, ..., n - 1 (read the group's results directly)
+        "query_of",  # int64 (members, most queries): the group's query each of a member's decision rows reads
+        #              (its triggers or HPA metrics, in order; -1 for a cron trigger, which reads none)
+        "n_query",  # int64 (members,): the member's decision rows
+        "identity",  # bool (members,): query_of[m, i] is i or -1 for every row i (read the group's results directly)
         "signal_query",
         "signal_kind",  # int64 (members,): the group query the signal column shows (-1: none), how
+        # Cron triggers, read ahead from the clock (compiled.cron_runs): runs of equal readings.
+        "has_cron",  # bool (members,): the member has a cron trigger
+        "cron_slots",  # int64 (members, most queries, 2): a slot's runs (start, stop) in the cron_run_* arrays;
+        #                empty for a slot that reads its query
+        "cron_run_tick",  # int64: each run's first tick
+        "cron_run_state",  # int64: its decision.CRON_INACTIVE, CRON_ACTIVE or CRON_FAILED
+        "cron_run_value",  # float64: its value [replicas]
     ],
 )
 """Every member's autoscaler, as :func:`run` reads it."""
@@ -485,11 +496,39 @@ def _reorder_results(m, members, group_results, member_results):
     # Member m's queries in its own order, copied from the group's rows.
     for slot in range(members.n_query[m]):
         q = members.query_of[m, slot]
+        if q < 0:
+            continue  # a cron trigger: no query
         member_results.kind[slot] = group_results.kind[q]
         member_results.n[slot] = group_results.n[q]
         for j in range(max(group_results.n[q], 1)):
             member_results.keys[slot, j] = group_results.keys[q, j]
             member_results.values[slot, j] = group_results.values[q, j]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def cron_readings(members, m, tick, cron_state, cron_value):
+    """Member ``m``'s cron triggers at ``tick``, by slot (``KedaController.cron_readings`` at its tick start).
+
+    Each reading is its run's (the last run starting at or before ``tick``;
+    the first starts at tick 0); a slot without runs reads its query and gets
+    ``CRON_NONE``.
+    """
+    runs = members.cron_slots
+    first_tick = members.cron_run_tick
+    for slot in range(members.n_query[m]):
+        lo = runs[m, slot, 0]
+        hi = runs[m, slot, 1]
+        if lo == hi:
+            cron_state[slot] = decision.CRON_NONE
+            continue
+        while hi - lo > 1:  # first_tick[lo] <= tick < first_tick[hi] (or hi the end)
+            mid = (lo + hi) // 2
+            if first_tick[mid] <= tick:
+                lo = mid
+            else:
+                hi = mid
+        cron_state[slot] = members.cron_run_state[lo]
+        cron_value[slot] = members.cron_run_value[lo]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -552,6 +591,9 @@ def control_step(tick, start_s, spec_replicas, pods, store, group, wanted_out, s
             if not members.identity[m]:
                 _reorder_results(m, members, group_results, scratch.member_results)
                 results = scratch.member_results
+            cron = members.has_cron[m]
+            if cron:
+                cron_readings(members, m, tick, scratch.cron_state, scratch.cron_value)
             decided = decision.decide(
                 _tables(members, m),
                 _state(members, m),
@@ -570,7 +612,12 @@ def control_step(tick, start_s, spec_replicas, pods, store, group, wanted_out, s
                 results.keys,
                 results.values,
                 stamp_s,
+                scratch.cron_state,
+                scratch.cron_value,
             )
+            if cron:
+                for slot in range(members.n_query[m]):  # the next member may have no cron trigger
+                    scratch.cron_state[slot] = decision.CRON_NONE
         wanted_out[m] = decided
         if a == 0:
             wanted = decided
@@ -868,6 +915,8 @@ def new_scratch(capacity, n_requests, max_num_seqs, group):
             np.empty(capacity),
             np.empty(capacity),
         ),
+        cron_state=np.full(most_queries, decision.CRON_NONE, dtype=np.int64),
+        cron_value=np.zeros(most_queries),
     )
 
 
