@@ -8,6 +8,8 @@ the test with an injected clock.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -19,6 +21,7 @@ from planner.autoscaler.cron_scaler import (
     cron_metric_name,
     cron_problems,
     cron_reading,
+    cron_reading_runs,
     first_overlap_s,
     is_active,
 )
@@ -143,3 +146,34 @@ def test_first_overlap():
     assert first_overlap_s(weekdays, lunch, monday, monday + year_s) == monday + 12 * 3600
     assert first_overlap_s(weekdays, night, monday, monday + year_s) is None
     assert first_overlap_s(lunch, night, monday, monday + year_s) is None
+
+
+RUN_CASES = [
+    # (start, end, zone, desired), each from a run start with a daylight-saving change or a quirk in it
+    (CronMetadata("0 8 * * MON-FRI", "0 18 * * MON-FRI", "Europe/Dublin", "4"), "2024-03-29T00:00:00"),
+    (CronMetadata("30 0 * * *", "30 1 * * *", "Europe/London", "3"), "2024-03-30T12:00:00"),  # end skipped
+    (CronMetadata("0 1 * * SUN", "0 2 * * SUN", "America/New_York", "2"), "2024-11-03T00:00:00"),  # 01:00 twice
+    (CronMetadata("0 22 * * *", "0 6 * * *", "UTC", "2"), "2024-01-01T00:00:00"),  # wraps midnight
+    (CronMetadata("*/7 * * * *", "*/11 * * * *", "Australia/Lord_Howe", "5"), "2024-04-06T14:00:00"),  # 30 min DST
+    (CronMetadata("0 0 * * SUN", "0 2 * * SUN", "America/Sao_Paulo", "-2"), "2018-11-03T00:00:00"),  # no midnight
+    (CronMetadata("0 8 * * *", "0 18 * * *", "Europe/Dublyn", "4"), "2024-01-01T00:00:00"),  # fails throughout
+]
+
+
+@pytest.mark.parametrize(("metadata", "start"), RUN_CASES)
+@pytest.mark.parametrize("tick_s", [60.0, 7.5])
+def test_reading_runs_give_the_reading_at_every_tick(metadata, start, tick_s):
+    scaler = build_cron_scaler(metadata)
+    epoch_s = datetime.fromisoformat(start).replace(tzinfo=UTC).timestamp()
+    n_ticks = int(2 * 86400 / tick_s)
+    runs = cron_reading_runs(scaler, epoch_s, tick_s, n_ticks)
+    firsts = [k for k, _ in runs]
+    assert firsts[0] == 0 and firsts == sorted(set(firsts)) and firsts[-1] < n_ticks
+    assert all(a[1] != b[1] for a, b in itertools.pairwise(runs))  # runs of equal readings are merged
+    # Every tick of a 60 s grid; on the 7.5 s grid, the ticks either side of each change and a stride.
+    ticks = set(range(0, n_ticks, 1 if tick_s == 60.0 else 97)) | {k for f in firsts[1:] for k in (f - 1, f)}
+    for k in sorted(ticks):
+        expected = cron_reading(scaler, epoch_s + k * tick_s)
+        assert runs[bisect.bisect_right(firsts, k) - 1][1] == expected, (k, expected)
+    if metadata.timezone != "Europe/Dublyn":
+        assert len(runs) >= 2  # the window opens or closes within the two days

@@ -21,7 +21,7 @@ from planner.simulate import fast, reference
 from planner.simulate.fast import compiled
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.replica import ReplicaSpec
-from tests.simulate_helpers import pods_hpa, poisson_trace, scaled_object, write_manifest
+from tests.simulate_helpers import cron_scaled_object, pods_hpa, poisson_trace, scaled_object, write_manifest
 from tests.test_simulate_fast import QUERIES, assert_same, down_policy
 
 
@@ -120,6 +120,39 @@ def test_hpas_and_scaled_objects_with_other_queries_and_cadences_share_a_fleet(t
     for config, outcome in zip(configs, together, strict=True):
         assert_identical(fast.simulate(trace, config.autoscaler, config.fleet), outcome)
     assert_same(reference.simulate(trace, configs[4].autoscaler, fleet), together[4])
+
+
+def test_a_group_of_cron_schedules_gives_each_member_its_own_windows(tmp_path, monkeypatch):
+    # A schedule sweep: members differ in their cron windows (when, how many replicas, which zone, one in a
+    # zone that never loads), in the metric trigger's target, and one has no cron trigger. They share the
+    # fleet until a window opens for some and not others; each reads its own cron runs.
+    trace = poisson_trace(lambda t: 6.0 if 1500 <= t < 1800 else 0.5, 2400.0, 300, 200, seed=4, tick_s=60.0)
+    fleet = FleetSpec(replica=ReplicaSpec(max_num_seqs=4), warmup_s=45.0, seed=3, tick_s=5.0)
+    schedules = [
+        [("5 0 * * *", "15 0 * * *", "UTC", 3)],
+        [("5 0 * * *", "15 0 * * *", "UTC", 5)],
+        [("10 0 * * *", "20 0 * * *", "Europe/Dublin", 3), ("12 0 * * *", "30 0 * * *", "UTC", 2)],
+        [("5 0 * * *", "15 0 * * *", "Europe/Dublyn", 3)],
+        [("55 23 * * *", "25 0 * * *", "UTC", 4)],  # open from before the run, wrapping midnight
+    ]
+    texts = [
+        cron_scaled_object("chat", QUERIES[1], target, windows, max_replicas=10)
+        for windows in schedules
+        for target in (2, 8)
+    ] + [scaled_object("chat", QUERIES[1], 2, max_replicas=10)]
+    configs = [fast.Configuration(write_manifest(tmp_path, text, f"m{i}.yaml"), fleet) for i, text in enumerate(texts)]
+    prepared = [compiled.prepare(c.autoscaler, c.fleet) for c in configs]
+    assert len({compiled.fleet_key(p) for p in prepared}) == 1 and all(
+        fast.covers(c.autoscaler, fleet) for c in configs
+    )
+    seen = leaves(monkeypatch)
+    together = fast.simulate_many(trace, configs)
+    assert len(seen) >= 5 and sum(seen) == len(configs)  # the group split where the windows part
+    assert len({outcome.events for outcome in together}) >= 6
+    for config, outcome in zip(configs, together, strict=True):
+        assert_identical(fast.simulate(trace, config.autoscaler, config.fleet), outcome)
+    for index in (0, 5, 6, 9):
+        assert_same(reference.simulate(trace, configs[index].autoscaler, fleet), together[index])
 
 
 def test_a_member_the_kernel_cannot_finish_leaves_the_group_for_the_lockstep_engine(tmp_path, monkeypatch):

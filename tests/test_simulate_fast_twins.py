@@ -35,7 +35,7 @@ from planner.simulate.fast.metrics import store_arrays
 from planner.simulate.fleet import Fleet, FleetSpec
 from planner.simulate.replica import ReplicaSpec, RequestState
 from planner.simulate.supply import NodePoolSpec
-from tests.simulate_helpers import poisson_trace, scaled_object, write_manifest
+from tests.simulate_helpers import cron_scaled_object, poisson_trace, scaled_object, write_manifest
 
 IN_FLIGHT = "sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting)"
 REQUEST_FIELDS = (
@@ -106,12 +106,12 @@ def _bits(values: np.ndarray) -> np.ndarray:
 class Twins:
     """One fleet twice: the reference's RunState and the fast engine's arrays, advanced step by step."""
 
-    def __init__(self, tmp_path, spec: FleetSpec, trace, threshold: float):
+    def __init__(self, tmp_path, spec: FleetSpec, trace, threshold: float, text: str = ""):
         autoscaler = write_manifest(
-            tmp_path, scaled_object("chat", IN_FLIGHT, threshold, max_replicas=6, down_window_s=0)
+            tmp_path, text or scaled_object("chat", IN_FLIGHT, threshold, max_replicas=6, down_window_s=0)
         )
         self.spec = spec
-        control = Control(autoscaler, spec.signal_map, spec.hpa_sync_period_s)
+        control = Control(autoscaler, spec.signal_map, spec.hpa_sync_period_s, spec.start_epoch_s)
         self.state = reference.RunState(
             spec, control, RequestState(trace.arrival_s, trace.input_tokens, trace.output_tokens), Fleet(spec)
         )
@@ -343,6 +343,20 @@ def test_every_step_kernel_matches_its_reference_twin_tick_by_tick(tmp_path, nam
         assert twins.preemptions > 0
     if spec.shutdown_timeout_s > 0:
         assert np.isfinite(twins.pods.removed_s).any()  # a drained pod went
+
+
+def test_the_control_step_reads_cron_triggers_as_the_reference_tick_by_tick(tmp_path):
+    # Two-minute windows from a Monday 00:00 UTC (open at minutes 0 and 2, shut at 1 and 3) beside the
+    # in-flight trigger, and a Dublin window from 00:02:00 to 00:03:00 overlapping the second: the floor
+    # rises and falls while the load trigger asks for more.
+    windows = [("*/2 * * * *", "1-59/2 * * * *", "UTC", 3), ("2 0 * * MON", "3 0 * * MON", "Europe/Dublin", 5)]
+    text = cron_scaled_object("chat", IN_FLIGHT, 6, windows, max_replicas=8)
+    trace = poisson_trace(lambda t: 12.0 if 150 <= t < 200 else 1.0, 230.0, 300, 160, seed=5)
+    twins = Twins(tmp_path, FleetSpec(warmup_s=20.0), trace, threshold=6, text=text)
+    for k in range(twins.n_ticks):
+        twins.tick(k)
+    events = [tuple(row) for row in twins.outputs.events[: twins.n_events].tolist()]
+    assert events[0] == (0.0, 1.0, 3.0) and (120.0, 3.0, 5.0) in events  # the UTC floor, then Dublin's
 
 
 NODE_FLEETS = {

@@ -23,6 +23,12 @@ The same 1,000-configuration sweep is then run on a fleet with a node pool
 placeholder, capacity failures), in the compiled kernels too, and the ratio of
 its median time to the sweep's without nodes is printed (target: at most 1.5x).
 
+A ScaledObject with KEDA ``cron`` triggers (:func:`cron_autoscaler`: the
+in-flight trigger beside a weekday business-hours floor in Dublin and a
+lunchtime floor in UTC) is timed over the Azure day (the synthetic one
+without ``../shared``) in the compiled kernels and in the lockstep engine,
+which ran every cron configuration before the kernels covered cron triggers.
+
 The first call of a compiled kernel compiles it (or loads it from numba's
 cache); it is made once before any timing and reported on its own.
 """
@@ -39,6 +45,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from planner.autoscaler.cron_scaler import CronMetadata
 from planner.autoscaler.keda import ScaledObjectSpec, Trigger, hpa_for_scaled_object
 from planner.autoscaler.spec import Autoscaler
 from planner.simulate import fast, reference
@@ -69,6 +76,8 @@ NODE_POOL = NodePoolSpec(
     capacity_retry_s=60.0,
 )
 NODE_FLEET = FleetSpec(nodes=NODE_POOL, image_pull_s=90.0, weights_load_s=30.0, placeholders=1)
+# Runs of the cron case per engine (medians; a lockstep run of the Azure day takes minutes).
+CRON_RUNS = {"fast": 5, "lockstep": 3}
 
 
 def diurnal_trace(duration_s: float, mean_rps: float, seed: int) -> RequestTrace:
@@ -101,6 +110,64 @@ def autoscaler(target: float, *, max_replicas: int = 16, down_window_s: int | No
         behavior=behavior,
     )
     return Autoscaler("ScaledObject", "bench", "bench", hpa_for_scaled_object(so), so)
+
+
+def cron_autoscaler(target: float = 20.0) -> Autoscaler:
+    """:func:`autoscaler` with two cron floors beside it: 6 replicas 08:00-18:00 Dublin time on weekdays, 10
+    from 12:00 to 14:00 UTC every day (they overlap at lunch on weekdays)."""
+    so = ScaledObjectSpec(
+        "bench",
+        (
+            Trigger(0, "prometheus", target, query=IN_FLIGHT),
+            Trigger(1, "cron", 1.0, cron=CronMetadata("0 8 * * MON-FRI", "0 18 * * MON-FRI", "Europe/Dublin", "6")),
+            Trigger(2, "cron", 1.0, cron=CronMetadata("0 12 * * *", "0 14 * * *", "UTC", "10")),
+        ),
+        min_replica_count=1,
+        max_replica_count=16,
+        polling_interval_s=15.0,
+    )
+    return Autoscaler("ScaledObject", "bench", "bench", hpa_for_scaled_object(so), so)
+
+
+def cron_case(name: str, day: RequestTrace) -> None:
+    """The cron ScaledObject over ``day``: compiled kernels against the lockstep engine, medians of repeats."""
+    fleet = FleetSpec(warmup_s=60.0)
+    so = cron_autoscaler()
+    config = [fast.Configuration(so, fleet)]
+    print(f"  cron ScaledObject over the {name} day (compiled kernels: {fast.covers(so, fleet)}):")
+    outcomes = {}
+
+    def run_fast():
+        outcomes["fast"] = fast.simulate_many(day, config, duration_s=DAY_S)[0]
+
+    def run_lockstep():
+        outcomes["lockstep"] = fast.lockstep.simulate_many(day, config, duration_s=DAY_S)[0]
+
+    fast_s = median_s(run_fast, CRON_RUNS["fast"])
+    lean_s = median_s(
+        lambda: fast.simulate_many(day, config, duration_s=DAY_S, timeseries=False, per_request=False),
+        CRON_RUNS["fast"],
+    )
+    plain_s = median_s(
+        lambda: fast.simulate_many(
+            day, [fast.Configuration(autoscaler(20.0), fleet)], duration_s=DAY_S, timeseries=False, per_request=False
+        ),
+        CRON_RUNS["fast"],
+    )
+    lockstep_s = median_s(run_lockstep, CRON_RUNS["lockstep"])
+    same = outcomes["fast"].events == outcomes["lockstep"].events and outcomes["fast"].timeseries.equals(
+        outcomes["lockstep"].timeseries
+    )
+    print(f"    compiled, 1 configuration x 24 h at 1 s ticks:  {fast_s:8.3f} s   (median of {CRON_RUNS['fast']})")
+    print(f"    the same without the time series (sweep mode):  {lean_s:8.3f} s")
+    print(f"    the in-flight trigger alone, sweep mode:        {plain_s:8.3f} s")
+    print(
+        f"    lockstep engine, the same configuration:        {lockstep_s:8.1f} s   (median of {CRON_RUNS['lockstep']})"
+    )
+    print(
+        f"    ratio lockstep / compiled:                      {lockstep_s / fast_s:8.0f}x; "
+        f"same events and time series: {same}; scale events {outcomes['fast'].scale_events}"
+    )
 
 
 def median_s(func: Callable[[], object], repeat: int) -> float:
@@ -251,6 +318,9 @@ def main(repeat: int = 5) -> None:
             f"{alone['seconds']:6.1f} s, {alone['seconds'] / DISTINCT_FLEETS * 1e3:.1f} ms per configuration-day"
         )
         node_pair(name)
+    days = traces()
+    cron_name = "azure" if "azure" in days else "synthetic"
+    cron_case(cron_name, days[cron_name])
 
 
 def node_pair(name: str) -> None:

@@ -23,7 +23,12 @@ bit for bit, on arrays instead of objects, and a differential test holds it
 to that (``tests/test_simulate_fast_twins.py`` runs the step kernels beside
 the reference's steps, tick by tick). ``engine.room_step`` has no twin: the
 kernels' arrays are allocated ahead, and it checks that a tick fits them;
-``_numeric.pairwise_sum`` is numpy's own pairwise sum. The ports of
+``_numeric.pairwise_sum`` is numpy's own pairwise sum. A KEDA ``cron``
+trigger reads the clock, not the fleet, so its readings over the whole run
+are computed before it (``compiled.cron_runs``, from
+:func:`planner.autoscaler.cron_scaler.cron_reading_runs`); ``engine.cron_readings``
+looks up the tick's, and ``decision.keda_poll`` and ``decision.keda_readings``
+read it where a query's result would be. The ports of
 Kubernetes' functions in ``decision`` (``get_metric_replicas``,
 ``stabilize_recommendation``, ``calculate_scale_up_limit_with_scaling_rules``,
 ``store_scale_event`` and the others) have the names of their twins in
@@ -35,6 +40,7 @@ fast function                      its reference twin (in planner)
 =================================  ===================================================================
 ``engine.run``                     ``simulate.reference.simulate``
 ``engine.control_step``            ``simulate.reference.control_step``
+``engine.cron_readings``           ``autoscaler.keda.KedaController.cron_readings``
 ``engine.record_event``            ``simulate.reference.control_step``
 ``engine.fleet_step``              ``simulate.reference.fleet_step``
 ``engine.route_step``              ``simulate.reference.route_step``
@@ -76,6 +82,7 @@ fast function                      its reference twin (in planner)
 ``decision.keda_readings``         ``autoscaler.keda.KedaController.reconcile``
 ``decision.reconcile_autoscaler``  ``autoscaler.horizontal.HorizontalController.reconcile_autoscaler``
 ``outcome.request_summary``        ``simulate.outcome.slo_met``
+``compiled.cron_runs``             ``autoscaler.keda.KedaController.cron_readings``
 ``compiled.simulate_group``        ``simulate.reference.simulate``
 ``lockstep.simulate_many``         ``simulate.reference.simulate``
 =================================  ===================================================================
