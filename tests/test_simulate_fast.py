@@ -433,9 +433,10 @@ def test_cron_activation_from_zero_runs_compiled_alike(tmp_path):
 @pytest.mark.parametrize(
     "method", ["seasonal_naive", "predict_linear", "max_over_time", "double_exponential_smoothing"]
 )
-def test_forecast_triggers_run_in_the_lockstep_engine_alike(method):
+def test_forecast_triggers_run_alike(method):
     # The generated ScaledObject with its forecast beside the in-flight trigger, over two one-hour "days"
-    # with a climb each hour; offsets and subqueries are not in the kernels, so the lockstep engine runs them.
+    # with a climb each hour. The generator combines the triggers in a scalingModifiers formula, which the
+    # kernels do not cover (nor subqueries), so the lockstep engine runs them all.
     from planner.manifests.generate import ScalingPlan, generate_manifests
     from planner.readers.manifest import autoscaler_from_document
     from planner.vllm.forecast import Forecast
@@ -451,6 +452,32 @@ def test_forecast_triggers_run_in_the_lockstep_engine_alike(method):
     ref = reference.simulate(trace, manifest, fleet)
     assert_same(ref, fast.simulate(trace, manifest, fleet))
     assert ref.scale_events > 4
+
+
+@pytest.mark.parametrize("signal", ["in_flight", "request_rate"])
+def test_a_seasonal_naive_trigger_runs_compiled_alike(tmp_path, signal):
+    # The seasonal-naive forecast (an offset of a period less the lead) as a second Prometheus trigger beside
+    # the in-flight one, without a formula: the HPA's max over the two. Three one-hour "days", a climb in each.
+    from planner.vllm.forecast import Forecast, forecast_query
+
+    trace = poisson_trace(lambda t: 6.0 if 1800 <= t % 3600 < 2700 else 0.5, 3 * 3600.0, 200, 120, seed=5, tick_s=5.0)
+    query = forecast_query(Forecast("seasonal_naive", period_s=3600, lead_s=300), signal)
+    assert " offset " in query
+    text = scaled_object("chat", QUERIES[0], 8, max_replicas=12).replace(
+        "  triggers:\n",
+        f"  triggers:\n  - type: prometheus\n    metadata:\n      query: '{query}'\n"
+        f"      threshold: '{8 if signal == 'in_flight' else 0.5}'\n",
+    )
+    manifest = write_manifest(tmp_path, text, f"seasonal-{signal}.yaml")
+    fleet = FleetSpec(
+        replica=ReplicaSpec(max_num_seqs=16, fixed_ms=20.0, per_sequence_ms=1.0), warmup_s=120.0, tick_s=5.0
+    )
+    assert fast.covers(manifest, fleet)
+    ref = reference.simulate(trace, manifest, fleet)
+    assert_same(ref, fast.simulate(trace, manifest, fleet))
+    # From the second hour on, the forecast scales up before the climb (at 1800 s into the hour) arrives.
+    ups = [t for t, before, after in ref.events if after > before and 3600 <= t]
+    assert any(1500 <= t % 3600 < 1800 for t in ups), ref.events
 
 
 def test_a_store_that_drops_old_scrapes_changes_no_decision(tmp_path, monkeypatch):
@@ -476,6 +503,7 @@ def test_a_store_that_drops_old_scrapes_changes_no_decision(tmp_path, monkeypatc
     )
     pruned = reference.simulate(trace, manifest, fleet)
     assert max(held) <= 256 + (58 + 5 + 10) * 4 + 1 < len(held)  # it dropped scrapes
+    assert fast.covers(manifest, fleet)  # the compiled store keeps every scrape
     assert_same(pruned, fast.simulate(trace, manifest, fleet))
     monkeypatch.setattr(reference_module, "HISTORY_MARGIN_S", 1e12)
     held.clear()

@@ -54,6 +54,7 @@ GAUGE_NAMES = (
 )
 MATCHERS = ("", '{model_name="chat"}', '{namespace="x",pod=~".*decode.*"}')
 WINDOWS = ("30s", "45s", "1m", "90s", "2m", "5m", "10m")
+OFFSETS = ("15s", "1m", "90s", "5m", "6m", "1h")  # the stores span 1 to 12 minutes
 NUMBERS = ("0", "1", "2", "0.5", "3", "10", "1e3")
 GROUPINGS = (
     "",
@@ -178,6 +179,15 @@ vector_leaves = st.one_of(
     ).map(lambda t: f"{t[0]}({t[1]}[{t[2]}])"),
     st.sampled_from(["kube_pod_info", 'kube_pod_info{namespace="x"}']),
     st.sampled_from(NUMBERS).map(lambda n: f"vector({n})"),
+    st.tuples(_selector(GAUGE_NAMES + COUNTER_NAMES + ("kube_pod_info",)), st.sampled_from(OFFSETS)).map(
+        lambda t: f"{t[0]} offset {t[1]}"
+    ),
+    st.tuples(
+        st.sampled_from(["rate", "irate", "increase", "avg_over_time", "max_over_time", "min_over_time"]),
+        _selector(COUNTER_NAMES + GAUGE_NAMES[:2]),
+        st.sampled_from(WINDOWS),
+        st.sampled_from(OFFSETS),
+    ).map(lambda t: f"{t[0]}({t[1]}[{t[2]}] offset {t[3]})"),
 )
 refused_leaves = st.sampled_from(["rate(kube_pod_info[1m])", "max_over_time(kube_pod_info[5m])", "2"])
 # Mostly vectors: a number under an aggregation or beside ``or`` makes Python refuse the whole query.
@@ -292,7 +302,10 @@ def assert_same(query, store: MetricStore, now_list, spare: int = 2) -> None:
 
 
 def _has_range(node) -> bool:
-    return isinstance(node, tuple) and (node[0] == "range" or any(_has_range(child) for child in node[1:]))
+    # A range function or an offset: the value moves between scrapes.
+    return isinstance(node, tuple) and (
+        node[0] in ("range", "instant", "frange") or any(_has_range(child) for child in node[1:])
+    )
 
 
 # ---- the differential tests ---------------------------------------------------------------------
@@ -474,6 +487,38 @@ def test_queries_python_refuses_are_not_compiled(text):
         query.evaluate(_tiny_store(), 60.0)
     with pytest.raises(NotCompilable):
         compile_query(query)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "predict_linear(vllm:num_requests_running[5m], 60)",
+        "max_over_time(sum(vllm:num_requests_running)[5m:30s])",
+        "sum(rate(vllm:request_success_total[1m] offset 1m)) + max_over_time(vllm:num_requests_running[2m:15s])",
+        "double_exponential_smoothing(sum(vllm:num_requests_waiting)[10m:1m], 0.3, 0.3)",
+    ],
+)
+def test_the_forecast_forms_beyond_offset_are_not_compiled(text):
+    # Python evaluates them; the kernel has no opcodes for subqueries, predict_linear or holt_winters yet.
+    query = parse_query(text)
+    query.evaluate(_tiny_store(), 60.0)
+    with pytest.raises(NotCompilable, match="not in the compiled kernels"):
+        compile_query(query)
+
+
+def test_an_offset_reads_the_scrapes_of_that_earlier_instant():
+    # Scrapes every 15 s: at 300 s, "offset 1m" reads the 240 s scrape, and its 5-minute lookback from there;
+    # a rate over [1m] offset 1m covers (180 s, 240 s].
+    store = make_store(3, slots=30, gap_frac=0.0, n_pods=3, reset_frac=0.0)
+    query = parse_query("sum(vllm:num_requests_running offset 1m)")
+    assert query.evaluate(store, 300.0) == parse_query("sum(vllm:num_requests_running)").evaluate(store, 240.0)
+    assert_same(query, store, [300.0, 300.0 + 1e-10, 254.9, 70.0, 59.0, 2000.0])
+    rate = parse_query("sum(rate(vllm:request_success_total[1m] offset 1m))")
+    assert rate.evaluate(store, 300.0) == parse_query("sum(rate(vllm:request_success_total[1m]))").evaluate(
+        store, 240.0
+    )
+    assert_same(rate, store, [300.0, 301.0, 75.0, 100.0])
+    assert compile_query(query).has_range and compile_query(rate).has_range
 
 
 def test_a_number_only_query_is_folded_by_python_itself():

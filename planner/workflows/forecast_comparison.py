@@ -7,8 +7,9 @@ whatever else a caller hands in (a cron schedule, an oracle: any function from
 the generator's plan to an autoscaler). Every strategy is replayed at several
 per-replica targets (the plan's target times each of ``target_fracs``) on the
 same trace and fleet, in one :func:`planner.simulate.fast.simulate_many` call: the
-reactive runs in the compiled kernels, the forecasts (offsets and subqueries,
-which the kernels do not cover) in the lockstep engine, the reference's own code.
+reactive runs in the compiled kernels, the forecasts (a ``scalingModifiers``
+formula, and subqueries, which the kernels do not cover) in the lockstep engine,
+the reference's own code.
 
 **GPU-hours at matched attainment.** Lowering the target buys attainment with
 GPU-hours; each strategy's runs trace that curve. Its GPU-hours at the

@@ -45,7 +45,6 @@ from planner.simulate.fast import decision, engine, fleet, metrics, supply
 from planner.simulate.fast.outcome import request_summary
 from planner.simulate.fast.replica import ReplicaParams
 from planner.simulate.fleet import ROUND_ROBIN, FleetSpec
-from planner.simulate.metrics import BASE_NODE_KINDS, node_kinds
 from planner.simulate.outcome import Outcome, count_flaps
 from planner.simulate.reference import _check_cadence, _check_node_quota
 from planner.simulate.replica import DONE
@@ -134,11 +133,6 @@ def prepare(autoscaler, spec: FleetSpec) -> Prepared:
     control = Control(autoscaler, spec.signal_map, spec.hpa_sync_period_s, spec.start_epoch_s)
     _check_cadence(control, spec)
     _check_node_quota(control, spec)
-    for query in [*control.queries.values(), *(query for _, query in control.metric_queries)]:
-        beyond = node_kinds(query.node) - BASE_NODE_KINDS
-        if beyond:
-            # offset, subqueries, predict_linear, holt_winters: the query kernel has no opcodes for them yet.
-            raise NotCompilable(f"query {query.text!r} uses {', '.join(sorted(beyond))}, not in the compiled kernels")
     try:
         compiled_control = decision.compile_control(control)
         cron: tuple[tuple[int, CronScaler], ...] = ()
@@ -157,6 +151,7 @@ def prepare(autoscaler, spec: FleetSpec) -> Prepared:
             slots = tuple(range(len(parsed)))
         compiled = tuple(metrics.compile_query(query) for query in parsed)
     except (decision.NotCompilable, metrics.NotCompilable) as error:
+        # Subqueries, predict_linear, holt_winters: the query kernel has no opcodes for them yet.
         raise NotCompilable(str(error)) from None
     initial = spec.initial_replicas if spec.initial_replicas is not None else control.min_replicas
     c = compiled_control

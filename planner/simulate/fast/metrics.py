@@ -7,7 +7,11 @@ series in the same order as the Python dict holds them (sums over series are
 taken in that order downstream). Parsing stays in Python: :func:`compile_query`
 turns ``Query.node`` into postfix code, folding every number-only subtree
 into a constant with the Python evaluator itself, and :func:`evaluate` runs
-it on a stack of vectors held in a :data:`Workspace`.
+it on a stack of vectors held in a :data:`Workspace`. An ``offset`` on a
+selector or a range (``x offset 1d``, ``rate(x[5m] offset 1d)``) is an
+instruction before it that moves its evaluation time back; subqueries,
+``predict_linear``, ``holt_winters`` and histograms are not compiled
+(:func:`compile_query` refuses them, and the lockstep engine runs them).
 
 The store is laid out as the engine fills it (arrays may be longer than the
 scrapes so far):
@@ -83,6 +87,7 @@ OP_OR = 5  # pops right then left, pushes left or right
 OP_BINARY_VV = 6  # vector op vector, operator code[i, 1]
 OP_BINARY_VN = 7  # vector op consts[i]
 OP_BINARY_NV = 8  # consts[i] op vector
+OP_OFFSET = 9  # the next selector or range reads at now_s - consts[i] (an ``offset``)
 POD_INFO_COLUMN = len(COLUMNS)
 ADD, SUB, MUL, DIV = 0, 1, 2, 3
 SUM, AVG, MAX, MIN, COUNT = 0, 1, 2, 3, 4
@@ -139,7 +144,7 @@ class CompiledQuery:
     depth : int
         Operand stack levels the code needs (a workspace must have at least as many).
     has_range : bool
-        The query uses a range function, so its value changes between scrapes.
+        The query uses a range function or an offset, so its value changes between scrapes.
     """
 
     text: str
@@ -177,11 +182,15 @@ def compile_query(query: Query) -> CompiledQuery:
     NotCompilable
         Python's evaluation of the query raises ``PlannerInputError`` at every
         ``now_s`` (an aggregation of a number, ``or`` with a number side,
-        ``kube_pod_info`` in a range function), or the query needs more than
-        :data:`MAX_DEPTH` stack levels.
+        ``kube_pod_info`` in a range function); the query needs more than
+        :data:`MAX_DEPTH` stack levels; or it uses what the kernel does not
+        cover (a subquery, ``predict_linear``, ``holt_winters``, histograms).
     """
     emitter = _Emitter()
-    number = emitter.emit(query.node)
+    try:
+        number = emitter.emit(query.node)
+    except NotCompilable as error:
+        raise NotCompilable(f"query {query.text!r}: {error}") from None
     if number is not None:
         emitter.rows.append((OP_CONST, 0, 0, number))
     if emitter.max_depth > MAX_DEPTH:
@@ -192,7 +201,7 @@ def compile_query(query: Query) -> CompiledQuery:
         code=np.array([row[:3] for row in rows], dtype=np.int64).reshape(len(rows), 3),
         consts=np.array([row[3] for row in rows], dtype=np.float64),
         depth=emitter.max_depth,
-        has_range=any(row[0] == OP_RANGE for row in rows),
+        has_range=any(row[0] in (OP_RANGE, OP_OFFSET) for row in rows),
     )
 
 
@@ -224,6 +233,28 @@ class _Emitter:
             return None
         if kind == "vector":
             self.push((OP_VECTOR, 0, 0, float(node[1])))
+            return None
+        if kind == "instant":  # a selector with an offset
+            _, column, offset_s = node
+            if column != POD_INFO and column not in COLUMNS:
+                raise NotCompilable("histogram buckets are not in the compiled kernels")
+            self.rows.append((OP_OFFSET, 0, 0, float(offset_s)))
+            self.push((OP_SELECT, POD_INFO_COLUMN if column == POD_INFO else COLUMNS.index(column), 0, 0.0))
+            return None
+        if kind == "frange":  # a range function over x[w] offset d (or over a subquery, not compiled)
+            _, function, source, _params = node
+            if source[0] != "matrix":
+                raise NotCompilable("subqueries are not in the compiled kernels")
+            if function not in _FUNCTIONS:
+                raise NotCompilable(f"{function}() is not in the compiled kernels")
+            _, column, window_s, offset_s = source
+            if column == POD_INFO:
+                raise NotCompilable("kube_pod_info cannot be used in a range function")
+            if column not in COLUMNS:
+                raise NotCompilable("histogram buckets are not in the compiled kernels")
+            if offset_s != 0.0:
+                self.rows.append((OP_OFFSET, 0, 0, float(offset_s)))
+            self.push((OP_RANGE, _FUNCTIONS[function], COLUMNS.index(column), float(window_s)))
             return None
         if kind == "aggregate":
             _, op, grouping, inner = node
@@ -717,16 +748,27 @@ def evaluate(
         k = last_index(scrape_time_s, n_scrapes, now_s)
         fresh = k if k >= 0 and not now_s - scrape_time_s[k] > STALENESS_S else -1
         top = 0  # stack levels in use
+        offset_s = 0.0  # an OP_OFFSET's, for the next selector or range
         for i in range(code.shape[0]):
             op = code[i, 0]
-            if op == OP_SELECT or op == OP_RANGE or op == OP_VECTOR:
+            if op == OP_OFFSET:
+                offset_s = consts[i]
+            elif op == OP_SELECT or op == OP_RANGE or op == OP_VECTOR:
                 if top >= stack_n.shape[0]:
                     kind = OUT_OF_ROOM
                     break
+                at_s = now_s  # the "instant" and "frange" nodes: now_s - offset_s
+                at_k = k
+                at_fresh = fresh
+                if offset_s != 0.0:
+                    at_s = now_s - offset_s
+                    at_k = last_index(scrape_time_s, n_scrapes, at_s)
+                    at_fresh = at_k if at_k >= 0 and not at_s - scrape_time_s[at_k] > STALENESS_S else -1
+                    offset_s = 0.0
                 if op == OP_SELECT:
                     n = _instant(
                         code[i, 1],
-                        fresh,
+                        at_fresh,
                         scrape_rows,
                         sample_pod,
                         sample_values,
@@ -741,8 +783,8 @@ def evaluate(
                         code[i, 1],
                         code[i, 2],
                         consts[i],
-                        k,
-                        now_s,
+                        at_k,
+                        at_s,
                         scrape_time_s,
                         scrape_rows,
                         sample_pod,
