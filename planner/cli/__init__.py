@@ -28,6 +28,7 @@ _COMMANDS: tuple[str, ...] = (
     "sweep",
     "oracle",
     "plan",
+    "schedule",
     "lint",
     "manifests",
     "report",

@@ -61,8 +61,10 @@ composite as a whole rather than to each signal.
 
 from __future__ import annotations
 
+import copy
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_FLOOR, Decimal
 
@@ -76,6 +78,7 @@ from planner.autoscaler.cron_scaler import (
 from planner.autoscaler.cron_schedule import timezone_problem
 from planner.autoscaler.defaults import (
     DEFAULT_DOWNSCALE_STABILIZATION_WINDOW_S,
+    DEFAULT_HPA_MAX_REPLICAS,
     DEFAULT_SYNC_PERIOD_S,
 )
 from planner.autoscaler.versions import ClusterVersions
@@ -101,6 +104,7 @@ __all__ = [
     "manifest_thresholds",
     "pod_matcher",
     "query_matchers",
+    "scheduled_scaled_object",
     "workload_matchers",
 ]
 
@@ -585,16 +589,20 @@ def _check(plan: ScalingPlan) -> None:
 
 
 def _check_cron_windows(plan: ScalingPlan) -> None:
+    _check_windows(plan.cron_windows, plan.max_replicas)
+
+
+def _check_windows(windows: Sequence[CronWindow], max_replicas: int) -> None:
     """Refuse a window KEDA would not build or ``planner lint`` would flag, naming it."""
     built: list[tuple[int, CronScaler]] = []
-    for k, window in enumerate(plan.cron_windows):
+    for k, window in enumerate(windows):
         where = f"cron window {k} ({window.start} to {window.end})"
         desired = window.desired_replicas
         if isinstance(desired, bool) or not isinstance(desired, int) or desired < 1:
             raise PlannerInputError(f"{where}: desired_replicas must be a whole number >= 1, got {desired!r}")
-        if desired > plan.max_replicas:
+        if desired > max_replicas:
             raise PlannerInputError(
-                f"{where}: desired_replicas {desired} is above max_replicas {plan.max_replicas}, which caps it"
+                f"{where}: desired_replicas {desired} is above max_replicas {max_replicas}, which caps it"
             )
         problems = cron_problems(window.metadata)
         if problems:
@@ -614,8 +622,137 @@ def _check_cron_windows(plan: ScalingPlan) -> None:
         built.append((k, scaler))
 
 
-def _cron_name(k: int) -> str:
-    return f"cron_{k}"
+def _cron_name(k: int, prefix: str = "cron") -> str:
+    return f"{prefix}_{k}"
+
+
+def _cron_trigger(name: str, window: CronWindow, index: int, in_formula: bool) -> tuple[dict, list[_Comment]]:
+    """One window as a KEDA ``cron`` trigger at ``spec.triggers[index]``, with its comments."""
+    metadata = window.metadata
+    trigger = {
+        "type": "cron",
+        "name": name,
+        "metadata": {
+            "timezone": metadata.timezone,
+            "start": metadata.start,
+            "end": metadata.end,
+            "desiredReplicas": metadata.desired_replicas,
+        },
+    }
+    base = ("spec", "triggers", index)
+    comments: list[_Comment] = [
+        (
+            (*base, "name"),
+            f"at least {window.desired_replicas} replicas from start to end (start included, end not), "
+            "whatever the load says; outside the window it proposes 0"
+            + (", and joins the formula's max() by this name" if in_formula else ""),
+        ),
+        ((*base, "metadata", "timezone"), "the zone start and end are read in, daylight saving included"),
+    ]
+    return trigger, comments
+
+
+def scheduled_scaled_object(
+    document: Mapping, windows: Sequence[CronWindow], source: str = "scaledobject.yaml"
+) -> GeneratedManifest:
+    """A team's ScaledObject with ``windows`` as its cron triggers, in place of any it had.
+
+    Every other field stays as written. The windows are checked as :func:`generate_manifests`
+    checks a plan's (KEDA builds them, no two with different floors overlap, none above
+    ``maxReplicaCount``). With ``advanced.scalingModifiers`` the HPA reads only the composite
+    metric, so each cron trigger joins the formula as ``max(formula, name x target)``: its
+    ``desiredReplicas`` in the composite's units, which ``AverageValue`` divides by the target.
+
+    Parameters
+    ----------
+    document : Mapping
+        The ScaledObject as parsed YAML.
+    windows : sequence of CronWindow
+    source : str
+        Where the document came from, for messages and the header.
+
+    Returns
+    -------
+    GeneratedManifest
+
+    Raises
+    ------
+    PlannerInputError
+        Not a ScaledObject; a formula that names a cron trigger being replaced, or a composite
+        metric typed ``Value`` (a floor in replicas has no fixed value there); a window as
+        :func:`generate_manifests` refuses it.
+    """
+    if not isinstance(document, Mapping) or document.get("kind") != "ScaledObject":
+        kind = document.get("kind") if isinstance(document, Mapping) else None
+        raise PlannerInputError(
+            f"{source}: expected a KEDA ScaledObject, got {kind or 'no kind'}: cron triggers live only in a "
+            "ScaledObject (an HPA has no schedule)"
+        )
+    data = copy.deepcopy(dict(document))
+    spec = data.get("spec")
+    if not isinstance(spec, dict) or not isinstance(spec.get("triggers"), list):
+        raise PlannerInputError(f"{source}: spec.triggers: expected a list of triggers")
+    triggers = spec["triggers"]
+    is_cron = [isinstance(t, Mapping) and t.get("type") == "cron" for t in triggers]
+    cron = [t for t, c in zip(triggers, is_cron, strict=True) if c]
+    kept = [t for t, c in zip(triggers, is_cron, strict=True) if not c]
+    if not kept:
+        raise PlannerInputError(
+            f"{source}: spec.triggers: only cron triggers; the schedule needs a metric trigger beside it"
+        )
+    max_replicas = spec.get("maxReplicaCount", DEFAULT_HPA_MAX_REPLICAS)
+    _check_windows(windows, max_replicas if isinstance(max_replicas, int) else DEFAULT_HPA_MAX_REPLICAS)
+    taken = {str(t.get("name")) for t in kept if isinstance(t, Mapping) and t.get("name")}
+    # A prefix no kept trigger's name starts with, so the formula's names stay apart.
+    prefix = next(
+        (p for p in ("cron", "schedule", "floor") if not any(n.startswith(p + "_") for n in taken)), "planner_cron"
+    )
+    names = [_cron_name(k, prefix) for k in range(len(windows))]
+    advanced = spec.get("advanced")
+    modifiers = advanced.get("scalingModifiers") if isinstance(advanced, dict) else None
+    if not isinstance(modifiers, dict):
+        modifiers = {}
+    formula = str(modifiers.get("formula") or "")
+    comments: list[_Comment] = []
+    if formula and windows:
+        for old in (str(t.get("name") or "") for t in cron):
+            if old and re.search(rf"(?<![A-Za-z0-9_]){re.escape(old)}(?![A-Za-z0-9_])", formula):
+                raise PlannerInputError(
+                    f"{source}: spec.advanced.scalingModifiers.formula names the cron trigger {old!r}, which the "
+                    "schedule replaces; take it out of the formula first"
+                )
+        metric_type = str(modifiers.get("metricType") or "AverageValue")
+        if metric_type != "AverageValue":
+            raise PlannerInputError(
+                f"{source}: spec.advanced.scalingModifiers.metricType: {metric_type} has no fixed value for a floor "
+                "in replicas (the HPA multiplies by the current count); use AverageValue"
+            )
+        target = str(modifiers.get("target") or "").strip()
+        try:
+            one = float(target) == 1.0
+        except ValueError:
+            raise PlannerInputError(
+                f"{source}: spec.advanced.scalingModifiers.target: expected a number, got {target!r}"
+            ) from None
+        terms = [name if one else f"{name} * {target}" for name in names]
+        modifiers["formula"] = f"max({formula}, {', '.join(terms)})"
+        comments.append(
+            (
+                ("spec", "advanced", "scalingModifiers", "formula"),
+                "the team's formula, and each cron trigger's floor in its units (desiredReplicas x target)",
+            )
+        )
+    for k, window in enumerate(windows):
+        trigger, trigger_comments = _cron_trigger(names[k], window, len(kept) + k, bool(formula))
+        kept.append(trigger)
+        comments += trigger_comments
+    spec["triggers"] = kept
+    name = (data.get("metadata") or {}).get("name", "") if isinstance(data.get("metadata"), Mapping) else ""
+    header = (
+        f"KEDA ScaledObject {name} from {source}, with a weekly schedule written by planner schedule: its own "
+        f"triggers as they were{', its cron triggers replaced' if cron else ''}, and one cron trigger per window."
+    )
+    return GeneratedManifest("scaledobject", data, header, tuple(comments))
 
 
 _MATCHER = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"')
@@ -928,29 +1065,9 @@ def _scaled_object(plan, signals, formula, behavior, behavior_comments) -> Gener
             ),
         ]
     for k, window in enumerate(plan.cron_windows):
-        metadata = window.metadata
-        triggers.append(
-            {
-                "type": "cron",
-                "name": _cron_name(k),
-                "metadata": {
-                    "timezone": metadata.timezone,
-                    "start": metadata.start,
-                    "end": metadata.end,
-                    "desiredReplicas": metadata.desired_replicas,
-                },
-            }
-        )
-        base = ("spec", "triggers", len(signals) + k)
-        comments += [
-            (
-                (*base, "name"),
-                f"at least {window.desired_replicas} replicas from start to end (start included, end not), "
-                "whatever the load says; outside the window it proposes 0"
-                + (", and joins the formula's max() by this name" if formula else ""),
-            ),
-            ((*base, "metadata", "timezone"), "the zone start and end are read in, daylight saving included"),
-        ]
+        trigger, trigger_comments = _cron_trigger(_cron_name(k), window, len(signals) + k, bool(formula))
+        triggers.append(trigger)
+        comments += trigger_comments
     advanced: dict = {"horizontalPodAutoscalerConfig": {"behavior": behavior}}
     for path, text in behavior_comments:
         comments.append((("spec", "advanced", "horizontalPodAutoscalerConfig", "behavior", *path), text))
