@@ -13,8 +13,11 @@ import itertools
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from planner.autoscaler.cron_scaler import (
+    OVERLAP_FROM_S,
     CronMetadata,
     CronReading,
     build_cron_scaler,
@@ -177,3 +180,33 @@ def test_reading_runs_give_the_reading_at_every_tick(metadata, start, tick_s):
         assert runs[bisect.bisect_right(firsts, k) - 1][1] == expected, (k, expected)
     if metadata.timezone != "Europe/Dublyn":
         assert len(runs) >= 2  # the window opens or closes within the two days
+
+
+@settings(max_examples=4)
+@given(
+    windows=st.lists(
+        st.tuples(st.integers(0, 59), st.integers(0, 23), st.integers(0, 6), st.integers(10, 3000), st.booleans()),
+        min_size=2,
+        max_size=2,
+    )
+)
+def test_the_first_overlap_is_the_first_minute_both_windows_are_open(windows):
+    # Firings fall on whole minutes and activity holds from one firing to the next, so scanning the minutes
+    # of a week with KEDA's own activity test finds what first_overlap_s finds from the firings alone.
+    monday = OVERLAP_FROM_S
+    scalers = []
+    for minute, hour, day, length, every_day in windows:
+        stop = (hour * 60 + minute + length) % 1440
+        days, end_days = ("*", "*") if every_day else (str(day), str((day + (hour * 60 + minute + length) // 1440) % 7))
+        scalers.append(
+            build_cron_scaler(
+                CronMetadata(
+                    f"{minute} {hour} * * {days}", f"{stop % 60} {stop // 60} * * {end_days}", "Europe/Dublin", "2"
+                )
+            )
+        )
+    span_s = 7 * 86400.0
+    both = next(
+        (monday + m * 60.0 for m in range(10080) if all(is_active(s, monday + m * 60.0) for s in scalers)), None
+    )
+    assert first_overlap_s(scalers[0], scalers[1], monday, monday + span_s - 60.0) == both

@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from planner.autoscaler.cron_schedule import (
     CronSchedule,
@@ -55,6 +56,7 @@ __all__ = [
     "CronProblem",
     "CronReading",
     "CronScaler",
+    "activity_steps",
     "build_cron_scaler",
     "cron_metric_name",
     "cron_problems",
@@ -293,33 +295,74 @@ def first_overlap_s(
 ) -> float | None:
     """The first instant in ``[from_epoch_s, to_epoch_s]`` (UTC epoch) at which both triggers are active, or ``None``.
 
-    Activity changes only when one of the four schedules fires, so the search
-    visits those instants in order (at most ``max_steps`` of them: a schedule
-    firing every minute is followed for two weeks, not a year).
+    A trigger's activity changes only when one of its two schedules fires (at a
+    firing instant the next firings are the later ones, so it holds from that
+    instant to the next), so each trigger's activity is a step function over
+    its firings (:func:`activity_steps`, followed for at most ``max_steps``
+    firings: a schedule firing every minute is followed for two weeks, not a
+    year), and the answer is the first step of the two merged at which both are
+    active. Each trigger's steps are computed once and kept, so checking every
+    pair of many triggers costs one pass over each trigger's firings.
 
     Raises
     ------
     PlannerInputError
         A zone does not load.
     """
-    zone_a, zone_b = load_location(a.timezone), load_location(b.timezone)
+    steps_a, until_a = activity_steps(a, from_epoch_s, to_epoch_s, max_steps)
+    steps_b, until_b = activity_steps(b, from_epoch_s, to_epoch_s, max_steps)
+    until = min(until_a, until_b, to_epoch_s)
+    i = j = 0
+    while i < len(steps_a) and j < len(steps_b):
+        t = max(steps_a[i][0], steps_b[j][0])
+        if t > until:
+            return None
+        if steps_a[i][1] and steps_b[j][1]:
+            return t
+        # Move past whichever step ends first (both, when they end together).
+        end_a = steps_a[i + 1][0] if i + 1 < len(steps_a) else math.inf
+        end_b = steps_b[j + 1][0] if j + 1 < len(steps_b) else math.inf
+        if end_a == end_b == math.inf:
+            return None
+        if end_a <= end_b:
+            i += 1
+        if end_b <= end_a:
+            j += 1
+    return None
+
+
+@lru_cache(maxsize=4096)
+def activity_steps(
+    scaler: CronScaler, from_epoch_s: float, to_epoch_s: float, max_steps: int = 20_000
+) -> tuple[tuple[tuple[float, bool], ...], float]:
+    """The trigger's activity from ``from_epoch_s`` on, as steps, and how far they are known.
+
+    Returns
+    -------
+    tuple of (float, bool)
+        ``(instant, active)`` from ``from_epoch_s``, one per firing of ``start`` or ``end`` up to
+        ``to_epoch_s``; each holds until the next. [s]
+    float
+        The instant up to which the steps are known: infinity, unless ``max_steps`` ran out first. [s]
+
+    Raises
+    ------
+    PlannerInputError
+        The zone does not load.
+    """
+    zone = load_location(scaler.timezone)
     t = float(from_epoch_s)
+    steps: list[tuple[float, bool]] = []
     for _ in range(max_steps):
         if t > to_epoch_s:
-            return None
-        fires = [
-            next_fire_s(a.start, t, zone_a),
-            next_fire_s(a.end, t, zone_a),
-            next_fire_s(b.start, t, zone_b),
-            next_fire_s(b.end, t, zone_b),
-        ]
-        if _within(t, fires[0], fires[1]) and _within(t, fires[2], fires[3]):
-            return t
+            return tuple(steps), math.inf
+        fires = (next_fire_s(scaler.start, t, zone), next_fire_s(scaler.end, t, zone))
+        steps.append((t, _within(t, *fires)))
         upcoming = [fire for fire in fires if fire is not None]
         if not upcoming:
-            return None
+            return tuple(steps), math.inf
         t = float(min(upcoming))
-    return None
+    return tuple(steps), t
 
 
 def overlap_in_a_year_s(a: CronScaler, b: CronScaler) -> float | None:

@@ -742,8 +742,9 @@ def scheduled_scaled_object(
                 "the team's formula, and each cron trigger's floor in its units (desiredReplicas x target)",
             )
         )
+    first = len(kept)
     for k, window in enumerate(windows):
-        trigger, trigger_comments = _cron_trigger(names[k], window, len(kept) + k, bool(formula))
+        trigger, trigger_comments = _cron_trigger(names[k], window, first + k, bool(formula))
         kept.append(trigger)
         comments += trigger_comments
     spec["triggers"] = kept
