@@ -244,7 +244,7 @@ def test_weekday_and_weekend_minimums_differ_on_a_week_with_quieter_weekends(sha
 def test_the_default_metric_trigger_is_a_target_below_the_batch_limit_and_scoped_to_its_pods():
     trace = poisson_trace(0.5, 600.0, 300, 200, seed=2)
     fleet = read_fleet(TINY_FLEET)
-    plan = default_scaling_plan(trace, fleet, oracle_bound(trace, fleet, 0.95))
+    plan = default_scaling_plan(trace, fleet)
     assert plan.concurrency_target == pytest.approx(4 / 1.2, abs=1e-3) and plan.max_replicas >= 4
     text = yaml.safe_dump(generate_manifests(plan).scaled_object.document)
     assert 'pod=~"vllm-' in text

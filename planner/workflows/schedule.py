@@ -31,9 +31,12 @@ Simulated time 0 is the fleet's ``start_epoch_s`` (Monday 00:00 UTC unless ``--s
    (``0 8 * * 1-5``); windows never overlap, so ``planner lint`` finds no ``cron-overlap``.
 4. **Verified by replay.** The ScaledObject as written (cron triggers and the metric trigger)
    is read back and replayed through the simulator, the same engine and controllers as
-   ``planner simulate``. Where the goal is missed, the minimums are raised by one in the
-   buckets with the most missed requests (by arrival), as few as together hold the shortfall,
-   and the replay repeats, at most ``max_rounds`` times. A bucket whose raise did not cut its
+   ``planner simulate``. Where the goal is missed, the minimums are raised in the buckets with
+   the most missed requests (by arrival), as few as together hold the shortfall: each by a
+   quarter of its gap to the most replicas the fleet asked for there in that replay, at least
+   one (the metric trigger's own level bounds what a floor needs; small steps keep the floors
+   cheap, a quarter of the gap reaches that level in a few rounds). The replay repeats, at most
+   ``max_rounds`` times. A bucket whose raise did not cut its
    misses is raised no further (its misses come from elsewhere: a burst, a scale-down that cut
    generations, a request no fleet serves in time).
 
@@ -47,8 +50,11 @@ Limits
 * The schedule is fitted to the replayed trace: a stretched week is one draw of the envelope
   (:class:`planner.simulate.traffic.WeeklyEnvelope`), and next week's traffic differs; holidays
   and trends are not in it. Re-derive it from recent weeks.
-* Raising by one per bucket and round is greedy, not the cheapest schedule that meets the goal,
+* Raising the buckets that miss most is greedy, not the cheapest schedule that meets the goal,
   and a bounded number of rounds may stop short (the result says so).
+* Weekdays whose traffic differs (a stretched week's days differ by their noise) get floors of
+  their own, so a noisy week is written as many triggers; only windows equal on several days
+  collapse into one.
 * Buckets the trace does not cover get no window; a trace shorter than a week gives a daily
   schedule (every day alike), weekends included.
 * Daylight saving: buckets and windows are local wall-clock time, as cron reads them; around a
@@ -113,8 +119,8 @@ __all__ = [
 
 DEFAULT_ATTAINMENT_GOAL = 0.95
 """Share of requests that must meet the objective unless the caller says otherwise. [fraction]"""
-DEFAULT_MAX_ROUNDS = 6
-"""Replays of the schedule at most: the first, and up to five rounds of raised minimums."""
+DEFAULT_MAX_ROUNDS = 8
+"""Replays of the schedule at most: the first, and up to seven rounds of raised minimums."""
 DEFAULT_TIMEZONE = "UTC"
 """The zone the windows are written in unless the caller names one (IANA)."""
 DEFAULT_GROWTH_FRAC = 0.2
@@ -424,16 +430,16 @@ def cron_windows(floors: Sequence[int], base_replicas: int, lead_minutes: int, t
 # --------------------------------------------------------------------------- the metric trigger
 
 
-def default_scaling_plan(
-    trace: RequestTrace, fleet: FleetSpec, bound: OracleBound | None = None, *, target_name: str = "vllm"
-) -> ScalingPlan:
+def default_scaling_plan(trace: RequestTrace, fleet: FleetSpec, *, target_name: str = "vllm") -> ScalingPlan:
     """The ScaledObject ``planner manifests`` would write for this fleet when the team has none.
 
     * in-flight target ``T = K / (1 + 0.2)``, the knee ``K`` being the replica's batch limit
       (``max_num_seqs``), or fewer where the KV cache holds fewer of the trace's mean request;
     * warmup: the fleet's time to Ready (a new node's, with a node pool);
-    * ``maxReplicaCount``: the node quota's replicas with a capped node pool, else three times the
-      most replicas the oracle needs on average in any 15 minutes, at least 4.
+    * ``maxReplicaCount``: the node quota's replicas with a capped node pool, else twice what the
+      target asks for in the busiest 15 minutes (Little's law: the requests arriving there times
+      each one's prefill and decode at a batch of ``T``, over the window's length, over ``T``), at
+      least 4: room for bursts within the window and for the floors.
 
     These are assumptions standing in for a load test; pass the team's own ScaledObject instead.
     """
@@ -446,8 +452,7 @@ def default_scaling_plan(
     if nodes is not None and nodes.max_nodes is not None:
         max_replicas = max(1, nodes.max_nodes * pods_per_node(nodes.gpus_per_node, fleet.gpus_per_replica))
     else:
-        busiest = float(np.max(bound.profile_replicas)) if bound is not None and bound.profile_replicas.size else 1.0
-        max_replicas = max(4, math.ceil(3.0 * busiest))
+        max_replicas = max(4, math.ceil(2.0 * _busiest_in_flight(trace, fleet, target) / target))
     return ScalingPlan(
         target_name=target_name,
         concurrency_target=target,
@@ -458,6 +463,19 @@ def default_scaling_plan(
         max_num_seqs=replica.max_num_seqs if target < replica.max_num_seqs else None,
         label_matchers=(pod_matcher("Deployment", target_name),),
     )
+
+
+_BUSY_WINDOW_S = 900.0
+
+
+def _busiest_in_flight(trace: RequestTrace, fleet: FleetSpec, target: float) -> float:
+    """Mean requests in flight in the busiest window, each held for its prefill and decode at batch ``target``."""
+    replica = fleet.replica
+    held_s = np.asarray(trace.input_tokens, dtype=float) * replica.prefill_ms_per_token / 1000.0 + np.asarray(
+        trace.output_tokens, dtype=float
+    ) * replica.step_s(max(1, round(target)))
+    window = np.floor(np.asarray(trace.arrival_s, dtype=float) / _BUSY_WINDOW_S).astype(np.int64)
+    return float(np.max(np.bincount(window, weights=held_s))) / _BUSY_WINDOW_S if len(trace) else 0.0
 
 
 def _render(metric: ScalingPlan | Mapping, windows: Sequence[CronWindow], source: str) -> GeneratedManifest:
@@ -614,7 +632,7 @@ def make_schedule(
         raise PlannerInputError(f"timezone {timezone!r}: {problem}")
     buckets = calendar_buckets(trace, fleet.start_epoch_s, timezone, duration_s)
     bound = oracle_bound(trace, fleet, attainment_goal_frac, duration_s=duration_s)
-    metric = default_scaling_plan(trace, fleet, bound) if metric is None else metric
+    metric = default_scaling_plan(trace, fleet) if metric is None else metric
     reactive_manifest = _render(metric, (), source)
     reactive_autoscaler = _read_back(dump_manifest(reactive_manifest), source)
     base = reactive_autoscaler.hpa.effective_min_replicas
@@ -659,7 +677,12 @@ def make_schedule(
             rounds.append(record)
             reason = (
                 f"The goal is not met after {max_rounds} replays ({100 * outcome.slo_attainment_frac:.2f} % < "
-                f"{100 * attainment_goal_frac:g} %); allow more rounds, or lower the metric trigger's target."
+                f"{100 * attainment_goal_frac:g} %); "
+                + (
+                    f"the fleet reached maxReplicaCount ({ceiling}) in the replay: raise it if the GPUs exist."
+                    if outcome.peak_replicas >= ceiling
+                    else "allow more rounds, or lower the metric trigger's target."
+                )
             )
             break
         # A floor at or below the autoscaler's own minimum holds nothing: a raise starts from that minimum.
@@ -681,7 +704,15 @@ def make_schedule(
             break
         rounds.append(dataclasses.replace(record, raised=tuple(raise_)))
         last_misses, last_raised = misses, tuple(raise_)
-        floors[list(raise_)] = held[list(raise_)] + 1
+        # A quarter of the way to the most replicas the fleet asked for there, at least one more (module docstring).
+        ts = outcome.timeseries
+        asked = np.zeros(buckets.count, dtype=np.int64)
+        np.maximum.at(
+            asked, buckets.of_time(ts["t_s"].to_numpy()), ts["replicas_requested"].to_numpy().astype(np.int64)
+        )
+        chosen = np.array(raise_)
+        step = np.maximum(1, np.ceil((asked[chosen] - held[chosen]) / 4.0).astype(np.int64))
+        floors[chosen] = np.minimum(held[chosen] + step, ceiling)
 
     texts = {"scaledobject.yaml": text}
     ready_s = fleet.time_to_ready_s(needs_node=fleet.nodes is not None, image_cached=False)
