@@ -74,6 +74,8 @@ SLOW_TESTS = {
     "test_simulate_fast_replica::test_the_kernel_equals_the_python_model_on_large_batches",
     "test_cli_sweep::test_unreachable_scheduler_exits_2",
     "test_cli_sweep::test_dask_cluster_gives_the_local_results_even_when_a_worker_is_killed",
+    # a week of real traffic, searched and replayed again through planner lint and planner simulate
+    "test_cli_schedule::test_a_week_of_real_traffic_lints_clean_and_meets_the_goal_in_replay",
 }
 
 

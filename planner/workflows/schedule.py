@@ -32,7 +32,7 @@ Simulated time 0 is the fleet's ``start_epoch_s`` (Monday 00:00 UTC unless ``--s
 4. **Verified by replay.** The ScaledObject as written (cron triggers and the metric trigger)
    is read back and replayed through the simulator, the same engine and controllers as
    ``planner simulate``. Where the goal is missed, the minimums are raised in the buckets with
-   the most missed requests (by arrival), as few as together hold the shortfall: each by a
+   the most missed requests (by arrival), as few as together hold twice the shortfall: each by a
    quarter of its gap to the most replicas the fleet asked for there in that replay, at least
    one (the metric trigger's own level bounds what a floor needs; small steps keep the floors
    cheap, a quarter of the gap reaches that level in a few rounds). The replay repeats, at most
@@ -436,10 +436,10 @@ def default_scaling_plan(trace: RequestTrace, fleet: FleetSpec, *, target_name: 
     * in-flight target ``T = K / (1 + 0.2)``, the knee ``K`` being the replica's batch limit
       (``max_num_seqs``), or fewer where the KV cache holds fewer of the trace's mean request;
     * warmup: the fleet's time to Ready (a new node's, with a node pool);
-    * ``maxReplicaCount``: the node quota's replicas with a capped node pool, else twice what the
-      target asks for in the busiest 15 minutes (Little's law: the requests arriving there times
-      each one's prefill and decode at a batch of ``T``, over the window's length, over ``T``), at
-      least 4: room for bursts within the window and for the floors.
+    * ``maxReplicaCount``: the node quota's replicas with a capped node pool, else three times what
+      the target asks for in the busiest minute (Little's law: the requests arriving there times
+      each one's prefill and decode at a batch of ``T``, over the minute, over ``T``), at least 4:
+      room for queues that build faster than replicas come, and for the floors.
 
     These are assumptions standing in for a load test; pass the team's own ScaledObject instead.
     """
@@ -452,7 +452,7 @@ def default_scaling_plan(trace: RequestTrace, fleet: FleetSpec, *, target_name: 
     if nodes is not None and nodes.max_nodes is not None:
         max_replicas = max(1, nodes.max_nodes * pods_per_node(nodes.gpus_per_node, fleet.gpus_per_replica))
     else:
-        max_replicas = max(4, math.ceil(2.0 * _busiest_in_flight(trace, fleet, target) / target))
+        max_replicas = max(4, math.ceil(3.0 * _busiest_in_flight(trace, fleet, target) / target))
     return ScalingPlan(
         target_name=target_name,
         concurrency_target=target,
@@ -465,7 +465,7 @@ def default_scaling_plan(trace: RequestTrace, fleet: FleetSpec, *, target_name: 
     )
 
 
-_BUSY_WINDOW_S = 900.0
+_BUSY_WINDOW_S = 60.0
 
 
 def _busiest_in_flight(trace: RequestTrace, fleet: FleetSpec, target: float) -> float:
@@ -743,7 +743,11 @@ def make_schedule(
 def _buckets_to_raise(
     misses: np.ndarray, floors: np.ndarray, ceiling: int, stalled: set[int], shortfall: int
 ) -> list[int]:
-    """The buckets with the most misses, as few as hold the shortfall, that can still rise and did respond."""
+    """The buckets with the most misses, as few as hold twice the shortfall, that can still rise and did respond.
+
+    Twice: a raise removes only part of a bucket's misses (some come from bursts within the hour), so
+    holding the shortfall exactly would leave the goal just missed round after round.
+    """
     order = [int(b) for b in np.argsort(-misses, kind="stable") if misses[b] > 0]
     chosen, held = [], 0
     for bucket in order:
@@ -751,7 +755,7 @@ def _buckets_to_raise(
             continue
         chosen.append(bucket)
         held += int(misses[bucket])
-        if held >= shortfall:
+        if held >= 2 * shortfall:
             break
     return sorted(chosen)
 
