@@ -59,8 +59,10 @@ Limits
   schedule (every day alike), weekends included.
 * Daylight saving: buckets and windows are local wall-clock time, as cron reads them; around a
   change, an hour is skipped or repeated as robfig/cron does.
-* Cron triggers run in the fast engine's lockstep path unless its kernels cover them, so each
-  replay of a week costs minutes there.
+* Each round replays the whole trace. The fast engine's kernels run cron triggers beside a
+  metric trigger (a week of the Azure conversation trace in seconds); a ScaledObject they do not
+  cover (a ``scalingModifiers`` formula, a forecast's subquery) replays in the lockstep engine,
+  minutes per simulated day.
 
 Nothing here reads files or the clock.
 """
