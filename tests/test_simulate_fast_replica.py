@@ -117,6 +117,7 @@ class Kernel:
             c.kv_tokens,
             c.block_size_tokens,
             c.prefill_ms_per_token,
+            c.max_num_batched_tokens,
             self.scratch,
             self.completed_out,
         )
@@ -139,6 +140,11 @@ class LineHits:
         model._progress,
         model._union_s,
         model.kv_usage_frac,
+        model._PrefillQueue.__init__,
+        model._PrefillQueue._held_s,
+        model._PrefillQueue._step_s,
+        model._PrefillQueue.running_steps_s,
+        model._PrefillQueue.admit,
     )
 
     def __init__(self):
@@ -214,6 +220,8 @@ def replica_cases(draw, sizes=(1, 2, 3, 4, 6, 8, 16), queue_max=10):
     outputs = draw(st.lists(st.one_of(st.just(1), st.integers(1, 4), st.integers(1, 300)), min_size=n, max_size=n))
     inputs = draw(st.lists(st.one_of(st.integers(1, 40), st.integers(1, 600)), min_size=n, max_size=n))
     prefill_ms = draw(st.one_of(st.just(0.0), st.sampled_from([0.3, 2.5]), st.floats(0.0, 4.0)))
+    # No budget (prefill delays only its own request), vLLM's default, or budgets a prompt needs several steps of.
+    budget = draw(st.one_of(st.none(), st.just(2048), st.integers(0, 48).map(lambda extra: max_num_seqs + extra)))
     fixed_ms = draw(st.one_of(st.floats(0.5, 60.0), st.sampled_from([6.0, 25.0])))
     per_sequence_ms = draw(st.one_of(st.just(0.0), st.floats(0.0, 6.0)))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
@@ -261,6 +269,7 @@ def replica_cases(draw, sizes=(1, 2, 3, 4, 6, 8, 16), queue_max=10):
         kv_tokens=kv_tokens,
         block_size_tokens=block,
         prefill_ms_per_token=prefill_ms,
+        max_num_batched_tokens=budget,
     )
     stop_s = draw(
         st.one_of(
@@ -306,6 +315,8 @@ def test_the_kernel_equals_the_python_model_on_generated_replicas():
         "j += 1",  # a wait for more than one release
         "active_s += present_s",
         "return total + (cur_end - cur_start)",
+        "start_s = self.free_s  # the prompts admitted before it still have chunks to schedule",
+        "return self.step_s / (1.0 - stall_s / self.span_s)",  # decodes slowed by prompts beside them
     ):
         assert hits.count(branch) >= 20, branch
 
