@@ -80,6 +80,7 @@ from planner.errors import PlannerInputError
 
 __all__ = [
     "CUT",
+    "DEFAULT_PREFILL_MS_PER_TOKEN",
     "DONE",
     "GATEWAY",
     "PENDING",
@@ -91,6 +92,14 @@ __all__ = [
     "advance_replica",
     "kv_usage_frac",
 ]
+
+DEFAULT_PREFILL_MS_PER_TOKEN = 0.0576
+"""The default fleet's prefill cost: the fit of
+:func:`planner.simulate.calibration.fit_prefill` on the real-world ``vllm bench serve``
+sweep ``vllm_bench/aurotripathy-llama3.1-8b-fp8-l40s-concurrency-sweep``
+(Llama-3.1-8B-Instruct FP8 on one L40S, the 8B-on-one-GPU replica the
+default fleet stands for): TTFT p50 95.6 ms at concurrency 1, less one
+14.4 ms decode step, over 1,409.5 prompt tokens. [ms/token]"""
 
 # Request status codes (int8 in RequestState.status).
 PENDING, GATEWAY, WAITING, RUNNING, DONE, CUT = 0, 1, 2, 3, 4, 5
@@ -129,7 +138,7 @@ class ReplicaSpec:
     max_num_seqs: int = 64
     kv_tokens: int = 200_000
     block_size_tokens: int = 16
-    prefill_ms_per_token: float = 0.0
+    prefill_ms_per_token: float = DEFAULT_PREFILL_MS_PER_TOKEN
     max_num_batched_tokens: int | None = DEFAULT_MAX_NUM_BATCHED_TOKENS
 
     def __post_init__(self) -> None:
