@@ -13,11 +13,21 @@ compared on mean TPOT rather than on the ITL tail.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from planner.capacity.knee import find_knee, thresholds_from_loadtest
 from planner.readers.loadtest import read_loadtest
-from planner.simulate.calibration import replica_from_loadtest, run_load_level, simulate_sweep
+from planner.capacity.step_time import StepTimeFit
+from planner.errors import PlannerInputError
+from planner.simulate.calibration import (
+    decode_step_fit,
+    fit_prefill,
+    replica_from_loadtest,
+    run_load_level,
+    simulate_sweep,
+)
+from planner.simulate.replica import DEFAULT_PREFILL_MS_PER_TOKEN, ReplicaSpec
 from tests.conftest import TEST_DATA_DIR
 
 SWEEPS = {
@@ -130,9 +140,80 @@ def test_the_shared_sweep_is_replayed_with_chunked_prefill(calibrated):
 
 
 def test_closed_loop_at_concurrency_one_is_the_fitted_single_sequence_step():
-    from planner.simulate.replica import ReplicaSpec
-
     replica = ReplicaSpec(fixed_ms=13.0, per_sequence_ms=0.5, max_num_seqs=256, kv_tokens=10**9)
     level = run_load_level(replica, num_requests=5, input_tokens=100, output_tokens=200, concurrency=1)
     assert np.allclose(level.tpot_ms, 13.5)
     assert level.mean_concurrency == pytest.approx(1.0, abs=0.05)
+
+
+def _sweep(**columns) -> pd.DataFrame:
+    n = len(next(iter(columns.values())))
+    base = {
+        "concurrency": np.arange(1.0, n + 1.0),
+        "mean_concurrency": np.full(n, np.nan),
+        "ttft_p50_ms": np.full(n, np.nan),
+        "ttft_mean_ms": np.full(n, np.nan),
+        "mean_input_tokens": np.full(n, np.nan),
+    }
+    return pd.DataFrame(base | columns)
+
+
+def test_several_prompt_lengths_give_the_least_squares_slope_at_each_lengths_lightest_step():
+    # TTFT = 20 ms + 0.05 ms per token at each length's lightest step; its loaded steps (queueing) are skipped.
+    steps = _sweep(
+        mean_input_tokens=np.array([500.0, 500.0, 2000.0, 2000.0, 8000.0]),
+        ttft_p50_ms=np.array([45.0, 900.0, 120.0, 5000.0, 420.0]),
+    )
+    fit = fit_prefill(steps, None)
+    assert fit.method == "least-squares"
+    assert fit.prefill_ms_per_token == pytest.approx(0.05)
+    assert fit.step_ms == pytest.approx(20.0)
+    assert fit.input_tokens == (500.0, 2000.0, 8000.0)
+
+
+def test_one_prompt_length_gives_the_lightest_ttft_less_one_decode_step():
+    steps = _sweep(
+        mean_input_tokens=np.full(3, 1000.0),
+        ttft_p50_ms=np.array([np.nan, 200.0, 400.0]),
+        ttft_mean_ms=np.array([80.0, 210.0, 420.0]),  # the mean stands in where the p50 is missing
+        mean_concurrency=np.array([1.0, 2.0, 4.0]),
+    )
+    step = StepTimeFit(fixed_ms=19.0, per_sequence_ms=1.0, r_squared=1.0, rmse_ms=0.0, max_abs_residual_ms=0.0, n_points=3)
+    fit = fit_prefill(steps, step)
+    assert fit.method == "lightest-step"
+    assert fit.step_ms == pytest.approx(20.0)
+    assert fit.prefill_ms_per_token == pytest.approx((80.0 - 20.0) / 1000.0)
+    with pytest.raises(PlannerInputError, match="decode step"):
+        fit_prefill(steps, None)
+
+
+def test_a_sweep_without_prompt_lengths_or_ttft_is_refused_with_the_columns_named():
+    with pytest.raises(PlannerInputError, match="mean_input_tokens"):
+        fit_prefill(_sweep(ttft_p50_ms=np.array([50.0, 60.0])), None)
+
+
+def test_the_decode_fit_removes_the_prompts_share_of_each_step():
+    # Decode steps of 10 + 0.5 x batch ms; prompts of 1000 tokens at 0.02 ms take rate x 20 ms of each second.
+    batch = np.array([1.0, 4.0, 16.0])
+    rate = np.array([1.0, 3.0, 8.0])
+    decode = 10.0 + 0.5 * batch
+    steps = _sweep(mean_input_tokens=np.full(3, 1000.0), mean_concurrency=batch).assign(
+        tpot_mean_ms=decode / (1.0 - rate * 1000 * 0.02 / 1000.0),
+        itl_mean_ms=np.nan,
+        request_throughput_rps=rate,
+        completed_requests=np.nan,
+        duration_s=np.nan,
+    )
+    fit = decode_step_fit(steps, 0.02)
+    assert (fit.fixed_ms, fit.per_sequence_ms) == (pytest.approx(10.0), pytest.approx(0.5))
+    with pytest.raises(PlannerInputError, match="whole GPU"):
+        decode_step_fit(steps, 0.2)
+
+
+def test_the_default_prefill_cost_is_the_fit_on_the_shared_l40s_sweep(shared_dir):
+    steps = read_loadtest(shared_dir / "real-world/vllm_bench/aurotripathy-llama3.1-8b-fp8-l40s-concurrency-sweep")
+    thresholds = thresholds_from_loadtest(steps, ttft_p99_slo_ms=2000.0, itl_p99_slo_ms=100.0)
+    fit = fit_prefill(steps, thresholds.tpot_fit)
+    assert fit.method == "lightest-step"
+    assert round(fit.prefill_ms_per_token, 4) == DEFAULT_PREFILL_MS_PER_TOKEN == ReplicaSpec().prefill_ms_per_token
+    assert replica_from_loadtest(steps, thresholds).prefill_ms_per_token == fit.prefill_ms_per_token

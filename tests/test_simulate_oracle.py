@@ -202,7 +202,7 @@ def test_long_prompts_are_bounded_by_the_kv_cache():
     # Two slots but a cache of 1,000 tokens and prompts of 992 (62 blocks of 16): one runs at a time. With an
     # ITL objective each request must finish, its 100 tokens taking at least 1 s: the KV-seconds alone need
     # 2 x 992 x 1 / 1000 pod-seconds, above the slots' 2 x 1 / 2.
-    replica = ReplicaSpec(fixed_ms=10.0, per_sequence_ms=0.0, max_num_seqs=2, kv_tokens=1000)
+    replica = ReplicaSpec(fixed_ms=10.0, per_sequence_ms=0.0, max_num_seqs=2, kv_tokens=1000, prefill_ms_per_token=0.0)
     fleet = FleetSpec(replica=replica, warmup_s=0.0, usd_per_gpu_hour=3600.0, itl_slo_ms=50.0)
     bound = oracle_bound(_trace([0.0, 0.0], 992, 100), fleet, 1.0)
     assert bound.instant.cost_usd == pytest.approx(2 * 0.992)
@@ -358,7 +358,7 @@ def test_a_replica_kept_full_at_its_token_capacity_costs_what_the_instant_bound_
     # Eight slots, 10 ms steps at any batch (capacity 800 tokens/s): requests of 100 tokens every 1/8 s keep
     # every slot busy and none waiting, for 300 s. One replica up from 0 costs the 301 s until the last
     # finishes; the bound counts the 300 s of tokens. A bound 1 % too high would fail here.
-    replica = ReplicaSpec(fixed_ms=10.0, per_sequence_ms=0.0, max_num_seqs=8, kv_tokens=1_000_000)
+    replica = ReplicaSpec(fixed_ms=10.0, per_sequence_ms=0.0, max_num_seqs=8, kv_tokens=1_000_000, prefill_ms_per_token=0.0)
     fleet = FleetSpec(replica=replica, warmup_s=60.0, usd_per_gpu_hour=3600.0)
     trace = _trace(np.arange(0.0, 300.0, 0.125), 10, 100)
     outcome = simulate(trace, _fixed_replica(), fleet, engine="reference", duration_s=301.0)
@@ -371,7 +371,7 @@ def test_a_replica_kept_full_by_its_kv_cache_costs_what_the_instant_bound_says()
     # A cache of 1,600 tokens holds four prompts of 384 (400 with their 15 answer tokens): four run at once
     # whatever the slots. 0.15 s each, one every 0.0375 s for 300 s: KV-seconds of 384 x 0.15 per request
     # over 1,600 per pod-second come to 288 s of the 301 s run (the blocks the answers add are the rest).
-    replica = ReplicaSpec(fixed_ms=10.0, per_sequence_ms=0.0, max_num_seqs=8, kv_tokens=1600)
+    replica = ReplicaSpec(fixed_ms=10.0, per_sequence_ms=0.0, max_num_seqs=8, kv_tokens=1600, prefill_ms_per_token=0.0)
     fleet = FleetSpec(replica=replica, warmup_s=60.0, usd_per_gpu_hour=3600.0, itl_slo_ms=50.0)
     trace = _trace(np.arange(0.0, 300.0, 0.0375), 384, 15)
     outcome = simulate(trace, _fixed_replica(), fleet, engine="reference", duration_s=301.0)
@@ -387,24 +387,30 @@ REAL_GRID = {"target": [2, 8], "min_replicas": [1, 2], "scale_down_window_s": [6
 
 
 @pytest.mark.parametrize(
-    "name",
-    ["AzureLLMInferenceTrace_conv.csv", "AzureLLMInferenceTrace_code.csv", "mooncake_conversation_trace.jsonl"],
+    ("name", "goal_frac"),
+    [
+        ("AzureLLMInferenceTrace_conv.csv", 0.99),
+        ("AzureLLMInferenceTrace_code.csv", 0.99),
+        # 6 % of Mooncake's prompts (749 of 12,031, up to 126k tokens) take more than the 2 s objective to
+        # prefill at the default fleet's cost whatever the fleet: 99 % is out of any run's reach, 90 % is not.
+        ("mooncake_conversation_trace.jsonl", 0.9),
+    ],
 )
-def test_no_swept_configuration_beats_the_oracle_on_real_traffic(shared_dir, name):
+def test_no_swept_configuration_beats_the_oracle_on_real_traffic(shared_dir, name, goal_frac):
     # An hour of each trace on the slow replica, eight settings of the plan's waiting-queue ScaledObject.
     trace = read_trace(shared_dir / "traces" / name)
     fleet = read_fleet(SLOW_FLEET)
     results = run_sweep(trace, load_autoscaler(CURRENT), fleet, expand_grid(REAL_GRID), progress=False)
     costs = [r.cost_usd for r in results]
     attained = [r.slo_attainment_frac for r in results]
-    oracle_usd, regret = regret_usd(trace, [fleet] * len(results), costs, attained, 0.99)
+    oracle_usd, regret = regret_usd(trace, [fleet] * len(results), costs, attained, goal_frac)
     assert np.all(regret >= -USD)
     curve = oracle_curve(trace, fleet)
     for r in results:
         # At equal or higher attainment, never cheaper than the bound (instant <= cold start <= cost).
         assert curve.instant_cost_usd_at(r.slo_attainment_frac) <= curve.cold_start_cost_usd_at(r.slo_attainment_frac)
         assert r.cost_usd >= curve.cold_start_cost_usd_at(r.slo_attainment_frac) - USD
-        if r.slo_attainment_frac >= 0.99:
+        if r.slo_attainment_frac >= goal_frac:
             assert r.cost_usd >= oracle_usd - USD
     assert 0 < oracle_usd < min(costs)
 

@@ -67,7 +67,7 @@ class PrefillFit:
         The prompt lengths used, one per point. [tokens]
     ttft_ms : tuple of float
         Their lightest steps' TTFT p50 (the mean where the file has no p50). [ms]
-    decode_step_ms : float
+    step_ms : float
         The TTFT left at a zero-token prompt: the fitted intercept, or the
         decode step subtracted. [ms]
     """
@@ -76,7 +76,7 @@ class PrefillFit:
     method: str
     input_tokens: tuple[float, ...]
     ttft_ms: tuple[float, ...]
-    decode_step_ms: float
+    step_ms: float
 
 
 def fit_prefill(steps: pd.DataFrame, fit: StepTimeFit | None) -> PrefillFit:
@@ -134,8 +134,8 @@ def fit_prefill(steps: pd.DataFrame, fit: StepTimeFit | None) -> PrefillFit:
             "TTFT is unknown (it needs two or more batch sizes)"
         )
     batch = _lightest_batch(steps, points[0])
-    decode_step_ms = float(fit.predict_ms(batch))
-    return PrefillFit(max((y[0] - decode_step_ms) / x[0], 0.0), "lightest-step", tuple(x), tuple(y), decode_step_ms)
+    step_ms = float(fit.predict_ms(batch))
+    return PrefillFit(max((y[0] - step_ms) / x[0], 0.0), "lightest-step", tuple(x), tuple(y), step_ms)
 
 
 def _lightest_batch(steps: pd.DataFrame, position: int) -> float:

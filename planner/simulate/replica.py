@@ -49,8 +49,9 @@ One tick of ``dt_s`` seconds (:func:`advance_replica`) is the model's unit:
     tick start from the prefills under way and the queued prompts the free
     slots will admit (``C``, at most the share ``c k / (c k + d)`` of the
     tick), lengthens the steps of every sequence beside it, to
-    ``d / (1 - (C - own) / tick)``, where ``own`` is the sequence's own prompt
-    compute in the tick (a prompt never slows its own decode).
+    ``d / (1 - (C - own) / tick)``, where ``own`` is the prompt compute in
+    the tick before the sequence's own prefill ends (its own, and that of the
+    prompts it queued behind: none of it runs beside its decode).
 
   Preempting a sequence mid-prefill returns it to the queue, which prefills
   its prompt again from the start (the preempted are always the newest, the
@@ -440,9 +441,23 @@ class _PrefillQueue:
     Built at the tick start (see the module docstring): ``free_s`` is when
     the prompts under way have had their chunks scheduled, ``stall_s`` the
     prompt compute estimated for the tick; :meth:`admit` queues a prompt.
+    A sequence's ``own`` compute, which does not slow it, is that of the run
+    of prompts it is in, from the run's start (or the tick's) to its own
+    end: it all comes before the sequence's first decode.
     """
 
-    __slots__ = ("chunk_tokens", "compute_frac", "cost_ms", "end_s", "free_s", "span_s", "stall_s", "step_s", "t0_s")
+    __slots__ = (
+        "chunk_tokens",
+        "compute_frac",
+        "cost_ms",
+        "end_s",
+        "free_s",
+        "since_s",
+        "span_s",
+        "stall_s",
+        "step_s",
+        "t0_s",
+    )
 
     def __init__(
         self,
@@ -474,6 +489,7 @@ class _PrefillQueue:
             if left_s + (req.output_tokens[i] - req.generated[i]) * run_step_s <= self.span_s:
                 slots += 1
         self.free_s = t0_s + ahead_s
+        self.since_s = t0_s  # the start of the run of prompts the queue is in
         busy_s = min(self.free_s, end_s) - t0_s
         queue_s = self.free_s
         for i in waiting:
@@ -508,10 +524,13 @@ class _PrefillQueue:
         start_s = at_s
         if self.free_s > at_s:
             start_s = self.free_s  # the prompts admitted before it still have chunks to schedule
+        else:
+            self.since_s = at_s  # the queue was idle: a new run of prompts starts with this one
         chunks = max(-(-tokens // self.chunk_tokens), 1)
         prefill_left_s = (start_s - at_s) + (tokens * self.cost_ms / 1000.0 + (chunks - 1) * self.step_s)
         self.free_s = start_s + self._held_s(tokens)
-        own_s = (min(self.free_s, self.end_s) - start_s) * self.compute_frac
+        # The compute of its run of prompts up to its own end happens before it decodes: it slows others only.
+        own_s = (min(self.free_s, self.end_s) - self.since_s) * self.compute_frac
         return prefill_left_s, self._step_s(self.stall_s - own_s)
 
 

@@ -687,6 +687,7 @@ def advance_pod(t0_s, dt_s, stop_s, p, queues, requests, replica, scratch, compl
     chunked = replica.max_num_batched_tokens > 0 and prefill_ms_per_token > 0
     span_s = end_s - t0_s
     queue_free_s = t0_s
+    queue_since_s = t0_s  # the start of the run of prompts the prefill queue is in
     chunk_tokens = 1
     compute_frac = 0.0
     stall_s = 0.0
@@ -812,12 +813,14 @@ def advance_pod(t0_s, dt_s, stop_s, p, queues, requests, replica, scratch, compl
             start_s = at
             if queue_free_s > at:
                 start_s = queue_free_s
+            else:
+                queue_since_s = at
             n_chunks = max(-(-tokens_to_prefill // chunk_tokens), 1)
             prefill_left_s[i] = (start_s - at) + (
                 tokens_to_prefill * prefill_ms_per_token / 1000.0 + (n_chunks - 1) * step_s
             )
             queue_free_s = start_s + _held_s(tokens_to_prefill, prefill_ms_per_token, chunk_tokens, step_s)
-            own_s = ((end_s if end_s < queue_free_s else queue_free_s) - start_s) * compute_frac
+            own_s = ((end_s if end_s < queue_free_s else queue_free_s) - queue_since_s) * compute_frac
             own_step_s = _stalled_step_s(step_s, stall_s - own_s, span_s)
         generated_before += generated[i]
         finish_s = _progress(i, at, end_s, own_step_s, requests)
