@@ -79,6 +79,10 @@ class PrefillFit:
     step_ms: float
 
 
+SAME_LENGTH_FRAC = 0.1
+"""Mean prompt lengths this close (relative) are one length to :func:`fit_prefill`. [fraction]"""
+
+
 def fit_prefill(steps: pd.DataFrame, fit: StepTimeFit | None) -> PrefillFit:
     """Fit the prefill cost per prompt token from a sweep's TTFT against prompt length.
 
@@ -120,10 +124,13 @@ def fit_prefill(steps: pd.DataFrame, fit: StepTimeFit | None) -> PrefillFit:
             "the load test has no step with both a mean prompt length (mean_input_tokens) and a TTFT "
             "(ttft_p50_ms or ttft_mean_ms) to fit the prefill cost on"
         )
-    lightest: dict[float, int] = {}
-    for position in usable:  # steps come lightest first: keep each length's first
-        lightest.setdefault(round(float(tokens[position])), int(position))
-    points = sorted(lightest.values(), key=lambda position: tokens[position])
+    # Steps come lightest first: each prompt length's first step is its point. Lengths within
+    # SAME_LENGTH_FRAC of a point's are that length (a dataset's sample mean moves from step to step).
+    points: list[int] = []
+    for position in usable:
+        if all(abs(tokens[position] / tokens[point] - 1.0) > SAME_LENGTH_FRAC for point in points):
+            points.append(int(position))
+    points.sort(key=lambda position: tokens[position])
     x, y = tokens[points], ttft[points]
     if len(points) >= 2:
         (intercept_ms, slope), *_ = np.linalg.lstsq(np.column_stack([np.ones_like(x), x]), y, rcond=None)
@@ -155,11 +162,12 @@ def decode_step_fit(steps: pd.DataFrame, prefill_ms_per_token: float) -> StepTim
     prompts take ``rate x P x prefill cost`` of every second, so a decode
     step measured at ``tpot`` would last ``tpot x (1 - rate x P x cost)``
     without them (the identity a chunked-prefill replica inverts,
-    :mod:`planner.simulate.replica`). Fitted over every step with a batch
+    :mod:`planner.simulate.replica`). Fitted over the steps with a batch
     (mean requests in flight, else the concurrency cap) and a TPOT (else the
-    mean ITL): past the knee queueing lengthens the time to first token,
-    not the decode step, and the step's growth with the batch is what the
-    replica needs at every load.
+    mean ITL), up to the first whose TPOT does not grow: past the knee
+    queueing lengthens the time to first token, not the decode step, and
+    the step's growth with the batch is what the replica needs at every
+    load, until the server's batch is full and more requests only queue.
 
     Parameters
     ----------
@@ -188,6 +196,9 @@ def decode_step_fit(steps: pd.DataFrame, prefill_ms_per_token: float) -> StepTim
     rate = np.where(np.isfinite(rate), rate, steps["completed_requests"] / steps["duration_s"])
     busy_frac = np.nan_to_num(rate * steps["mean_input_tokens"].to_numpy(dtype=float) * prefill_ms_per_token / 1000.0)
     used = np.isfinite(batch) & (batch > 0) & np.isfinite(tpot) & (tpot > 0)
+    # Once the TPOT stops growing the server's batch is capped and more requests in flight only queue.
+    growing = np.concatenate([[True], np.diff(tpot) > 0])
+    used &= np.cumprod(growing | ~np.isfinite(tpot)).astype(bool)
     if (busy_frac[used] >= 1.0).any():
         raise PlannerInputError(
             f"a prefill cost of {prefill_ms_per_token:.4g} ms per token would take the whole GPU at a step of the "
