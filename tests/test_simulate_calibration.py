@@ -17,9 +17,9 @@ import pandas as pd
 import pytest
 
 from planner.capacity.knee import find_knee, thresholds_from_loadtest
-from planner.readers.loadtest import read_loadtest
 from planner.capacity.step_time import StepTimeFit
 from planner.errors import PlannerInputError
+from planner.readers.loadtest import read_loadtest
 from planner.simulate.calibration import (
     decode_step_fit,
     fit_prefill,
@@ -178,7 +178,9 @@ def test_one_prompt_length_gives_the_lightest_ttft_less_one_decode_step():
         ttft_mean_ms=np.array([80.0, 210.0, 420.0]),  # the mean stands in where the p50 is missing
         mean_concurrency=np.array([1.0, 2.0, 4.0]),
     )
-    step = StepTimeFit(fixed_ms=19.0, per_sequence_ms=1.0, r_squared=1.0, rmse_ms=0.0, max_abs_residual_ms=0.0, n_points=3)
+    step = StepTimeFit(
+        fixed_ms=19.0, per_sequence_ms=1.0, r_squared=1.0, rmse_ms=0.0, max_abs_residual_ms=0.0, n_points=3
+    )
     fit = fit_prefill(steps, step)
     assert fit.method == "lightest-step"
     assert fit.step_ms == pytest.approx(20.0)

@@ -379,7 +379,9 @@ def test_a_replica_past_its_stop_does_nothing():
 
 def test_a_head_of_line_wait_ends_at_the_release_of_a_finishing_sequence():
     # 90 KV tokens held by a sequence that finishes at 0.1 s; the head of the queue needs 16 of 100.
-    spec = ReplicaSpec(fixed_ms=10.0, per_sequence_ms=0.0, max_num_seqs=4, kv_tokens=100, block_size_tokens=1, prefill_ms_per_token=0.0)
+    spec = ReplicaSpec(
+        fixed_ms=10.0, per_sequence_ms=0.0, max_num_seqs=4, kv_tokens=100, block_size_tokens=1, prefill_ms_per_token=0.0
+    )
     req = _queue_only([90, 15, 5], [10, 20, 20])
     req.status[0] = RUNNING
     running, waiting = [0], deque([1, 2])
@@ -392,7 +394,9 @@ def test_a_release_sorting_in_front_of_the_consumed_ones_is_consumed_again_as_in
     # Request 1, nearly done, is admitted at request 0's finish and finishes at that same instant:
     # (t, 15) sorts before the already consumed (t, 90), so the Python releases the 90 tokens twice.
     t0_s = 1000.0
-    spec = ReplicaSpec(fixed_ms=10.0, per_sequence_ms=0.0, max_num_seqs=2, kv_tokens=100, block_size_tokens=1, prefill_ms_per_token=0.0)
+    spec = ReplicaSpec(
+        fixed_ms=10.0, per_sequence_ms=0.0, max_num_seqs=2, kv_tokens=100, block_size_tokens=1, prefill_ms_per_token=0.0
+    )
     req = _queue_only([90, 5, 80], [10, 10, 5], arrival_s=t0_s - 1.0)
     req.status[0] = RUNNING
     req.generated[1] = 10.0 - 1e-12
@@ -505,7 +509,14 @@ def test_a_first_token_and_a_finish_exactly_at_the_tick_end_fall_in_the_tick():
 
 def test_a_head_of_line_wait_for_a_release_at_the_tick_end_lasts_into_the_next_tick():
     # 0 holds 90 of 100 KV tokens and finishes at 1.0 s, the tick end; 1 needs 16: it waits for the next tick.
-    spec = ReplicaSpec(fixed_ms=250.0, per_sequence_ms=0.0, max_num_seqs=4, kv_tokens=100, block_size_tokens=1, prefill_ms_per_token=0.0)
+    spec = ReplicaSpec(
+        fixed_ms=250.0,
+        per_sequence_ms=0.0,
+        max_num_seqs=4,
+        kv_tokens=100,
+        block_size_tokens=1,
+        prefill_ms_per_token=0.0,
+    )
     req = _queue_only([90, 15], [4, 20])
     req.status[0] = RUNNING
     running, waiting = [0], deque([1])

@@ -358,7 +358,9 @@ def test_a_replica_kept_full_at_its_token_capacity_costs_what_the_instant_bound_
     # Eight slots, 10 ms steps at any batch (capacity 800 tokens/s): requests of 100 tokens every 1/8 s keep
     # every slot busy and none waiting, for 300 s. One replica up from 0 costs the 301 s until the last
     # finishes; the bound counts the 300 s of tokens. A bound 1 % too high would fail here.
-    replica = ReplicaSpec(fixed_ms=10.0, per_sequence_ms=0.0, max_num_seqs=8, kv_tokens=1_000_000, prefill_ms_per_token=0.0)
+    replica = ReplicaSpec(
+        fixed_ms=10.0, per_sequence_ms=0.0, max_num_seqs=8, kv_tokens=1_000_000, prefill_ms_per_token=0.0
+    )
     fleet = FleetSpec(replica=replica, warmup_s=60.0, usd_per_gpu_hour=3600.0)
     trace = _trace(np.arange(0.0, 300.0, 0.125), 10, 100)
     outcome = simulate(trace, _fixed_replica(), fleet, engine="reference", duration_s=301.0)

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from planner.capacity.kv_cache import DEFAULT_MAX_NUM_BATCHED_TOKENS
 from planner.capacity.knee import LoadTestThresholds
+from planner.capacity.kv_cache import DEFAULT_MAX_NUM_BATCHED_TOKENS
 from planner.capacity.step_time import StepTimeFit, fit_step_time
 from planner.errors import PlannerInputError
 from planner.simulate.replica import ReplicaSpec, RequestState, advance_replica
@@ -253,15 +253,16 @@ def replica_from_loadtest(
         raise PlannerInputError("the load test has no step-time fit (it needs two or more batch sizes)")
     prefill = fit_prefill(steps, thresholds.tpot_fit)
     cost_ms = prefill.prefill_ms_per_token
+    tpot_fit = thresholds.tpot_fit
     settings = {"max_num_seqs": max_num_seqs, "kv_tokens": kv_tokens}
-    if cost_ms == 0 or max_num_batched_tokens is None or not decode_step_fit(steps, cost_ms).is_plausible:
-        return replica_from_fit(
-            thresholds.tpot_fit, prefill_ms_per_token=cost_ms, max_num_batched_tokens=None, **settings
-        )
+    if cost_ms == 0 or max_num_batched_tokens is None or not _leaves_room(steps, cost_ms):
+        return replica_from_fit(tpot_fit, prefill_ms_per_token=cost_ms, max_num_batched_tokens=None, **settings)
 
     def replica(cost: float) -> ReplicaSpec:
-        fit = decode_step_fit(steps, cost) if cost > 0 else thresholds.tpot_fit
-        return replica_from_fit(fit, prefill_ms_per_token=cost, max_num_batched_tokens=max_num_batched_tokens, **settings)
+        fit = decode_step_fit(steps, cost) if cost > 0 else tpot_fit
+        return replica_from_fit(
+            fit, prefill_ms_per_token=cost, max_num_batched_tokens=max_num_batched_tokens, **settings
+        )
 
     if prefill.method == "lightest-step":
         measured_ms = prefill.ttft_ms[0]
@@ -277,6 +278,14 @@ def replica_from_loadtest(
                 low, high = (low, middle) if too_slow(middle) else (middle, high)
             cost_ms = low
     return replica(cost_ms)
+
+
+def _leaves_room(steps: pd.DataFrame, cost_ms: float) -> bool:
+    # Whether the TPOTs, less the prompt compute at this cost, still grow with the batch from a positive cost.
+    try:
+        return decode_step_fit(steps, cost_ms).is_plausible
+    except PlannerInputError:
+        return False
 
 
 _SETTLE_STEPS = 12  # bisection halvings of the one-length prefill cost: 1/4096 of the estimate
