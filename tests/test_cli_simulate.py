@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from planner.cli import main
+from planner.errors import PlannerInputError
 from tests.simulate_helpers import scaled_object
 
 REQUIRED_KEYS = (
@@ -264,3 +266,25 @@ def test_a_bad_start_exits_2_with_one_line(capsys, cron_files, text):
     status = main(["simulate", "--trace", str(trace), "--manifest", str(manifest), "--start", text])
     err = capsys.readouterr().err
     assert status == 2 and "--start: expected an ISO date and time" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_token_budget_is_read_null_or_whole_and_refused_below_max_num_seqs(tmp_path):
+    from planner.readers.fleet import fleet_mapping, fleet_spec_from_mapping, read_fleet
+
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text("max_num_batched_tokens: 8192\nprefill_ms_per_token: 0.03\n")
+    spec = read_fleet(fleet)
+    assert (spec.replica.max_num_batched_tokens, spec.replica.chunked_prefill) == (8192, True)
+    fleet.write_text("max_num_batched_tokens: null\n")
+    assert read_fleet(fleet).replica.max_num_batched_tokens is None
+    assert fleet_spec_from_mapping(fleet_mapping(read_fleet(fleet))).replica == read_fleet(fleet).replica
+    for text, message in (
+        (
+            "max_num_batched_tokens: 32\nmax_num_seqs: 64\n",
+            "max_num_batched_tokens: got 32; expected a whole number of at least max_num_seqs (64)",
+        ),
+        ("max_num_batched_tokens: 2048.5\n", "max_num_batched_tokens: expected a whole number"),
+    ):
+        fleet.write_text(text)
+        with pytest.raises(PlannerInputError, match=re.escape(message)):
+            read_fleet(fleet)

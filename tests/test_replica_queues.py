@@ -48,7 +48,8 @@ def _simulated_step(tmp_path, router, before_rps, after_rps, replicas_before, re
         ),
         "step",
     )
-    spec = FleetSpec(replica=ReplicaSpec(), warmup_s=60.0, router=router, ttft_slo_s=100.0)
+    # The fluid model drains at the step time alone: prefill is folded into it (a cost of 0).
+    spec = FleetSpec(replica=ReplicaSpec(prefill_ms_per_token=0.0), warmup_s=60.0, router=router, ttft_slo_s=100.0)
     return simulate(trace, load_autoscaler(path), spec, duration_s=STEP_AT_S + 400.0), spec
 
 

@@ -126,7 +126,8 @@ def scenarios(draw):
         replica=ReplicaSpec(
             max_num_seqs=draw(st.sampled_from([8, 64])),
             kv_tokens=draw(st.sampled_from([20_000, 200_000])),
-            prefill_ms_per_token=draw(st.sampled_from([0.0, 0.05])),
+            prefill_ms_per_token=draw(st.sampled_from([0.0, 0.05, 0.5])),
+            max_num_batched_tokens=draw(st.sampled_from([None, 64, 256, 2048])),
         ),
         warmup_s=draw(st.sampled_from([0.0, 20.0, 60.0])),
         warmup_distribution=draw(st.sampled_from(["fixed", "uniform", "lognormal"])),
@@ -142,7 +143,7 @@ def scenarios(draw):
     trace = poisson_trace(
         lambda t: high if t >= switch_s else low,
         draw(st.floats(60.0, 300.0)),
-        draw(st.integers(10, 600)),
+        draw(st.one_of(st.integers(10, 600), st.integers(2_000, 12_000))),  # prompts of one chunk or many
         draw(st.integers(1, 400)),
         seed=draw(st.integers(0, 999)),
     )

@@ -117,6 +117,7 @@ class Kernel:
             c.kv_tokens,
             c.block_size_tokens,
             c.prefill_ms_per_token,
+            c.max_num_batched_tokens,
             self.scratch,
             self.completed_out,
         )
@@ -139,6 +140,11 @@ class LineHits:
         model._progress,
         model._union_s,
         model.kv_usage_frac,
+        model._PrefillQueue.__init__,
+        model._PrefillQueue._held_s,
+        model._PrefillQueue._step_s,
+        model._PrefillQueue.running_steps_s,
+        model._PrefillQueue.admit,
     )
 
     def __init__(self):
@@ -214,6 +220,8 @@ def replica_cases(draw, sizes=(1, 2, 3, 4, 6, 8, 16), queue_max=10):
     outputs = draw(st.lists(st.one_of(st.just(1), st.integers(1, 4), st.integers(1, 300)), min_size=n, max_size=n))
     inputs = draw(st.lists(st.one_of(st.integers(1, 40), st.integers(1, 600)), min_size=n, max_size=n))
     prefill_ms = draw(st.one_of(st.just(0.0), st.sampled_from([0.3, 2.5]), st.floats(0.0, 4.0)))
+    # No budget (prefill delays only its own request), vLLM's default, or budgets a prompt needs several steps of.
+    budget = draw(st.one_of(st.none(), st.just(2048), st.integers(0, 48).map(lambda extra: max_num_seqs + extra)))
     fixed_ms = draw(st.one_of(st.floats(0.5, 60.0), st.sampled_from([6.0, 25.0])))
     per_sequence_ms = draw(st.one_of(st.just(0.0), st.floats(0.0, 6.0)))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
@@ -261,6 +269,7 @@ def replica_cases(draw, sizes=(1, 2, 3, 4, 6, 8, 16), queue_max=10):
         kv_tokens=kv_tokens,
         block_size_tokens=block,
         prefill_ms_per_token=prefill_ms,
+        max_num_batched_tokens=budget,
     )
     stop_s = draw(
         st.one_of(
@@ -306,6 +315,8 @@ def test_the_kernel_equals_the_python_model_on_generated_replicas():
         "j += 1",  # a wait for more than one release
         "active_s += present_s",
         "return total + (cur_end - cur_start)",
+        "start_s = self.free_s  # the prompts admitted before it still have chunks to schedule",
+        "return self.step_s / (1.0 - stall_s / self.span_s)",  # decodes slowed by prompts beside them
     ):
         assert hits.count(branch) >= 20, branch
 
@@ -368,7 +379,9 @@ def test_a_replica_past_its_stop_does_nothing():
 
 def test_a_head_of_line_wait_ends_at_the_release_of_a_finishing_sequence():
     # 90 KV tokens held by a sequence that finishes at 0.1 s; the head of the queue needs 16 of 100.
-    spec = ReplicaSpec(fixed_ms=10.0, per_sequence_ms=0.0, max_num_seqs=4, kv_tokens=100, block_size_tokens=1)
+    spec = ReplicaSpec(
+        fixed_ms=10.0, per_sequence_ms=0.0, max_num_seqs=4, kv_tokens=100, block_size_tokens=1, prefill_ms_per_token=0.0
+    )
     req = _queue_only([90, 15, 5], [10, 20, 20])
     req.status[0] = RUNNING
     running, waiting = [0], deque([1, 2])
@@ -381,7 +394,9 @@ def test_a_release_sorting_in_front_of_the_consumed_ones_is_consumed_again_as_in
     # Request 1, nearly done, is admitted at request 0's finish and finishes at that same instant:
     # (t, 15) sorts before the already consumed (t, 90), so the Python releases the 90 tokens twice.
     t0_s = 1000.0
-    spec = ReplicaSpec(fixed_ms=10.0, per_sequence_ms=0.0, max_num_seqs=2, kv_tokens=100, block_size_tokens=1)
+    spec = ReplicaSpec(
+        fixed_ms=10.0, per_sequence_ms=0.0, max_num_seqs=2, kv_tokens=100, block_size_tokens=1, prefill_ms_per_token=0.0
+    )
     req = _queue_only([90, 5, 80], [10, 10, 5], arrival_s=t0_s - 1.0)
     req.status[0] = RUNNING
     req.generated[1] = 10.0 - 1e-12
@@ -478,7 +493,7 @@ def test_the_averaged_batch_sums_the_running_sequences_pairwise():
 def test_a_first_token_and_a_finish_exactly_at_the_tick_end_fall_in_the_tick():
     # 0.25 s steps. In the batch: 0 ends its prefill at 0.75 s, its first token at 1.0 s; 1 finishes its
     # 4 tokens at 1.0 s. From the queue: 2 arrives at 0.75 s (first token at 1.0 s), 3 at 0 (done at 1.0 s).
-    spec = ReplicaSpec(fixed_ms=250.0, per_sequence_ms=0.0, max_num_seqs=4)
+    spec = ReplicaSpec(fixed_ms=250.0, per_sequence_ms=0.0, max_num_seqs=4, prefill_ms_per_token=0.0)
     req = RequestState(np.array([-1.0, -1.0, 0.75, 0.0]), np.full(4, 10), np.array([8, 4, 8, 4]))
     req.status[:] = [RUNNING, RUNNING, WAITING, WAITING]
     req.admit_s[:2] = -1.0
@@ -494,7 +509,14 @@ def test_a_first_token_and_a_finish_exactly_at_the_tick_end_fall_in_the_tick():
 
 def test_a_head_of_line_wait_for_a_release_at_the_tick_end_lasts_into_the_next_tick():
     # 0 holds 90 of 100 KV tokens and finishes at 1.0 s, the tick end; 1 needs 16: it waits for the next tick.
-    spec = ReplicaSpec(fixed_ms=250.0, per_sequence_ms=0.0, max_num_seqs=4, kv_tokens=100, block_size_tokens=1)
+    spec = ReplicaSpec(
+        fixed_ms=250.0,
+        per_sequence_ms=0.0,
+        max_num_seqs=4,
+        kv_tokens=100,
+        block_size_tokens=1,
+        prefill_ms_per_token=0.0,
+    )
     req = _queue_only([90, 15], [4, 20])
     req.status[0] = RUNNING
     running, waiting = [0], deque([1])

@@ -33,7 +33,7 @@ from planner.simulate.fast import fleet as fast_fleet
 from planner.simulate.fast import supply as fast_supply
 from planner.simulate.fast.metrics import store_arrays
 from planner.simulate.fleet import Fleet, FleetSpec
-from planner.simulate.replica import ReplicaSpec, RequestState
+from planner.simulate.replica import RUNNING, ReplicaSpec, RequestState
 from planner.simulate.supply import NodePoolSpec
 from tests.simulate_helpers import cron_scaled_object, poisson_trace, scaled_object, write_manifest
 
@@ -326,17 +326,32 @@ FLEETS = {
         initial_replicas=0,
         seed=3,
     ),
+    # Five 4,000-token prompts fill the cache but for 20 tokens: their first tokens preempt the newest, mid-prefill.
+    "long prompts in 512-token chunks, preempted mid-prefill": FleetSpec(
+        replica=ReplicaSpec(max_num_seqs=8, kv_tokens=20_100, prefill_ms_per_token=0.2, max_num_batched_tokens=512),
+        warmup_s=10.0,
+        seed=9,
+    ),
 }
+PROMPT_TOKENS = {"long prompts in 512-token chunks, preempted mid-prefill": 4_000}
 
 
 @pytest.mark.parametrize("name", list(FLEETS))
 def test_every_step_kernel_matches_its_reference_twin_tick_by_tick(tmp_path, name):
     spec = FLEETS[name]
     # Load that rises, drops and rises again, so pods are created, drained and deleted.
-    trace = poisson_trace(lambda t: 12.0 if 40 <= t < 110 or t >= 170 else 1.0, 230.0, 300, 160, seed=5)
+    prompt = PROMPT_TOKENS.get(name, 300)
+    trace = poisson_trace(lambda t: 12.0 if 40 <= t < 110 or t >= 170 else 1.0, 230.0, prompt, 160, seed=5)
     twins = Twins(tmp_path, spec, trace, threshold=6)
+    req = twins.state.req
+    preempted_mid_prefill = 0
     for k in range(twins.n_ticks):
+        prefilling = np.flatnonzero((req.status == RUNNING) & (req.prefill_left_s > 0))
+        before = req.preemptions[prefilling].copy()
         twins.tick(k)
+        preempted_mid_prefill += int((req.preemptions[prefilling] > before).sum())
+    if prompt > spec.replica.max_num_batched_tokens:
+        assert preempted_mid_prefill > 0
     assert twins.n_events >= 2 and twins.pods.count[fast_fleet.PODS_CREATED] > 2
     assert math.isfinite(twins.req.done_s[0])
     if spec.replica.kv_tokens < 10_000:

@@ -202,7 +202,7 @@ def test_long_prompts_are_bounded_by_the_kv_cache():
     # Two slots but a cache of 1,000 tokens and prompts of 992 (62 blocks of 16): one runs at a time. With an
     # ITL objective each request must finish, its 100 tokens taking at least 1 s: the KV-seconds alone need
     # 2 x 992 x 1 / 1000 pod-seconds, above the slots' 2 x 1 / 2.
-    replica = ReplicaSpec(fixed_ms=10.0, per_sequence_ms=0.0, max_num_seqs=2, kv_tokens=1000)
+    replica = ReplicaSpec(fixed_ms=10.0, per_sequence_ms=0.0, max_num_seqs=2, kv_tokens=1000, prefill_ms_per_token=0.0)
     fleet = FleetSpec(replica=replica, warmup_s=0.0, usd_per_gpu_hour=3600.0, itl_slo_ms=50.0)
     bound = oracle_bound(_trace([0.0, 0.0], 992, 100), fleet, 1.0)
     assert bound.instant.cost_usd == pytest.approx(2 * 0.992)
@@ -358,7 +358,9 @@ def test_a_replica_kept_full_at_its_token_capacity_costs_what_the_instant_bound_
     # Eight slots, 10 ms steps at any batch (capacity 800 tokens/s): requests of 100 tokens every 1/8 s keep
     # every slot busy and none waiting, for 300 s. One replica up from 0 costs the 301 s until the last
     # finishes; the bound counts the 300 s of tokens. A bound 1 % too high would fail here.
-    replica = ReplicaSpec(fixed_ms=10.0, per_sequence_ms=0.0, max_num_seqs=8, kv_tokens=1_000_000)
+    replica = ReplicaSpec(
+        fixed_ms=10.0, per_sequence_ms=0.0, max_num_seqs=8, kv_tokens=1_000_000, prefill_ms_per_token=0.0
+    )
     fleet = FleetSpec(replica=replica, warmup_s=60.0, usd_per_gpu_hour=3600.0)
     trace = _trace(np.arange(0.0, 300.0, 0.125), 10, 100)
     outcome = simulate(trace, _fixed_replica(), fleet, engine="reference", duration_s=301.0)
@@ -371,7 +373,7 @@ def test_a_replica_kept_full_by_its_kv_cache_costs_what_the_instant_bound_says()
     # A cache of 1,600 tokens holds four prompts of 384 (400 with their 15 answer tokens): four run at once
     # whatever the slots. 0.15 s each, one every 0.0375 s for 300 s: KV-seconds of 384 x 0.15 per request
     # over 1,600 per pod-second come to 288 s of the 301 s run (the blocks the answers add are the rest).
-    replica = ReplicaSpec(fixed_ms=10.0, per_sequence_ms=0.0, max_num_seqs=8, kv_tokens=1600)
+    replica = ReplicaSpec(fixed_ms=10.0, per_sequence_ms=0.0, max_num_seqs=8, kv_tokens=1600, prefill_ms_per_token=0.0)
     fleet = FleetSpec(replica=replica, warmup_s=60.0, usd_per_gpu_hour=3600.0, itl_slo_ms=50.0)
     trace = _trace(np.arange(0.0, 300.0, 0.0375), 384, 15)
     outcome = simulate(trace, _fixed_replica(), fleet, engine="reference", duration_s=301.0)

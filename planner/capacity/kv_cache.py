@@ -111,9 +111,10 @@ RULES = ("v0", "v1-early", "v1-blocks", "v1-capacity")
 # The newest release read for each rule, for pages and tests that set the rules side by side.
 RULE_RELEASES = {"v0": "0.6.3", "v1-early": "0.8.5", "v1-blocks": "0.20.0", "v1-capacity": CURRENT_VLLM_VERSION}
 
-# vllm serve's default max_num_batched_tokens on GPUs under 70 GiB (V1,
-# chunked prefill on); on H100-class GPUs it is 8192. Only sliding-window
-# layers' page budget depends on it.
+# vllm serve's default max_num_batched_tokens on GPUs under 70 GiB, and on A100s (V1, chunked prefill on);
+# on H100-class GPUs it is 8192 (vllm-project/vllm vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults,
+# UsageContext.OPENAI_API_SERVER, at 99d7eb5d). Sliding-window layers' page budget and the simulated
+# replica's step budget (planner.simulate.replica.ReplicaSpec) depend on it.
 DEFAULT_MAX_NUM_BATCHED_TOKENS = 2048
 
 

@@ -5,7 +5,8 @@ and :class:`planner.simulate.replica.ReplicaSpec` for their meaning)::
 
     fixed_ms: 6.0                  # step time = fixed_ms + per_sequence_ms x batch
     per_sequence_ms: 0.25
-    prefill_ms_per_token: 0.0
+    prefill_ms_per_token: 0.0576   # a step's time per prompt token it carries (0: folded into the step time)
+    max_num_batched_tokens: 2048   # vLLM --max-num-batched-tokens (null: prefill delays only its own request)
     max_num_seqs: 64               # vLLM --max-num-seqs
     kv_tokens: 200000              # vLLM's "GPU KV cache size" in tokens
     block_size_tokens: 16
@@ -51,6 +52,15 @@ Where the GPUs come from (optional; see :mod:`planner.simulate.supply`). Without
       warmup_s: 60                 # compile and CUDA graphs (the same key as above)
     placeholders: 0                # low-priority pause pods holding warm GPUs
 
+The prefill cost is the fit of :func:`planner.simulate.calibration.fit_prefill`
+on ``vllm_bench/aurotripathy-llama3.1-8b-fp8-l40s-concurrency-sweep`` of the
+real-world corpus (Llama-3.1-8B-Instruct in FP8 on one L40S, ``vllm bench
+serve``): 95.6 ms TTFT p50 at concurrency 1, less its 14.4 ms decode step,
+over its 1,409.5-token prompts (:data:`planner.simulate.replica.DEFAULT_PREFILL_MS_PER_TOKEN`).
+The token budget is ``vllm serve``'s default on GPUs under 70 GiB
+(``vllm/engine/arg_utils.py``, ``EngineArgs.get_batch_defaults``; 8192 on
+H100-class GPUs).
+
 An unknown key, a wrong type or an out-of-range value is a
 :class:`~planner.errors.PlannerInputError` naming the file and the key.
 """
@@ -80,6 +90,7 @@ _FLEET_KEYS = (
 FLEET_KEYS = tuple(sorted(_REPLICA_KEYS | _FLEET_KEYS))
 _INTEGER_KEYS = {
     "max_num_seqs",
+    "max_num_batched_tokens",
     "kv_tokens",
     "block_size_tokens",
     "gpus_per_replica",
@@ -91,7 +102,14 @@ _INTEGER_KEYS = {
     "initial_nodes",
 }
 _STRING_KEYS = {"router", "warmup_distribution", "autoscaler", "provision_distribution"}
-_NULLABLE_KEYS = {"initial_replicas", "itl_slo_ms", "usd_per_node_hour", "max_nodes", "initial_nodes"}
+_NULLABLE_KEYS = {
+    "initial_replicas",
+    "itl_slo_ms",
+    "usd_per_node_hour",
+    "max_nodes",
+    "initial_nodes",
+    "max_num_batched_tokens",
+}
 _NODE_SETTINGS = {"cluster_autoscaler": ClusterAutoscalerSettings, "karpenter": KarpenterSettings}
 
 

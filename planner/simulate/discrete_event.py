@@ -10,8 +10,10 @@ percentage point (tests/test_simulate_discrete_event.py measures it).
 
 Scope: a fixed fleet of Ready replicas behind the same router, with the
 same continuous batching, prefill and ``max_num_seqs``; the KV cache is
-taken as large enough not to bind, and there is no autoscaler (the point is
-the replica model, which the controller does not change).
+taken as large enough not to bind, prefill without a token budget (a
+prompt delays only its own first token: ``max_num_batched_tokens=None``),
+and there is no autoscaler (the point is the replica model, which the
+controller does not change).
 """
 
 from __future__ import annotations
@@ -138,6 +140,11 @@ def simulate_fixed_fleet(trace: RequestTrace, fleet_spec: FleetSpec, replicas: i
     """
     if replicas < 1:
         raise PlannerInputError(f"replicas: expected at least 1, got {replicas}")
+    if fleet_spec.replica.chunked_prefill:
+        raise PlannerInputError(
+            "replica: the discrete-event engine models prefill without a token budget; "
+            "set max_num_batched_tokens to None or prefill_ms_per_token to 0"
+        )
     n = len(trace)
     state = {
         "input_tokens": np.asarray(trace.input_tokens, dtype=np.int64),
@@ -167,9 +174,15 @@ def simulate_fixed_fleet(trace: RequestTrace, fleet_spec: FleetSpec, replicas: i
     return DiscreteEventResult(np.asarray(trace.arrival_s, dtype=float), state["first_token_s"], state["done_s"])
 
 
-# A replica whose KV cache never binds (this engine's scope), with a prefill cost so TTFT has two parts.
+# A replica whose KV cache never binds and whose prefill delays only its own request (this engine's scope),
+# with a prefill cost so TTFT has two parts.
 AGREEMENT_REPLICA = ReplicaSpec(
-    fixed_ms=6.0, per_sequence_ms=0.25, max_num_seqs=32, kv_tokens=10**7, prefill_ms_per_token=0.05
+    fixed_ms=6.0,
+    per_sequence_ms=0.25,
+    max_num_seqs=32,
+    kv_tokens=10**7,
+    prefill_ms_per_token=0.05,
+    max_num_batched_tokens=None,
 )
 # Seconds after the last arrival that both engines keep running, so every request finishes.
 _DRAIN_S = 300.0

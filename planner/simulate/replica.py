@@ -24,9 +24,39 @@ One tick of ``dt_s`` seconds (:func:`advance_replica`) is the model's unit:
   arrival when a slot is free. Admission also needs KV blocks for the prompt
   (and any tokens already generated); while they are missing the queue waits
   (head-of-line, as vLLM's FCFS policy does).
-* **Prefill.** ``prefill_ms_per_token x prompt tokens`` delays the request's
-  own first token (default 0: a step-time fit from a load test already folds
-  the average prefill interference into its constants).
+* **Prefill.** Without a token budget (``max_num_batched_tokens=None``),
+  ``prefill_ms_per_token x prompt tokens`` delays the request's own first
+  token and nothing else. With ``prefill_ms_per_token = 0`` prefill is not
+  modelled at all: a step-time fit from a load test then folds the average
+  prefill interference into its constants.
+* **Chunked prefill** (a budget and a prefill cost, the default), as vLLM V1's
+  scheduler runs it (``vllm/v1/core/sched/scheduler.py``, ``Scheduler.schedule``:
+  the running requests first, one token per decode, then prompt chunks with
+  what is left of ``max_num_batched_tokens``, in admission order). A step
+  carrying ``x`` prompt tokens lasts ``step_s(batch) + x x prefill cost``.
+  At the tick's scale, with ``d`` the tick's step, ``c`` the cost per token,
+  ``P`` a prompt's tokens and ``k = max_num_batched_tokens - (batch - 1)``
+  the chunk a step has room for beside the other sequences' decodes:
+
+  - prompts are prefilled one after another, in admission order: a prompt
+    starts when the one before it has had its chunks scheduled, and its
+    first token comes ``c P + (ceil(P / k) - 1) d`` later, plus the step that
+    carries its last chunk (so a lone prompt of up to ``k`` tokens gets
+    exactly what it gets without a budget, and a longer one a step per
+    chunk); each prompt holds the prefill queue for its share of the steps
+    that carry it, ``c P + (P / k) d``;
+  - decodes slow down: the prompt compute the tick carries, estimated at the
+    tick start from the prefills under way and the queued prompts the free
+    slots will admit (``C``, at most the share ``c k / (c k + d)`` of the
+    tick), lengthens the steps of every sequence beside it, to
+    ``d / (1 - (C - own) / tick)``, where ``own`` is the prompt compute in
+    the tick before the sequence's own prefill ends (its own, and that of the
+    prompts it queued behind: none of it runs beside its decode).
+
+  Preempting a sequence mid-prefill returns it to the queue, which prefills
+  its prompt again from the start (the preempted are always the newest, the
+  tail of the prefill queue). The whole prompt's KV blocks are reserved at
+  admission, as without a budget.
 * **Preemption.** At each tick start, if the running batch would outgrow the
   KV cache during the tick, the most recently admitted sequences are preempted
   (vLLM V1's recompute mode: their blocks are freed, they go back to the head
@@ -45,11 +75,13 @@ from functools import cached_property
 
 import numpy as np
 
+from planner.capacity.kv_cache import DEFAULT_MAX_NUM_BATCHED_TOKENS
 from planner.capacity.step_time import step_time_ms
 from planner.errors import PlannerInputError
 
 __all__ = [
     "CUT",
+    "DEFAULT_PREFILL_MS_PER_TOKEN",
     "DONE",
     "GATEWAY",
     "PENDING",
@@ -61,6 +93,14 @@ __all__ = [
     "advance_replica",
     "kv_usage_frac",
 ]
+
+DEFAULT_PREFILL_MS_PER_TOKEN = 0.0576
+"""The default fleet's prefill cost: the fit of
+:func:`planner.simulate.calibration.fit_prefill` on the real-world ``vllm bench serve``
+sweep ``vllm_bench/aurotripathy-llama3.1-8b-fp8-l40s-concurrency-sweep``
+(Llama-3.1-8B-Instruct FP8 on one L40S, the 8B-on-one-GPU replica the
+default fleet stands for): TTFT p50 95.6 ms at concurrency 1, less one
+14.4 ms decode step, over 1,409.5 prompt tokens. [ms/token]"""
 
 # Request status codes (int8 in RequestState.status).
 PENDING, GATEWAY, WAITING, RUNNING, DONE, CUT = 0, 1, 2, 3, 4, 5
@@ -84,7 +124,14 @@ class ReplicaSpec:
     block_size_tokens : int
         KV block size; usage is counted in whole blocks. [tokens]
     prefill_ms_per_token : float
-        Extra time before a request's first token per prompt token. [ms/token]
+        Prefill cost: the time a step gains per prompt token it carries (0:
+        prefill is folded into the step-time constants). [ms/token]
+    max_num_batched_tokens : int or None
+        vLLM ``--max-num-batched-tokens``: tokens one step may carry, decodes
+        and prompt chunks together (at least ``max_num_seqs``, as vLLM
+        requires); the default is ``vllm serve``'s on GPUs under 70 GiB.
+        ``None``: no budget, a prompt's prefill delays only its own first
+        token. [tokens]
     """
 
     fixed_ms: float = 6.0
@@ -92,7 +139,8 @@ class ReplicaSpec:
     max_num_seqs: int = 64
     kv_tokens: int = 200_000
     block_size_tokens: int = 16
-    prefill_ms_per_token: float = 0.0
+    prefill_ms_per_token: float = DEFAULT_PREFILL_MS_PER_TOKEN
+    max_num_batched_tokens: int | None = DEFAULT_MAX_NUM_BATCHED_TOKENS
 
     def __post_init__(self) -> None:
         checks = (
@@ -107,6 +155,17 @@ class ReplicaSpec:
             value = getattr(self, name)
             if not ok or not math.isfinite(value):
                 raise PlannerInputError(f"replica parameter {name}: got {value!r}, which is out of range")
+        budget = self.max_num_batched_tokens
+        if budget is not None and (isinstance(budget, bool) or budget != int(budget) or budget < self.max_num_seqs):
+            raise PlannerInputError(
+                f"replica parameter max_num_batched_tokens: got {budget!r}; expected a whole number of at least "
+                f"max_num_seqs ({self.max_num_seqs}), as vLLM requires"
+            )
+
+    @property
+    def chunked_prefill(self) -> bool:
+        """Whether prompts are prefilled in chunks within a token budget (a budget and a prefill cost)."""
+        return self.max_num_batched_tokens is not None and self.prefill_ms_per_token > 0
 
     @cached_property
     def _step_table_s(self) -> tuple[float, ...]:
@@ -271,7 +330,9 @@ def advance_replica(
     if end_s <= t0_s:
         return ReplicaTick(0.0, (), 0.0, 0, 0)
     preempted = _preempt_to_fit(running, waiting, req, spec, end_s - t0_s)
-    step_s = spec.step_s(_tick_batch(t0_s, end_s, running, waiting, req, spec))
+    batch = _tick_batch(t0_s, end_s, running, waiting, req, spec)
+    step_s = spec.step_s(batch)
+    chunks = _PrefillQueue(t0_s, end_s, batch, step_s, running, waiting, req, spec) if spec.chunked_prefill else None
     completed: list[int] = []
     intervals: list[tuple[float, float]] = []
     free_at: list[float] = [t0_s] * (spec.max_num_seqs - len(running))
@@ -280,7 +341,9 @@ def advance_replica(
     generated_before = 0.0
     still_running: list[int] = []
     if running:
-        finished, done_s, held, generated_before = _progress_batch(np.asarray(running), t0_s, end_s, step_s, req, spec)
+        idx = np.asarray(running)
+        steps_s = step_s if chunks is None else chunks.running_steps_s(req.prefill_left_s[idx])
+        finished, done_s, held, generated_before = _progress_batch(idx, t0_s, end_s, steps_s, req, spec)
         kv_used = int(held.sum())
         intervals.append((t0_s, float(np.where(finished, done_s, end_s).max())))
         for i, is_done, at, tokens in zip(running, finished.tolist(), done_s.tolist(), held.tolist(), strict=True):
@@ -325,9 +388,13 @@ def advance_replica(
         if math.isnan(req.admit_s[i]):
             req.admit_s[i] = at
         prompt_tokens += tokens_to_prefill
-        req.prefill_left_s[i] = tokens_to_prefill * spec.prefill_ms_per_token / 1000.0
+        own_step_s = step_s
+        if chunks is None:
+            req.prefill_left_s[i] = tokens_to_prefill * spec.prefill_ms_per_token / 1000.0
+        else:
+            req.prefill_left_s[i], own_step_s = chunks.admit(at, tokens_to_prefill)
         generated_before += req.generated[i]
-        done = _progress(i, at, end_s, step_s, req, intervals)
+        done = _progress(i, at, end_s, own_step_s, req, intervals)
         if done is None:
             still_running.append(i)
         else:
@@ -368,8 +435,108 @@ def _tick_batch(
     return min(max(round(active_s / busy_s), 1), spec.max_num_seqs)
 
 
-def _progress_batch(idx: np.ndarray, t0_s: float, end_s: float, step_s: float, req: RequestState, spec: ReplicaSpec):
-    # The sequences running at the tick start, all at once: which finish, when, and the KV they held.
+class _PrefillQueue:
+    """One tick of chunked prefill on one replica: the prompts' queue and the stall their compute causes.
+
+    Built at the tick start (see the module docstring): ``free_s`` is when
+    the prompts under way have had their chunks scheduled, ``stall_s`` the
+    prompt compute estimated for the tick; :meth:`admit` queues a prompt.
+    A sequence's ``own`` compute, which does not slow it, is that of the run
+    of prompts it is in, from the run's start (or the tick's) to its own
+    end: it all comes before the sequence's first decode.
+    """
+
+    __slots__ = (
+        "chunk_tokens",
+        "compute_frac",
+        "cost_ms",
+        "end_s",
+        "free_s",
+        "since_s",
+        "span_s",
+        "stall_s",
+        "step_s",
+        "t0_s",
+    )
+
+    def __init__(
+        self,
+        t0_s: float,
+        end_s: float,
+        batch: int,
+        step_s: float,
+        running: list[int],
+        waiting: deque,
+        req: RequestState,
+        spec: ReplicaSpec,
+    ):
+        self.t0_s, self.end_s, self.span_s, self.step_s = t0_s, end_s, end_s - t0_s, step_s
+        self.cost_ms = spec.prefill_ms_per_token
+        # The chunk a step has room for beside the other sequences' decodes, and the share of a step that
+        # carries a full chunk spent on the prompt.
+        self.chunk_tokens = max((spec.max_num_batched_tokens or 0) - batch + 1, 1)
+        chunk_s = self.chunk_tokens * self.cost_ms / 1000.0
+        self.compute_frac = chunk_s / (chunk_s + step_s)
+        # The prompts under way end at the latest prefill left (they run one after another); the queued
+        # prompts the tick can admit are those the free slots and the slots freed in the tick take.
+        ahead_s = 0.0
+        slots = spec.max_num_seqs - len(running)
+        run_step_s = spec.step_s(len(running))
+        for i in running:
+            left_s = float(req.prefill_left_s[i])
+            if left_s > ahead_s:
+                ahead_s = left_s
+            if left_s + (req.output_tokens[i] - req.generated[i]) * run_step_s <= self.span_s:
+                slots += 1
+        self.free_s = t0_s + ahead_s
+        self.since_s = t0_s  # the start of the run of prompts the queue is in
+        busy_s = min(self.free_s, end_s) - t0_s
+        queue_s = self.free_s
+        for i in waiting:
+            if slots <= 0:
+                break
+            start_s = max(queue_s, float(req.arrival_s[i]), t0_s)
+            if start_s >= end_s:
+                break
+            queue_s = start_s + self._held_s(int(req.input_tokens[i]) + math.floor(float(req.generated[i])))
+            busy_s += min(queue_s, end_s) - start_s
+            slots -= 1
+        self.stall_s = busy_s * self.compute_frac
+
+    def _held_s(self, tokens: int) -> float:
+        # The prefill queue's time a prompt holds: its compute and its share of the steps that carry it.
+        return tokens * self.cost_ms / 1000.0 + tokens / self.chunk_tokens * self.step_s
+
+    def _step_s(self, stall_s: float) -> float:
+        # A sequence's step this tick when the prompts beside it compute for stall_s seconds.
+        if stall_s > 0.0:
+            return self.step_s / (1.0 - stall_s / self.span_s)
+        return self.step_s
+
+    def running_steps_s(self, prefill_left_s: np.ndarray) -> np.ndarray:
+        """Each running sequence's step this tick, given its prefill left at the tick start. [s]"""
+        own_s = (np.minimum(self.t0_s + prefill_left_s, self.end_s) - self.t0_s) * self.compute_frac
+        stall_s = self.stall_s - own_s
+        return np.where(stall_s > 0.0, self.step_s / (1.0 - stall_s / self.span_s), self.step_s)
+
+    def admit(self, at_s: float, tokens: int) -> tuple[float, float]:
+        """Queue a prompt of ``tokens`` admitted at ``at_s``: its prefill left and its step this tick. [s]"""
+        start_s = at_s
+        if self.free_s > at_s:
+            start_s = self.free_s  # the prompts admitted before it still have chunks to schedule
+        else:
+            self.since_s = at_s  # the queue was idle: a new run of prompts starts with this one
+        chunks = max(-(-tokens // self.chunk_tokens), 1)
+        prefill_left_s = (start_s - at_s) + (tokens * self.cost_ms / 1000.0 + (chunks - 1) * self.step_s)
+        self.free_s = start_s + self._held_s(tokens)
+        # The compute of its run of prompts up to its own end happens before it decodes: it slows others only.
+        own_s = (min(self.free_s, self.end_s) - self.since_s) * self.compute_frac
+        return prefill_left_s, self._step_s(self.stall_s - own_s)
+
+
+def _progress_batch(idx: np.ndarray, t0_s: float, end_s: float, step_s, req: RequestState, spec: ReplicaSpec):
+    # The sequences running at the tick start, all at once: which finish, when, and the KV they held
+    # (step_s: one step for all, or one per sequence).
     gen = req.generated[idx]
     out = req.output_tokens[idx]
     block = spec.block_size_tokens

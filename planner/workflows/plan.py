@@ -30,9 +30,11 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 from planner.autoscaler.spec import Autoscaler
 from planner.capacity.knee import LoadTestThresholds
+from planner.capacity.kv_cache import DEFAULT_MAX_NUM_BATCHED_TOKENS
 from planner.dynamics.cold_start import CLUSTER_AUTOSCALER, KARPENTER
 from planner.dynamics.grace import GracePlan
 from planner.errors import PlannerInputError
@@ -43,7 +45,7 @@ from planner.markdown import plural
 from planner.readers.manifest import autoscaler_from_document
 from planner.readers.workload import ManifestSet, Workload, YamlDocument
 from planner.simulate import fast, simulate
-from planner.simulate.calibration import replica_from_fit
+from planner.simulate.calibration import replica_from_fit, replica_from_loadtest
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.oracle import regret_usd
 from planner.simulate.outcome import Outcome
@@ -59,6 +61,9 @@ from planner.simulate.sweep import (
     with_supply,
 )
 from planner.simulate.traffic import SECONDS_PER_DAY, RequestTrace, stretch_trace
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "CASES",
@@ -143,6 +148,8 @@ def plan_fleet(
     block_size_tokens: int = 16,
     grace: GracePlan | None = None,
     supply_from: FleetSpec | None = None,
+    loadtest: pd.DataFrame | None = None,
+    max_num_batched_tokens: int | None = DEFAULT_MAX_NUM_BATCHED_TOKENS,
 ) -> FleetSpec:
     """The simulator's fleet: the load test's step-time fit, the replica's KV tokens and the prices.
 
@@ -176,10 +183,27 @@ def plan_fleet(
         ``warmup_s`` given here) and placeholders. Without one, or without
         ``nodes:`` in it, GPUs are always there and ``warmup_s`` is the whole
         cold start.
+    loadtest : pandas.DataFrame, optional
+        The sweep ``result`` came from: the replica then prefills in chunks at
+        the cost its TTFT shows, on the decode step its TPOT shows once the
+        prompts' share is removed
+        (:func:`planner.simulate.calibration.replica_from_loadtest`). Without
+        it, the step-time fit alone, prefill folded into it.
+    max_num_batched_tokens : int, optional
+        vLLM ``--max-num-batched-tokens`` of the served replica (with ``loadtest``). [tokens]
     """
     if result.tpot_fit is None:
         raise PlannerInputError("the load test has no step-time fit (it needs two or more batch sizes)")
-    replica = replica_from_fit(result.tpot_fit, max_num_seqs=max_num_seqs, kv_tokens=kv_tokens)
+    if loadtest is None:
+        replica = replica_from_fit(result.tpot_fit, max_num_seqs=max_num_seqs, kv_tokens=kv_tokens)
+    else:
+        replica = replica_from_loadtest(
+            loadtest,
+            result,
+            max_num_seqs=max_num_seqs,
+            kv_tokens=kv_tokens,
+            max_num_batched_tokens=max_num_batched_tokens,
+        )
     replica = dataclasses.replace(replica, block_size_tokens=block_size_tokens)
     fleet = FleetSpec(
         replica=replica,

@@ -29,6 +29,13 @@ lunchtime floor in UTC) is timed over the Azure day (the synthetic one
 without ``../shared``) in the compiled kernels and in the lockstep engine,
 which ran every cron configuration before the kernels covered cron triggers.
 
+Chunked prefill (:func:`prefill_pair`): one configuration through the fast
+engine with prefill off (a cost of 0, the replica model before chunked
+prefill) and on (the default fleet: 0.0576 ms per prompt token within a
+2,048-token budget), on the synthetic day and on a day of Mooncake's
+conversation trace (prompts of 12,035 tokens on average, one real hour
+stretched to a day), when ``../shared`` is there; medians and their ratio.
+
 The first call of a compiled kernel compiles it (or loads it from numba's
 cache); it is made once before any timing and reported on its own.
 """
@@ -285,6 +292,7 @@ def main(repeat: int = 5) -> None:
     start = time.perf_counter()
     fast.simulate(diurnal_trace(600.0, 1.0, seed=3), so, fleet, duration_s=600.0)
     print(f"  first fast call (numba compile, or load from its cache): {time.perf_counter() - start:6.1f} s")
+    prefill_pair(repeat)
     for name, day in traces().items():
         print(f"  {name} day: {len(day):,} requests")
         fast_s = median_s(lambda d=day: fast.simulate(d, so, fleet, duration_s=DAY_S), repeat)
@@ -321,6 +329,54 @@ def main(repeat: int = 5) -> None:
     days = traces()
     cron_name = "azure" if "azure" in days else "synthetic"
     cron_case(cron_name, days[cron_name])
+
+
+def prefill_traces() -> dict[str, RequestTrace]:
+    """The synthetic day and, with the shared corpus, Mooncake's conversation hour stretched to a day."""
+    from tests.conftest import SHARED_DIR
+
+    found = {"synthetic": diurnal_trace(DAY_S, 1.0, seed=1)}
+    mooncake = SHARED_DIR / "traces" / "mooncake_conversation_trace.jsonl"
+    if mooncake.is_file():
+        from planner.readers.trace import read_trace
+        from planner.simulate.traffic import stretch_trace
+
+        found["mooncake"] = stretch_trace(read_trace(mooncake), 0)
+    return found
+
+
+def prefill_pair(repeat: int = 5) -> None:
+    """One configuration x 24 h through the fast engine, prefill off and chunked; medians and their ratios.
+
+    Prefill's GPU time makes the fleet larger (more replica-ticks to simulate),
+    so the time per replica-hour is printed too: the chunked path's own cost.
+    The ScaledObject may go to 64 replicas, so Mooncake's day is served either way.
+    """
+    chunked = FleetSpec(warmup_s=60.0)
+    off = dataclasses.replace(chunked, replica=dataclasses.replace(chunked.replica, prefill_ms_per_token=0.0))
+    so = autoscaler(20.0, max_replicas=64)
+    print("  chunked prefill, 1 configuration x 24 h at 1 s ticks, fast engine (sweep mode):")
+    for name, day in prefill_traces().items():
+        times, per_replica_hour = {}, {}
+        for label, fleet in (("prefill off", off), ("chunked", chunked)):
+
+            def run(d=day, f=fleet):
+                return fast.simulate_many(
+                    d, [fast.Configuration(so, f)], duration_s=DAY_S, timeseries=False, per_request=False
+                )
+
+            outcome = run()[0]  # compile the path once
+            times[label] = median_s(run, repeat)
+            per_replica_hour[label] = times[label] / (outcome.gpu_hours / fleet.gpus_per_replica)
+            print(
+                f"    {name} day ({len(day):,} requests, mean prompt {day.input_tokens.mean():,.0f} tokens), "
+                f"{label + ':':12} {times[label]:7.3f} s, {per_replica_hour[label] * 1e3:6.2f} ms per replica-hour, "
+                f"attainment {outcome.slo_attainment_frac:.3f}, {outcome.gpu_hours:.0f} GPU-hours"
+            )
+        print(
+            f"    {name} day, ratio chunked / off: {times['chunked'] / times['prefill off']:6.2f}x wall, "
+            f"{per_replica_hour['chunked'] / per_replica_hour['prefill off']:6.2f}x per replica-hour"
+        )
 
 
 def node_pair(name: str) -> None:

@@ -540,6 +540,7 @@ def replica_params_of(spec: FleetSpec) -> ReplicaParams:
         int(replica.kv_tokens),
         int(replica.block_size_tokens),
         float(replica.prefill_ms_per_token),
+        int(replica.max_num_batched_tokens or 0),
     )
 
 

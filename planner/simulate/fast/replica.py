@@ -72,7 +72,9 @@ class CompiledReplica:
     block_size_tokens : int
         KV block size. [tokens]
     prefill_ms_per_token : float
-        Prefill time per prompt token. [ms/token]
+        Prefill cost per prompt token. [ms/token]
+    max_num_batched_tokens : int
+        Tokens one step may carry; 0 for no budget. [tokens]
     """
 
     step_table_s: np.ndarray
@@ -80,6 +82,7 @@ class CompiledReplica:
     kv_tokens: int
     block_size_tokens: int
     prefill_ms_per_token: float
+    max_num_batched_tokens: int
 
     @classmethod
     def from_spec(cls, spec: ReplicaSpec) -> CompiledReplica:
@@ -92,12 +95,18 @@ class CompiledReplica:
             int(spec.kv_tokens),
             int(spec.block_size_tokens),
             float(spec.prefill_ms_per_token),
+            int(spec.max_num_batched_tokens or 0),
         )
 
     def params(self) -> ReplicaParams:
         """The same values as the kernels' :class:`ReplicaParams`."""
         return ReplicaParams(
-            self.step_table_s, self.max_num_seqs, self.kv_tokens, self.block_size_tokens, self.prefill_ms_per_token
+            self.step_table_s,
+            self.max_num_seqs,
+            self.kv_tokens,
+            self.block_size_tokens,
+            self.prefill_ms_per_token,
+            self.max_num_batched_tokens,
         )
 
 
@@ -113,7 +122,10 @@ class ReplicaParams(NamedTuple):
     kv_tokens, block_size_tokens : int
         KV-cache capacity and block size. [tokens]
     prefill_ms_per_token : float
-        Prefill time per prompt token. [ms/token]
+        Prefill cost per prompt token. [ms/token]
+    max_num_batched_tokens : int
+        Tokens one step may carry; 0 for no budget (chunked prefill needs a
+        budget and a prefill cost). [tokens]
     """
 
     step_table_s: np.ndarray
@@ -121,6 +133,7 @@ class ReplicaParams(NamedTuple):
     kv_tokens: int
     block_size_tokens: int
     prefill_ms_per_token: float
+    max_num_batched_tokens: int
 
 
 class ReplicaQueues(NamedTuple):
@@ -436,6 +449,65 @@ def _tick_batch(t0_s, end_s, p, queues, requests, replica, batch_values):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _prefill_queue(t0_s, end_s, batch, step_s, p, queues, requests, replica):
+    # planner.simulate.replica._PrefillQueue's constructor: the chunk a step has room for, the share of a
+    # full-chunk step spent on the prompt, when the prompts under way have had their chunks scheduled, and
+    # the prompt compute estimated for the tick.
+    run, run_n, wq_head, wq_n = queues.run, queues.run_n, queues.wq_head, queues.wq_n
+    next_req, arrival_s, input_tokens = requests.next_req, requests.arrival_s, requests.input_tokens
+    output_tokens, generated, prefill_left_s = requests.output_tokens, requests.generated, requests.prefill_left_s
+    step_table_s, max_num_seqs = replica.step_table_s, replica.max_num_seqs
+    cost_ms = replica.prefill_ms_per_token
+    span_s = end_s - t0_s
+    chunk_tokens = max(replica.max_num_batched_tokens - batch + 1, 1)
+    chunk_s = chunk_tokens * cost_ms / 1000.0
+    compute_frac = chunk_s / (chunk_s + step_s)
+    ahead_s = 0.0
+    n = run_n[p]
+    slots = max_num_seqs - n
+    run_step_s = _step_s(step_table_s, n, max_num_seqs)
+    for k in range(n):
+        i = run[p, k]
+        left_s = prefill_left_s[i]
+        if left_s > ahead_s:
+            ahead_s = left_s
+        if left_s + (output_tokens[i] - generated[i]) * run_step_s <= span_s:
+            slots += 1
+    free_s = t0_s + ahead_s
+    busy_s = (end_s if end_s < free_s else free_s) - t0_s
+    queue_s = free_s
+    i = wq_head[p]
+    for _ in range(wq_n[p]):
+        if slots <= 0:
+            break
+        start_s = queue_s
+        if arrival_s[i] > start_s:
+            start_s = arrival_s[i]
+        if t0_s > start_s:
+            start_s = t0_s
+        if start_s >= end_s:
+            break
+        tokens = input_tokens[i] + math.floor(generated[i])
+        queue_s = start_s + _held_s(tokens, cost_ms, chunk_tokens, step_s)
+        busy_s += (end_s if end_s < queue_s else queue_s) - start_s
+        slots -= 1
+        i = next_req[i]
+    return free_s, chunk_tokens, compute_frac, busy_s * compute_frac
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _held_s(tokens, cost_ms, chunk_tokens, step_s):
+    # _PrefillQueue._held_s: the prefill queue's time a prompt holds.
+    return tokens * cost_ms / 1000.0 + tokens / chunk_tokens * step_s
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _stalled_step_s(step_s, stall_s, span_s):
+    # _PrefillQueue._step_s: a sequence's step when the prompts beside it compute for stall_s seconds.
+    return step_s / (1.0 - stall_s / span_s) if stall_s > 0.0 else step_s
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _progress(i, start_s, end_s, step_s, requests):
     # Advance request i from start_s to end_s; return its finish time if it finishes, else NaN.
     output_tokens, status, first_token_s = requests.output_tokens, requests.status, requests.first_token_s
@@ -490,6 +562,7 @@ def advance_replica(
     kv_tokens,
     block_size_tokens,
     prefill_ms_per_token,
+    max_num_batched_tokens,
     scratch,
     completed_out,
 ):
@@ -518,7 +591,9 @@ def advance_replica(
             prefill_left_s,
             preemptions,
         ),
-        ReplicaParams(step_table_s, max_num_seqs, kv_tokens, block_size_tokens, prefill_ms_per_token),
+        ReplicaParams(
+            step_table_s, max_num_seqs, kv_tokens, block_size_tokens, prefill_ms_per_token, max_num_batched_tokens
+        ),
         scratch,
         completed_out,
     )
@@ -551,8 +626,9 @@ def advance_pod(t0_s, dt_s, stop_s, p, queues, requests, replica, scratch, compl
         [s], [tokens]
     replica : ReplicaParams
         ``step_table_s`` (``max_num_seqs + 1`` entries), ``max_num_seqs``,
-        ``kv_tokens``, ``block_size_tokens``, ``prefill_ms_per_token``, as
-        :class:`planner.simulate.replica.ReplicaSpec`. [s], [sequences], [tokens], [ms/token]
+        ``kv_tokens``, ``block_size_tokens``, ``prefill_ms_per_token``,
+        ``max_num_batched_tokens`` (0 for none), as
+        :class:`planner.simulate.replica.ReplicaSpec`. [s], [sequences], [tokens], [ms/token], [tokens]
     scratch : ReplicaScratch
         From :func:`new_scratch`.
     completed_out : numpy.ndarray of int64
@@ -606,7 +682,19 @@ def advance_pod(t0_s, dt_s, stop_s, p, queues, requests, replica, scratch, compl
     if end_s <= t0_s:
         return 0.0, 0, 0.0, 0, 0
     preempted = _preempt_to_fit(p, queues, requests, replica, end_s - t0_s, batch_values)
-    step_s = _step_s(step_table_s, _tick_batch(t0_s, end_s, p, queues, requests, replica, batch_values), max_num_seqs)
+    batch = _tick_batch(t0_s, end_s, p, queues, requests, replica, batch_values)
+    step_s = _step_s(step_table_s, batch, max_num_seqs)
+    chunked = replica.max_num_batched_tokens > 0 and prefill_ms_per_token > 0
+    span_s = end_s - t0_s
+    queue_free_s = t0_s
+    queue_since_s = t0_s  # the start of the run of prompts the prefill queue is in
+    chunk_tokens = 1
+    compute_frac = 0.0
+    stall_s = 0.0
+    if chunked:
+        queue_free_s, chunk_tokens, compute_frac, stall_s = _prefill_queue(
+            t0_s, end_s, batch, step_s, p, queues, requests, replica
+        )
     n_run = run_n[p]
     n_completed = 0
     n_busy = 0
@@ -623,7 +711,6 @@ def advance_pod(t0_s, dt_s, stop_s, p, queues, requests, replica, scratch, compl
         for k in range(n_run):
             batch_values[k] = generated[run[p, k]]
         generated_before = pairwise_sum(batch_values, 0, n_run)
-        span_s = end_s - t0_s
         last_s = 0.0
         for k in range(n_run):
             i = run[p, k]
@@ -631,12 +718,17 @@ def advance_pod(t0_s, dt_s, stop_s, p, queues, requests, replica, scratch, compl
             out = output_tokens[i]
             held = -(-(input_tokens[i] + math.floor(gen)) // block_size_tokens) * block_size_tokens
             prefill = prefill_left_s[i]
+            own_step_s = step_s
+            if chunked:
+                own_to_s = t0_s + prefill
+                own_s = ((end_s if end_s < own_to_s else own_to_s) - t0_s) * compute_frac
+                own_step_s = _stalled_step_s(step_s, stall_s - own_s, span_s)
             in_prefill = t0_s + prefill >= end_s
             tokens_from_s = t0_s + prefill
-            first = tokens_from_s + (1.0 - gen) * step_s
+            first = tokens_from_s + (1.0 - gen) * own_step_s
             if not in_prefill and gen < 1.0 and first <= end_s and math.isnan(first_token_s[i]):
                 first_token_s[i] = first
-            finish_s = tokens_from_s + (out - gen) * step_s
+            finish_s = tokens_from_s + (out - gen) * own_step_s
             finished = not in_prefill and finish_s <= end_s
             if in_prefill:
                 prefill_left_s[i] = prefill - span_s
@@ -655,7 +747,7 @@ def advance_pod(t0_s, dt_s, stop_s, p, queues, requests, replica, scratch, compl
                 tail_s = finish_s
             else:
                 if not in_prefill:
-                    generated[i] = gen + (end_s - tokens_from_s) / step_s
+                    generated[i] = gen + (end_s - tokens_from_s) / own_step_s
                 run[p, n_still] = i
                 n_still += 1
             if k == 0 or tail_s > last_s:
@@ -713,9 +805,25 @@ def advance_pod(t0_s, dt_s, stop_s, p, queues, requests, replica, scratch, compl
         if math.isnan(admit_s[i]):
             admit_s[i] = at
         prompt_tokens += tokens_to_prefill
-        prefill_left_s[i] = tokens_to_prefill * prefill_ms_per_token / 1000.0
+        own_step_s = step_s
+        if not chunked:
+            prefill_left_s[i] = tokens_to_prefill * prefill_ms_per_token / 1000.0
+        else:
+            # _PrefillQueue.admit: the prompt waits for the ones before it, then is prefilled in chunks.
+            start_s = at
+            if queue_free_s > at:
+                start_s = queue_free_s
+            else:
+                queue_since_s = at
+            n_chunks = max(-(-tokens_to_prefill // chunk_tokens), 1)
+            prefill_left_s[i] = (start_s - at) + (
+                tokens_to_prefill * prefill_ms_per_token / 1000.0 + (n_chunks - 1) * step_s
+            )
+            queue_free_s = start_s + _held_s(tokens_to_prefill, prefill_ms_per_token, chunk_tokens, step_s)
+            own_s = ((end_s if end_s < queue_free_s else queue_free_s) - queue_since_s) * compute_frac
+            own_step_s = _stalled_step_s(step_s, stall_s - own_s, span_s)
         generated_before += generated[i]
-        finish_s = _progress(i, at, end_s, step_s, requests)
+        finish_s = _progress(i, at, end_s, own_step_s, requests)
         busy_from_s[n_busy] = at
         if math.isnan(finish_s):
             busy_to_s[n_busy] = end_s
