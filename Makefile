@@ -9,12 +9,13 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 VENDOR_STAMP := book/_vendor/.vendored
 
-.PHONY: help setup book test lint unit unit-fast notebooks nbval build-strict lab test-lab bench clean report
+.PHONY: help setup book strict-book test test-thorough lint unit unit-fast notebooks nbval build-strict lab test-lab bench clean report
 
 help:
 	@echo "make book   build the static book into _build/html (sets everything up)"
 	@echo "make test   lint, unit tests, strict book build, notebook tests (each chapter runs once)"
 	@echo "make unit-fast  unit tests without notebooks, browsers or slow tests, few hypothesis examples (< 1 min)"
+	@echo "make test-thorough  the unit tests with every property test's full example count"
 	@echo "make lab    open the notebooks in JupyterLab"
 	@echo "make bench  time the planner's hot paths"
 	@echo "make test-lab  run every chapter in a headless JupyterLab and move each explorer"
@@ -35,7 +36,7 @@ $(VENDOR_STAMP): book/_js/vendor.sh book/_js/SHA256SUMS book/_js/book.css book/_
 setup: $(STAMP) $(VENDOR_STAMP)
 
 book: setup
-	$(BIN)/jupyter-book build . --keep-going
+	$(MAKE) --no-print-directory strict-book
 	@echo
 	@echo "Book built. Open: file://$(CURDIR)/_build/html/index.html"
 
@@ -46,7 +47,11 @@ lint: $(STAMP)
 
 # Markers are set by module in tests/conftest.py.
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests -q -n 2 -m "not notebook"
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(BIN)/python -m pytest tests -q -n 2 -m "not notebook"
+
+# Every property test with the examples it asks for (up to 3,000), on fresh random examples.
+test-thorough: $(STAMP)
+	HYPOTHESIS_PROFILE=thorough $(BIN)/python -m pytest tests -q -n 2 -m "not notebook"
 
 unit-fast: $(STAMP)
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-dev} $(BIN)/python -m pytest tests -q -n 2 -m "not notebook and not browser and not slow"
@@ -61,16 +66,29 @@ notebooks: $(STAMP)
 nbval: $(STAMP)
 	$(BIN)/python -m pytest --nbval-lax book -q -n 2 --dist loadfile
 
-# Each notebook is executed once per change of its code cells or of the fingerprint of
-# planner/, data/ and the pins (tests/execution_cache.py); the notebook tests read these runs.
-build-strict: setup
+# The book built strictly (-W -n): each notebook is executed once per change of its code cells
+# or of the fingerprint of planner/, data/ and the pins (tests/execution_cache.py), and the
+# notebook tests read these runs. A passed build is stamped with the fingerprint of everything
+# the pages are built from.
+strict-book: setup
 	rm -rf _build/html _build/.doctrees
-	$(BIN)/python -m tests.execution_cache _build/_config.cache.yml
+	$(BIN)/python -m tests.execution_cache config _build/_config.cache.yml
 	$(BIN)/jupyter-book build . --config _build/_config.cache.yml -W -n --keep-going
+	$(BIN)/python -m tests.execution_cache stamp _build/html
+
+# A strict build of the current inputs (`make book` makes one) is not built again; every page
+# is then opened in Chromium at both widths.
+build-strict: setup
+	$(BIN)/python -m tests.execution_cache current _build/html || $(MAKE) --no-print-directory strict-book
 	$(BIN)/python tests/check_built_book.py _build/html
 
+# The fast engine's kernels compile (once per change of their sources) in one process beside lint,
+# not in both test workers at once.
 test: setup
-	$(MAKE) --no-print-directory lint
+	mkdir -p _build
+	$(BIN)/python -m tests.warm_kernels > _build/warm_kernels.log 2>&1 & warm=$$!; \
+	$(MAKE) --no-print-directory lint; \
+	wait $$warm || { cat _build/warm_kernels.log; exit 1; }; cat _build/warm_kernels.log
 	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory build-strict
 	$(MAKE) --no-print-directory notebooks

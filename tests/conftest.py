@@ -24,13 +24,17 @@ def shared_dir() -> Path:
     return SHARED_DIR
 
 
-# Property tests: no per-example deadline (a loaded 2-core CI machine is slow
-# at random), and in CI a fixed example sequence so a failure reproduces. "dev"
-# (make unit-fast) tries a few examples per test, however many the test asks for.
+# Property tests: no per-example deadline (a loaded 2-core CI machine is slow at random).
+# "ci" (`make unit`, `make test`, and wherever CI is set) runs a fixed example sequence, so a
+# failure reproduces, and lowers what a test asks for to at most 200 examples; "thorough"
+# (`make test-thorough`) runs each test's own count (up to 3,000) on fresh examples; "dev"
+# (`make unit-fast`) tries at most 10 per test.
 settings.register_profile("default", deadline=None)
 settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True)
+settings.register_profile("thorough", deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None, max_examples=10)
-CAPPED_PROFILES = {"dev"}
+# The most examples a test gets under each capped profile, whatever its own settings ask for.
+CAPPED_PROFILES = {"dev": 10, "ci": 200}
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "default"))
 
 # Markers by module, so `make unit-fast` can leave out what starts a kernel, a
@@ -101,5 +105,6 @@ def pytest_collection_modifyitems(config, items):
             slow.add(id(item))
     # The longest tests first, so the two xdist workers do not wait on one at the end.
     items.sort(key=lambda item: id(item) not in slow)
-    if settings.get_current_profile_name() in CAPPED_PROFILES:
-        cap_max_examples(items, settings.default.max_examples)
+    cap = CAPPED_PROFILES.get(settings.get_current_profile_name())
+    if cap is not None:
+        cap_max_examples(items, cap)

@@ -32,19 +32,23 @@ BUILD_DIR = REPO_ROOT / "_build"
 # What a chapter's outputs depend on besides its own code cells.
 FINGERPRINTED = ("planner", "data", "book/_js", "requirements.txt", "pyproject.toml")
 # Build products, not inputs (bytecode, numba's on-disk cache, npm's download folder).
-_SKIPPED_DIRS = {"__pycache__", "node_modules"}
+_SKIPPED_DIRS = {"__pycache__", "node_modules", ".ipynb_checkpoints"}
 _SKIPPED_SUFFIXES = {".pyc", ".pyo", ".nbi", ".nbc"}
 _FINGERPRINT = re.compile(r"[0-9a-f]{16}")
+# What the HTML depends on besides FINGERPRINTED. A strict build (-W -n) of the same inputs builds
+# the same pages, so `make build-strict` after `make book` checks the pages without building them again.
+BOOK_SOURCES = ("book", "_config.yml", "_toc.yml", "tests/execution_cache.py", "Makefile")
+STAMP_NAME = ".strict-build"
 
 
-def fingerprint(root: Path = REPO_ROOT) -> str:
-    """A 16-hex-digit hash of every file of :data:`FINGERPRINTED` under ``root``, and the Python version."""
+def fingerprint(root: Path = REPO_ROOT, names: tuple[str, ...] = FINGERPRINTED) -> str:
+    """A 16-hex-digit hash of every file of ``names`` under ``root``, and the Python version."""
     digest = hashlib.sha256(sys.version.encode())
-    for name in FINGERPRINTED:
+    for name in names:
         top = root / name
         files = (
-            [top]
-            if top.is_file()
+            ([top] if top.exists() else [])
+            if not top.is_dir()
             else sorted(
                 path
                 for path in top.rglob("*")
@@ -86,6 +90,22 @@ def write_cached_config(target: Path, build_dir: Path = BUILD_DIR, root: Path = 
     return folder
 
 
+def build_fingerprint(root: Path = REPO_ROOT) -> str:
+    """What the built HTML depends on: the notebooks' inputs, the pages, the book's config and this module."""
+    return fingerprint(root, (*FINGERPRINTED, *BOOK_SOURCES))
+
+
+def stamp_build(html_dir: Path, root: Path = REPO_ROOT) -> None:
+    """Record, after a strict build that passed, the inputs it was built from."""
+    (html_dir / STAMP_NAME).write_text(build_fingerprint(root) + "\n", encoding="utf-8")
+
+
+def build_is_current(html_dir: Path, root: Path = REPO_ROOT) -> bool:
+    """Whether ``html_dir`` holds a passed strict build of exactly the current inputs."""
+    stamp = html_dir / STAMP_NAME
+    return stamp.is_file() and stamp.read_text(encoding="utf-8").strip() == build_fingerprint(root)
+
+
 def executed_notebook(path: Path, build_dir: Path = BUILD_DIR, root: Path = REPO_ROOT):
     """The notebook at ``path`` with the outputs of the build's run, or ``None`` if there is none.
 
@@ -119,5 +139,22 @@ def cell_errors(notebook: nbformat.NotebookNode) -> list[str]:
     return problems
 
 
+def main(argv: list[str]) -> int:
+    """``config TARGET`` writes the cached config; ``stamp HTML`` records a passed build;
+    ``current HTML`` exits 0 if that build is of the current inputs, else 1."""
+    command, path = argv
+    if command == "config":
+        print(f"execution cache: {write_cached_config(Path(path)).relative_to(REPO_ROOT)}")
+    elif command == "stamp":
+        stamp_build(Path(path))
+    elif command == "current":
+        current = build_is_current(Path(path))
+        print(f"{path}: {'a' if current else 'no'} strict build of the current inputs")
+        return 0 if current else 1
+    else:
+        raise SystemExit(f"unknown command {command!r}: expected config, stamp or current")
+    return 0
+
+
 if __name__ == "__main__":
-    print(f"execution cache: {write_cached_config(Path(sys.argv[1])).relative_to(REPO_ROOT)}")
+    sys.exit(main(sys.argv[1:]))

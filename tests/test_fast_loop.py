@@ -95,7 +95,9 @@ def test_the_dev_profile_caps_what_a_test_asks_for():
     assert asks_for_5._hypothesis_internal_use_settings.max_examples == 5
     asks_for_3000()
     assert 0 < len(seen) <= 7
-    assert "dev" in conftest.CAPPED_PROFILES and settings.get_profile("dev").max_examples <= 10
+    assert conftest.CAPPED_PROFILES["dev"] <= 10 and settings.get_profile("dev").max_examples <= 10
+    # CI and `make test` lower the 3,000-example tests; `make test-thorough` does not.
+    assert conftest.CAPPED_PROFILES["ci"] <= 200 and "thorough" not in conftest.CAPPED_PROFILES
     assert settings.get_profile("ci").derandomize
 
 
@@ -108,6 +110,32 @@ def _tiny_root(tmp_path):
     (root / "requirements.txt").write_text("numpy==2.4.6\n")
     (root / "pyproject.toml").write_text("[project]\n")
     return root
+
+
+def test_a_stamped_build_is_current_until_any_input_of_its_pages_changes(tmp_path):
+    root = _tiny_root(tmp_path)
+    (root / "book" / "_js").mkdir(parents=True)
+    (root / "book" / "page.md").write_text("# A page\n")
+    (root / "_toc.yml").write_text("root: book/page\n")
+    html = tmp_path / "html"
+    html.mkdir()
+    assert not keying.build_is_current(html, root)  # never stamped
+    keying.stamp_build(html, root)
+    assert keying.build_is_current(html, root)
+    (root / "book" / ".ipynb_checkpoints").mkdir()
+    (root / "book" / ".ipynb_checkpoints" / "page-checkpoint.ipynb").write_text("{}")
+    assert keying.build_is_current(html, root)  # JupyterLab's checkpoints are not built
+    for path, text in [
+        (root / "book" / "page.md", "# Another title\n"),
+        (root / "_toc.yml", "root: book/other\n"),
+        (root / "_config.yml", "title: x\n"),
+        (root / "planner" / "m.py", "X = 2\n"),
+        (root / "Makefile", "book:\n"),
+    ]:
+        path.write_text(text)
+        assert not keying.build_is_current(html, root), path
+        keying.stamp_build(html, root)
+        assert keying.build_is_current(html, root)
 
 
 def test_the_fingerprint_follows_code_data_and_pins_but_not_bytecode(tmp_path):
