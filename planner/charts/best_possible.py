@@ -1,0 +1,124 @@
+"""Charts for the chapter "How close to the best possible": the week's replicas beside the oracle's need.
+
+The numbers come from :mod:`planner.workflows.best_possible`; these functions only lay them out
+to fit the book's column (about 650 px). The cost-against-attainment view is
+:func:`planner.charts.oracle.oracle_chart`.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from planner.simulate.sweep import SweepResult
+from planner.workflows.best_possible import BestPossible, schedule_floor_replicas
+
+__all__ = ["SERIES", "WIDTH_PX", "day_chart", "day_frame", "week_chart", "week_frame"]
+
+WIDTH_PX = 560
+SERIES = ("oracle's need", "reacting", "schedule + metric", "schedule's floor")
+_COLORS = ("#222222", "#1f77b4", "#d62728", "#ff9896")
+
+
+def _binned(t_s: np.ndarray, values: np.ndarray, bin_s: float) -> tuple[np.ndarray, np.ndarray]:
+    # The mean over each bin, at the bin's start: a week of 5 s ticks is far more points than a chart needs.
+    bins = np.floor(t_s / bin_s).astype(np.int64)
+    counts = np.bincount(bins)
+    sums = np.bincount(bins, weights=values)
+    keep = counts > 0
+    return np.flatnonzero(keep) * bin_s, sums[keep] / counts[keep]
+
+
+def week_frame(
+    best: BestPossible,
+    reactive: SweepResult,
+    scheduled: SweepResult,
+    start_epoch_s: float,
+    bin_s: float | None = None,
+) -> pd.DataFrame:
+    """Long form, one row per series and bin: ``time`` (UTC), ``series`` (:data:`SERIES`), ``replicas``.
+
+    ``oracle's need`` is the cold-start bound's replicas per window with every request met
+    (:attr:`~planner.simulate.oracle.OracleBound.profile_replicas`); ``reacting`` and
+    ``schedule + metric`` the mean live replicas of the two runs; ``schedule's floor`` what that
+    run's cron triggers hold. Bins default to the oracle's window.
+    """
+    bin_s = float(best.bound.window_s if bin_s is None else bin_s)
+    frames = [
+        pd.DataFrame({"t_s": best.bound.profile_t_s, "series": SERIES[0], "replicas": best.bound.profile_replicas})
+    ]
+    schedule = best.schedule_of(scheduled)
+    for name, run in ((SERIES[1], reactive), (SERIES[2], scheduled)):
+        series = best.outcome_of(run).timeseries
+        t, live = _binned(series["t_s"].to_numpy(), series["replicas_live"].to_numpy(dtype=float), bin_s)
+        frames.append(pd.DataFrame({"t_s": t, "series": name, "replicas": live}))
+    floor = schedule_floor_replicas(schedule, t, start_epoch_s)
+    frames.append(pd.DataFrame({"t_s": t, "series": SERIES[3], "replicas": floor.astype(float)}))
+    frame = pd.concat(frames, ignore_index=True)
+    frame["time"] = pd.to_datetime(start_epoch_s + frame["t_s"], unit="s")
+    return frame[["time", "series", "replicas"]]
+
+
+def week_chart(frame: pd.DataFrame) -> alt.Chart:
+    """Replicas over the replay, one line per series; the floor dashed, the oracle's need as a step line."""
+    return (
+        alt.Chart(frame)
+        .mark_line(interpolate="step-after", strokeWidth=1.2)
+        .encode(
+            x=alt.X("time:T", title="time (UTC)", axis=alt.Axis(format="%a %H:%M", labelAngle=0, tickCount=7)),
+            y=alt.Y("replicas:Q", title="replicas"),
+            color=alt.Color(
+                "series:N",
+                title=None,
+                scale=alt.Scale(domain=list(SERIES), range=list(_COLORS)),
+                legend=alt.Legend(orient="bottom"),
+            ),
+            strokeDash=alt.StrokeDash(
+                "series:N",
+                scale=alt.Scale(domain=list(SERIES), range=[[1, 0], [1, 0], [1, 0], [4, 3]]),
+                legend=None,
+            ),
+            tooltip=[alt.Tooltip("time:T", format="%a %H:%M"), "series", alt.Tooltip("replicas:Q", format=".1f")],
+        )
+        .properties(width=WIDTH_PX, height=260)
+    )
+
+
+def day_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """Replica-hours per calendar day (UTC) of each series of :func:`week_frame`, the floor left out.
+
+    Columns ``day`` (``Mon 01``), ``series``, ``replica_hours``: each bin's mean replicas times the
+    bin's length. The oracle's need is a lower bound per day with every request met; the runs' are
+    live replicas (warming ones included), close to but not exactly the billed GPU-hours. [h]
+    """
+    kept = frame[frame["series"] != SERIES[3]].sort_values("time")
+    bin_s = float(kept.groupby("series")["time"].diff().dt.total_seconds().median())
+    days = kept["time"].dt.floor("D")
+    hours = kept.assign(day=days, replica_hours=kept["replicas"] * bin_s / 3600.0)
+    out = hours.groupby(["day", "series"], sort=True, as_index=False)["replica_hours"].sum()
+    out["day"] = out["day"].dt.strftime("%a %d")
+    return out[["day", "series", "replica_hours"]]
+
+
+def day_chart(frame: pd.DataFrame) -> alt.Chart:
+    """Replica-hours per day, one group of bars per day (weekends included), one bar per series."""
+    order = list(dict.fromkeys(frame["day"]))
+    shown = [s for s in SERIES if s != SERIES[3]]
+    return (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            x=alt.X("day:N", title=None, sort=order, axis=alt.Axis(labelAngle=0)),
+            xOffset=alt.XOffset("series:N", sort=shown),
+            y=alt.Y("replica_hours:Q", title="replica-hours per day [h]"),
+            color=alt.Color(
+                "series:N",
+                title=None,
+                scale=alt.Scale(domain=shown, range=list(_COLORS[:3])),
+                legend=alt.Legend(orient="bottom"),
+            ),
+            tooltip=["day", "series", alt.Tooltip("replica_hours:Q", format=".1f")],
+        )
+        .properties(width=WIDTH_PX, height=220)
+    )
