@@ -42,16 +42,30 @@ def week_frame(
     ``oracle's need`` is the cold-start bound's replicas per window with every request met
     (:attr:`~planner.simulate.oracle.OracleBound.profile_replicas`); ``reacting`` and
     ``schedule + metric`` the mean live replicas of the two runs; ``schedule's floor`` what that
-    run's cron triggers hold. Bins default to the oracle's window.
+    run's cron triggers hold. Bins default to the oracle's window; every series stops at the last
+    arrival, leaving out the runs' drain after it.
     """
     bin_s = float(best.bound.window_s if bin_s is None else bin_s)
+    # Up to the last arrival: the runs' drain after it, and the oracle's window holding that drain, are left out.
+    arrivals = np.asarray(best.outcome_of(reactive).arrival_s, dtype=float)
+    end_s = float(arrivals.max()) if arrivals.size else 0.0
+    shown = best.bound.profile_t_s < end_s
     frames = [
-        pd.DataFrame({"t_s": best.bound.profile_t_s, "series": SERIES[0], "replicas": best.bound.profile_replicas})
+        pd.DataFrame(
+            {
+                "t_s": best.bound.profile_t_s[shown],
+                "series": SERIES[0],
+                "replicas": best.bound.profile_replicas[shown],
+            }
+        )
     ]
     schedule = best.schedule_of(scheduled)
     for name, run in ((SERIES[1], reactive), (SERIES[2], scheduled)):
         series = best.outcome_of(run).timeseries
-        t, live = _binned(series["t_s"].to_numpy(), series["replicas_live"].to_numpy(dtype=float), bin_s)
+        within = series["t_s"].to_numpy() < end_s
+        t, live = _binned(
+            series["t_s"].to_numpy()[within], series["replicas_live"].to_numpy(dtype=float)[within], bin_s
+        )
         frames.append(pd.DataFrame({"t_s": t, "series": name, "replicas": live}))
     floor = schedule_floor_replicas(schedule, t, start_epoch_s)
     frames.append(pd.DataFrame({"t_s": t, "series": SERIES[3], "replicas": floor.astype(float)}))
