@@ -26,7 +26,7 @@ def gap_rows(
     own row. Nothing is simulated.
     """
     reactive = dict(priced).get(reactive_name)
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for name, run in priced:
         if run is None:
             rows.append((name, "none of the targets", "-", "-", "-", "-"))
