@@ -36,7 +36,8 @@ def test_the_day_frame_sums_replica_hours_per_day_without_the_floor(setting):  #
     _, fleet, _, best = setting
     frame = week_frame(best, best.cheapest(REACTIVE), best.cheapest(SCHEDULE), fleet.start_epoch_s)
     days = day_frame(frame)
-    assert list(days.columns) == ["day", "series", "replica_hours"]
+    assert list(days.columns) == ["day", "weekend", "series", "replica_hours"]
+    assert not days["weekend"].any()  # a Monday
     assert set(days["series"]) == set(SERIES[:3])
     assert set(days["day"]) == {"Mon 01"}
     need = days[days["series"] == SERIES[0]]["replica_hours"].iloc[0]

@@ -102,7 +102,8 @@ def week_chart(frame: pd.DataFrame) -> alt.Chart:
 def day_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """Replica-hours per calendar day (UTC) of each series of :func:`week_frame`, the floor left out.
 
-    Columns ``day`` (``Mon 01``), ``series``, ``replica_hours``: each bin's mean replicas times the
+    Columns ``day`` (``Mon 01``), ``weekend`` (Saturday or Sunday), ``series``, ``replica_hours``:
+    each bin's mean replicas times the
     bin's length. The oracle's need is a lower bound per day with every request met; the runs' are
     live replicas (warming ones included), close to but not exactly the billed GPU-hours. [h]
     """
@@ -111,8 +112,9 @@ def day_frame(frame: pd.DataFrame) -> pd.DataFrame:
     days = kept["time"].dt.floor("D")
     hours = kept.assign(day=days, replica_hours=kept["replicas"] * bin_s / 3600.0)
     out = hours.groupby(["day", "series"], sort=True, as_index=False)["replica_hours"].sum()
+    out["weekend"] = out["day"].dt.day_of_week >= 5
     out["day"] = out["day"].dt.strftime("%a %d")
-    return out[["day", "series", "replica_hours"]]
+    return out[["day", "weekend", "series", "replica_hours"]]
 
 
 def day_chart(frame: pd.DataFrame) -> alt.Chart:
