@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from planner.charts.best_possible import SERIES, day_chart, day_frame, week_chart, week_frame
+from planner.charts.best_possible import SERIES, day_chart, day_frame, front_chart, runs_frame, week_chart, week_frame
 from planner.workflows.best_possible import REACTIVE, SCHEDULE
 from tests.test_best_possible import setting  # noqa: F401  (the module fixture)
 
@@ -53,3 +53,16 @@ def test_the_charts_encode_time_replicas_and_series(setting):  # noqa: F811
     bars = day_chart(day_frame(frame)).to_dict()
     assert bars["mark"]["type"] == "bar" and bars["encoding"]["xOffset"]["field"] == "series"
     assert SERIES[3] not in bars["encoding"]["color"]["scale"]["domain"]
+
+
+def test_the_front_chart_draws_every_run_beside_the_bounds_and_the_goal(setting):  # noqa: F811
+    _, _, _, best = setting
+    frame = runs_frame(best)
+    assert frame["strategy"].tolist() == [SERIES[1]] * 2 + [SERIES[2]] * 2
+    assert frame["target"].tolist() == list(best.targets) * 2
+    assert (frame["regret_usd"] >= -1e-6).all()
+    spec = front_chart(best).to_dict()
+    bounds, runs, goal = spec["layer"]
+    assert bounds["mark"]["type"] == "line" and bounds["encoding"]["strokeDash"]["field"] == "bound"
+    assert runs["encoding"]["color"]["field"] == "strategy" and runs["encoding"]["order"]["field"] == "target"
+    assert spec["datasets"][goal["data"]["name"]] == [{"attainment_pct": 99.0}]

@@ -1,8 +1,8 @@
 """Charts for the chapter "How close to the best possible": the week's replicas beside the oracle's need.
 
 The numbers come from :mod:`planner.workflows.best_possible`; these functions only lay them out
-to fit the book's column (about 650 px). The cost-against-attainment view is
-:func:`planner.charts.oracle.oracle_chart`.
+to fit the book's column (about 650 px). The bounds are drawn as
+:func:`planner.charts.oracle.oracle_chart` draws them.
 """
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from planner.charts.oracle import BOUNDS, bound_frame
 from planner.simulate.sweep import SweepResult
-from planner.workflows.best_possible import BestPossible, schedule_floor_replicas
+from planner.workflows.best_possible import REACTIVE, SCHEDULE, BestPossible, schedule_floor_replicas
 
-__all__ = ["SERIES", "WIDTH_PX", "day_chart", "day_frame", "week_chart", "week_frame"]
+__all__ = ["SERIES", "WIDTH_PX", "day_chart", "day_frame", "front_chart", "runs_frame", "week_chart", "week_frame"]
 
 WIDTH_PX = 560
 SERIES = ("oracle's need", "reacting", "schedule + metric", "schedule's floor")
@@ -138,3 +139,77 @@ def day_chart(frame: pd.DataFrame) -> alt.Chart:
         )
         .properties(width=WIDTH_PX, height=220)
     )
+
+
+_LABELS = {REACTIVE: SERIES[1], SCHEDULE: SERIES[2]}
+
+
+def runs_frame(best: BestPossible) -> pd.DataFrame:
+    """One row per run: ``strategy`` (as :data:`SERIES` names it), ``target``, ``cost_usd``, ``attainment_pct``,
+    ``regret_usd``."""
+    rows = [
+        (
+            _LABELS[strategy],
+            float(dict(run.values)["target"]),
+            run.cost_usd,
+            100.0 * run.slo_attainment_frac,
+            np.nan if run.regret_usd is None else run.regret_usd,
+        )
+        for strategy in (REACTIVE, SCHEDULE)
+        for run in best.runs(strategy)
+    ]
+    return pd.DataFrame(rows, columns=["strategy", "target", "cost_usd", "attainment_pct", "regret_usd"])
+
+
+def front_chart(best: BestPossible) -> alt.LayerChart:
+    """Cost against attainment: each strategy's runs joined in target order, the oracle's two bounds, the goal.
+
+    The bounds are drawn from a little below the lowest attainment of the runs; no run can lie left
+    of the cold-start bound, and a run's horizontal distance to it at its own attainment is its regret.
+    """
+    frame = runs_frame(best)
+    lowest = float(frame["attainment_pct"].min()) / 100.0 if len(frame) else 0.0
+    bounds = bound_frame(best.curve, max(0.0, lowest - 0.02))
+    x = alt.X("cost_usd:Q", title="cost of the replayed trace [$]", scale=alt.Scale(zero=True))
+    y = alt.Y("attainment_pct:Q", title="SLO attainment [%]", scale=alt.Scale(zero=False))
+    lines = (
+        alt.Chart(bounds)
+        .mark_line(interpolate="step-before", color="#222222")
+        .encode(
+            x=x,
+            y=y,
+            strokeDash=alt.StrokeDash(
+                "bound:N", title=None, legend=alt.Legend(orient="bottom"), scale=alt.Scale(domain=list(BOUNDS))
+            ),
+            order=alt.Order("attainment_pct:Q"),
+        )
+    )
+    shown = [SERIES[1], SERIES[2]]
+    runs = (
+        alt.Chart(frame)
+        .mark_line(point=alt.OverlayMarkDef(size=60, filled=True), strokeWidth=1.2)
+        .encode(
+            x=x,
+            y=y,
+            color=alt.Color(
+                "strategy:N",
+                title=None,
+                legend=alt.Legend(orient="bottom"),
+                scale=alt.Scale(domain=shown, range=list(_COLORS[1:3])),
+            ),
+            order=alt.Order("target:Q"),
+            tooltip=[
+                "strategy",
+                alt.Tooltip("target:Q", format=".3g"),
+                alt.Tooltip("cost_usd:Q", format=",.0f"),
+                alt.Tooltip("attainment_pct:Q", format=".2f"),
+                alt.Tooltip("regret_usd:Q", format=",.0f", title="over the bound [$]"),
+            ],
+        )
+    )
+    goal = (
+        alt.Chart(pd.DataFrame({"attainment_pct": [100.0 * best.attainment_goal_frac]}))
+        .mark_rule(color="#555555", strokeDash=[2, 2])
+        .encode(y="attainment_pct:Q")
+    )
+    return alt.LayerChart(layer=[lines, runs, goal]).properties(width=WIDTH_PX, height=300)

@@ -14,7 +14,7 @@ from planner.workflows.best_possible import REACTIVE, SCHEDULE, BestPossible, ga
 
 __all__ = ["HEADERS", "dollar_table", "gap_explorer", "gap_rows", "gap_table"]
 
-HEADERS = ("strategy", "cheapest meeting the goal", "attainment", "cost", "over the bound", "reacting's gap closed")
+HEADERS = ("strategy", "cheapest at the goal", "attainment", "cost", "over the bound", "reacting's gap closed")
 
 
 def gap_rows(
@@ -44,7 +44,7 @@ def gap_rows(
                 closed,
             )
         )
-    rows.append(("oracle (cold-start bound)", "no setting: a lower bound", "the goal", _usd(oracle_usd), "", ""))
+    rows.append(("oracle (cold-start bound)", "a bound, not a setting", "the goal", _usd(oracle_usd), "", ""))
     return rows
 
 
