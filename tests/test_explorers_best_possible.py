@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from planner.explorers.best_possible import HEADERS, dollar_table, gap_explorer, gap_rows, gap_table
+from planner.explorers.best_possible import HEADERS, dollar_table, gap_explorer, gap_rows, gap_table, verdict_text
 from planner.simulate.sweep import SweepResult
 from planner.workflows.best_possible import REACTIVE, SCHEDULE
 from tests.test_best_possible import setting  # noqa: F401  (the module fixture)
@@ -35,3 +35,18 @@ def test_the_table_and_the_explorer_follow_the_goal(setting):  # noqa: F811
     before = html.value
     slider.value = 100.0
     assert html.value != before and html.value.count("none of the targets") == 2
+
+
+def test_the_verdict_says_whether_another_strategy_beats_reacting_and_by_what_share_of_the_gap():
+    reactive = _run(REACTIVE, 20.0, 0.995, 2000.0)
+    cheaper = verdict_text(reactive, [(SCHEDULE, _run(SCHEDULE, 30.0, 0.991, 1800.0))], 1200.0)
+    assert cheaper == (
+        "Reacting alone, at its cheapest, costs **\\$2,000**, 67 % above the bound. The cheapest other, "
+        "**schedule**, costs \\$1,800: 10.0 % less, closing 25 % of reacting's gap to the bound."
+    )
+    same = verdict_text(reactive, [("a", _run("a", 20.0, 0.995, 2004.0)), ("b", None)], 1200.0, markdown=False)
+    assert same == (
+        "Reacting alone, at its cheapest, costs $2,000, 67 % above the bound. Nothing else costs less at the goal: "
+        "the cheapest other, a, costs $2,004 (+0.2 %). Meeting the goal at none of the targets: b."
+    )
+    assert verdict_text(None, [], 1200.0).startswith("Reacting alone meets the goal at none of the targets")

@@ -150,13 +150,13 @@ def runs_frame(best: BestPossible) -> pd.DataFrame:
     rows = [
         (
             _LABELS[strategy],
-            float(dict(run.values)["target"]),
+            target,
             run.cost_usd,
             100.0 * run.slo_attainment_frac,
             np.nan if run.regret_usd is None else run.regret_usd,
         )
         for strategy in (REACTIVE, SCHEDULE)
-        for run in best.runs(strategy)
+        for run, target in zip(best.runs(strategy), best.targets, strict=True)
     ]
     return pd.DataFrame(rows, columns=["strategy", "target", "cost_usd", "attainment_pct", "regret_usd"])
 
@@ -187,7 +187,8 @@ def front_chart(best: BestPossible) -> alt.LayerChart:
     shown = [SERIES[1], SERIES[2]]
     runs = (
         alt.Chart(frame)
-        .mark_line(point=alt.OverlayMarkDef(size=60, filled=True), strokeWidth=1.2)
+        # Open marks of two shapes: where both strategies ran the same replay, both stay visible.
+        .mark_line(point=alt.OverlayMarkDef(size=90, filled=False, strokeWidth=1.5), strokeWidth=1.2)
         .encode(
             x=x,
             y=y,
@@ -197,6 +198,7 @@ def front_chart(best: BestPossible) -> alt.LayerChart:
                 legend=alt.Legend(orient="bottom"),
                 scale=alt.Scale(domain=shown, range=list(_COLORS[1:3])),
             ),
+            shape=alt.Shape("strategy:N", legend=None, scale=alt.Scale(domain=shown, range=["circle", "square"])),
             order=alt.Order("target:Q"),
             tooltip=[
                 "strategy",

@@ -12,7 +12,7 @@ from planner.markdown import markdown_table
 from planner.simulate.sweep import SweepResult
 from planner.workflows.best_possible import REACTIVE, SCHEDULE, BestPossible, gap_closed_frac
 
-__all__ = ["HEADERS", "dollar_table", "gap_explorer", "gap_rows", "gap_table"]
+__all__ = ["HEADERS", "dollar_table", "gap_explorer", "gap_rows", "gap_table", "verdict_text"]
 
 HEADERS = ("strategy", "cheapest at the goal", "attainment", "cost", "over the bound", "reacting's gap closed")
 
@@ -46,6 +46,45 @@ def gap_rows(
         )
     rows.append(("oracle (cold-start bound)", "a bound, not a setting", "the goal", _usd(oracle_usd), "", ""))
     return rows
+
+
+def verdict_text(
+    reactive: SweepResult | None,
+    others: Sequence[tuple[str, SweepResult | None]],
+    oracle_usd: float,
+    *,
+    markdown: bool = True,
+) -> str:
+    """Two sentences: reacting's cheapest cost against the bound, and whether the cheapest other strategy beats it.
+
+    ``others`` are (strategy, its cheapest run meeting the goal or ``None``); a change within 0.5 % is no
+    change. With ``markdown``, names are bold and each ``$`` is escaped so no renderer reads it as math.
+    """
+    bold = "**" if markdown else ""
+    if reactive is None:
+        return "Reacting alone meets the goal at none of the targets: add a tighter target to price it."
+    over = f", {100 * (reactive.cost_usd / oracle_usd - 1):.0f} % above the bound" if oracle_usd > 0 else ""
+    text = f"Reacting alone, at its cheapest, costs {bold}{_usd(reactive.cost_usd)}{bold}{over}."
+    priced = [(name, run) for name, run in others if run is not None]
+    unpriced = [name for name, run in others if run is None]
+    if priced:
+        name, run = min(priced, key=lambda item: item[1].cost_usd)
+        change = run.cost_usd / reactive.cost_usd - 1
+        if change < -0.005:
+            closed = gap_closed_frac(reactive.cost_usd, run.cost_usd, oracle_usd)
+            share = "" if math.isnan(closed) else f", closing {100 * closed:.0f} % of reacting's gap to the bound"
+            text += (
+                f" The cheapest other, {bold}{name}{bold}, costs {_usd(run.cost_usd)}: "
+                f"{-100 * change:.1f} % less{share}."
+            )
+        else:
+            text += (
+                f" Nothing else costs less at the goal: the cheapest other, {bold}{name}{bold}, costs "
+                f"{_usd(run.cost_usd)} ({100 * change:+.1f} %)."
+            )
+    if unpriced:
+        text += f" Meeting the goal at none of the targets: {', '.join(unpriced)}."
+    return text.replace("$", "\\$") if markdown else text
 
 
 def _usd(value: float) -> str:
