@@ -16,6 +16,7 @@ from planner.simulate.traffic import WeeklyEnvelope, stretch_days
 from planner.workflows.best_possible import (
     REACTIVE,
     SCHEDULE,
+    cold_start_effect_text,
     compare_with_oracle,
     gap_closed_frac,
     schedule_floor_replicas,
@@ -103,3 +104,17 @@ def test_bad_targets_are_refused(setting):
         compare_with_oracle(trace, fleet, plan, GOAL, target_fracs=())
     with pytest.raises(PlannerInputError, match="target 40"):
         compare_with_oracle(trace, fleet, dataclasses.replace(plan, concurrency_target=20.0), GOAL, target_fracs=(2.0,))
+
+
+def test_the_cold_start_effect_is_named_when_it_adds_to_the_bound(setting):
+    _, _, _, best = setting
+    bound = best.bound
+    text = cold_start_effect_text(bound)
+    if bound.cold_start.cost_usd > bound.instant.cost_usd * 1.0005:
+        assert text.startswith("The cold start adds")
+    else:
+        assert text.startswith("The two are equal here")
+    dearer = dataclasses.replace(
+        bound, cold_start=dataclasses.replace(bound.cold_start, cost_usd=1.25 * bound.instant.cost_usd)
+    )
+    assert cold_start_effect_text(dearer).startswith("The cold start adds 25.0 % to the bound")

@@ -6,7 +6,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from planner.charts.best_possible import SERIES, day_chart, day_frame, front_chart, runs_frame, week_chart, week_frame
+from planner.charts.best_possible import (
+    SERIES,
+    day_chart,
+    day_frame,
+    day_ratios,
+    front_chart,
+    runs_frame,
+    week_chart,
+    week_frame,
+)
 from planner.workflows.best_possible import REACTIVE, SCHEDULE
 from tests.test_best_possible import setting  # noqa: F401  (the module fixture)
 
@@ -66,3 +75,19 @@ def test_the_front_chart_draws_every_run_beside_the_bounds_and_the_goal(setting)
     assert bounds["mark"]["type"] == "line" and bounds["encoding"]["strokeDash"]["field"] == "bound"
     assert runs["encoding"]["color"]["field"] == "strategy" and runs["encoding"]["order"]["field"] == "target"
     assert spec["datasets"][goal["data"]["name"]] == [{"attainment_pct": 99.0}]
+
+
+def test_day_ratios_compare_each_day_with_the_oracles_need():
+    days = pd.DataFrame(
+        {
+            "day": ["Fri 05", "Fri 05", "Sat 06", "Sat 06", "Sun 07", "Sun 07"],
+            "weekend": [False, False, True, True, True, True],
+            "series": [SERIES[0], SERIES[1]] * 3,
+            "replica_hours": [10.0, 16.0, 5.0, 9.0, 4.0, 6.0],
+        }
+    )
+    ratios = day_ratios(days)
+    assert ratios["ratio"].tolist() == [1.6, 1.8, 1.5]
+    assert (ratios["low_day"], ratios["high_day"]) == ("Sun 07", "Sat 06")
+    assert ratios["weekday"] == pytest.approx(1.6) and ratios["weekend"] == pytest.approx(1.65)
+    assert np.isnan(day_ratios(days[days["weekend"]])["weekday"])

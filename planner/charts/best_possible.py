@@ -15,7 +15,17 @@ from planner.charts.oracle import BOUNDS, bound_frame
 from planner.simulate.sweep import SweepResult
 from planner.workflows.best_possible import REACTIVE, SCHEDULE, BestPossible, schedule_floor_replicas
 
-__all__ = ["SERIES", "WIDTH_PX", "day_chart", "day_frame", "front_chart", "runs_frame", "week_chart", "week_frame"]
+__all__ = [
+    "SERIES",
+    "WIDTH_PX",
+    "day_chart",
+    "day_frame",
+    "day_ratios",
+    "front_chart",
+    "runs_frame",
+    "week_chart",
+    "week_frame",
+]
 
 WIDTH_PX = 560
 SERIES = ("oracle's need", "reacting", "schedule + metric", "schedule's floor")
@@ -215,3 +225,23 @@ def front_chart(best: BestPossible) -> alt.LayerChart:
         .encode(y="attainment_pct:Q")
     )
     return alt.LayerChart(layer=[lines, runs, goal]).properties(width=WIDTH_PX, height=300)
+
+
+def day_ratios(days: pd.DataFrame, run: str = SERIES[1]) -> dict:
+    """How many times the oracle's need a run's replica-hours are, per day of :func:`day_frame`.
+
+    Returns ``ratio`` (a Series by day, in the frame's order), ``low_day`` and ``high_day`` (the days
+    of the least and the most), and ``weekday`` and ``weekend`` (the means over those days, NaN
+    when there are none). [-]
+    """
+    order = list(dict.fromkeys(days["day"]))
+    by_day = days.pivot(index="day", columns="series", values="replica_hours").loc[order]
+    ratio = by_day[run] / by_day[SERIES[0]]
+    weekend = days.groupby("day", sort=False)["weekend"].first().loc[order]
+    return {
+        "ratio": ratio,
+        "low_day": str(ratio.idxmin()),
+        "high_day": str(ratio.idxmax()),
+        "weekday": float(ratio[~weekend].mean()) if (~weekend).any() else float("nan"),
+        "weekend": float(ratio[weekend].mean()) if weekend.any() else float("nan"),
+    }

@@ -59,6 +59,7 @@ __all__ = [
     "REACTIVE",
     "SCHEDULE",
     "BestPossible",
+    "cold_start_effect_text",
     "compare_with_oracle",
     "gap_closed_frac",
     "oracle_regrets",
@@ -249,3 +250,15 @@ def schedule_floor_replicas(schedule: Schedule, t_s, start_epoch_s: float) -> np
     positions = minute_positions(start_epoch_s, max(minutes, 0), schedule.timezone, cycle)
     floor = by_minute[positions[np.clip(minute, 0, max(minutes - 1, 0))]] if minutes else np.zeros(0, dtype=np.int64)
     return np.maximum(floor, schedule.base_replicas)
+
+
+def cold_start_effect_text(bound: OracleBound) -> str:
+    """One sentence: what the cold start adds to the instant bound at the goal (nothing, or a share of it)."""
+    instant, cold = bound.instant.cost_usd, bound.cold_start.cost_usd
+    extra = cold / instant - 1 if instant > 0 else 0.0
+    if extra < 0.0005:
+        return (
+            "The two are equal here: on this traffic, keeping a replica through lulls shorter than a cold start "
+            "adds nothing the work does not already need."
+        )
+    return f"The cold start adds {100 * extra:.1f} % to the bound: replicas kept through lulls shorter than it."
