@@ -42,7 +42,7 @@ import numpy as np
 from planner.errors import PlannerInputError
 from planner.manifests.generate import ScalingPlan
 from planner.simulate.fleet import FleetSpec
-from planner.simulate.oracle import OracleBound, OracleCurve, oracle_curve, regret_usd
+from planner.simulate.oracle import OracleBound, OracleCurve, oracle_bound, oracle_curve, regret_usd
 from planner.simulate.outcome import Outcome
 from planner.simulate.sweep import SweepResult, cheapest_meeting
 from planner.simulate.traffic import RequestTrace
@@ -196,6 +196,8 @@ def compare_with_oracle(
     if not fracs or not all(math.isfinite(f) and f > 0 for f in fracs):
         raise PlannerInputError(f"target fractions: expected numbers > 0, got {list(target_fracs)!r}")
     targets = tuple(round(plan.concurrency_target * f, 3) for f in fracs)
+    # One oracle for every target: it depends on the trace and the fleet, not on the metric trigger.
+    bound = oracle_bound(trace, fleet, attainment_goal_frac, duration_s=duration_s)
     schedules, reactive, scheduled = [], [], []
     for k, target in enumerate(targets):
         at_target = dataclasses.replace(plan, concurrency_target=target, cron_windows=())
@@ -208,6 +210,7 @@ def compare_with_oracle(
                 timezone=timezone,
                 max_rounds=max_rounds,
                 duration_s=duration_s,
+                bound=bound,
             )
         except PlannerInputError as error:
             raise PlannerInputError(f"target {target:g}: {error}") from None
@@ -216,7 +219,7 @@ def compare_with_oracle(
         scheduled.append(_run(len(targets) + k, SCHEDULE, target, schedule.scheduled.outcome))
     _, runs = oracle_regrets(trace, fleet, reactive + scheduled, attainment_goal_frac, duration_s=duration_s)
     return BestPossible(
-        bound=schedules[0].bound,
+        bound=bound,
         curve=oracle_curve(trace, fleet, duration_s=duration_s),
         schedules=tuple(schedules),
         reactive=tuple(runs[: len(targets)]),
