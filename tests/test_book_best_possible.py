@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 
+import yaml
+
 from planner.explorers.best_possible import gap_table
 from planner.readers.fleet import read_fleet
 from planner.readers.trace import read_trace
 from planner.simulate.traffic import WeeklyEnvelope, stretch_days
 from planner.workflows.best_possible import compare_with_oracle
 from planner.workflows.schedule import default_scaling_plan
-from tests.conftest import DATA_DIR
+from tests.conftest import DATA_DIR, REPO_ROOT
 from tests.notebooks import glued, run_chapter
 
 
@@ -56,3 +58,10 @@ def test_other_parameters_reach_every_number(tmp_path):
     assert values["requests"] == f"{len(trace):,}"
     assert values["oracle_usd"] == f"${best.oracle_cost_usd:,.0f}"
     assert _tables(notebook)[0] == gap_table(best)
+
+
+def test_the_chapter_follows_the_forecasts_in_the_part_on_the_plan():
+    toc = yaml.safe_load((REPO_ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    part = next(p for p in toc["parts"] if p["caption"] == "Your plan")
+    files = [chapter["file"] for chapter in part["chapters"]]
+    assert files.index("book/best_possible") == files.index("book/forecasts") + 1
