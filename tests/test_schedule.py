@@ -358,5 +358,5 @@ def test_a_bound_given_is_used_as_computed_and_one_at_another_goal_is_refused(su
     again = make_schedule(trace, fleet, attainment_goal_frac=0.99, bound=given_bound)
     assert again.bound is given_bound
     assert again.floors == surge_schedule.floors and again.scaled_object_text == surge_schedule.scaled_object_text
-    with pytest.raises(PlannerInputError, match="oracle bound given is at 0.9"):
+    with pytest.raises(PlannerInputError, match=r"oracle bound given is at 0\.9"):
         make_schedule(trace, fleet, attainment_goal_frac=0.99, bound=oracle_bound(trace, fleet, 0.9))
