@@ -53,6 +53,7 @@ NOTEBOOK_MODULES = {
     "test_book_manifest_review",
     "test_book_your_plan",
     "test_book_forecasts",
+    "test_book_best_possible",
     "test_loadtest_thresholds_notebook",
     "test_book_executed",
     # tiny books built by jupyter-book, nbval, and `planner report` (papermill + jupyter-book)

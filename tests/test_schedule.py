@@ -350,3 +350,13 @@ def test_a_team_scaled_object_with_a_formula_takes_the_schedule_in_its_formula()
 def test_bad_settings_are_refused_before_any_replay(options, message):
     with pytest.raises(PlannerInputError, match=message):
         make_schedule(_surge(), read_fleet(TINY_FLEET), **options)
+
+
+def test_a_bound_given_is_used_as_computed_and_one_at_another_goal_is_refused(surge_schedule):
+    trace, fleet = _surge(), read_fleet(TINY_FLEET)
+    given_bound = oracle_bound(trace, fleet, 0.99)
+    again = make_schedule(trace, fleet, attainment_goal_frac=0.99, bound=given_bound)
+    assert again.bound is given_bound
+    assert again.floors == surge_schedule.floors and again.scaled_object_text == surge_schedule.scaled_object_text
+    with pytest.raises(PlannerInputError, match=r"oracle bound given is at 0\.9"):
+        make_schedule(trace, fleet, attainment_goal_frac=0.99, bound=oracle_bound(trace, fleet, 0.9))

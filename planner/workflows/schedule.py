@@ -590,6 +590,7 @@ def make_schedule(
     source: str = "scaledobject.yaml",
     duration_s: float | None = None,
     engine: str = "fast",
+    bound: OracleBound | None = None,
 ) -> Schedule:
     """Derive a schedule of cron floors beside a metric trigger and verify it by replay (module docstring).
 
@@ -614,6 +615,10 @@ def make_schedule(
         Simulated time of every replay and of the oracle. [s]
     engine : str
         ``fast`` or ``reference``.
+    bound : OracleBound, optional
+        :func:`planner.simulate.oracle.oracle_bound` at ``attainment_goal_frac`` on this trace, fleet
+        and ``duration_s``, when the caller has it already (a search over several metric triggers);
+        computed here otherwise.
 
     Returns
     -------
@@ -633,7 +638,13 @@ def make_schedule(
     if problem is not None:
         raise PlannerInputError(f"timezone {timezone!r}: {problem}")
     buckets = calendar_buckets(trace, fleet.start_epoch_s, timezone, duration_s)
-    bound = oracle_bound(trace, fleet, attainment_goal_frac, duration_s=duration_s)
+    if bound is None:
+        bound = oracle_bound(trace, fleet, attainment_goal_frac, duration_s=duration_s)
+    elif bound.attainment_goal_frac != attainment_goal_frac or bound.requests > len(trace):
+        raise PlannerInputError(
+            f"the oracle bound given is at {bound.attainment_goal_frac!r} over {bound.requests} requests, not at the "
+            f"goal {attainment_goal_frac!r} over this trace of {len(trace)}"
+        )
     metric = default_scaling_plan(trace, fleet) if metric is None else metric
     reactive_manifest = _render(metric, (), source)
     reactive_autoscaler = _read_back(dump_manifest(reactive_manifest), source)
