@@ -310,6 +310,7 @@ def main() -> int:
             with sync_playwright() as playwright:
                 session = BrowserSession(playwright, chromium, base_url, token)
                 for name in names:
+                    chapter_started = time.monotonic()
                     found = session.check(name)
                     if found is None:
                         # The watchdog closed a hung page: a fresh browser, one more try.
@@ -320,7 +321,8 @@ def main() -> int:
                     _shutdown_kernels(base_url, token, grace_s=0.0 if found is None else 30.0)
                     if found is None:
                         found = [f"{name}: the page did not answer within {CHAPTER_BUDGET_S:.0f} s, twice"]
-                    print(f"lab check: {name}: {'ok' if not found else f'{len(found)} problem(s)'}")
+                    took_s = time.monotonic() - chapter_started
+                    print(f"lab check: {name}: {'ok' if not found else f'{len(found)} problem(s)'} ({took_s:.0f} s)")
                     problems += found
                 session.close()
         finally:
