@@ -321,3 +321,55 @@ def test_without_json_the_forecasts_table_names_each_strategy_and_its_query(caps
         f"seasonal  {seasonal:.1f} GPU-hours at 98 % ({100 * (seasonal / reactive - 1):+.1f} % against reactive)" in out
     )
     assert out.rstrip().endswith("seasonal: q")
+
+
+def test_a_schedule_beside_the_recommendation_is_priced_against_it_and_the_oracle(capsys):
+    plan = _plan(
+        capsys,
+        "--trace",
+        str(DATA_DIR / "scenarios" / "plan_half_hour.yaml"),
+        "--manifest",
+        str(CURRENT),
+        "--fleet",
+        str(SLOW_FLEET),
+        "--grid",
+        str(GRID),
+        "--concurrency-target",
+        "48",
+        "--attainment-goal",
+        "0.95",
+        "--max-flap-cycles",
+        "4",
+        "--schedule",
+        "Europe/Dublin",
+    )
+    schedule = plan["schedule"]
+    assert schedule["timezone"] == "Europe/Dublin" and schedule["attainment_goal_frac"] == 0.95
+    # The metric trigger alone is the recommendation, replayed again: the same run.
+    assert schedule["reactive"]["slo_attainment_frac"] == plan["recommended"]["slo_attainment_frac"]
+    assert schedule["oracle"]["cost_usd"] == pytest.approx(plan["oracle_cost_usd"])
+    for run in ("scheduled", "reactive"):
+        assert schedule["oracle"]["cost_usd"] <= schedule[run]["cost_usd"]
+    assert schedule["met"] and schedule["scheduled"]["slo_attainment_frac"] >= 0.95
+    assert not [f for f in schedule["findings"] if f["severity"] == "error"]
+    assert yaml.safe_load(schedule["scaled_object"])["kind"] == "ScaledObject"
+
+
+def test_an_unknown_schedule_zone_is_one_line_and_exit_2_before_any_replay(capsys):
+    status = main(
+        [
+            "plan",
+            "--trace",
+            str(DATA_DIR / "scenarios" / "plan_half_hour.yaml"),
+            "--manifest",
+            str(CURRENT),
+            "--fleet",
+            str(SLOW_FLEET),
+            "--concurrency-target",
+            "48",
+            "--schedule",
+            "Mars/Olympus",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1 and "--schedule 'Mars/Olympus'" in err

@@ -6,7 +6,7 @@ Usage::
                  (--concurrency-target T | --knee-json FILE | --loadtest DIR --ttft-p99-ms MS --itl-p99-ms MS)
                  [--grid GRID.yaml] [--attainment-goal F] [--max-flap-cycles N]
                  [--stretch-day | --stretch-days N] [--seed N] [--start ISO]
-                 [--forecasts [METHOD,...]] [--forecast-targets F,F,...]
+                 [--forecasts [METHOD,...]] [--forecast-targets F,F,...] [--schedule [ZONE]]
                  [--out DIR] [--json]
 
 The trace flags (``--trace-format``, ``--trace-model``, ``--trace-series``, ...) are
@@ -30,6 +30,11 @@ of its target, and prices each at the attainment goal
 (:func:`planner.workflows.forecast_comparison.compare_forecasts`); ``--json``
 gets a ``forecasts`` section. The forecasts run in the lockstep engine, about
 25 s per configuration and simulated day of 50 000 requests on one core.
+
+``--schedule`` also derives, as ``planner schedule`` does, KEDA cron triggers (minimum replicas by
+weekday and hour in ZONE, default UTC) beside the recommended metric trigger, replays them, and
+prices the schedule against the recommended trigger alone and the oracle's cold-start bound
+(:func:`planner.workflows.schedule.make_schedule`); ``--json`` gets a ``schedule`` section.
 """
 
 from __future__ import annotations
@@ -41,12 +46,14 @@ from pathlib import Path
 
 import yaml
 
+from planner.autoscaler.cron_schedule import timezone_problem
 from planner.cli.manifests import _thresholds, add_threshold_arguments
 from planner.cli.output import print_json, print_table, write_text_atomically
 from planner.cli.simulate import add_start_argument, with_start
 from planner.cli.traffic import add_traffic_arguments, read_traffic
 from planner.errors import PlannerInputError
 from planner.manifests.generate import ScalingPlan
+from planner.markdown import plural
 from planner.readers.fleet import read_fleet
 from planner.readers.workload import read_manifest_set
 from planner.simulate.fleet import FleetSpec
@@ -60,6 +67,7 @@ from planner.workflows.plan import (
     plan_configuration,
     recommended_scaling_plan,
 )
+from planner.workflows.schedule import DEFAULT_TIMEZONE, Schedule, make_schedule
 
 HELP = "recommend an autoscaler setting against the current one on your traffic, and write its manifests"
 DEFAULT_ATTAINMENT_GOAL = 0.99
@@ -157,6 +165,14 @@ def register(subparsers) -> None:
         f"(default {','.join(f'{f:g}' for f in DEFAULT_TARGET_FRACS)})",
     )
     parser.add_argument(
+        "--schedule",
+        nargs="?",
+        const=DEFAULT_TIMEZONE,
+        metavar="ZONE",
+        help="also derive weekly KEDA cron triggers beside the recommended trigger (as planner schedule does, "
+        f"hours in ZONE, default {DEFAULT_TIMEZONE}) and price them against it and the oracle",
+    )
+    parser.add_argument(
         "--out",
         metavar="DIR",
         help="write scaledobject.yaml (or the kept autoscaler), the patch and the patched workload here",
@@ -170,6 +186,10 @@ def run(args: argparse.Namespace) -> int:
     if not (math.isfinite(goal) and 0.0 <= goal <= 1.0):
         raise PlannerInputError(f"--attainment-goal: expected a fraction between 0 and 1, got {goal}")
     methods, target_fracs = _forecast_arguments(args)
+    if args.schedule is not None:
+        problem = timezone_problem(args.schedule) if args.schedule not in ("", "Local") else "name an IANA zone"
+        if problem is not None:
+            raise PlannerInputError(f"--schedule {args.schedule!r}: {problem}")
     if args.max_flap_cycles is not None and not (math.isfinite(args.max_flap_cycles) and args.max_flap_cycles >= 0):
         raise PlannerInputError(f"--max-flap-cycles: expected a number >= 0, got {args.max_flap_cycles}")
     thresholds = _thresholds(args)
@@ -223,9 +243,9 @@ def run(args: argparse.Namespace) -> int:
         workload_text=setup.workload_yaml,
         workload_source=source,
     )
-    comparison = None
+    comparison = schedule = None
+    around = base if plan.emitted is None else recommended_scaling_plan(base, plan.recommended)
     if methods:
-        around = base if plan.emitted is None else recommended_scaling_plan(base, plan.recommended)
         forecasts = default_forecasts(around.warmup_s)
         comparison = compare_forecasts(
             trace,
@@ -235,9 +255,19 @@ def run(args: argparse.Namespace) -> int:
             forecasts={name: forecasts[name] for name in methods},
             target_fracs=target_fracs,
         )
+    if args.schedule is not None:
+        schedule = make_schedule(
+            trace,
+            plan_configuration(plan, current, fleet).fleet,
+            dataclasses.replace(around, gpus_per_replica=fleet.gpus_per_replica),
+            attainment_goal_frac=goal,
+            timezone=args.schedule,
+        )
     written = _write(plan, args.out, source, [args.trace, args.manifest, args.fleet, args.grid]) if args.out else []
     if args.json:
         extra = {} if comparison is None else {"forecasts": comparison.as_dict()}
+        if schedule is not None:
+            extra["schedule"] = schedule.summary()
         print_json(
             {"trace": str(args.trace), "manifest": str(args.manifest), **plan.as_dict(), **extra, "files": written}
         )
@@ -245,6 +275,8 @@ def run(args: argparse.Namespace) -> int:
     _print(plan, written)
     if comparison is not None:
         _print_forecasts(comparison)
+    if schedule is not None:
+        _print_schedule(schedule)
     return 0
 
 
@@ -299,6 +331,27 @@ def _print_forecasts(comparison) -> None:
     print_table(rows, title=f"Predictive triggers beside reactive scaling, priced at {goal:g} % attainment")
     for strategy in summary["strategies"][1:]:
         print(f"  {strategy['name']}: {strategy['query']}")
+
+
+def _print_schedule(schedule: Schedule) -> None:
+    goal = 100 * schedule.attainment_goal_frac
+    rows = [
+        (
+            name,
+            f"${replay.cost_usd:,.2f}, {replay.gpu_hours:,.1f} GPU-hours, {100 * replay.slo_attainment_frac:.2f} %"
+            + (" (a bound, not a fleet)" if name == "oracle" else ""),
+        )
+        for name, replay in (
+            (f"schedule + metric ({plural(len(schedule.windows), 'cron trigger')})", schedule.scheduled),
+            ("metric trigger alone", schedule.reactive),
+            ("oracle", schedule.oracle),
+        )
+    ]
+    print_table(rows, title=f"Cron floors beside the recommended trigger, goal {goal:g} % ({schedule.timezone})")
+    print(f"  {schedule.reason}")
+    for finding in schedule.findings:
+        print(f"  {finding.severity}: {finding.rule}: {finding.why}")
+    print("  The ScaledObject: planner plan --json (schedule.scaled_object), or planner schedule on the same inputs.")
 
 
 def _read_grid(path: str) -> dict:
