@@ -43,6 +43,8 @@ RUN_TIMEOUT_S = 240.0
 # A chapter's whole budget: open, run, move a slider. Past it the watchdog closes the browser,
 # which fails the call Playwright is blocked in (page.evaluate has no timeout of its own).
 CHAPTER_BUDGET_S = RUN_TIMEOUT_S + 180.0
+# Seconds of the last chapter's phases (open, run, slider, shutdown), printed beside its result.
+PHASES: dict[str, float] = {}
 
 
 def chapters() -> list[str]:
@@ -53,7 +55,9 @@ def chapters() -> list[str]:
     """
     toc = yaml.safe_load((REPO_ROOT / "_toc.yml").read_text())
     files = [entry["file"] for part in toc["parts"] if part.get("caption") != "Reference" for entry in part["chapters"]]
-    return [f for f in files if (REPO_ROOT / f"{f}.ipynb").exists()]
+    # LAB_CHAPTERS=lab,forecasts checks only those (while working on a chapter).
+    only = {name.strip() for name in os.environ.get("LAB_CHAPTERS", "").split(",") if name.strip()}
+    return [f for f in files if (REPO_ROOT / f"{f}.ipynb").exists() and (not only or Path(f).name in only)]
 
 
 def _free_port() -> int:
@@ -141,7 +145,10 @@ class Watchdog:
 def check_chapter(page, base_url: str, chapter: str) -> list[str]:
     """Open one chapter, run it, move a slider; return what went wrong."""
     problems: list[str] = []
-    page.goto(f"{base_url}/lab/tree/{chapter}.ipynb")
+    PHASES.clear()
+    phase_started = time.monotonic()
+    # A workspace of its own, so JupyterLab restores no earlier chapter's tab (nor starts its kernel).
+    page.goto(f"{base_url}/lab/workspaces/{Path(chapter).name}/tree/{chapter}.ipynb")
     page.wait_for_function(
         "() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
         " && window.jupyterapp.shell.currentWidget.sessionContext"
@@ -150,6 +157,8 @@ def check_chapter(page, base_url: str, chapter: str) -> list[str]:
         " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
         timeout=120_000,
     )
+    PHASES["open"] = time.monotonic() - phase_started
+    phase_started = time.monotonic()
     _fire(page, "notebook:run-all-cells")
     issued = time.monotonic()
     deadline = issued + RUN_TIMEOUT_S
@@ -167,10 +176,12 @@ def check_chapter(page, base_url: str, chapter: str) -> list[str]:
             issued = time.monotonic()
     else:
         return [f"{chapter}: cells still running after {RUN_TIMEOUT_S:.0f} s"]
+    PHASES["run"] = time.monotonic() - phase_started
+    phase_started = time.monotonic()
     for index, cell in enumerate(state["cells"]):
         for error in cell["errors"]:
             problems.append(f"{chapter}: cell {index} raised {error}")
-    # Only this chapter's panel: JupyterLab keeps earlier chapters' tabs (hidden) in the page.
+    # Only this chapter's panel (a restored layout may hold other tabs, hidden).
     panel = "#" + page.evaluate("() => window.jupyterapp.shell.currentWidget.id")
     sliders = page.locator(f"{panel} .jp-OutputArea .widget-slider")
     if sliders.count() == 0:
@@ -190,6 +201,7 @@ def check_chapter(page, base_url: str, chapter: str) -> list[str]:
                 arg=[panel, before],
                 timeout=30_000,
             )
+            PHASES["slider"] = time.monotonic() - phase_started
             return problems
         except Exception:
             continue
@@ -318,11 +330,15 @@ def main() -> int:
                         _shutdown_kernels(base_url, token)
                         found = session.check(name)
                     # A killed page shuts nothing down; a live one was asked to.
+                    shutdown_started = time.monotonic()
                     _shutdown_kernels(base_url, token, grace_s=0.0 if found is None else 30.0)
+                    PHASES["shutdown"] = time.monotonic() - shutdown_started
                     if found is None:
                         found = [f"{name}: the page did not answer within {CHAPTER_BUDGET_S:.0f} s, twice"]
                     took_s = time.monotonic() - chapter_started
-                    print(f"lab check: {name}: {'ok' if not found else f'{len(found)} problem(s)'} ({took_s:.0f} s)")
+                    phases = ", ".join(f"{phase} {seconds:.0f}" for phase, seconds in PHASES.items())
+                    result = "ok" if not found else f"{len(found)} problem(s)"
+                    print(f"lab check: {name}: {result} ({took_s:.0f} s: {phases})")
                     problems += found
                 session.close()
         finally:
