@@ -222,3 +222,13 @@ def test_a_cell_that_raised_or_did_not_run_is_reported():
     )
     nb.cells[1].outputs = [new_output("error", ename="ZeroDivisionError", evalue="division by zero", traceback=[])]
     assert cell_errors(nb) == ["cell 1 raised ZeroDivisionError: division by zero", "cell 2 did not run"]
+
+
+def test_the_lab_check_takes_every_chapter_or_those_named(monkeypatch):
+    from tests import lab_check
+
+    monkeypatch.delenv("LAB_CHAPTERS", raising=False)
+    every = lab_check.chapters()
+    assert "book/best_possible" in every and "book/lab" in every and "book/defaults" not in every  # Reference
+    monkeypatch.setenv("LAB_CHAPTERS", "forecasts, lab")
+    assert lab_check.chapters() == ["book/lab", "book/forecasts"]  # in the table of contents' order
