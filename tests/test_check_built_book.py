@@ -165,6 +165,25 @@ def test_every_page_of_a_folder_is_opened_at_both_widths_with_screenshots(browse
         assert (tmp_path / "screenshots" / width / "book" / "page.png").is_file()
 
 
+def test_without_a_browser_given_each_width_runs_in_its_own_process_with_the_same_findings(browser, tmp_path, capsys):
+    (tmp_path / "html" / "book").mkdir(parents=True)
+    (tmp_path / "html" / "book" / "page.html").write_text(
+        "<html><body><main><script>console.error('bad page')</script></main></body></html>"
+    )
+    stale = tmp_path / "screenshots" / "1280" / "book" / "gone.png"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"")
+    assert check_built_book.main(["check", str(tmp_path / "html")]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if "console error" in line]
+    assert [line.split(": console error: bad page (")[0] for line in err] == [
+        "book/page.html at 1280 px",
+        "book/page.html at 390 px",
+    ]
+    assert not stale.exists()  # the last run's screenshots go, each width's by its own process
+    for width in ("1280", "390"):
+        assert (tmp_path / "screenshots" / width / "book" / "page.png").is_file()
+
+
 # --------------------------------------------------------------------------- phone width
 
 
