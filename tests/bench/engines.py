@@ -36,6 +36,14 @@ prefill) and on (the default fleet: 0.0576 ms per prompt token within a
 conversation trace (prompts of 12,035 tokens on average, one real hour
 stretched to a day), when ``../shared`` is there; medians and their ratio.
 
+A week (issue 24): 1,000 configurations (:data:`WEEK_GRID`) over seven days of
+the Azure conversation trace (:func:`planner.simulate.traffic.stretch_days`,
+seed 0) on :data:`SLOW_FLEET` (a replica draining about 3.4 requests/s), with
+``run_sweep`` on two threads in fresh processes (median wall time, CPU time,
+peak RSS) and once on a Dask ``LocalCluster`` of two single-threaded worker
+processes (wall time, the cluster's start excluded). Targets: under 60 s and
+under 2 GiB. Run it alone with ``python -m tests.bench.engines --only week``.
+
 The first call of a compiled kernel compiles it (or loads it from numba's
 cache); it is made once before any timing and reported on its own.
 """
@@ -43,6 +51,7 @@ cache); it is made once before any timing and reported on its own.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import statistics
 import subprocess
@@ -57,6 +66,7 @@ from planner.autoscaler.keda import ScaledObjectSpec, Trigger, hpa_for_scaled_ob
 from planner.autoscaler.spec import Autoscaler
 from planner.simulate import fast, reference
 from planner.simulate.fleet import FleetSpec
+from planner.simulate.replica import ReplicaSpec
 from planner.simulate.supply import NodePoolSpec
 from planner.simulate.traffic import RequestTrace
 
@@ -207,6 +217,140 @@ SWEEP_GRID = {
 }  # 25 x 5 x 4 x 2 = 1,000 configurations
 
 
+# The week's sweep (issue 24): a slow replica, a step of 24 + 1.0 ms per sequence, so a full batch of 64
+# finishes the Azure conversation trace's mean 211-token answers at about 3.4 requests/s (the replica of
+# planner plan's tests on real traffic; made-up constants, not a measurement).
+SLOW_FLEET = FleetSpec(
+    replica=ReplicaSpec(fixed_ms=24.0, per_sequence_ms=1.0, prefill_ms_per_token=0.0, max_num_seqs=64),
+    warmup_s=120.0,
+    usd_per_gpu_hour=2.5,
+    ttft_slo_s=2.0,
+)
+WEEK_DAYS = 7
+WEEK_GRID = {
+    "target": [round(float(t), 4) for t in np.linspace(2.0, 40.0, 25)],
+    "scale_down_window_s": [0, 60, 300, 600, 900],
+    "min_replicas": [1, 2],
+    "warmup_s": [60.0, 120.0],
+    "max_replicas": [8, 16],
+}  # 25 x 5 x 2 x 2 x 2 = 1,000 configurations
+# Runs of the week's sweep on two threads (medians); the Dask run is made once.
+WEEK_RUNS = 3
+
+
+def week_trace(days: int = WEEK_DAYS) -> RequestTrace | None:
+    """The Azure conversation hour stretched to ``days`` days under the weekly envelope (seed 0), or ``None``."""
+    from tests.conftest import SHARED_DIR
+
+    azure = SHARED_DIR / "traces" / "AzureLLMInferenceTrace_conv.csv"
+    if not azure.is_file():
+        return None
+    from planner.readers.trace import read_trace
+    from planner.simulate.traffic import stretch_days
+
+    return stretch_days(read_trace(azure), 0, days)
+
+
+def week_child(days: int = WEEK_DAYS, dask: bool = False) -> None:
+    """The week's 1,000-configuration sweep in this (fresh) process, as ``planner sweep`` runs it; print JSON.
+
+    Locally: :func:`planner.simulate.sweep.run_sweep` on two threads. With
+    ``dask``: the same on a ``LocalCluster`` of two worker processes of one
+    thread each; its start (and the workers' first compile-cache load, a
+    one-configuration hour) is excluded, its ``seconds`` are the sweep's alone.
+    """
+    import resource
+
+    from planner.simulate.sweep import expand_grid, run_sweep
+
+    start = time.perf_counter()
+    trace = week_trace(days)
+    assert trace is not None
+    trace_s = time.perf_counter() - start
+    points = expand_grid(WEEK_GRID)
+    base = autoscaler(20.0, down_window_s=300)
+    duration_s = days * DAY_S
+    fast.simulate_many(
+        trace, [fast.Configuration(base, SLOW_FLEET)], duration_s=3600.0, timeseries=False
+    )  # compile, or load the cache
+    extra: dict = {}
+    if dask:
+        import distributed
+
+        with (
+            distributed.LocalCluster(
+                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=50
+            ) as cluster,
+            distributed.Client(cluster) as client,
+        ):
+            run_sweep(trace, base, SLOW_FLEET, points[:2], duration_s=3600.0, client=client, progress=False)
+            start = time.perf_counter()
+            results = run_sweep(trace, base, SLOW_FLEET, points, duration_s=duration_s, client=client, progress=False)
+            elapsed = time.perf_counter() - start
+            extra["worker_peak_rss_gib"] = max(
+                client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20).values()
+            )
+    else:
+        cpu_start = resource.getrusage(resource.RUSAGE_SELF)
+        start = time.perf_counter()
+        results = run_sweep(trace, base, SLOW_FLEET, points, duration_s=duration_s, progress=False, workers=2)
+        elapsed = time.perf_counter() - start
+        cpu_end = resource.getrusage(resource.RUSAGE_SELF)
+        extra["cpu_seconds"] = (cpu_end.ru_utime - cpu_start.ru_utime) + (cpu_end.ru_stime - cpu_start.ru_stime)
+    attained = [r.slo_attainment_frac for r in results]
+    print(
+        json.dumps(
+            {
+                "seconds": elapsed,
+                "trace_seconds": trace_s,
+                "requests": len(trace),
+                "configurations": len(results),
+                "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+                "compiled": fast.covers(base, SLOW_FLEET),
+                "attainment_min": min(attained),
+                "attainment_max": max(attained),
+                "results_digest": hashlib.sha256(
+                    json.dumps([r.as_dict() for r in results], sort_keys=True).encode()
+                ).hexdigest(),
+                **extra,
+            }
+        )
+    )
+
+
+def week_case(runs: int = WEEK_RUNS) -> None:
+    """The week's sweep: medians of ``runs`` local runs in fresh processes, and one on a Dask LocalCluster."""
+    print(
+        f"  {SWEEP_CONFIGURATIONS:,} configurations x {WEEK_DAYS} days of the Azure conversation trace (slow replica):"
+    )
+    if week_trace(1) is None:
+        print("    skipped: ../shared/traces/AzureLLMInferenceTrace_conv.csv is not there")
+        return
+    local = [_child_json(f"from tests.bench.engines import week_child; week_child({WEEK_DAYS})") for _ in range(runs)]
+    seconds = statistics.median(r["seconds"] for r in local)
+    cpu_s = statistics.median(r["cpu_seconds"] for r in local)
+    rss = max(r["peak_rss_gib"] for r in local)
+    first = local[0]
+    print(
+        f"    the week: {first['requests']:,} requests, built in {first['trace_seconds']:.1f} s; "
+        f"compiled kernels: {first['compiled']}; attainment {first['attainment_min']:.3f} to "
+        f"{first['attainment_max']:.3f}"
+    )
+    each = ", ".join(f"{r['seconds']:.1f}" for r in local)
+    print(
+        f"    2 threads: {seconds:8.1f} s wall (median of {len(local)}; runs {each} s; target < 60 s), "
+        f"{cpu_s:.1f} s CPU, {seconds / SWEEP_CONFIGURATIONS / WEEK_DAYS * 1e3:.2f} ms per configuration-day"
+    )
+    print(f"    peak memory of that sweep process (max RSS): {rss:8.2f} GiB   (target < 2 GiB)")
+    same = len({r["results_digest"] for r in local}) == 1
+    dask = _child_json(f"from tests.bench.engines import week_child; week_child({WEEK_DAYS}, dask=True)")
+    print(
+        f"    Dask LocalCluster, 2 worker processes x 1 thread: {dask['seconds']:8.1f} s wall (one run, the cluster's "
+        f"start excluded); worker peak RSS {dask['worker_peak_rss_gib']:.2f} GiB; "
+        f"same results as the local runs: {same and dask['results_digest'] == first['results_digest']}"
+    )
+
+
 def sweep_child(trace_name: str, distinct_fleets: int = 0, nodes: bool = False) -> None:
     """Run the 1,000-configuration sweep as ``planner sweep`` does, in this (fresh) process; print JSON.
 
@@ -275,14 +419,13 @@ def sweep_child(trace_name: str, distinct_fleets: int = 0, nodes: bool = False) 
 
 
 def _child(call: str) -> dict:
-    return json.loads(
-        subprocess.run(
-            [sys.executable, "-c", f"from tests.bench.engines import sweep_child; {call}"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-    )
+    return _child_json(f"from tests.bench.engines import sweep_child; {call}")
+
+
+def _child_json(code: str) -> dict:
+    # A fresh process (its peak RSS is the sweep's own); its last line of output is the JSON.
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def main(repeat: int = 5) -> None:
@@ -329,6 +472,7 @@ def main(repeat: int = 5) -> None:
     days = traces()
     cron_name = "azure" if "azure" in days else "synthetic"
     cron_case(cron_name, days[cron_name])
+    week_case()
 
 
 def prefill_traces() -> dict[str, RequestTrace]:
@@ -403,4 +547,13 @@ def node_pair(name: str) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import argparse
+
+    parser = argparse.ArgumentParser(description="The fleet simulator's benchmarks (all, or one case).")
+    parser.add_argument("--only", choices=["week"], help="run one case: week (the week-long 1,000-configuration sweep)")
+    parser.add_argument("--runs", type=int, default=WEEK_RUNS, help="local runs of the week's sweep (median)")
+    args = parser.parse_args()
+    if args.only == "week":
+        week_case(args.runs)
+    else:
+        main()

@@ -632,6 +632,7 @@ def simulate_group(
     replica_params = replica_params_of(spec)
     outcomes: list[Outcome | None] = [None] * len(group)
 
+    work: tuple[np.ndarray, np.ndarray] | None = None
     stack: list[tuple[np.ndarray, int, _Snapshot | None]] = [(np.arange(len(group), dtype=np.int64), 0, None)]
     while stack:
         active, wanted, snapshot = stack.pop()
@@ -672,7 +673,9 @@ def simulate_group(
                 store = _grown_store(store, n_scrapes * rows_per_scrape)
                 continue
             if code == engine.DONE:
-                _finish(active, req, pods, first, outputs, carry, n_ticks * dt, timeseries, per_request, outcomes)
+                if work is None:  # the outcome's scratch, made once for the group's leaves
+                    work = (np.empty(len(req.arrival_s)), np.empty(len(req.arrival_s)))
+                _finish(active, req, pods, first, outputs, carry, n_ticks * dt, timeseries, per_request, outcomes, work)
                 if on_done is not None:
                     on_done(len(active))
                 break
@@ -723,6 +726,7 @@ def _finish(
     timeseries: bool,
     per_request: bool,
     outcomes: list,
+    work: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> None:
     # The members that ran to the end together share every result but their signal column.
     arrived = int(carry[engine.CARRY_NEXT_ARRIVAL])
@@ -743,6 +747,7 @@ def _finish(
         per_request,
         supply_counts=outputs.supply_counts,
         initial_replicas=prepared.initial_replicas,
+        work=work,
     )
     for m in active.tolist():
         if timeseries:
@@ -809,12 +814,20 @@ def _outcome(
     *,
     supply_counts: np.ndarray,
     initial_replicas: int,
+    work: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Outcome:
     # The reference's _outcome, from the kernel's arrays (the signal column is the caller's); the
-    # per-request latencies and their counts come from one compiled pass (fast.outcome).
+    # per-request latencies and their counts come from one compiled pass (fast.outcome). ``work``: two
+    # float arrays of at least one entry per request, overwritten (a group's leaves share them).
     n = len(req.arrival_s)
-    ttft_s, met = np.empty(n), np.empty(n, dtype=np.bool_)
-    finite_ttft_s, finite_itl_ms = np.empty(n), np.empty(n)
+    if per_request:
+        ttft_s, met = np.empty(n), np.empty(n, dtype=np.bool_)
+    else:  # not kept: the kernel skips them
+        ttft_s, met = np.empty(0), np.empty(0, dtype=np.bool_)
+    if work is not None and len(work[0]) >= n and len(work[1]) >= n:
+        finite_ttft_s, finite_itl_ms = work
+    else:
+        finite_ttft_s, finite_itl_ms = np.empty(n), np.empty(n)
     itl_limit_ms = spec.itl_slo_ms + 1e-9 if spec.itl_slo_ms is not None else math.nan
     n_met, n_done, n_cut, n_ttft, itl_mean_ms = request_summary(
         req.arrival_s,
@@ -869,7 +882,7 @@ def _outcome(
     if per_request:
         arrival_s, latency_s = req.arrival_s.copy(), req.done_s - req.arrival_s
     else:
-        arrival_s, ttft_s, latency_s, met = np.empty(0), np.empty(0), np.empty(0), np.empty(0, dtype=bool)
+        arrival_s, latency_s = np.empty(0), np.empty(0)
     return Outcome(
         engine="fast",
         requests=n,

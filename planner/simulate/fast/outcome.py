@@ -53,9 +53,9 @@ def request_summary(
     itl_limit_ms : float
         The ITL objective plus 1e-9, or NaN when there is none. [ms]
     ttft_s : numpy.ndarray of float64
-        Receives each request's TTFT (NaN where none). [s]
+        Receives each request's TTFT (NaN where none); empty: not kept. [s]
     met : numpy.ndarray of bool
-        Receives whether each request met the objective(s).
+        Receives whether each request met the objective(s); empty: not kept.
     finite_ttft_s, finite_itl_ms : numpy.ndarray of float64
         Receive the finite TTFTs [s] and mean ITLs [ms], in request order.
 
@@ -74,9 +74,12 @@ def request_summary(
     n_ttft = 0
     n_itl = 0
     has_itl_limit = not math.isnan(itl_limit_ms)
+    keep_ttft = ttft_s.shape[0] > 0
+    keep_met = met.shape[0] > 0
     for i in range(arrival_s.shape[0]):
         ttft = first_token_s[i] - arrival_s[i]
-        ttft_s[i] = ttft
+        if keep_ttft:
+            ttft_s[i] = ttft
         after_first = output_tokens[i] - 1
         if math.isfinite(done_s[i]):
             itl = (done_s[i] - first_token_s[i]) / after_first * 1000.0 if after_first > 0 else 0.0
@@ -86,7 +89,8 @@ def request_summary(
         ok = math.isfinite(ttft) and ttft <= ttft_limit_s and code != CUT
         if has_itl_limit:
             ok = ok and math.isfinite(itl) and itl <= itl_limit_ms
-        met[i] = ok
+        if keep_met:
+            met[i] = ok
         if ok:
             n_met += 1
         if code == DONE:

@@ -245,6 +245,17 @@ def _blocks_tokens(tokens, block_size_tokens):
     return math.ceil(tokens / block_size_tokens) * block_size_tokens
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _pow2_shift(n):
+    # log2(n) when n is a power of two, else -1: whole blocks by a shift instead of a division.
+    if n <= 0 or (n & (n - 1)) != 0:
+        return -1
+    shift = 0
+    while (1 << shift) < n:
+        shift += 1
+    return shift
+
+
 @njit(cache=True, nogil=True)
 def kv_usage_frac(p, run, run_n, input_tokens, generated, block_size_tokens, kv_tokens):
     """``vllm:kv_cache_usage_perc`` of pod ``p``: blocks held by its running batch over the cache. [fraction]
@@ -410,20 +421,30 @@ def _tick_batch(t0_s, end_s, p, queues, requests, replica, batch_values):
     # The batch that sets the tick's step time: the batch averaged over the part of the tick the replica
     # is busy. Each running sequence is active until it finishes (at the step time of the batch it starts
     # in), each queued request from its arrival; capped at max_num_seqs.
-    run, run_n, wq_head, wq_n = queues.run, queues.run_n, queues.wq_head, queues.wq_n
-    next_req, arrival_s, output_tokens = requests.next_req, requests.arrival_s, requests.output_tokens
-    generated, prefill_left_s = requests.generated, requests.prefill_left_s
-    step_table_s, max_num_seqs = replica.step_table_s, replica.max_num_seqs
+    run, run_n = queues.run, queues.run_n
+    output_tokens, generated, prefill_left_s = requests.output_tokens, requests.generated, requests.prefill_left_s
     span_s = end_s - t0_s
-    active_s = 0.0
-    busy_s = 0.0
     n = run_n[p]
     if n > 0:
-        step_s = _step_s(step_table_s, n, max_num_seqs)
+        step_s = _step_s(replica.step_table_s, n, replica.max_num_seqs)
         for k in range(n):
             i = run[p, k]
             left_s = prefill_left_s[i] + (output_tokens[i] - generated[i]) * step_s
             batch_values[k] = left_s if left_s <= span_s else span_s
+    return _tick_batch_of(t0_s, end_s, p, queues, requests, replica, batch_values)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _tick_batch_of(t0_s, end_s, p, queues, requests, replica, batch_values):
+    # _tick_batch from the running sequences' active times in the tick, batch_values[0:run_n[p]].
+    wq_head, wq_n = queues.wq_head, queues.wq_n
+    next_req, arrival_s = requests.next_req, requests.arrival_s
+    max_num_seqs = replica.max_num_seqs
+    span_s = end_s - t0_s
+    active_s = 0.0
+    busy_s = 0.0
+    n = queues.run_n[p]
+    if n > 0:
         active_s = pairwise_sum(batch_values, 0, n)
         busy_s = batch_values[0]
         for k in range(1, n):
@@ -681,8 +702,30 @@ def advance_pod(t0_s, dt_s, stop_s, p, queues, requests, replica, scratch, compl
         end_s = stop_s
     if end_s <= t0_s:
         return 0.0, 0, 0.0, 0, 0
-    preempted = _preempt_to_fit(p, queues, requests, replica, end_s - t0_s, batch_values)
-    batch = _tick_batch(t0_s, end_s, p, queues, requests, replica, batch_values)
+    # One pass over the running batch for what the tick start needs of it when nothing is preempted (the
+    # usual case): the integer bound of _preempt_to_fit, each sequence's active time (_tick_batch) and its
+    # tokens so far (into busy_from_s, free until the batch is advanced). Each value is computed as in the
+    # separate passes, so the results are the same bit for bit.
+    n_start = run_n[p]
+    whole = 0
+    start_step_s = _step_s(step_table_s, n_start, max_num_seqs)
+    for k in range(n_start):
+        i = run[p, k]
+        gen = generated[i]
+        out = output_tokens[i]
+        whole += input_tokens[i] + out
+        left_s = prefill_left_s[i] + (out - gen) * start_step_s
+        batch_values[k] = left_s if left_s <= end_s - t0_s else end_s - t0_s
+        busy_from_s[k] = gen
+    # Every sequence at its full output, each in one more block than its tokens need, fits the cache: then
+    # _preempt_to_fit, whose bounds are tighter, would find nothing to preempt.
+    fits = whole + n_start * block_size_tokens <= kv_tokens
+    if fits:
+        preempted = 0
+        batch = _tick_batch_of(t0_s, end_s, p, queues, requests, replica, batch_values)
+    else:
+        preempted = _preempt_to_fit(p, queues, requests, replica, end_s - t0_s, batch_values)
+        batch = _tick_batch(t0_s, end_s, p, queues, requests, replica, batch_values)
     step_s = _step_s(step_table_s, batch, max_num_seqs)
     chunked = replica.max_num_batched_tokens > 0 and prefill_ms_per_token > 0
     span_s = end_s - t0_s
@@ -706,17 +749,30 @@ def advance_pod(t0_s, dt_s, stop_s, p, queues, requests, replica, scratch, compl
     n_heap = 0
     kv_used = 0
     generated_before = 0.0
+    # Only admissions read the KV in use and when slots and blocks free: with nothing queued, neither is kept.
+    kv_needed = wq_n[p] > 0
+    block_shift = _pow2_shift(block_size_tokens)
+    running_tokens = 0.0  # the still-running sequences' tokens, summed left to right as they are kept
     if n_run > 0:
         # The sequences running at the tick start: which finish, when, and the KV they held.
-        for k in range(n_run):
-            batch_values[k] = generated[run[p, k]]
-        generated_before = pairwise_sum(batch_values, 0, n_run)
+        if fits:
+            generated_before = pairwise_sum(busy_from_s, 0, n_run)
+        else:
+            for k in range(n_run):
+                batch_values[k] = generated[run[p, k]]
+            generated_before = pairwise_sum(batch_values, 0, n_run)
         last_s = 0.0
         for k in range(n_run):
             i = run[p, k]
             gen = generated[i]
             out = output_tokens[i]
-            held = -(-(input_tokens[i] + math.floor(gen)) // block_size_tokens) * block_size_tokens
+            held = 0
+            if kv_needed:
+                tokens = input_tokens[i] + math.floor(gen)
+                if block_shift >= 0 and tokens >= 0:  # the same whole blocks, without a division
+                    held = ((tokens + block_size_tokens - 1) >> block_shift) << block_shift
+                else:
+                    held = -(-tokens // block_size_tokens) * block_size_tokens
             prefill = prefill_left_s[i]
             own_step_s = step_s
             if chunked:
@@ -742,14 +798,16 @@ def advance_pod(t0_s, dt_s, stop_s, p, queues, requests, replica, scratch, compl
                 status[i] = DONE
                 completed_out[n_completed] = i
                 n_completed += 1
-                n_heap = _heap_push(free_at_s, n_heap, finish_s)
-                n_freed = _freed_insert(freed_at_s, freed_tokens, n_freed, finish_s, held)
+                if kv_needed:
+                    n_heap = _heap_push(free_at_s, n_heap, finish_s)
+                    n_freed = _freed_insert(freed_at_s, freed_tokens, n_freed, finish_s, held)
                 tail_s = finish_s
             else:
                 if not in_prefill:
                     generated[i] = gen + (end_s - tokens_from_s) / own_step_s
                 run[p, n_still] = i
                 n_still += 1
+                running_tokens += generated[i]
             if k == 0 or tail_s > last_s:
                 last_s = tail_s
         busy_from_s[0] = t0_s
@@ -829,6 +887,7 @@ def advance_pod(t0_s, dt_s, stop_s, p, queues, requests, replica, scratch, compl
             busy_to_s[n_busy] = end_s
             run[p, n_still] = i
             n_still += 1
+            running_tokens += generated[i]
         else:
             busy_to_s[n_busy] = finish_s
             completed_out[n_completed] = i
@@ -837,10 +896,7 @@ def advance_pod(t0_s, dt_s, stop_s, p, queues, requests, replica, scratch, compl
             n_freed = _freed_insert(freed_at_s, freed_tokens, n_freed, finish_s, need)
         n_busy += 1
     run_n[p] = n_still
-    # Built-in sums, left to right: the running batch's tokens (float), the completed ones' (int).
-    running_tokens = 0.0
-    for k in range(n_still):
-        running_tokens += generated[run[p, k]]
+    # Built-in sums, left to right: the running batch's tokens (float, kept above), the completed ones' (int).
     completed_tokens = 0
     for k in range(n_completed):
         completed_tokens += output_tokens[completed_out[k]]
