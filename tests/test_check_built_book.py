@@ -336,6 +336,26 @@ def test_long_inline_code_widens_a_phone_page_unless_the_book_css_wraps_it(brows
     assert styled.problems == []
 
 
+def test_a_parameters_cell_wraps_its_unit_comments_and_other_code_keeps_its_lines(browser, tmp_path):
+    _copy_book_css(tmp_path)
+    line = 'trace_path: str = "../data/traces/steady.csv"  # ' + "a request trace, a rate trace or a scenario " * 4
+    cells = "".join(
+        f"<div class='cell{tag}'><div class='cell_input'><pre>{line}</pre></div></div>"
+        for tag in (" tag_parameters", "")
+    )
+    (tmp_path / "page.html").write_text(
+        "<html><head><link rel='stylesheet' href='book.css'></head><body><main>"
+        f"<article class='bd-article' style='width: 600px'>{cells}</article></main></body></html>"
+    )
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    try:
+        page.goto((tmp_path / "page.html").as_uri())
+        overflow = page.evaluate("() => [...document.querySelectorAll('pre')].map(p => p.scrollWidth > p.clientWidth)")
+    finally:
+        page.close()
+    assert overflow == [False, True]
+
+
 def _copy_book_css(folder: Path) -> None:
     (folder / "book.css").write_bytes((BOOK_JS / "book.css").read_bytes())
 
