@@ -11,7 +11,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from planner.charts.oracle import BOUNDS, bound_frame
+from planner.charts.oracle import ATTAINMENT_Y, COST_X, bound_lines, goal_rule
 from planner.simulate.sweep import SweepResult
 from planner.workflows.best_possible import REACTIVE, SCHEDULE, BestPossible, schedule_floor_replicas
 
@@ -179,21 +179,8 @@ def front_chart(best: BestPossible) -> alt.LayerChart:
     """
     frame = runs_frame(best)
     lowest = float(frame["attainment_pct"].min()) / 100.0 if len(frame) else 0.0
-    bounds = bound_frame(best.curve, max(0.0, lowest - 0.02))
-    x = alt.X("cost_usd:Q", title="cost of the replayed trace [$]", scale=alt.Scale(zero=True))
-    y = alt.Y("attainment_pct:Q", title="SLO attainment [%]", scale=alt.Scale(zero=False))
-    lines = (
-        alt.Chart(bounds)
-        .mark_line(interpolate="step-before", color="#222222")
-        .encode(
-            x=x,
-            y=y,
-            strokeDash=alt.StrokeDash(
-                "bound:N", title=None, legend=alt.Legend(orient="bottom"), scale=alt.Scale(domain=list(BOUNDS))
-            ),
-            order=alt.Order("attainment_pct:Q"),
-        )
-    )
+    lines = bound_lines(best.curve, lowest)
+    x, y = COST_X, ATTAINMENT_Y
     shown = [SERIES[1], SERIES[2]]
     runs = (
         alt.Chart(frame)
@@ -219,12 +206,8 @@ def front_chart(best: BestPossible) -> alt.LayerChart:
             ],
         )
     )
-    goal = (
-        alt.Chart(pd.DataFrame({"attainment_pct": [100.0 * best.attainment_goal_frac]}))
-        .mark_rule(color="#555555", strokeDash=[2, 2])
-        .encode(y="attainment_pct:Q")
-    )
-    return alt.LayerChart(layer=[lines, runs, goal]).properties(width=WIDTH_PX, height=300)
+    layers = [lines, runs, goal_rule(best.attainment_goal_frac)]
+    return alt.LayerChart(layer=layers).properties(width=WIDTH_PX, height=300)
 
 
 def day_ratios(days: pd.DataFrame, run: str = SERIES[1]) -> dict:

@@ -16,10 +16,23 @@ import pandas as pd
 from planner.simulate.oracle import OracleCurve
 from planner.simulate.sweep import SweepResult, pareto_front
 
-__all__ = ["BOUNDS", "WIDTH_PX", "bound_frame", "configurations_frame", "oracle_chart"]
+__all__ = [
+    "ATTAINMENT_Y",
+    "BOUNDS",
+    "COST_X",
+    "WIDTH_PX",
+    "bound_frame",
+    "bound_lines",
+    "configurations_frame",
+    "goal_rule",
+    "oracle_chart",
+]
 
 WIDTH_PX = 560
 BOUNDS = ("oracle, cold start", "oracle, instant scaling")
+# The axes of a cost-against-attainment chart, shared by every layer drawn on it.
+COST_X = alt.X("cost_usd:Q", title="cost of the replayed trace [$]", scale=alt.Scale(zero=True))
+ATTAINMENT_Y = alt.Y("attainment_pct:Q", title="SLO attainment [%]", scale=alt.Scale(zero=False))
 
 
 def configurations_frame(results: Sequence[SweepResult]) -> pd.DataFrame:
@@ -55,6 +68,33 @@ def bound_frame(curve: OracleCurve, lowest_attainment_frac: float = 0.0) -> pd.D
     return pd.concat(frames, ignore_index=True)
 
 
+def bound_lines(curve: OracleCurve, lowest_attainment_frac: float = 0.0) -> alt.Chart:
+    """The oracle's two bounds as black steps (solid: cold start; dashed: instant), from a little below
+    ``lowest_attainment_frac`` (the lowest attainment the chart's runs reach) [fraction]."""
+    return (
+        alt.Chart(bound_frame(curve, max(0.0, lowest_attainment_frac - 0.02)))
+        .mark_line(interpolate="step-before")
+        .encode(
+            x=COST_X,
+            y=ATTAINMENT_Y,
+            strokeDash=alt.StrokeDash(
+                "bound:N", title=None, legend=alt.Legend(orient="bottom"), scale=alt.Scale(domain=list(BOUNDS))
+            ),
+            color=alt.value("#222222"),
+            order=alt.Order("attainment_pct:Q"),
+        )
+    )
+
+
+def goal_rule(attainment_goal_frac: float) -> alt.Chart:
+    """The attainment goal as a dotted horizontal rule. [fraction]"""
+    return (
+        alt.Chart(pd.DataFrame({"attainment_pct": [100.0 * attainment_goal_frac]}))
+        .mark_rule(color="#555555", strokeDash=[2, 2])
+        .encode(y="attainment_pct:Q")
+    )
+
+
 def oracle_chart(
     results: Sequence[SweepResult], curve: OracleCurve, attainment_goal_frac: float | None = None
 ) -> alt.LayerChart:
@@ -64,22 +104,8 @@ def oracle_chart(
     """
     frame = configurations_frame(results)
     lowest = min((r.slo_attainment_frac for r in results if np.isfinite(r.slo_attainment_frac)), default=0.0)
-    bounds = bound_frame(curve, max(0.0, lowest - 0.02))
-    x = alt.X("cost_usd:Q", title="cost of the replayed trace [$]", scale=alt.Scale(zero=True))
-    y = alt.Y("attainment_pct:Q", title="SLO attainment [%]", scale=alt.Scale(zero=False))
-    lines = (
-        alt.Chart(bounds)
-        .mark_line(interpolate="step-before")
-        .encode(
-            x=x,
-            y=y,
-            strokeDash=alt.StrokeDash(
-                "bound:N", title=None, legend=alt.Legend(orient="bottom"), scale=alt.Scale(domain=list(BOUNDS))
-            ),
-            color=alt.value("#222222"),
-            order=alt.Order("attainment_pct:Q"),
-        )
-    )
+    lines = bound_lines(curve, lowest)
+    x, y = COST_X, ATTAINMENT_Y
     colour = alt.Color(
         "kind:N",
         title=None,
@@ -103,9 +129,5 @@ def oracle_chart(
     )
     layers = [lines, front, points]
     if attainment_goal_frac is not None:
-        layers.append(
-            alt.Chart(pd.DataFrame({"attainment_pct": [100.0 * attainment_goal_frac]}))
-            .mark_rule(color="#555555", strokeDash=[2, 2])
-            .encode(y="attainment_pct:Q")
-        )
+        layers.append(goal_rule(attainment_goal_frac))
     return alt.LayerChart(layer=layers).properties(width=WIDTH_PX, height=300)

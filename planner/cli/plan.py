@@ -46,7 +46,6 @@ from pathlib import Path
 
 import yaml
 
-from planner.autoscaler.cron_schedule import timezone_problem
 from planner.cli.manifests import _thresholds, add_threshold_arguments
 from planner.cli.output import print_json, print_table, write_text_atomically
 from planner.cli.simulate import add_start_argument, with_start
@@ -67,7 +66,7 @@ from planner.workflows.plan import (
     plan_configuration,
     recommended_scaling_plan,
 )
-from planner.workflows.schedule import DEFAULT_TIMEZONE, Schedule, make_schedule
+from planner.workflows.schedule import DEFAULT_TIMEZONE, Schedule, make_schedule, zone_problem
 
 HELP = "recommend an autoscaler setting against the current one on your traffic, and write its manifests"
 DEFAULT_ATTAINMENT_GOAL = 0.99
@@ -187,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
         raise PlannerInputError(f"--attainment-goal: expected a fraction between 0 and 1, got {goal}")
     methods, target_fracs = _forecast_arguments(args)
     if args.schedule is not None:
-        problem = timezone_problem(args.schedule) if args.schedule not in ("", "Local") else "name an IANA zone"
+        problem = zone_problem(args.schedule)
         if problem is not None:
             raise PlannerInputError(f"--schedule {args.schedule!r}: {problem}")
     if args.max_flap_cycles is not None and not (math.isfinite(args.max_flap_cycles) and args.max_flap_cycles >= 0):

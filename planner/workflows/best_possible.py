@@ -52,6 +52,7 @@ from planner.workflows.schedule import (
     Schedule,
     effective_floors,
     make_schedule,
+    minute_of,
     minute_positions,
 )
 
@@ -244,11 +245,9 @@ def schedule_floor_replicas(schedule: Schedule, t_s, start_epoch_s: float) -> np
     The larger of the hour's floor and that of the hour a lead ahead (:func:`effective_floors`), at
     least the metric trigger's own minimum, read on the local wall clock of the schedule's zone.
     """
-    t = np.asarray(t_s, dtype=float)
     cycle = MINUTES_PER_WEEK if schedule.by_weekday else MINUTES_PER_DAY
     by_minute = effective_floors(schedule.floors, int(schedule.lead_s // 60))
-    first = math.floor(start_epoch_s / 60.0)
-    minute = np.floor((start_epoch_s + t) / 60.0).astype(np.int64) - first
+    minute = minute_of(t_s, start_epoch_s)
     minutes = int(minute.max()) + 1 if minute.size else 0
     positions = minute_positions(start_epoch_s, max(minutes, 0), schedule.timezone, cycle)
     floor = by_minute[positions[np.clip(minute, 0, max(minutes - 1, 0))]] if minutes else np.zeros(0, dtype=np.int64)

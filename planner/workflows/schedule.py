@@ -115,8 +115,10 @@ __all__ = [
     "effective_floors",
     "lead_s",
     "make_schedule",
+    "minute_of",
     "minute_positions",
     "oracle_floors",
+    "zone_problem",
 ]
 
 DEFAULT_ATTAINMENT_GOAL = 0.95
@@ -322,9 +324,15 @@ def minute_positions(start_epoch_s: float, minutes: int, timezone: str, cycle_mi
     return positions % cycle_minutes
 
 
-def _minute_of(t_s: np.ndarray, start_epoch_s: float) -> np.ndarray:
+def minute_of(t_s, start_epoch_s: float) -> np.ndarray:
+    """The minute of the replay (the index :func:`minute_positions` places) holding each simulated time ``t_s`` [s]."""
     first = math.floor(start_epoch_s / _SECONDS_PER_MINUTE)
     return np.floor((start_epoch_s + np.asarray(t_s, dtype=float)) / _SECONDS_PER_MINUTE).astype(np.int64) - first
+
+
+def zone_problem(timezone: str) -> str | None:
+    """Why a schedule cannot be written in ``timezone``, or ``None``: an IANA zone Go loads, not ``Local`` or empty."""
+    return timezone_problem(timezone) if timezone not in ("", "Local") else "name an IANA zone"
 
 
 def lead_s(fleet: FleetSpec) -> float:
@@ -526,7 +534,7 @@ class Buckets:
 
     def of_time(self, t_s) -> np.ndarray:
         """The bucket of each simulated instant (clipped to the replay's minutes). [s]"""
-        minute = np.clip(_minute_of(np.asarray(t_s, dtype=float), self.start_epoch_s), 0, len(self.of_minute) - 1)
+        minute = np.clip(minute_of(np.asarray(t_s, dtype=float), self.start_epoch_s), 0, len(self.of_minute) - 1)
         return self.of_minute[minute]
 
 
@@ -550,7 +558,7 @@ def calendar_buckets(
     end_s = float(np.max(trace.arrival_s))
     if duration_s is not None:
         end_s = min(end_s, duration_s)
-    minutes = int(_minute_of(np.array([end_s]), start_epoch_s)[0]) + 1
+    minutes = int(minute_of(np.array([end_s]), start_epoch_s)[0]) + 1
     week_hours = minute_positions(start_epoch_s, minutes, timezone, MINUTES_PER_WEEK) // MINUTES_PER_HOUR
     by_weekday = bool(np.unique(week_hours).size == MINUTES_PER_WEEK // MINUTES_PER_HOUR)
     return Buckets(by_weekday, week_hours if by_weekday else week_hours % 24, float(start_epoch_s))
@@ -634,7 +642,7 @@ def make_schedule(
         raise PlannerInputError(f"attainment goal: expected a fraction between 0 and 1, got {attainment_goal_frac!r}")
     if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
         raise PlannerInputError(f"max_rounds: expected a whole number >= 1, got {max_rounds!r}")
-    problem = timezone_problem(timezone) if timezone not in ("", "Local") else "name an IANA zone"
+    problem = zone_problem(timezone)
     if problem is not None:
         raise PlannerInputError(f"timezone {timezone!r}: {problem}")
     buckets = calendar_buckets(trace, fleet.start_epoch_s, timezone, duration_s)
