@@ -590,14 +590,10 @@ def browse_book(
     return reports
 
 
-def _browse_at(root: Path, pages: list[Path], screenshots: Path, viewport: Viewport) -> list[PageReport]:
-    return browse_book(root, pages, screenshots, None, (viewport,))
-
-
 def browse_book_in_parallel(root: Path, pages: list[Path], screenshots: Path) -> list[PageReport]:
     """:func:`browse_book` at each width in a process (and a Chromium) of its own, on the machine's cores."""
     with concurrent.futures.ProcessPoolExecutor(max_workers=len(VIEWPORTS)) as pool:
-        runs = [pool.submit(_browse_at, root, pages, screenshots, viewport) for viewport in VIEWPORTS]
+        runs = [pool.submit(browse_book, root, pages, screenshots, None, (viewport,)) for viewport in VIEWPORTS]
         return [report for run in runs for report in run.result()]
 
 

@@ -43,8 +43,6 @@ RUN_TIMEOUT_S = 240.0
 # A chapter's whole budget: open, run, move a slider. Past it the watchdog closes the browser,
 # which fails the call Playwright is blocked in (page.evaluate has no timeout of its own).
 CHAPTER_BUDGET_S = RUN_TIMEOUT_S + 180.0
-# Seconds of the last chapter's phases (open, run, slider, shutdown), printed beside its result.
-PHASES: dict[str, float] = {}
 
 
 def chapters() -> list[str]:
@@ -142,10 +140,9 @@ class Watchdog:
         self._timer.cancel()
 
 
-def check_chapter(page, base_url: str, chapter: str) -> list[str]:
-    """Open one chapter, run it, move a slider; return what went wrong."""
+def check_chapter(page, base_url: str, chapter: str, phases: dict[str, float]) -> list[str]:
+    """Open one chapter, run it, move a slider; return what went wrong. Each phase's seconds go into ``phases``."""
     problems: list[str] = []
-    PHASES.clear()
     phase_started = time.monotonic()
     # A workspace of its own, so JupyterLab restores no earlier chapter's tab (nor starts its kernel).
     page.goto(f"{base_url}/lab/workspaces/{Path(chapter).name}/tree/{chapter}.ipynb")
@@ -157,7 +154,7 @@ def check_chapter(page, base_url: str, chapter: str) -> list[str]:
         " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
         timeout=120_000,
     )
-    PHASES["open"] = time.monotonic() - phase_started
+    phases["open"] = time.monotonic() - phase_started
     phase_started = time.monotonic()
     _fire(page, "notebook:run-all-cells")
     issued = time.monotonic()
@@ -176,7 +173,7 @@ def check_chapter(page, base_url: str, chapter: str) -> list[str]:
             issued = time.monotonic()
     else:
         return [f"{chapter}: cells still running after {RUN_TIMEOUT_S:.0f} s"]
-    PHASES["run"] = time.monotonic() - phase_started
+    phases["run"] = time.monotonic() - phase_started
     phase_started = time.monotonic()
     for index, cell in enumerate(state["cells"]):
         for error in cell["errors"]:
@@ -201,7 +198,7 @@ def check_chapter(page, base_url: str, chapter: str) -> list[str]:
                 arg=[panel, before],
                 timeout=30_000,
             )
-            PHASES["slider"] = time.monotonic() - phase_started
+            phases["slider"] = time.monotonic() - phase_started
             return problems
         except Exception:
             continue
@@ -247,13 +244,13 @@ class BrowserSession:
         # Logs in once per browser; the token stays in this process and the cookie jar.
         self.page.goto(f"{self.base_url}/lab?token={self.token}")
 
-    def check(self, chapter: str) -> list[str] | None:
+    def check(self, chapter: str, phases: dict[str, float]) -> list[str] | None:
         """The chapter's problems, or None if the watchdog had to kill the browser."""
         with Watchdog(CHAPTER_BUDGET_S) as watchdog:
             try:
                 if self.page is None:
                     self._open()
-                found = check_chapter(self.page, self.base_url, chapter)
+                found = check_chapter(self.page, self.base_url, chapter, phases)
                 # The notebook's own menu command, so the page shows no dead-kernel dialog.
                 _fire(self.page, "kernelmenu:shutdown")
                 return found
@@ -323,22 +320,23 @@ def main() -> int:
                 session = BrowserSession(playwright, chromium, base_url, token)
                 for name in names:
                     chapter_started = time.monotonic()
-                    found = session.check(name)
+                    phases: dict[str, float] = {}
+                    found = session.check(name, phases)
                     if found is None:
                         # The watchdog closed a hung page: a fresh browser, one more try.
                         print(f"lab check: {name}: no answer within {CHAPTER_BUDGET_S:.0f} s; retrying once")
                         _shutdown_kernels(base_url, token)
-                        found = session.check(name)
+                        found = session.check(name, phases)
                     # A killed page shuts nothing down; a live one was asked to.
                     shutdown_started = time.monotonic()
                     _shutdown_kernels(base_url, token, grace_s=0.0 if found is None else 30.0)
-                    PHASES["shutdown"] = time.monotonic() - shutdown_started
+                    phases["shutdown"] = time.monotonic() - shutdown_started
                     if found is None:
                         found = [f"{name}: the page did not answer within {CHAPTER_BUDGET_S:.0f} s, twice"]
                     took_s = time.monotonic() - chapter_started
-                    phases = ", ".join(f"{phase} {seconds:.0f}" for phase, seconds in PHASES.items())
+                    phase_text = ", ".join(f"{phase} {seconds:.0f}" for phase, seconds in phases.items())
                     result = "ok" if not found else f"{len(found)} problem(s)"
-                    print(f"lab check: {name}: {result} ({took_s:.0f} s: {phases})")
+                    print(f"lab check: {name}: {result} ({took_s:.0f} s: {phase_text})")
                     problems += found
                 session.close()
         finally:

@@ -52,3 +52,14 @@ def glued(notebook: nbformat.NotebookNode) -> dict[str, object]:
             except (ValueError, SyntaxError):
                 values[scrap["name"]] = text
     return values
+
+
+def markdown_outputs(notebook: nbformat.NotebookNode) -> list[str]:
+    """The text of every Markdown output of the notebook's code cells (glued tables, verdicts), in order."""
+    return [
+        "".join(output["data"]["text/markdown"])
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if "text/markdown" in output.get("data", {})
+    ]

@@ -13,21 +13,11 @@ from planner.simulate.traffic import WeeklyEnvelope, stretch_days
 from planner.workflows.best_possible import compare_with_oracle
 from planner.workflows.schedule import default_scaling_plan
 from tests.conftest import DATA_DIR, REPO_ROOT
-from tests.notebooks import glued, run_chapter
-
-
-def _markdown_outputs(notebook) -> list[str]:
-    return [
-        "".join(output["data"]["text/markdown"])
-        for cell in notebook.cells
-        if cell.cell_type == "code"
-        for output in cell.get("outputs", [])
-        if "text/markdown" in output.get("data", {})
-    ]
+from tests.notebooks import glued, markdown_outputs, run_chapter
 
 
 def _tables(notebook) -> list[str]:
-    return [text for text in _markdown_outputs(notebook) if text.startswith("| strategy |")]
+    return [text for text in markdown_outputs(notebook) if text.startswith("| strategy |")]
 
 
 def test_default_run_prices_a_week_and_every_forecast_against_the_bound(tmp_path):

@@ -10,17 +10,7 @@ from planner.readers.fleet import read_fleet
 from planner.readers.trace import read_trace
 from planner.workflows.forecast_comparison import compare_forecasts, default_forecasts
 from tests.conftest import DATA_DIR
-from tests.notebooks import glued, run_chapter
-
-
-def _markdown_outputs(notebook) -> list[str]:
-    return [
-        "".join(output["data"]["text/markdown"])
-        for cell in notebook.cells
-        if cell.cell_type == "code"
-        for output in cell.get("outputs", [])
-        if "text/markdown" in output.get("data", {})
-    ]
+from tests.notebooks import glued, markdown_outputs, run_chapter
 
 
 def test_default_run_prices_every_strategy_and_the_line_is_exact(tmp_path):
@@ -28,7 +18,7 @@ def test_default_run_prices_every_strategy_and_the_line_is_exact(tmp_path):
     values = glued(notebook)
     assert values["ramp_value"] == values["ramp_expected"] == "120"
     assert values["lead"] == "300" and values["offset"] == "6900"
-    table = next(text for text in _markdown_outputs(notebook) if text.startswith("| strategy |"))
+    table = next(text for text in markdown_outputs(notebook) if text.startswith("| strategy |"))
     for name in ("reactive", "seasonal_naive", "predict_linear", "max_over_time", "double_exponential_smoothing"):
         assert f"| {name} |" in table
 
@@ -59,4 +49,4 @@ def test_other_parameters_reach_every_number(tmp_path):
         forecasts=default_forecasts(120.0, period_s=7200.0),
         target_fracs=(0.75, 1.5),
     )
-    assert pricing_table(comparison, 0.98) in _markdown_outputs(notebook)
+    assert pricing_table(comparison, 0.98) in markdown_outputs(notebook)

@@ -18,6 +18,23 @@ PLAN_DATA = REPO_ROOT / "tests" / "data" / "plan"
 SLOW_FLEET = PLAN_DATA / "slow-replica.yaml"  # about 3.4 requests/s per replica on the Azure conversation trace
 GRID = PLAN_DATA / "grid.yaml"
 CURRENT = DATA_DIR / "manifests" / "plan_current" / "llama.yaml"
+# The chapter's made-up team on the slow replica, half an hour of growing traffic, a 95 % goal.
+HALF_HOUR = (
+    "--trace",
+    str(DATA_DIR / "scenarios" / "plan_half_hour.yaml"),
+    "--manifest",
+    str(CURRENT),
+    "--fleet",
+    str(SLOW_FLEET),
+    "--grid",
+    str(GRID),
+    "--concurrency-target",
+    "48",
+    "--attainment-goal",
+    "0.95",
+    "--max-flap-cycles",
+    "4",
+)
 UNSELECTED = "sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting)"
 
 
@@ -98,23 +115,7 @@ def _emitted_values(plan: dict) -> dict:
 
 def test_half_an_hour_of_growing_traffic_on_a_slow_replica_replaces_the_waiting_queue(capsys):
     # The chapter's made-up team on the slow replica: its waiting-queue ScaledObject misses 95 %.
-    plan = _plan(
-        capsys,
-        "--trace",
-        str(DATA_DIR / "scenarios" / "plan_half_hour.yaml"),
-        "--manifest",
-        str(CURRENT),
-        "--fleet",
-        str(SLOW_FLEET),
-        "--grid",
-        str(GRID),
-        "--concurrency-target",
-        "48",
-        "--attainment-goal",
-        "0.95",
-        "--max-flap-cycles",
-        "4",
-    )
+    plan = _plan(capsys, *HALF_HOUR)
     _check_rules(plan)
     assert plan["case"] == "current-misses" and plan["recommended"]["meets_goals"]
     assert _emitted_values(plan) == {"max_replicas": 12, **plan["recommended"]["values"]}
@@ -324,25 +325,7 @@ def test_without_json_the_forecasts_table_names_each_strategy_and_its_query(caps
 
 
 def test_a_schedule_beside_the_recommendation_is_priced_against_it_and_the_oracle(capsys):
-    plan = _plan(
-        capsys,
-        "--trace",
-        str(DATA_DIR / "scenarios" / "plan_half_hour.yaml"),
-        "--manifest",
-        str(CURRENT),
-        "--fleet",
-        str(SLOW_FLEET),
-        "--grid",
-        str(GRID),
-        "--concurrency-target",
-        "48",
-        "--attainment-goal",
-        "0.95",
-        "--max-flap-cycles",
-        "4",
-        "--schedule",
-        "Europe/Dublin",
-    )
+    plan = _plan(capsys, *HALF_HOUR, "--schedule", "Europe/Dublin")
     schedule = plan["schedule"]
     assert schedule["timezone"] == "Europe/Dublin" and schedule["attainment_goal_frac"] == 0.95
     # The metric trigger alone is the recommendation, replayed again: the same run.
@@ -355,21 +338,11 @@ def test_a_schedule_beside_the_recommendation_is_priced_against_it_and_the_oracl
     assert yaml.safe_load(schedule["scaled_object"])["kind"] == "ScaledObject"
 
 
-def test_an_unknown_schedule_zone_is_one_line_and_exit_2_before_any_replay(capsys):
-    status = main(
-        [
-            "plan",
-            "--trace",
-            str(DATA_DIR / "scenarios" / "plan_half_hour.yaml"),
-            "--manifest",
-            str(CURRENT),
-            "--fleet",
-            str(SLOW_FLEET),
-            "--concurrency-target",
-            "48",
-            "--schedule",
-            "Mars/Olympus",
-        ]
-    )
+def test_an_unknown_schedule_zone_is_one_line_and_exit_2_before_any_replay(capsys, monkeypatch):
+    def no_replay(*args, **kwargs):
+        raise AssertionError("the zone is checked before any replay")
+
+    monkeypatch.setattr("planner.cli.plan.make_plan", no_replay)
+    status = main(["plan", *HALF_HOUR, "--schedule", "Mars/Olympus"])
     err = capsys.readouterr().err
     assert status == 2 and err.count("\n") == 1 and "--schedule 'Mars/Olympus'" in err
