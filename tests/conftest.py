@@ -90,6 +90,7 @@ SLOW_TESTS = {
     "test_simulate_fast::test_forecast_triggers_run_alike",
     "test_cli_plan::test_forecasts_are_priced_beside_reactive_scaling_around_the_recommendation",
     "test_cli_plan::test_real_conversation_traffic_on_a_slow_replica_replaces_a_failing_setting",
+    "test_cli_plan::test_a_kept_scaled_object_gets_its_schedule_beside_itself",
     "test_simulate_fast::test_a_store_that_drops_old_scrapes_changes_no_decision",
 }
 

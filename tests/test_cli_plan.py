@@ -328,6 +328,7 @@ def test_a_schedule_beside_the_recommendation_is_priced_against_it_and_the_oracl
     plan = _plan(capsys, *HALF_HOUR, "--schedule", "Europe/Dublin")
     schedule = plan["schedule"]
     assert schedule["timezone"] == "Europe/Dublin" and schedule["attainment_goal_frac"] == 0.95
+    assert plan["case"] == "current-misses" and schedule["beside"] == "the generated ScaledObject"
     # The metric trigger alone is the recommendation, replayed again: the same run.
     assert schedule["reactive"]["slo_attainment_frac"] == plan["recommended"]["slo_attainment_frac"]
     assert schedule["oracle"]["cost_usd"] == pytest.approx(plan["oracle_cost_usd"])
@@ -346,3 +347,29 @@ def test_an_unknown_schedule_zone_is_one_line_and_exit_2_before_any_replay(capsy
     status = main(["plan", *HALF_HOUR, "--schedule", "Mars/Olympus"])
     err = capsys.readouterr().err
     assert status == 2 and err.count("\n") == 1 and "--schedule 'Mars/Olympus'" in err
+
+
+def test_a_kept_scaled_object_gets_its_schedule_beside_itself(shared_dir, capsys):
+    # A week of Azure's code trace on the slow replica: the team's waiting-queue ScaledObject meets 99 % and is
+    # kept, so the floors go beside it, and its replay alone is the recommendation's run.
+    plan = _plan(
+        capsys,
+        "--trace",
+        str(shared_dir / "traces" / "AzureLLMInferenceTrace_code.csv"),
+        "--stretch-days",
+        "7",
+        "--manifest",
+        str(shared_dir / "real-world" / "manifests" / "92-seed003-attempt2-waiting.yaml"),
+        "--fleet",
+        str(SLOW_FLEET),
+        "--concurrency-target",
+        "48",
+        "--attainment-goal",
+        "0.99",
+        "--schedule",
+    )
+    schedule = plan["schedule"]
+    assert plan["case"] == "kept" and schedule["beside"] == "the current ScaledObject"
+    assert schedule["reactive"]["slo_attainment_frac"] == plan["recommended"]["slo_attainment_frac"]
+    assert schedule["reactive"]["cost_usd"] == pytest.approx(plan["recommended"]["cost_usd_per_week"])
+    assert "query: sum(vllm:num_requests_waiting)" in schedule["scaled_object"]

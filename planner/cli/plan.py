@@ -32,8 +32,9 @@ gets a ``forecasts`` section. The forecasts run in the lockstep engine, about
 25 s per configuration and simulated day of 50 000 requests on one core.
 
 ``--schedule`` also derives, as ``planner schedule`` does, KEDA cron triggers (minimum replicas by
-weekday and hour in ZONE, default UTC) beside the recommended metric trigger, replays them, and
-prices the schedule against the recommended trigger alone and the oracle's cold-start bound
+weekday and hour in ZONE, default UTC) beside the recommendation (the team's ScaledObject when it
+is kept, else the generated one), replays them, and prices the schedule against those triggers
+alone and the oracle's cold-start bound
 (:func:`planner.workflows.schedule.make_schedule`); ``--json`` gets a ``schedule`` section.
 """
 
@@ -243,6 +244,7 @@ def run(args: argparse.Namespace) -> int:
         workload_source=source,
     )
     comparison = schedule = None
+    schedule_beside = ""
     around = base if plan.emitted is None else recommended_scaling_plan(base, plan.recommended)
     if methods:
         forecasts = default_forecasts(around.warmup_s)
@@ -255,18 +257,25 @@ def run(args: argparse.Namespace) -> int:
             target_fracs=target_fracs,
         )
     if args.schedule is not None:
+        # Floors go beside the trigger the plan recommends: the team's own ScaledObject when it is kept;
+        # a kept HPA has no place for cron triggers, so then the ScaledObject the generator writes.
+        keeps_scaled_object = plan.recommendation.is_current and current.kind == "ScaledObject"
+        schedule_beside = "the current ScaledObject" if keeps_scaled_object else "the generated ScaledObject"
         schedule = make_schedule(
             trace,
             plan_configuration(plan, current, fleet).fleet,
-            dataclasses.replace(around, gpus_per_replica=fleet.gpus_per_replica),
+            setup.document.data
+            if keeps_scaled_object
+            else dataclasses.replace(around, gpus_per_replica=fleet.gpus_per_replica),
             attainment_goal_frac=goal,
             timezone=args.schedule,
+            source=Path(args.manifest).name,
         )
     written = _write(plan, args.out, source, [args.trace, args.manifest, args.fleet, args.grid]) if args.out else []
     if args.json:
         extra = {} if comparison is None else {"forecasts": comparison.as_dict()}
         if schedule is not None:
-            extra["schedule"] = schedule.summary()
+            extra["schedule"] = {**schedule.summary(), "beside": schedule_beside}
         print_json(
             {"trace": str(args.trace), "manifest": str(args.manifest), **plan.as_dict(), **extra, "files": written}
         )
@@ -275,7 +284,7 @@ def run(args: argparse.Namespace) -> int:
     if comparison is not None:
         _print_forecasts(comparison)
     if schedule is not None:
-        _print_schedule(schedule)
+        _print_schedule(schedule, schedule_beside)
     return 0
 
 
@@ -332,7 +341,7 @@ def _print_forecasts(comparison) -> None:
         print(f"  {strategy['name']}: {strategy['query']}")
 
 
-def _print_schedule(schedule: Schedule) -> None:
+def _print_schedule(schedule: Schedule, beside: str) -> None:
     goal = 100 * schedule.attainment_goal_frac
     rows = [
         (
@@ -342,11 +351,11 @@ def _print_schedule(schedule: Schedule) -> None:
         )
         for name, replay in (
             (f"schedule + metric ({plural(len(schedule.windows), 'cron trigger')})", schedule.scheduled),
-            ("metric trigger alone", schedule.reactive),
+            ("its metric triggers alone", schedule.reactive),
             ("oracle", schedule.oracle),
         )
     ]
-    print_table(rows, title=f"Cron floors beside the recommended trigger, goal {goal:g} % ({schedule.timezone})")
+    print_table(rows, title=f"Cron floors beside {beside}, goal {goal:g} % ({schedule.timezone})")
     print(f"  {schedule.reason}")
     for finding in schedule.findings:
         print(f"  {finding.severity}: {finding.rule}: {finding.why}")
