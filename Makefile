@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 VENDOR_STAMP := book/_vendor/.vendored
 
-.PHONY: help setup book strict-book test test-thorough lint unit unit-fast notebooks nbval build-strict lab test-lab bench clean report
+.PHONY: help setup book strict-book book-current pytest-all test test-thorough lint unit unit-fast notebooks nbval build-strict lab test-lab bench clean report
 
 help:
 	@echo "make book   build the static book into _build/html (sets everything up)"
@@ -67,31 +67,45 @@ nbval: $(STAMP)
 	$(BIN)/python -m pytest --nbval-lax book -q -n 2 --dist loadfile
 
 # The book built strictly (-W -n): each notebook is executed once per change of its code cells
-# or of the fingerprint of planner/, data/ and the pins (tests/execution_cache.py), and the
+# or of the fingerprint of planner/, data/ and the pins (tests/execution_cache.py), two at a
+# time before Sphinx reads them (which would run them one by one), and the
 # notebook tests read these runs. A passed build is stamped with the fingerprint of everything
 # the pages are built from.
 strict-book: setup
 	rm -rf _build/html _build/.doctrees
 	$(BIN)/python -m tests.execution_cache config _build/_config.cache.yml
+	$(BIN)/python -m tests.execution_cache execute 2
 	$(BIN)/jupyter-book build . --config _build/_config.cache.yml -W -n --keep-going
 	$(BIN)/python -m tests.execution_cache stamp _build/html
 
-# A strict build of the current inputs (`make book` makes one) is not built again; every page
-# is then opened in Chromium at both widths.
-build-strict: setup
+# A strict build of the current inputs (`make book` makes one) is not built again.
+book-current: setup
 	$(BIN)/python -m tests.execution_cache current _build/html || $(MAKE) --no-print-directory strict-book
+
+# The strict build, then every page opened in Chromium at both widths.
+build-strict: book-current
 	$(BIN)/python tests/check_built_book.py _build/html
 
+# Every test, unit and notebook, in one run: the two workers take the longest first, and a worker
+# waiting on a notebook's kernel leaves its core to the other.
+pytest-all: $(STAMP)
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(BIN)/python -m pytest tests -q -n 2 --dist worksteal --durations=15
+
 # The fast engine's kernels compile (once per change of their sources) in one process beside lint,
-# not in both test workers at once.
+# not in both test workers at once. After the strict build (the notebook tests read its runs), the
+# built pages are opened in Chromium while the tests run, to fill the cores the tests leave idle;
+# the page check's report is printed after the tests'.
 test: setup
 	mkdir -p _build
 	$(BIN)/python -m tests.warm_kernels > _build/warm_kernels.log 2>&1 & warm=$$!; \
 	$(MAKE) --no-print-directory lint; \
 	wait $$warm || { cat _build/warm_kernels.log; exit 1; }; cat _build/warm_kernels.log
-	$(MAKE) --no-print-directory unit
-	$(MAKE) --no-print-directory build-strict
-	$(MAKE) --no-print-directory notebooks
+	$(MAKE) --no-print-directory book-current
+	$(BIN)/python tests/check_built_book.py _build/html > _build/check_built_book.log 2>&1 & pages=$$!; \
+	tests=0; $(MAKE) --no-print-directory pytest-all || tests=$$?; \
+	pages_status=0; wait $$pages || pages_status=$$?; \
+	cat _build/check_built_book.log; \
+	test $$tests -eq 0 -a $$pages_status -eq 0
 
 # Jupyter refuses to run as root unless told; containers often are root.
 LAB_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)

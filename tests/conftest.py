@@ -110,6 +110,7 @@ def pytest_collection_modifyitems(config, items):
         module = item.path.stem
         if item.path.suffix == ".ipynb" or module in NOTEBOOK_MODULES:
             item.add_marker(pytest.mark.notebook)
+            slow.add(id(item))  # a kernel's start alone takes seconds
         if module in BROWSER_MODULES:
             item.add_marker(pytest.mark.browser)
         if f"{module}::{getattr(item, 'originalname', item.name)}" in SLOW_TESTS:

@@ -125,6 +125,21 @@ def executed_notebook(path: Path, build_dir: Path = BUILD_DIR, root: Path = REPO
     return merged
 
 
+def execution_seconds(path: Path, build_dir: Path = BUILD_DIR, root: Path = REPO_ROOT) -> float | None:
+    """How long the build's run of the notebook at ``path`` took, or ``None`` if the cache has no run of it."""
+    folder = cache_dir(build_dir, root)
+    if not (folder / "global.db").is_file():
+        return None
+    from jupyter_cache import get_cache
+
+    try:
+        record = get_cache(folder).match_cache_notebook(nbformat.read(path, as_version=4))
+    except KeyError:
+        return None
+    seconds = record.data.get("execution_seconds")
+    return float(seconds) if seconds is not None else None
+
+
 def cell_errors(notebook: nbformat.NotebookNode) -> list[str]:
     """What nbval-lax fails on: a code cell that did not run, or one that raised."""
     problems = []
@@ -139,11 +154,84 @@ def cell_errors(notebook: nbformat.NotebookNode) -> list[str]:
     return problems
 
 
+def book_notebooks(root: Path = REPO_ROOT) -> list[Path]:
+    """Every notebook page of the table of contents, in its order."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
+    entries = [toc.get("root")] + [entry.get("file") for part in toc.get("parts", []) for entry in part["chapters"]]
+    return [root / f"{name}.ipynb" for name in entries if name and (root / f"{name}.ipynb").is_file()]
+
+
+def _execute(path_text: str, timeout_s: int) -> tuple[str, str | None, float]:
+    # In a worker process: the run myst-nb's cache mode makes (single_nb_execution in the notebook's
+    # folder), returned as JSON for the parent to store; None if a cell raised.
+    from jupyter_cache.executors.utils import single_nb_execution
+
+    path = Path(path_text)
+    notebook = nbformat.read(path, as_version=4)
+    result = single_nb_execution(notebook, cwd=str(path.parent), timeout=timeout_s, allow_errors=False)
+    return path_text, None if result.err is not None else nbformat.writes(result.nb), result.time
+
+
+def execute_missing(workers: int = 2, build_dir: Path = BUILD_DIR, root: Path = REPO_ROOT) -> list[Path]:
+    """Run the book's notebooks that the current cache lacks, ``workers`` at a time; return them.
+
+    myst-nb's cache mode executes the pages one after the other as Sphinx reads them. Run here
+    first, in parallel, the same way, each run is stored as myst-nb stores it, and the build
+    then finds it. A notebook that fails is not stored: the build runs it again and reports the
+    error as it always does. The fast engine's kernels are compiled first, in one process, so
+    that two notebooks do not compile them at once.
+    """
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from multiprocessing import get_context
+
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+    from jupyter_cache.cache.db import NbProjectRecord
+
+    cache = get_cache(cache_dir(build_dir, root))
+    missing = []
+    for path in book_notebooks(root):
+        try:
+            cache.match_cache_notebook(nbformat.read(path, as_version=4))
+        except KeyError:
+            missing.append(path)
+    if not missing:
+        return []
+    import subprocess
+
+    subprocess.run([sys.executable, "-m", "tests.warm_kernels"], cwd=root, check=True)
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+    timeout_s = int(config.get("execute", {}).get("timeout", 300))
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+        runs = [pool.submit(_execute, str(path), timeout_s) for path in missing]
+        for run in as_completed(runs):
+            path_text, executed, seconds = run.result()
+            name = Path(path_text).relative_to(root)
+            if executed is None:
+                print(f"execution cache: {name} raised; the build runs it again and reports the error")
+                continue
+            stage_record = cache.add_nb_to_project(path_text)
+            NbProjectRecord.remove_tracebacks([stage_record.pk], cache.db)
+            cache.cache_notebook_bundle(
+                CacheBundleIn(
+                    nbformat.reads(executed, as_version=4), stage_record.uri, data={"execution_seconds": seconds}
+                ),
+                check_validity=False,
+                overwrite=True,
+            )
+            print(f"execution cache: {name} executed in {seconds:.1f} s")
+    return missing
+
+
 def main(argv: list[str]) -> int:
-    """``config TARGET`` writes the cached config; ``stamp HTML`` records a passed build;
-    ``current HTML`` exits 0 if that build is of the current inputs, else 1."""
+    """``config TARGET`` writes the cached config; ``execute WORKERS`` runs the notebooks the cache
+    lacks; ``stamp HTML`` records a passed build; ``current HTML`` exits 0 if that build is of the
+    current inputs, else 1."""
     command, path = argv
-    if command == "config":
+    if command == "execute":
+        missing = execute_missing(int(path))
+        print(f"execution cache: {len(missing)} notebook(s) executed, {path} at a time")
+    elif command == "config":
         print(f"execution cache: {write_cached_config(Path(path)).relative_to(REPO_ROOT)}")
     elif command == "stamp":
         stamp_build(Path(path))
@@ -152,7 +240,7 @@ def main(argv: list[str]) -> int:
         print(f"{path}: {'a' if current else 'no'} strict build of the current inputs")
         return 0 if current else 1
     else:
-        raise SystemExit(f"unknown command {command!r}: expected config, stamp or current")
+        raise SystemExit(f"unknown command {command!r}: expected config, execute, stamp or current")
     return 0
 
 

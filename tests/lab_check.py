@@ -4,7 +4,9 @@ Run by ``make test-lab``. It starts JupyterLab headless on 127.0.0.1 with a
 random token passed through the environment (the kept server log has it
 replaced), works on a copy of the notebooks so autosave cannot write outputs
 into ``book/``, drives headless Chromium with Playwright, and stops the
-server by its PID. For each chapter it checks that every code cell ran
+server by its PID. Two chapters are checked at once (``LAB_WORKERS``), each
+in a worker process with its own Chromium; a worker stops only its own
+chapter's kernel. For each chapter it checks that every code cell ran
 without an error output, and that moving one ipywidgets slider of the
 explorer changes the explorer's output. Exits 1 naming each failure.
 """
@@ -12,7 +14,9 @@ explorer changes the explorer's output. Exits 1 naming each failure.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
+import queue
 import secrets
 import shutil
 import signal
@@ -56,6 +60,12 @@ def chapters() -> list[str]:
     # LAB_CHAPTERS=lab,forecasts checks only those (while working on a chapter).
     only = {name.strip() for name in os.environ.get("LAB_CHAPTERS", "").split(",") if name.strip()}
     return [f for f in files if (REPO_ROOT / f"{f}.ipynb").exists() and (not only or Path(f).name in only)]
+
+
+def longest_first(names: list[str], seconds: dict[str, float | None]) -> list[str]:
+    """``names`` with the longest build runs first (unknown ones after, in their order), so no
+    worker starts a long chapter when the others are done."""
+    return sorted(names, key=lambda name: -(seconds.get(name) or 0.0))
 
 
 def _free_port() -> int:
@@ -206,26 +216,36 @@ def check_chapter(page, base_url: str, chapter: str, phases: dict[str, float]) -
     return problems
 
 
-def _kernels_api(base_url: str, token: str, path: str = "", method: str = "GET"):
+def _server_api(base_url: str, token: str, path: str, method: str = "GET"):
     request = urllib.request.Request(
-        f"{base_url}/api/kernels{path}", method=method, headers={"Authorization": f"token {token}"}
+        f"{base_url}/api/{path}", method=method, headers={"Authorization": f"token {token}"}
     )
     with urllib.request.urlopen(request, timeout=30) as response:
         body = response.read()
     return json.loads(body) if body else None
 
 
-def _shutdown_kernels(base_url: str, token: str, grace_s: float = 0.0) -> None:
-    """Stop every kernel the server runs, so the next chapter has both cores.
+def chapter_kernel_ids(sessions: list[dict], chapter: str) -> set[str]:
+    """The kernels the server runs for ``chapter``'s notebook, from ``/api/sessions``."""
+    path = f"{chapter}.ipynb"
+    return {s["kernel"]["id"] for s in sessions if s.get("path") == path and s.get("kernel")}
+
+
+def _shutdown_kernels(base_url: str, token: str, kernel_ids: set[str], grace_s: float = 0.0) -> None:
+    """Stop the kernels named (one chapter's), and no other: another worker's chapter may be running.
 
     Waits up to ``grace_s`` for the page's own shutdown before deleting what is left.
     """
     deadline = time.monotonic() + grace_s
-    while _kernels_api(base_url, token) and time.monotonic() < deadline:
+
+    def alive() -> set[str]:
+        return kernel_ids & {kernel["id"] for kernel in _server_api(base_url, token, "kernels")}
+
+    while alive() and time.monotonic() < deadline:
         time.sleep(0.5)
-    for kernel in _kernels_api(base_url, token):
+    for kernel_id in alive():
         try:
-            _kernels_api(base_url, token, f"/{kernel['id']}", method="DELETE")
+            _server_api(base_url, token, f"kernels/{kernel_id}", method="DELETE")
         except OSError:
             pass  # already gone
 
@@ -244,13 +264,17 @@ class BrowserSession:
         # Logs in once per browser; the token stays in this process and the cookie jar.
         self.page.goto(f"{self.base_url}/lab?token={self.token}")
 
-    def check(self, chapter: str, phases: dict[str, float]) -> list[str] | None:
-        """The chapter's problems, or None if the watchdog had to kill the browser."""
+    def check(self, chapter: str, phases: dict[str, float], kernel_ids: set[str]) -> list[str] | None:
+        """The chapter's problems, or None if the watchdog had to kill the browser.
+
+        The chapter's kernels are added to ``kernel_ids`` as soon as it has one.
+        """
         with Watchdog(CHAPTER_BUDGET_S) as watchdog:
             try:
                 if self.page is None:
                     self._open()
                 found = check_chapter(self.page, self.base_url, chapter, phases)
+                kernel_ids |= self.kernels_of(chapter)
                 # The notebook's own menu command, so the page shows no dead-kernel dialog.
                 _fire(self.page, "kernelmenu:shutdown")
                 return found
@@ -258,7 +282,11 @@ class BrowserSession:
                 if not watchdog.fired:
                     raise
         self.close()
+        kernel_ids |= self.kernels_of(chapter)
         return None
+
+    def kernels_of(self, chapter: str) -> set[str]:
+        return chapter_kernel_ids(_server_api(self.base_url, self.token, "sessions"), chapter)
 
     def close(self) -> None:
         if self.browser is not None:
@@ -269,14 +297,64 @@ class BrowserSession:
         self.browser = self.page = None
 
 
-def main() -> int:
+def check_chapters(base_url: str, token: str, chromium: str, todo, results) -> None:
+    """One worker: takes chapters from ``todo`` until it yields None, in a Chromium of its own.
+
+    Puts ``(chapter, problems)`` on ``results`` for each, and prints its line as it finishes.
+    """
     from playwright.sync_api import sync_playwright
 
+    with sync_playwright() as playwright:
+        session = BrowserSession(playwright, chromium, base_url, token)
+        for name in iter(todo.get, None):
+            chapter_started = time.monotonic()
+            phases: dict[str, float] = {}
+            kernel_ids: set[str] = set()
+            try:
+                found = session.check(name, phases, kernel_ids)
+                if found is None:
+                    # The watchdog closed a hung page: a fresh browser, one more try.
+                    print(f"lab check: {name}: no answer within {CHAPTER_BUDGET_S:.0f} s; retrying once", flush=True)
+                    _shutdown_kernels(base_url, token, kernel_ids)
+                    found = session.check(name, phases, kernel_ids)
+                # A killed page shuts nothing down; a live one was asked to.
+                shutdown_started = time.monotonic()
+                _shutdown_kernels(base_url, token, kernel_ids, grace_s=0.0 if found is None else 30.0)
+                phases["shutdown"] = time.monotonic() - shutdown_started
+                if found is None:
+                    found = [f"{name}: the page did not answer within {CHAPTER_BUDGET_S:.0f} s, twice"]
+            except Exception as error:  # one chapter's failure is reported, and the others still run
+                found = [f"{name}: the check failed: {type(error).__name__}: {error}"]
+            took_s = time.monotonic() - chapter_started
+            phase_text = ", ".join(f"{phase} {seconds:.0f}" for phase, seconds in phases.items())
+            result = "ok" if not found else f"{len(found)} problem(s)"
+            print(f"lab check: {name}: {result} ({took_s:.0f} s: {phase_text})", flush=True)
+            results.put((name, found))
+        session.close()
+
+
+def workers() -> int:
+    """Chapters checked at once (``LAB_WORKERS``, default 2): one kernel runs while the other page renders."""
+    text = os.environ.get("LAB_WORKERS", "2")
+    try:
+        count = int(text)
+    except ValueError:
+        raise SystemExit(f"lab check: LAB_WORKERS={text!r}: expected a whole number of chapters at once") from None
+    if count < 1:
+        raise SystemExit(f"lab check: LAB_WORKERS={count}: expected at least 1")
+    return count
+
+
+def main() -> int:
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         print("lab check: chromium not found (install Debian's chromium package)", file=sys.stderr)
         return 1
+    from tests.execution_cache import execution_seconds
+
     names = chapters()
+    order = longest_first(names, {name: execution_seconds(REPO_ROOT / f"{name}.ipynb") for name in names})
+    n_workers = min(workers(), max(len(names), 1))
     token = secrets.token_hex(24)
     port = _free_port()
     LOG_DIR.mkdir(parents=True, exist_ok=True)
@@ -311,34 +389,36 @@ def main() -> int:
             command.append("--allow-root")
         with raw_log.open("w") as log:
             server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        problems: list[str] = []
+        found_by_chapter: dict[str, list[str]] = {}
         started = time.monotonic()
         try:
             _wait_for_server(port, token, server)
             base_url = f"http://127.0.0.1:{port}"
-            with sync_playwright() as playwright:
-                session = BrowserSession(playwright, chromium, base_url, token)
-                for name in names:
-                    chapter_started = time.monotonic()
-                    phases: dict[str, float] = {}
-                    found = session.check(name, phases)
-                    if found is None:
-                        # The watchdog closed a hung page: a fresh browser, one more try.
-                        print(f"lab check: {name}: no answer within {CHAPTER_BUDGET_S:.0f} s; retrying once")
-                        _shutdown_kernels(base_url, token)
-                        found = session.check(name, phases)
-                    # A killed page shuts nothing down; a live one was asked to.
-                    shutdown_started = time.monotonic()
-                    _shutdown_kernels(base_url, token, grace_s=0.0 if found is None else 30.0)
-                    phases["shutdown"] = time.monotonic() - shutdown_started
-                    if found is None:
-                        found = [f"{name}: the page did not answer within {CHAPTER_BUDGET_S:.0f} s, twice"]
-                    took_s = time.monotonic() - chapter_started
-                    phase_text = ", ".join(f"{phase} {seconds:.0f}" for phase, seconds in phases.items())
-                    result = "ok" if not found else f"{len(found)} problem(s)"
-                    print(f"lab check: {name}: {result} ({took_s:.0f} s: {phase_text})")
-                    problems += found
-                session.close()
+            # Processes, not threads: Playwright's sync API holds one event loop per thread, and each
+            # worker's watchdog kills only its own Chromium.
+            context = multiprocessing.get_context("spawn")
+            todo, results = context.Queue(), context.Queue()
+            for name in order:
+                todo.put(name)
+            for _ in range(n_workers):
+                todo.put(None)
+            pool = [
+                context.Process(target=check_chapters, args=(base_url, token, chromium, todo, results))
+                for _ in range(n_workers)
+            ]
+            for process in pool:
+                process.start()
+            while len(found_by_chapter) < len(names):
+                try:
+                    name, found = results.get(timeout=5.0)
+                    found_by_chapter[name] = found
+                except queue.Empty:
+                    if not any(process.is_alive() for process in pool):
+                        break
+            for process in pool:
+                process.join(timeout=60)
+                if process.is_alive():
+                    process.kill()
         finally:
             os.killpg(server.pid, signal.SIGTERM)
             try:
@@ -348,14 +428,18 @@ def main() -> int:
                 server.wait()
             kept = raw_log.read_text(errors="replace").replace(token, "<token>")
             (LOG_DIR / "server.log").write_text(kept)
+    problems = [problem for name in names for problem in found_by_chapter.get(name, [f"{name}: never checked"])]
     for problem in problems:
         print(problem, file=sys.stderr)
     elapsed = time.monotonic() - started
     if problems:
         print(f"lab check: {len(problems)} problem(s) in {len(names)} chapters ({elapsed:.0f} s)", file=sys.stderr)
         return 1
-    print(f"lab check: {len(names)} chapters ran in JupyterLab and their explorers responded ({elapsed:.0f} s)")
-    print(json.dumps({"chapters": names, "seconds": round(elapsed)}))
+    print(
+        f"lab check: {len(names)} chapters ran in JupyterLab, {n_workers} at a time,"
+        f" and their explorers responded ({elapsed:.0f} s)"
+    )
+    print(json.dumps({"chapters": names, "workers": n_workers, "seconds": round(elapsed)}))
     return 0
 
 

@@ -232,3 +232,46 @@ def test_the_lab_check_takes_every_chapter_or_those_named(monkeypatch):
     assert "book/best_possible" in every and "book/lab" in every and "book/defaults" not in every  # Reference
     monkeypatch.setenv("LAB_CHAPTERS", "forecasts, lab")
     assert lab_check.chapters() == ["book/lab", "book/forecasts"]  # in the table of contents' order
+
+
+def test_a_lab_worker_stops_only_its_own_chapters_kernel():
+    from tests import lab_check
+
+    sessions = [
+        {"path": "book/lab.ipynb", "kernel": {"id": "k-lab"}},
+        {"path": "book/forecasts.ipynb", "kernel": {"id": "k-forecasts"}},  # the other worker's chapter
+        {"path": "book/lab.ipynb", "kernel": None},  # a session whose kernel is already gone
+    ]
+    assert lab_check.chapter_kernel_ids(sessions, "book/lab") == {"k-lab"}
+    assert lab_check.chapter_kernel_ids(sessions, "book/kv_capacity") == set()
+
+
+def test_the_lab_check_runs_two_chapters_at_once_unless_told(monkeypatch):
+    from tests import lab_check
+
+    monkeypatch.delenv("LAB_WORKERS", raising=False)
+    assert lab_check.workers() == 2
+    monkeypatch.setenv("LAB_WORKERS", "1")
+    assert lab_check.workers() == 1
+    for bad in ("two", "0"):
+        monkeypatch.setenv("LAB_WORKERS", bad)
+        with pytest.raises(SystemExit, match="LAB_WORKERS"):
+            lab_check.workers()
+
+
+def test_the_lab_check_starts_the_chapters_the_build_ran_longest():
+    from tests import lab_check
+
+    seconds = {"book/a": 3.0, "book/b": None, "book/c": 30.0, "book/d": 12.0}
+    assert lab_check.longest_first(["book/a", "book/b", "book/c", "book/d"], seconds) == [
+        "book/c",
+        "book/d",
+        "book/a",
+        "book/b",
+    ]
+
+
+def test_the_cache_tells_how_long_the_build_ran_a_notebook(tmp_path):
+    from tests.execution_cache import execution_seconds
+
+    assert execution_seconds(REPO_ROOT / "book" / "kv_capacity.ipynb", build_dir=tmp_path) is None  # no cache there
