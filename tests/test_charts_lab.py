@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from planner.charts.flapping import fixed_point_chart, flapping_timeline_chart, recommendation_frame
-from planner.charts.lab import configuration_timeline_chart, configurations_long
+from planner.charts.lab import agreement_table_view, configuration_timeline_chart, configurations_long
 from planner.readers.manifest import load_autoscaler
 from planner.simulate.reference import simulate
 from tests.conftest import DATA_DIR
@@ -92,3 +92,26 @@ def test_fixed_point_chart_draws_each_signal_and_the_diagonal():
     parts = {t["filter"] for layer in spec["spec"]["layer"] for t in layer.get("transform", []) if "filter" in t}
     assert "datum.part == 'diagonal'" in parts and "datum.part == 'step'" in parts
     assert max(_widths(spec)) <= 560
+
+
+def test_the_agreement_table_shows_units_in_its_headers_and_refuses_an_unknown_column():
+    rows = pd.DataFrame(
+        [
+            {
+                "case": "light",
+                "tick_s": 1.0,
+                "requests": 1467,
+                "tick_attainment_frac": 1.0,
+                "event_attainment_frac": 0.99,
+                "attainment_gap_pct_points": 1.0,
+                "tick_mean_ttft_s": 0.0343,
+                "event_mean_ttft_s": 0.0389,
+                "mean_ttft_gap_frac": 0.119,
+            }
+        ]
+    )
+    html = agreement_table_view(rows).to_html()
+    for shown in ("mean TTFT, ticks [s]", "gap [points]", "1,467", "99.00%", "0.034", "11.9%"):
+        assert shown in html
+    with pytest.raises(ValueError, match="no header for column 'extra'"):
+        agreement_table_view(rows.assign(extra=1))

@@ -222,3 +222,19 @@ def test_finished_files_move_into_an_existing_folder_and_leave_the_rest(tmp_path
     (staging / "ch.html").write_text("x")
     report._move_into_place(staging, fresh)
     assert [p.name for p in fresh.iterdir()] == ["ch.html"] and not staging.exists()
+
+
+def test_a_kernel_stopped_while_flushing_leaves_only_the_users_lines():
+    # What a loaded machine printed in CI after a failing cell: ipykernel's shutdown race, then the CLI's line.
+    lines = [
+        "[IPKernelApp] WARNING | Kernel is running over TCP without encryption. All communication is plain text.",
+        "ERROR:tornado.general:Uncaught exception in ZMQStream callback",
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.11/site-packages/ipykernel/iostream.py", line 343, in schedule',
+        '    self._event_pipe.send(b"")',
+        "zmq.error.ZMQError: Socket operation on non-socket",
+        "a line the notebook's code wrote to stderr",
+        "Traceback (most recent call last):",
+        "  a traceback of the user's own, kept",
+    ]
+    assert report.without_kernel_noise(lines) == lines[6:]

@@ -10,7 +10,14 @@ import pandas as pd
 from planner.charts.simulation import count_axis_y, timeline_long
 from planner.simulate.outcome import Outcome
 
-__all__ = ["TABLE_COLUMNS", "configuration_table_view", "configuration_timeline_chart", "configurations_long"]
+__all__ = [
+    "AGREEMENT_COLUMNS",
+    "TABLE_COLUMNS",
+    "agreement_table_view",
+    "configuration_table_view",
+    "configuration_timeline_chart",
+    "configurations_long",
+]
 
 _WIDTH = 480  # plus axis labels and the legend, under 560 px
 
@@ -175,3 +182,30 @@ def configuration_table_view(table: pd.DataFrame):
             ]
         )
     )
+
+
+AGREEMENT_COLUMNS: dict[str, tuple[str, str]] = {
+    "case": ("case", "{}"),
+    "tick_s": ("tick [s]", "{:g}"),
+    "requests": ("requests", "{:,}"),
+    "tick_attainment_frac": ("attained, ticks", "{:.2%}"),
+    "event_attainment_frac": ("attained, events", "{:.2%}"),
+    "attainment_gap_pct_points": ("gap [points]", "{:.2f}"),
+    "tick_mean_ttft_s": ("mean TTFT, ticks [s]", "{:.3f}"),
+    "event_mean_ttft_s": ("mean TTFT, events [s]", "{:.3f}"),
+    "mean_ttft_gap_frac": ("TTFT gap", "{:.1%}"),
+}
+
+
+def agreement_table_view(rows: pd.DataFrame):
+    """:func:`planner.simulate.discrete_event.agreement_table` as the page shows it: headers with units.
+
+    Returns
+    -------
+    pandas.io.formats.style.Styler
+    """
+    unknown = [c for c in rows.columns if c not in AGREEMENT_COLUMNS]
+    if unknown:
+        raise ValueError(f"no header for column {unknown[0]!r}")
+    shown = rows.rename(columns={c: AGREEMENT_COLUMNS[c][0] for c in rows.columns})
+    return shown.style.format({AGREEMENT_COLUMNS[c][0]: AGREEMENT_COLUMNS[c][1] for c in rows.columns}).hide()

@@ -8,16 +8,29 @@ engine freezes the step time for a whole tick and admits only within the
 tick's frozen schedule; the two should agree on attainment to about one
 percentage point (tests/test_simulate_discrete_event.py measures it).
 
+With chunked prefill (a ``max_num_batched_tokens`` budget and a prefill
+cost) the replica runs step by step instead, as vLLM V1's scheduler does
+(``vllm/v1/core/sched/scheduler.py``, ``Scheduler.schedule``): each step
+takes the running sequences in admission order, one token for a decode and
+what is left of the prompt (up to the budget left) for one still in
+prefill, then admits queued requests while the batch and the budget have
+room; the step lasts ``step_s(sequences in the step) + prompt tokens x
+prefill cost``, a prompt's first token comes at the end of the step that
+carries its last chunk, and a request arriving mid-step waits for the next
+one. The tick engine's chunked prefill is a per-tick estimate of this (the
+queue of prompts and the stall their compute causes, see
+:mod:`planner.simulate.replica`); ``CHUNKED_AGREEMENT_REPLICA`` is the
+replica on which the two are compared.
+
 Scope: a fixed fleet of Ready replicas behind the same router, with the
 same continuous batching, prefill and ``max_num_seqs``; the KV cache is
-taken as large enough not to bind, prefill without a token budget (a
-prompt delays only its own first token: ``max_num_batched_tokens=None``),
-and there is no autoscaler (the point is the replica model, which the
-controller does not change).
+taken as large enough not to bind, and there is no autoscaler (the point
+is the replica model, which the controller does not change).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import deque
 from dataclasses import dataclass
@@ -34,10 +47,13 @@ from planner.simulate.traffic import RequestTrace
 __all__ = [
     "AGREEMENT_CASES",
     "AGREEMENT_REPLICA",
+    "CHUNKED_AGREEMENT_REPLICA",
+    "CHUNKED_RATES_RPS",
     "AgreementCase",
     "DiscreteEventResult",
     "EngineAgreement",
     "agreement_table",
+    "chunked_agreement",
     "compare_engines",
     "simulate_fixed_fleet",
 ]
@@ -66,9 +82,10 @@ class _Replica:
         self.waiting: deque[int] = deque()
         self.gen: dict[int, float] = {}
         self.prefill: dict[int, float] = {}
+        self.prompt_left: dict[int, int] = {}  # chunked prefill: prompt tokens not yet computed
         self.last_s = 0.0
         self.wake = env.event()
-        env.process(self.run())
+        env.process(self.run_steps() if self.spec.chunked_prefill else self.run())
 
     def load(self) -> int:
         return len(self.running) + len(self.waiting)
@@ -78,6 +95,8 @@ class _Replica:
 
     def advance(self) -> None:
         # Move every running sequence from last_s to now at the batch's current step time.
+        if self.spec.chunked_prefill:
+            return  # run_steps moves whole steps; an arrival waits for the next one
         now = self.env.now
         elapsed = now - self.last_s
         if elapsed > 0 and self.running:
@@ -122,6 +141,49 @@ class _Replica:
             next_s = min(self.prefill[i] + (out[i] - self.gen[i]) * step for i in self.running)
             yield self.env.timeout(max(next_s, 0.0)) | self.wake
 
+    def run_steps(self):
+        # Chunked prefill, one scheduler step at a time (module docstring).
+        out = self.state["output_tokens"]
+        inputs = self.state["input_tokens"]
+        first, done = self.state["first_token_s"], self.state["done_s"]
+        budget_tokens = int(self.spec.max_num_batched_tokens or 0)
+        cost_s = self.spec.prefill_ms_per_token / 1000.0
+        while True:
+            if not self.running and not self.waiting:
+                self.wake = self.env.event()
+                yield self.wake
+                continue
+            budget = budget_tokens
+            scheduled: list[tuple[int, int]] = []  # (request, prompt tokens it computes in the step)
+            for i in self.running:
+                if budget <= 0:
+                    break
+                prompt = min(self.prompt_left[i], budget)
+                scheduled.append((i, prompt))
+                budget -= prompt if prompt > 0 else 1
+            while self.waiting and len(self.running) < self.spec.max_num_seqs and budget > 0:
+                i = self.waiting.popleft()
+                self.running.append(i)
+                self.gen[i] = 0.0
+                self.prompt_left[i] = int(inputs[i])
+                prompt = min(self.prompt_left[i], budget)
+                scheduled.append((i, prompt))
+                budget -= prompt if prompt > 0 else 1
+            prompt_tokens = sum(prompt for _, prompt in scheduled)
+            yield self.env.timeout(self.spec.step_s(len(scheduled)) + prompt_tokens * cost_s)
+            now = self.env.now
+            for i, prompt in scheduled:
+                if prompt > 0:
+                    self.prompt_left[i] -= prompt
+                    if self.prompt_left[i] > 0:
+                        continue  # more chunks to come
+                self.gen[i] += 1.0  # a decode's token, or the first one, sampled after the last chunk
+                if math.isnan(first[i]):
+                    first[i] = now
+                if self.gen[i] >= out[i]:
+                    done[i] = now
+            self.running = [i for i in self.running if self.gen[i] < out[i]]
+
 
 def simulate_fixed_fleet(trace: RequestTrace, fleet_spec: FleetSpec, replicas: int) -> DiscreteEventResult:
     """Replay ``trace`` through ``replicas`` Ready replicas, event by event.
@@ -140,11 +202,6 @@ def simulate_fixed_fleet(trace: RequestTrace, fleet_spec: FleetSpec, replicas: i
     """
     if replicas < 1:
         raise PlannerInputError(f"replicas: expected at least 1, got {replicas}")
-    if fleet_spec.replica.chunked_prefill:
-        raise PlannerInputError(
-            "replica: the discrete-event engine models prefill without a token budget; "
-            "set max_num_batched_tokens to None or prefill_ms_per_token to 0"
-        )
     n = len(trace)
     state = {
         "input_tokens": np.asarray(trace.input_tokens, dtype=np.int64),
@@ -174,7 +231,7 @@ def simulate_fixed_fleet(trace: RequestTrace, fleet_spec: FleetSpec, replicas: i
     return DiscreteEventResult(np.asarray(trace.arrival_s, dtype=float), state["first_token_s"], state["done_s"])
 
 
-# A replica whose KV cache never binds and whose prefill delays only its own request (this engine's scope),
+# A replica whose KV cache never binds and whose prefill delays only its own request (no token budget),
 # with a prefill cost so TTFT has two parts.
 AGREEMENT_REPLICA = ReplicaSpec(
     fixed_ms=6.0,
@@ -184,6 +241,8 @@ AGREEMENT_REPLICA = ReplicaSpec(
     prefill_ms_per_token=0.05,
     max_num_batched_tokens=None,
 )
+# The same replica with vLLM's default token budget: prompts share steps with the decodes beside them.
+CHUNKED_AGREEMENT_REPLICA = dataclasses.replace(AGREEMENT_REPLICA, max_num_batched_tokens=2048)
 # Seconds after the last arrival that both engines keep running, so every request finishes.
 _DRAIN_S = 300.0
 
@@ -321,6 +380,42 @@ def compare_engines(
         tick_mean_ttft_s=float(np.mean(ticked.ttft_s)),
         event_mean_ttft_s=float(np.mean(events.first_token_s - events.arrival_s)),
     )
+
+
+# Two replicas on the "near capacity" traffic, with chunked prefill: below the tick engine's saturation
+# (about 15.2 rps) and between it and the step-by-step replica's (about 16.3 rps).
+CHUNKED_RATES_RPS = (14.0, 16.0)
+
+
+def chunked_agreement(
+    rates_rps: tuple[float, ...] = CHUNKED_RATES_RPS, *, tick_s: float = 1.0
+) -> list[EngineAgreement]:
+    """The engines with chunked prefill (``CHUNKED_AGREEMENT_REPLICA``) on the "near capacity" case at each rate.
+
+    Prompt compute shares the steps under a token budget, so this replica
+    saturates at lower rates than ``AGREEMENT_REPLICA``; the rates bracket
+    where the two engines part.
+
+    Parameters
+    ----------
+    rates_rps : tuple of float
+        Arrival rates of the case's constant traffic. [requests/s]
+    tick_s : float
+        The tick engine's tick. [s]
+
+    Returns
+    -------
+    list of EngineAgreement
+        One per rate, named ``near capacity, <rate> rps``.
+    """
+    case = next(c for c in AGREEMENT_CASES if c.scenario.label == "near capacity")
+    agreements = []
+    for rate_rps in rates_rps:
+        scenario = dataclasses.replace(case.scenario, rate_rps=rate_rps, name=f"near capacity, {rate_rps:g} rps")
+        agreements.append(
+            compare_engines(dataclasses.replace(case, scenario=scenario), CHUNKED_AGREEMENT_REPLICA, tick_s=tick_s)
+        )
+    return agreements
 
 
 def agreement_table(agreements: dict[float, list[EngineAgreement]]):

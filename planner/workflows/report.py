@@ -441,6 +441,34 @@ def _execute(notebook: Path, executed: Path, values: dict, progress: bool, book_
 # ipykernel's own log lines: a warning on every start, and a KeyboardInterrupt notice when papermill
 # stops a kernel whose cell failed. Neither says anything about the user's inputs.
 _KERNEL_NOISE = ("running over TCP without encryption", "KeyboardInterrupt caught in kernel")
+# A kernel stopped while it flushes its output logs this, with a traceback, on a loaded machine.
+_KERNEL_SHUTDOWN_RACE = "Uncaught exception in ZMQStream callback"
+
+
+def without_kernel_noise(lines: list[str]) -> list[str]:
+    """The kernel's stderr lines without ipykernel's own noise (see ``_KERNEL_NOISE``).
+
+    A ``ZMQStream callback`` error is dropped with the traceback under it
+    (indented lines, up to and including its last, unindented line).
+    """
+    kept: list[str] = []
+    in_race = in_traceback = False
+    for line in lines:
+        if _KERNEL_SHUTDOWN_RACE in line:
+            in_race, in_traceback = True, False
+            continue
+        if in_race:
+            if line.startswith("Traceback"):
+                in_traceback = True
+                continue
+            if in_traceback and line.startswith((" ", "\t")):
+                continue
+            in_race = False
+            if in_traceback:
+                continue  # the exception's own line ends the traceback
+        if not any(noise in line for noise in _KERNEL_NOISE):
+            kept.append(line)
+    return kept
 
 
 @contextmanager
@@ -475,9 +503,8 @@ def _kernel_stderr_filtered():
                 sys.stderr.close()
                 sys.stderr = original
             captured.seek(0)
-            for line in captured.read().decode("utf-8", "replace").splitlines():
-                if not any(noise in line for noise in _KERNEL_NOISE):
-                    print(line, file=sys.stderr)
+            for line in without_kernel_noise(captured.read().decode("utf-8", "replace").splitlines()):
+                print(line, file=sys.stderr)
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
