@@ -18,8 +18,11 @@ and any direct ``jupyter-book build`` execute every page.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -197,7 +200,14 @@ def execute_missing(workers: int = 2, build_dir: Path = BUILD_DIR, root: Path = 
             missing.append(path)
     if not missing:
         return []
-    import subprocess
+    # The longest first, by the last run's seconds (kept across fingerprints), so no worker is left with
+    # a long notebook when the other is done; never run ones keep the table of contents' order.
+    timings_path = build_dir / "notebook_seconds.json"
+    try:
+        timings = json.loads(timings_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        timings = {}
+    missing.sort(key=lambda path: -float(timings.get(path.relative_to(root).as_posix(), 0.0)))
 
     subprocess.run([sys.executable, "-m", "tests.warm_kernels"], cwd=root, check=True)
     config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
@@ -220,6 +230,11 @@ def execute_missing(workers: int = 2, build_dir: Path = BUILD_DIR, root: Path = 
                 overwrite=True,
             )
             print(f"execution cache: {name} executed in {seconds:.1f} s")
+            timings[name.as_posix()] = round(seconds, 1)
+    build_dir.mkdir(parents=True, exist_ok=True)
+    partial = timings_path.with_suffix(".json.partial")
+    partial.write_text(json.dumps(timings, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(partial, timings_path)
     return missing
 
 
