@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import deque
+from collections.abc import Generator
 from dataclasses import dataclass
 
 import numpy as np
@@ -141,7 +142,7 @@ class _Replica:
             next_s = min(self.prefill[i] + (out[i] - self.gen[i]) * step for i in self.running)
             yield self.env.timeout(max(next_s, 0.0)) | self.wake
 
-    def run_steps(self):
+    def run_steps(self) -> Generator[simpy.Event, object, None]:
         # Chunked prefill, one scheduler step at a time (module docstring).
         out = self.state["output_tokens"]
         inputs = self.state["input_tokens"]
@@ -388,7 +389,7 @@ CHUNKED_RATES_RPS = (14.0, 16.0)
 
 
 def chunked_agreement(
-    rates_rps: tuple[float, ...] = CHUNKED_RATES_RPS, *, tick_s: float = 1.0
+    arrival_rates_rps: tuple[float, ...] = CHUNKED_RATES_RPS, *, tick_s: float = 1.0
 ) -> list[EngineAgreement]:
     """The engines with chunked prefill (``CHUNKED_AGREEMENT_REPLICA``) on the "near capacity" case at each rate.
 
@@ -398,7 +399,7 @@ def chunked_agreement(
 
     Parameters
     ----------
-    rates_rps : tuple of float
+    arrival_rates_rps : tuple of float
         Arrival rates of the case's constant traffic. [requests/s]
     tick_s : float
         The tick engine's tick. [s]
@@ -410,7 +411,7 @@ def chunked_agreement(
     """
     case = next(c for c in AGREEMENT_CASES if c.scenario.label == "near capacity")
     agreements = []
-    for rate_rps in rates_rps:
+    for rate_rps in arrival_rates_rps:
         scenario = dataclasses.replace(case.scenario, rate_rps=rate_rps, name=f"near capacity, {rate_rps:g} rps")
         agreements.append(
             compare_engines(dataclasses.replace(case, scenario=scenario), CHUNKED_AGREEMENT_REPLICA, tick_s=tick_s)
