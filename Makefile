@@ -13,7 +13,7 @@ VENDOR_STAMP := book/_vendor/.vendored
 
 help:
 	@echo "make book   build the static book into _build/html (sets everything up)"
-	@echo "make test   lint, unit tests, strict book build, notebook tests (each chapter runs once)"
+	@echo "make test   lint, strict book build (each chapter runs once), unit and notebook tests beside the page check"
 	@echo "make unit-fast  unit tests without notebooks, browsers or slow tests, few hypothesis examples (< 1 min)"
 	@echo "make test-thorough  the unit tests with every property test's full example count"
 	@echo "make lab    open the notebooks in JupyterLab"
