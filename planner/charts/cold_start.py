@@ -17,6 +17,7 @@ import pandas as pd
 from planner.capacity.headroom import ramp_backlog_requests
 from planner.charts import grid_slider
 from planner.charts.simulation import count_axis_y
+from planner.charts.tables import compact_table_styles, headed
 from planner.dynamics.cold_start import ColdStartPhases, phase_waterfall
 from planner.errors import PlannerInputError
 from planner.readers.cold_start_cases import ColdStartCase
@@ -401,30 +402,5 @@ def supply_table_view(table: pd.DataFrame, columns: Sequence[str] | None = None)
     shown = table.reset_index()
     if columns is not None:
         shown = shown[["configuration", *columns]]
-    unknown = [c for c in shown.columns if c not in SUPPLY_COLUMNS]
-    if unknown:
-        raise ValueError(f"no header for column {unknown[0]!r}")
-    formats = {}
-    for column in shown.columns:
-        header, spec = SUPPLY_COLUMNS[column]
-        if spec.endswith("%}"):  # a fraction, shown in percent under a "(%)" header
-            shown[column] = 100.0 * shown[column]
-            spec = spec.replace("%}", "f}")
-        formats[header] = spec
-    shown = shown.rename(columns={c: SUPPLY_COLUMNS[c][0] for c in shown.columns})
-    return (
-        shown.style.format(formats, na_rep="none")
-        .hide(axis="index")
-        .set_table_styles(
-            [
-                {"selector": "", "props": "font-size: 0.8em; border-collapse: collapse;"},
-                {
-                    "selector": "th",
-                    "props": "white-space: normal; vertical-align: bottom; text-align: right; "
-                    "padding: 2px 3px; line-height: 1.2;",
-                },
-                {"selector": "td", "props": "text-align: right; padding: 2px 3px;"},
-                {"selector": "th.col0, td.col0", "props": "text-align: left; max-width: 9em;"},
-            ]
-        )
-    )
+    shown, formats = headed(shown, SUPPLY_COLUMNS, percent_in_header=True)
+    return shown.style.format(formats, na_rep="none").hide(axis="index").set_table_styles(compact_table_styles(9))

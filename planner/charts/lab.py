@@ -8,6 +8,7 @@ import altair as alt
 import pandas as pd
 
 from planner.charts.simulation import count_axis_y, timeline_long
+from planner.charts.tables import compact_table_styles, headed
 from planner.simulate.outcome import Outcome
 
 __all__ = [
@@ -155,33 +156,8 @@ def configuration_table_view(table: pd.DataFrame):
     pandas.io.formats.style.Styler
     """
     shown = table.reset_index().drop(columns=[c for c in _NOT_SHOWN if c in table.columns])
-    unknown = [c for c in shown.columns if c not in TABLE_COLUMNS]
-    if unknown:
-        raise ValueError(f"no header for column {unknown[0]!r}")
-    formats = {}
-    for column in shown.columns:
-        header, spec = TABLE_COLUMNS[column]
-        if spec.endswith("%}"):  # a fraction, shown in percent under a "(%)" header
-            shown[column] = 100.0 * shown[column]
-            spec = spec.replace("%}", "f}")
-        formats[header] = spec
-    shown = shown.rename(columns={c: TABLE_COLUMNS[c][0] for c in shown.columns})
-    return (
-        shown.style.format(formats)
-        .hide(axis="index")
-        .set_table_styles(
-            [
-                {"selector": "", "props": "font-size: 0.8em; border-collapse: collapse;"},
-                {
-                    "selector": "th",
-                    "props": "white-space: normal; vertical-align: bottom; text-align: right; "
-                    "padding: 2px 3px; line-height: 1.2;",
-                },
-                {"selector": "td", "props": "text-align: right; padding: 2px 3px;"},
-                {"selector": "th.col0, td.col0", "props": "text-align: left; max-width: 8em;"},
-            ]
-        )
-    )
+    shown, formats = headed(shown, TABLE_COLUMNS, percent_in_header=True)
+    return shown.style.format(formats).hide(axis="index").set_table_styles(compact_table_styles(8))
 
 
 AGREEMENT_COLUMNS: dict[str, tuple[str, str]] = {
@@ -204,8 +180,5 @@ def agreement_table_view(rows: pd.DataFrame):
     -------
     pandas.io.formats.style.Styler
     """
-    unknown = [c for c in rows.columns if c not in AGREEMENT_COLUMNS]
-    if unknown:
-        raise ValueError(f"no header for column {unknown[0]!r}")
-    shown = rows.rename(columns={c: AGREEMENT_COLUMNS[c][0] for c in rows.columns})
-    return shown.style.format({AGREEMENT_COLUMNS[c][0]: AGREEMENT_COLUMNS[c][1] for c in rows.columns}).hide()
+    shown, formats = headed(rows, AGREEMENT_COLUMNS)
+    return shown.style.format(formats).hide()
