@@ -19,7 +19,7 @@ SLOW_FLEET = PLAN_DATA / "slow-replica.yaml"  # about 3.4 requests/s per replica
 GRID = PLAN_DATA / "grid.yaml"
 CURRENT = DATA_DIR / "manifests" / "plan_current" / "llama.yaml"
 # The chapter's made-up team on the slow replica, half an hour of growing traffic, a 95 % goal.
-HALF_HOUR = (
+HALF_HOUR_INPUTS = (
     "--trace",
     str(DATA_DIR / "scenarios" / "plan_half_hour.yaml"),
     "--manifest",
@@ -32,9 +32,8 @@ HALF_HOUR = (
     "48",
     "--attainment-goal",
     "0.95",
-    "--max-flap-cycles",
-    "4",
 )
+HALF_HOUR = (*HALF_HOUR_INPUTS, "--max-flap-cycles", "4")
 UNSELECTED = "sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting)"
 
 
@@ -264,21 +263,9 @@ def test_forecasts_are_priced_beside_reactive_scaling_around_the_recommendation(
     from planner.simulate.sweep import SweepResult
     from planner.workflows.forecast_comparison import gpu_hours_at_attainment
 
-    argv = [
-        "--trace",
-        str(DATA_DIR / "scenarios" / "plan_half_hour.yaml"),
-        "--manifest",
-        str(CURRENT),
-        "--fleet",
-        str(SLOW_FLEET),
-        "--grid",
-        str(GRID),
-        "--concurrency-target",
-        "48",
-        "--attainment-goal",
-        "0.95",
-    ]
-    plan = _plan(capsys, *argv, "--forecasts", "predict_linear,max_over_time", "--forecast-targets", "1,1.5")
+    plan = _plan(
+        capsys, *HALF_HOUR_INPUTS, "--forecasts", "predict_linear,max_over_time", "--forecast-targets", "1,1.5"
+    )
     section = plan["forecasts"]
     assert [s["name"] for s in section["strategies"]] == ["reactive", "predict_linear", "max_over_time"]
     target = plan["recommended"]["values"]["target"]
