@@ -9,18 +9,23 @@ ticks, 0.43 points and 2.8 %.
 
 With chunked prefill (``CHUNKED_AGREEMENT_REPLICA``, vLLM's default budget of
 2,048 tokens) the discrete-event replica runs step by step. Measured on the
-"near capacity" traffic at rising rates (two replicas): up to 15 rps both
-engines meet the objective for at least 99.8 % of requests, 0.1 points apart;
-the tick engine's attainment then falls off first (82 % at 15.5 rps, 40 % at
-16.5) where the step-by-step replica's holds (100 %, 91 %): its capacity is
-about 6 % lower, so near saturation it asks for more replicas than vLLM
-needs, never fewer.
+"near capacity" traffic at rising rates (two replicas, 1 s ticks): 14 rps,
+both 100 %; 15.5 rps, 99.8 % against 100 %; 16 rps, 99.0 % against 99.9 %;
+16.5 rps, 87.8 % against 90.7 %; 17 rps, 71.2 % against 73.5 %. Past
+saturation the tick engine errs towards more replicas, and its gap closes
+as the tick shrinks (17 rps: 73.0 % at 0.25 s ticks, 73.7 % at 0.1 s).
+Before the tick engine carried its stall estimate's error to the next tick,
+it saturated about 6 % sooner and moved away as the tick shrank (16 rps:
+75.6 % at 1 s, 11 % at 0.1 s).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
+from collections import deque
 
+import numpy as np
 import pytest
 
 from planner.errors import PlannerInputError
@@ -35,6 +40,8 @@ from planner.simulate.discrete_event import (
     simulate_fixed_fleet,
 )
 from planner.simulate.fleet import FleetSpec
+from planner.simulate.replica import WAITING, RequestState, advance_replica
+from planner.simulate.scenario import scenario_trace
 from tests.simulate_helpers import poisson_trace
 
 REPLICA = AGREEMENT_REPLICA
@@ -96,13 +103,38 @@ def test_with_chunked_prefill_the_engines_agree_below_saturation():
     assert loaded.mean_ttft_gap_frac <= 0.15
 
 
-def test_with_chunked_prefill_the_tick_engine_saturates_first():
-    # Measured: the tick engine meets the objective up to about 15.2 rps, the step-by-step replica to about
-    # 16.3; between them the tick engine misses where vLLM would not. It errs towards more replicas.
-    (between,) = chunked_agreement(CHUNKED_RATES_RPS[1:])
-    assert between.name == f"near capacity, {CHUNKED_RATES_RPS[1]:g} rps"
-    assert between.event_attainment_frac >= 0.99
-    assert between.tick_attainment_frac < between.event_attainment_frac - 0.1
+def test_with_chunked_prefill_the_engines_agree_past_saturation_and_closer_at_a_shorter_tick():
+    (past,) = chunked_agreement(CHUNKED_RATES_RPS[1:])
+    assert past.name == f"near capacity, {CHUNKED_RATES_RPS[1]:g} rps"
+    assert 0.6 <= past.event_attainment_frac <= 0.85  # past saturation: the objective is missed often
+    # Measured 2.3 points at 1 s ticks, the tick engine below: it errs towards more replicas.
+    assert past.tick_attainment_frac <= past.event_attainment_frac
+    assert past.attainment_gap_pct_points <= 3.5
+    # The stall debt makes the per-tick estimate converge (measured 0.5 points at 0.25 s).
+    (quarter,) = chunked_agreement(CHUNKED_RATES_RPS[1:], tick_s=0.25)
+    assert quarter.attainment_gap_pct_points < past.attainment_gap_pct_points / 2
+
+
+def test_with_chunked_prefill_a_saturated_replica_queues_as_step_by_step_at_any_tick():
+    # One replica at 8 rps: requests queue. Without the stall debt the mean TTFT was 1.10 s at 1 s ticks
+    # and 11.3 s at 0.1 s, against 0.267 s step by step; measured with it, 0.265 s and 0.259 s.
+    case = _at("near capacity", 8.0)
+    trace = scenario_trace(case.scenario, case.seed)
+    events = simulate_fixed_fleet(trace, FleetSpec(replica=CHUNKED_AGREEMENT_REPLICA), 1)
+    event_mean_ttft_s = float(np.mean(events.first_token_s - events.arrival_s))
+    for tick_s in (1.0, 0.1):
+        req = RequestState(trace.arrival_s, trace.input_tokens, trace.output_tokens)
+        running, waiting, routed, debt_s = [], deque(), 0, 0.0
+        for k in range(int(600 / tick_s)):
+            t0_s = k * tick_s
+            while routed < len(req) and req.arrival_s[routed] < t0_s + tick_s:
+                req.status[routed] = WAITING
+                waiting.append(routed)
+                routed += 1
+            tick = advance_replica(t0_s, tick_s, running, waiting, req, CHUNKED_AGREEMENT_REPLICA, math.inf, debt_s)
+            debt_s = tick.stall_debt_s
+        assert np.isfinite(req.done_s).all()
+        assert float(np.mean(req.first_token_s - req.arrival_s)) == pytest.approx(event_mean_ttft_s, rel=0.1), tick_s
 
 
 def test_needs_a_replica():

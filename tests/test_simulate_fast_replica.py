@@ -53,7 +53,15 @@ def _bits(values: np.ndarray) -> np.ndarray:
 class Kernel:
     """The fast engine's copy of one replica: pod ``POD``'s batch row and linked-list queue."""
 
-    def __init__(self, req: RequestState, spec: ReplicaSpec, running, waiting, capacity: int | None = None):
+    def __init__(
+        self,
+        req: RequestState,
+        spec: ReplicaSpec,
+        running,
+        waiting,
+        capacity: int | None = None,
+        stall_debt_s: float = 0.0,
+    ):
         self.req = {name: getattr(req, name).copy() for name in ARRAYS}
         self.compiled = CompiledReplica.from_spec(spec)
         n_req = len(req)
@@ -65,6 +73,7 @@ class Kernel:
         self.wq_head = np.array([-9, -1, -8], dtype=np.int64)
         self.wq_tail = np.array([-9, -1, -8], dtype=np.int64)
         self.wq_n = np.array([11, 0, 12], dtype=np.int64)
+        self.stall_debt_s = np.array([-7.5, stall_debt_s, 9.25])
         self.next_req = np.full(n_req, -1, dtype=np.int64)
         self.run[POD, : len(running)] = running
         self.run_n[POD] = len(running)
@@ -74,7 +83,8 @@ class Kernel:
 
     def _others(self):
         keep = [q for q in range(PODS) if q != POD]
-        return [a[keep].copy() for a in (self.run, self.run_n, self.wq_head, self.wq_tail, self.wq_n)]
+        arrays = (self.run, self.run_n, self.wq_head, self.wq_tail, self.wq_n, self.stall_debt_s)
+        return [a[keep].copy() for a in arrays]
 
     def append(self, i: int) -> None:
         """The router's append at the queue's tail."""
@@ -110,6 +120,7 @@ class Kernel:
             self.wq_head,
             self.wq_tail,
             self.wq_n,
+            self.stall_debt_s,
             self.next_req,
             *(r[name] for name in ARRAYS),
             c.step_table_s,
@@ -183,7 +194,8 @@ class LineHits:
 def tick_both(req, spec, running, waiting, kernel: Kernel, t0_s, dt_s, stop_s, hits: LineHits | None = None):
     """One tick of both; asserts they agree."""
     call = hits.run if hits is not None else (lambda fn, *a, **k: fn(*a, **k))
-    tick = call(model.advance_replica, t0_s, dt_s, running, waiting, req, spec, stop_s=stop_s)
+    stall_debt_s = float(kernel.stall_debt_s[POD])
+    tick = call(model.advance_replica, t0_s, dt_s, running, waiting, req, spec, stop_s, stall_debt_s)
     busy_s, n_completed, generated_tokens, prompt_tokens, preempted = kernel.advance(t0_s, dt_s, stop_s)
     assert n_completed >= 0
     assert kernel.completed_out[:n_completed].tolist() == list(tick.completed)
@@ -191,6 +203,7 @@ def tick_both(req, spec, running, waiting, kernel: Kernel, t0_s, dt_s, stop_s, h
     assert generated_tokens == tick.generated_tokens
     assert prompt_tokens == tick.prompt_tokens
     assert preempted == tick.preemptions
+    assert kernel.stall_debt_s[POD] == tick.stall_debt_s
     assert_same_state(req, running, waiting, kernel)
     assert kernel.kv_usage() == call(model.kv_usage_frac, running, req, spec)
     return tick
@@ -224,6 +237,8 @@ def replica_cases(draw, sizes=(1, 2, 3, 4, 6, 8, 16), queue_max=10):
     budget = draw(st.one_of(st.none(), st.just(2048), st.integers(0, 48).map(lambda extra: max_num_seqs + extra)))
     fixed_ms = draw(st.one_of(st.floats(0.5, 60.0), st.sampled_from([6.0, 25.0])))
     per_sequence_ms = draw(st.one_of(st.just(0.0), st.floats(0.0, 6.0)))
+    # The stall debt the replica's last tick carried out: none, or either sign (a chunked replica's).
+    stall_debt_s = draw(st.one_of(st.just(0.0), st.floats(-dt_s, dt_s)))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
 
     arrival = np.empty(n)
@@ -278,12 +293,12 @@ def replica_cases(draw, sizes=(1, 2, 3, 4, 6, 8, 16), queue_max=10):
             st.integers(0, n_ticks).map(lambda k: t_start_s + k * dt_s),
         )
     )
-    return req, spec, running, waiting, t_start_s, dt_s, n_ticks, stop_s
+    return req, spec, running, waiting, t_start_s, dt_s, n_ticks, stop_s, stall_debt_s
 
 
 def run_case(case, hits: LineHits | None = None) -> None:
-    req, spec, running, waiting, t_start_s, dt_s, n_ticks, stop_s = case
-    kernel = Kernel(req, spec, running, waiting)
+    req, spec, running, waiting, t_start_s, dt_s, n_ticks, stop_s, stall_debt_s = case
+    kernel = Kernel(req, spec, running, waiting, stall_debt_s=stall_debt_s)
     assert_same_state(req, running, waiting, kernel)
     routed = len(req) - int((req.status == PENDING).sum())
     for k in range(n_ticks):
@@ -317,6 +332,9 @@ def test_the_kernel_equals_the_python_model_on_generated_replicas():
         "return total + (cur_end - cur_start)",
         "start_s = self.free_s  # the prompts admitted before it still have chunks to schedule",
         "return self.step_s / (1.0 - stall_s / self.span_s)",  # decodes slowed by prompts beside them
+        "stall_s = 0.0",  # a debt larger than the estimate
+        "stall_s = self.span_s * self.compute_frac",  # a stall capped at a full chunk's share
+        "self.debt_s += (min(self.free_s, self.end_s) - start_s) * self.compute_frac",
     ):
         assert hits.count(branch) >= 20, branch
 

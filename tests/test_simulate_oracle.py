@@ -423,9 +423,9 @@ def test_the_proof_lemmas_hold_tick_by_tick_on_real_traffic(shared_dir, monkeypa
     ticks = []
     seen = {}
 
-    def checked(t0_s, dt_s, running, waiting, req, spec, stop_s=math.inf):
+    def checked(t0_s, dt_s, running, waiting, req, spec, stop_s=math.inf, stall_debt_s=0.0):
         seen["requests"] = req
-        tick = advance_replica(t0_s, dt_s, running, waiting, req, spec, stop_s)
+        tick = advance_replica(t0_s, dt_s, running, waiting, req, spec, stop_s, stall_debt_s)
         span_s = min(t0_s + dt_s, stop_s) - t0_s
         preempted = sum(1 for i in waiting if not math.isnan(req.admit_s[i]))
         blocks = sum(min(math.ceil(req.input_tokens[i] / 16) * 16, spec.kv_tokens) for i in running)

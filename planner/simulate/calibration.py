@@ -357,6 +357,7 @@ def run_load_level(
     running: list[int] = []
     waiting: deque = deque()
     sent = finished = 0
+    stall_debt_s = 0.0
     k = 0
     while finished < num_requests:
         t0, t1 = k * tick_s, (k + 1) * tick_s
@@ -366,7 +367,8 @@ def run_load_level(
             req.arrival_s[sent] = max(heapq.heappop(free_at), scheduled_s[sent], t0)
             waiting.append(sent)
             sent += 1
-        tick = advance_replica(t0, tick_s, running, waiting, req, replica)
+        tick = advance_replica(t0, tick_s, running, waiting, req, replica, stall_debt_s=stall_debt_s)
+        stall_debt_s = tick.stall_debt_s
         for i in tick.completed:
             heapq.heappush(free_at, float(req.done_s[i]))
         finished += len(tick.completed)

@@ -311,6 +311,7 @@ class Fleet:
     uid: list[int] = field(default_factory=list)
     running: list[list[int]] = field(default_factory=list)
     waiting: list[deque] = field(default_factory=list)
+    stall_debt_s: list[float] = field(default_factory=list)  # per pod: ReplicaTick.stall_debt_s [s]
     gateway: deque = field(default_factory=deque)
     rng: np.random.Generator = field(init=False)
     pool: NodePool | None = field(init=False, default=None)
@@ -374,6 +375,7 @@ class Fleet:
         self.uid.append(int(self.rng.integers(0, 2**62)))
         self.running.append([])
         self.waiting.append(deque())
+        self.stall_debt_s.append(0.0)
         return p
 
     def scale_to(self, replicas: int, now_s: float) -> None:

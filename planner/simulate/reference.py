@@ -173,8 +173,16 @@ def serve_step(state: RunState, t0_s: float) -> None:
             continue
         stop_s = fleet.stop_s[p] if not math.isnan(fleet.stop_s[p]) else math.inf
         tick = advance_replica(
-            t0_s, dt, fleet.running[p], fleet.waiting[p], state.req, state.spec.replica, stop_s=stop_s
+            t0_s,
+            dt,
+            fleet.running[p],
+            fleet.waiting[p],
+            state.req,
+            state.spec.replica,
+            stop_s=stop_s,
+            stall_debt_s=fleet.stall_debt_s[p],
         )
+        fleet.stall_debt_s[p] = tick.stall_debt_s
         state.counters[p] += (len(tick.completed), tick.generated_tokens, tick.prompt_tokens, tick.preemptions)
         state.busy_frac[p] = tick.busy_s / dt
         state.preemptions += tick.preemptions

@@ -128,6 +128,7 @@ Pods = namedtuple(
         "wq_head",
         "wq_tail",
         "wq_n",
+        "stall_debt_s",  # chunked prefill's stall debt carried to the next tick [s]
         "counters",
         "busy_frac",
         "live",
@@ -181,6 +182,7 @@ def new_pods(capacity: int, max_num_seqs: int, pool: supply.NodePool | None = No
         wq_head=np.full(capacity, -1, dtype=np.int64),
         wq_tail=np.full(capacity, -1, dtype=np.int64),
         wq_n=np.zeros(capacity, dtype=np.int64),
+        stall_debt_s=np.zeros(capacity),
         counters=np.zeros((capacity, 4)),
         busy_frac=np.zeros(capacity),
         live=np.zeros(capacity, dtype=np.int64),

@@ -146,6 +146,9 @@ class ReplicaQueues(NamedTuple):
         Running batches (pods x at least ``max_num_seqs``), oldest admission first, and their lengths.
     wq_head, wq_tail, wq_n : numpy.ndarray of int64
         Per pod: first and last queued request (-1 if none) and the queue's length.
+    stall_debt_s : numpy.ndarray of float64
+        Per pod: the chunked-prefill stall debt its last tick carried out
+        (:attr:`planner.simulate.replica.ReplicaTick.stall_debt_s`, 0 for a new pod). [s]
     """
 
     run: np.ndarray
@@ -153,6 +156,7 @@ class ReplicaQueues(NamedTuple):
     wq_head: np.ndarray
     wq_tail: np.ndarray
     wq_n: np.ndarray
+    stall_debt_s: np.ndarray
 
 
 class ReplicaRequests(NamedTuple):
@@ -472,8 +476,9 @@ def _tick_batch_of(t0_s, end_s, p, queues, requests, replica, batch_values):
 @njit(cache=True, nogil=True, inline="always")
 def _prefill_queue(t0_s, end_s, batch, step_s, p, queues, requests, replica):
     # planner.simulate.replica._PrefillQueue's constructor: the chunk a step has room for, the share of a
-    # full-chunk step spent on the prompt, when the prompts under way have had their chunks scheduled, and
-    # the prompt compute estimated for the tick.
+    # full-chunk step spent on the prompt, when the prompts under way have had their chunks scheduled, the
+    # stall the decodes take this tick (the estimate plus the debt carried in, clamped), and the debt out
+    # before this tick's admissions add to it.
     run, run_n, wq_head, wq_n = queues.run, queues.run_n, queues.wq_head, queues.wq_n
     next_req, arrival_s, input_tokens = requests.next_req, requests.arrival_s, requests.input_tokens
     output_tokens, generated, prefill_left_s = requests.output_tokens, requests.generated, requests.prefill_left_s
@@ -513,7 +518,14 @@ def _prefill_queue(t0_s, end_s, batch, step_s, p, queues, requests, replica):
         busy_s += (end_s if end_s < queue_s else queue_s) - start_s
         slots -= 1
         i = next_req[i]
-    return free_s, chunk_tokens, compute_frac, busy_s * compute_frac
+    debt_in_s = queues.stall_debt_s[p]
+    stall_s = busy_s * compute_frac + debt_in_s
+    if stall_s < 0.0:
+        stall_s = 0.0
+    elif stall_s > span_s * compute_frac:
+        stall_s = span_s * compute_frac
+    debt_s = debt_in_s - stall_s + ((end_s if end_s < free_s else free_s) - t0_s) * compute_frac
+    return free_s, chunk_tokens, compute_frac, stall_s, debt_s
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -567,6 +579,7 @@ def advance_replica(
     wq_head,
     wq_tail,
     wq_n,
+    stall_debt_s,
     next_req,
     arrival_s,
     input_tokens,
@@ -598,7 +611,7 @@ def advance_replica(
         dt_s,
         stop_s,
         p,
-        ReplicaQueues(run, run_n, wq_head, wq_tail, wq_n),
+        ReplicaQueues(run, run_n, wq_head, wq_tail, wq_n, stall_debt_s),
         ReplicaRequests(
             next_req,
             arrival_s,
@@ -636,7 +649,8 @@ def advance_pod(t0_s, dt_s, stop_s, p, queues, requests, replica, scratch, compl
         ``run``, ``run_n`` (running batches, oldest admission first, and
         their lengths; row ``p`` is updated) and ``wq_head``, ``wq_tail``,
         ``wq_n`` (per pod: first and last queued request, -1 if none, and
-        the queue's length; entry ``p`` is updated).
+        the queue's length; entry ``p`` is updated), ``stall_debt_s`` (per
+        pod, the chunked-prefill stall debt; entry ``p`` is updated).
     requests : ReplicaRequests or planner.simulate.fast.fleet.Requests
         Per request: ``next_req`` (the next one in its queue, -1 at the
         tail; a request leaving the queue gets -1, a preempted one is linked
@@ -734,8 +748,9 @@ def advance_pod(t0_s, dt_s, stop_s, p, queues, requests, replica, scratch, compl
     chunk_tokens = 1
     compute_frac = 0.0
     stall_s = 0.0
+    debt_s = 0.0
     if chunked:
-        queue_free_s, chunk_tokens, compute_frac, stall_s = _prefill_queue(
+        queue_free_s, chunk_tokens, compute_frac, stall_s, debt_s = _prefill_queue(
             t0_s, end_s, batch, step_s, p, queues, requests, replica
         )
     n_run = run_n[p]
@@ -878,6 +893,8 @@ def advance_pod(t0_s, dt_s, stop_s, p, queues, requests, replica, scratch, compl
                 tokens_to_prefill * prefill_ms_per_token / 1000.0 + (n_chunks - 1) * step_s
             )
             queue_free_s = start_s + _held_s(tokens_to_prefill, prefill_ms_per_token, chunk_tokens, step_s)
+            if start_s < end_s:
+                debt_s += ((end_s if end_s < queue_free_s else queue_free_s) - start_s) * compute_frac
             own_s = ((end_s if end_s < queue_free_s else queue_free_s) - queue_since_s) * compute_frac
             own_step_s = _stalled_step_s(step_s, stall_s - own_s, span_s)
         generated_before += generated[i]
@@ -896,6 +913,7 @@ def advance_pod(t0_s, dt_s, stop_s, p, queues, requests, replica, scratch, compl
             n_freed = _freed_insert(freed_at_s, freed_tokens, n_freed, finish_s, need)
         n_busy += 1
     run_n[p] = n_still
+    queues.stall_debt_s[p] = debt_s
     # Built-in sums, left to right: the running batch's tokens (float, kept above), the completed ones' (int).
     completed_tokens = 0
     for k in range(n_completed):
