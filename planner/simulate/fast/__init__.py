@@ -98,6 +98,7 @@ from typing import TYPE_CHECKING, Any
 
 from planner.autoscaler.spec import Autoscaler
 from planner.simulate.fast import lockstep
+from planner.simulate.fast.allocator import free_large_arrays_to_the_system
 from planner.simulate.fast.lockstep import Configuration
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.outcome import Outcome
@@ -216,6 +217,7 @@ def simulate_many(
     """
     from planner.simulate.fast.compiled import NotCompilable, fleet_key, prepare, simulate_group
 
+    free_large_arrays_to_the_system()  # a sweep's threads free large arrays over and over
     window = lockstep.replay_window(trace, configurations, duration_s)
     if window is None:
         return []

@@ -304,8 +304,9 @@ def replay_window(
         duration_s = math.ceil(trace.duration_s) + DRAIN_TAIL_S
     if not (math.isfinite(duration_s) and duration_s > 0):
         raise PlannerInputError(f"duration_s: expected a finite number > 0, got {duration_s!r}")
-    keep = trace.arrival_s < duration_s
-    arrays = (trace.arrival_s[keep], trace.input_tokens[keep], trace.output_tokens[keep])
+    # Arrivals are sorted, so the window is a prefix: views, not copies (a week is millions of requests).
+    keep = int(np.searchsorted(trace.arrival_s, duration_s, side="left"))
+    arrays = (trace.arrival_s[:keep], trace.input_tokens[:keep], trace.output_tokens[:keep])
     return ReplayWindow(arrays, dt, duration_s, math.ceil(duration_s / dt - 1e-9))
 
 
