@@ -15,7 +15,8 @@ together:
 * a snapshot copies little: requests that finished before the split never change
   again, requests that had not arrived are set when they arrive, and the pods,
   the scrapes and the time series up to the split are what every later path
-  starts from, so only the pods, the node pool (its nodes, placeholders,
+  starts from, so only the pods created so far (the rows of pods not yet
+  created are blank in every path), the node pool (its nodes, placeholders,
   autoscaler clock and generator), the requests in flight and a few counters
   are copied. The scrapes, the time series and the events are shared arrays
   whose prefix up to the split no path after it overwrites.
@@ -435,7 +436,7 @@ class _Snapshot:
     carry: np.ndarray
     first_open: int  # requests before it had finished
     requests: tuple[np.ndarray, ...]  # _REQUEST_STATE of requests first_open .. next arrival
-    pods: tuple[np.ndarray, ...]  # _POD_ARRAYS
+    pods: tuple[np.ndarray, ...]  # _POD_ARRAYS, the rows of the pods created so far (count whole)
     pool: tuple[np.ndarray, ...]  # _POOL_ARRAYS
     store_count: np.ndarray
     rng_state: dict
@@ -448,7 +449,7 @@ def _take_snapshot(carry, first_open, req, pods, store, rng) -> _Snapshot:
         carry.copy(),
         first_open,
         tuple(getattr(req, name)[first_open:stop].copy() for name in _REQUEST_STATE),
-        tuple(np.copy(getattr(pods, name)) for name in _POD_ARRAYS),
+        tuple(_created_rows(pods, name).copy() for name in _POD_ARRAYS),
         tuple(np.copy(getattr(pods.pool, name)) for name in _POOL_ARRAYS),
         store.counts.copy(),
         rng.bit_generator.state,
@@ -456,18 +457,28 @@ def _take_snapshot(carry, first_open, req, pods, store, rng) -> _Snapshot:
     )
 
 
-def _restored_pods(snapshot: _Snapshot, pods, max_num_seqs: int):
-    # The pods and node pool as the snapshot holds them, in arrays as large as the current ones.
+def _created_rows(pods, name: str) -> np.ndarray:
+    # A Pods array's entries for the pods created so far: rows of the per-pod columns, entries of the
+    # position lists (never longer); the count slots whole.
+    values = getattr(pods, name)
+    return values if name == "count" else values[: pods.count[fleet.PODS_CREATED]]
+
+
+def _restored_pods(snapshot: _Snapshot, pods, blank):
+    # The pods and node pool as the snapshot holds them, in arrays as large as the current ones. Rows past
+    # the snapshot's pods, created by the path that ran since, go back to blank (blank: new_pods(1, ...)).
     pool = pods.pool
     if len(snapshot.pool[0]) != len(pool.requested_s):
         pool = supply.new_node_pool(len(pool.requested_s), len(pool.placeholder_node), pool.rng)
     _copy_arrays(snapshot.pool, pool, _POOL_ARRAYS)
     pool.rng.bit_generator.state = snapshot.pool_rng_state
-    if len(snapshot.pods[0]) != len(pods.ready_s):
-        pods = fleet.new_pods(len(pods.ready_s), max_num_seqs, pool)
-    else:
-        pods = pods._replace(pool=pool)
-    _copy_arrays(snapshot.pods, pods, _POD_ARRAYS)
+    pods = pods._replace(pool=pool)
+    created = int(pods.count[fleet.PODS_CREATED])
+    for name, saved in zip(_POD_ARRAYS, snapshot.pods, strict=True):
+        values = getattr(pods, name)
+        if name != "count":
+            values[len(saved) : created] = getattr(blank, name)[0]
+        values[: len(saved)] = saved
     return pods
 
 
@@ -633,6 +644,7 @@ def simulate_group(
     outcomes: list[Outcome | None] = [None] * len(group)
 
     work: tuple[np.ndarray, np.ndarray] | None = None
+    blank_pod = fleet.new_pods(1, replica.max_num_seqs)  # a pod's entries before it is created
     stack: list[tuple[np.ndarray, int, _Snapshot | None]] = [(np.arange(len(group), dtype=np.int64), 0, None)]
     while stack:
         active, wanted, snapshot = stack.pop()
@@ -644,7 +656,7 @@ def simulate_group(
             stop = int(carry[engine.CARRY_NEXT_ARRIVAL])
             for name, saved in zip(_REQUEST_STATE, snapshot.requests, strict=True):
                 getattr(req, name)[first_open:stop] = saved
-            pods = _restored_pods(snapshot, pods, replica.max_num_seqs)
+            pods = _restored_pods(snapshot, pods, blank_pod)
             store.counts[:] = snapshot.store_count
             rng.bit_generator.state = snapshot.rng_state
         while True:
