@@ -19,6 +19,8 @@ from tests.conftest import REPO_ROOT
 from tests.execution_cache import cell_errors, executed_notebook
 
 TESTS = REPO_ROOT / "tests"
+# Test modules, in the folders that mirror the package; their names are unique across folders.
+MODULES = {path.stem: path for path in TESTS.rglob("test_*.py")}
 # What makes a module start a kernel or a browser, as its source says it.
 STARTS_A_KERNEL = re.compile(
     r"\brun_chapter\(|papermill\.execute_notebook|--nbval|\"jupyter-book\"|"
@@ -27,7 +29,7 @@ STARTS_A_KERNEL = re.compile(
 STARTS_A_BROWSER = re.compile(r"\bchromium\(\)|sync_playwright|lab_check")
 
 
-@pytest.mark.parametrize("path", sorted(TESTS.glob("test_*.py")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", sorted(MODULES.values()), ids=lambda p: p.stem)
 def test_a_module_that_starts_a_kernel_or_a_browser_is_marked(path):
     if path.stem == "test_fast_loop":
         return
@@ -39,11 +41,10 @@ def test_a_module_that_starts_a_kernel_or_a_browser_is_marked(path):
 
 
 def test_every_marked_module_and_test_exists():
-    names = {path.stem for path in TESTS.glob("test_*.py")}
-    assert conftest.NOTEBOOK_MODULES | conftest.BROWSER_MODULES <= names
+    assert conftest.NOTEBOOK_MODULES | conftest.BROWSER_MODULES <= MODULES.keys()
     for test in conftest.SLOW_TESTS:
         module, name = test.split("::")
-        assert f"def {name}(" in (TESTS / f"{module}.py").read_text(encoding="utf-8"), test
+        assert f"def {name}(" in MODULES[module].read_text(encoding="utf-8"), test
 
 
 def _marked(module: str, name: str) -> list[str]:
@@ -275,3 +276,14 @@ def test_the_cache_tells_how_long_the_build_ran_a_notebook(tmp_path):
     from tests.execution_cache import execution_seconds
 
     assert execution_seconds(REPO_ROOT / "book" / "kv_capacity.ipynb", build_dir=tmp_path) is None  # no cache there
+
+
+def test_test_modules_have_unique_names_and_sit_in_folders_that_mirror_the_package():
+    paths = sorted(TESTS.rglob("test_*.py"))
+    assert len({path.stem for path in paths}) == len(paths)  # markers and slow tests are named by module
+    package = REPO_ROOT / "planner"
+    for path in paths:
+        folder = path.parent.relative_to(TESTS)
+        if folder.parts and folder.parts[0] != "book":
+            assert (package / folder).is_dir(), f"{path.relative_to(REPO_ROOT)}: no planner/{folder} to mirror"
+        assert (path.parent / "__init__.py").is_file(), f"{path.parent.relative_to(REPO_ROOT)} needs an __init__.py"

@@ -15,5 +15,5 @@ DEFAULT_USD_PER_GPU_HOUR = 4.0
 """Price of one GPU-hour when no input sets one. [$/GPU-hour]
 
 :class:`planner.simulate.fleet.FleetSpec`'s ``usd_per_gpu_hour`` default must
-equal it (``tests/test_cost.py`` checks it, and every notebook's literal).
+equal it (``tests/capacity/test_cost.py`` checks it, and every notebook's literal).
 """

@@ -26,7 +26,7 @@ the request durations ``D``: ``P(remaining > w) = E[(D - w)+] / E[D]``
   hook that outlasts that removal makes them rare).
 
 A simulated hour of Poisson arrivals agrees with it within a percentage
-point (``tests/test_drain.py``).
+point (``tests/dynamics/test_drain.py``).
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ takes ``slots / mu`` seconds, the mean duration at the knee); the rest,
 ``max(0, L_i - slots)``, waits. Arrivals are split by the router at each
 instant. There is no randomness, so, like the shared-queue model, it gives a
 lower bound on real queues; it agrees with the reference simulator's
-per-pod queues (``tests/test_replica_queues.py`` states the tolerance).
+per-pod queues (``tests/dynamics/test_replica_queues.py`` states the tolerance).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ so each running sequence advances at exactly one token per
 ``step_time(batch)``, re-evaluated whenever the batch changes. The tick
 engine freezes the step time for a whole tick and admits only within the
 tick's frozen schedule; the two should agree on attainment to about one
-percentage point (tests/test_simulate_discrete_event.py measures it).
+percentage point (tests/simulate/test_simulate_discrete_event.py measures it).
 
 With chunked prefill (a ``max_num_batched_tokens`` budget and a prefill
 cost) the replica runs step by step instead, as vLLM V1's scheduler does

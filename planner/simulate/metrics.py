@@ -48,7 +48,7 @@ first sample); ``sum`` and ``avg`` add in pod order with the interpreter's
 ``sum()`` (compensated from Python 3.12, as Prometheus 3 is) and ``avg`` divides
 once. ``prometheus_major=2`` is Prometheus 2.42 exactly: closed ranges and
 subqueries ``[t - w, t]``, and its arithmetic for every function
-(:mod:`planner.simulate.promql_functions`); ``tests/test_promql_promtool.py``
+(:mod:`planner.simulate.promql_functions`); ``tests/vllm/test_promql_promtool.py``
 holds it to 2.42's ``promtool``. The new forecast functions (``predict_linear``,
 ``holt_winters``, subqueries, ``offset``) compute as Prometheus does under both.
 The instant selector's 5-minute lookback keeps a sample exactly 5 minutes old

@@ -67,7 +67,7 @@ One tick of ``dt_s`` seconds (:func:`advance_replica`) is the model's unit:
   of attainment at 14 rps, 0.2 at 15.5 and 0.9 at 16; past saturation, at
   17 rps, 71.2 % against 73.5 %, the tick engine on the side of more
   replicas. The gap closes as the tick shrinks (at 17 rps: 73.0 % at
-  0.25 s, 73.7 % at 0.1 s; tests/test_simulate_discrete_event.py).
+  0.25 s, 73.7 % at 0.1 s; tests/simulate/test_simulate_discrete_event.py).
 
   Preempting a sequence mid-prefill returns it to the queue, which prefills
   its prompt again from the start (the preempted are always the newest, the

@@ -1,7 +1,7 @@
 """The ``fast`` engine: the reference engine's model, compiled, for one configuration or a sweep.
 
 It computes exactly what :mod:`planner.simulate.reference` computes (the
-differential test in ``tests/test_simulate_fast.py`` holds it to that:
+differential test in ``tests/simulate/fast/test_simulate_fast.py`` holds it to that:
 identical scale events, replica trajectories, time series and per-request
 latencies). A configuration runs in the compiled kernels
 (:mod:`planner.simulate.fast.engine` and the modules it calls) when they cover
@@ -20,7 +20,7 @@ it has configurations, with each configuration's result what it gets alone.
 **Where each function's twin is.** Every compiled function computes what a
 Python function of the reference engine or of the HPA/KEDA port computes,
 bit for bit, on arrays instead of objects, and a differential test holds it
-to that (``tests/test_simulate_fast_twins.py`` runs the step kernels beside
+to that (``tests/simulate/fast/test_simulate_fast_twins.py`` runs the step kernels beside
 the reference's steps, tick by tick). ``engine.room_step`` has no twin: the
 kernels' arrays are allocated ahead, and it checks that a tick fits them;
 ``_numeric.pairwise_sum`` is numpy's own pairwise sum. A KEDA ``cron``

@@ -22,7 +22,7 @@ together:
   whose prefix up to the split no path after it overwrites.
 
 A configuration simulated in a group gets exactly the result it gets alone
-(``tests/test_simulate_fast.py`` holds the engine to the reference either way);
+(``tests/simulate/fast/test_simulate_fast.py`` holds the engine to the reference either way);
 the work saved is the fleet simulated once for all configurations that agree.
 The Outcome is built with the same functions as the reference engine's.
 """

@@ -21,8 +21,8 @@ costs nothing at run time. They call :mod:`planner.simulate.fast.fleet`,
 :mod:`planner.simulate.fast.replica`, :mod:`planner.simulate.fast.metrics`
 and :mod:`planner.simulate.fast.decision`; each is held to its Python
 counterpart bit for bit by its own differential test, the step kernels to the
-reference's steps by ``tests/test_simulate_fast_twins.py``, and the loop to
-the reference engine by ``tests/test_simulate_fast.py``.
+reference's steps by ``tests/simulate/fast/test_simulate_fast_twins.py``, and the loop to
+the reference engine by ``tests/simulate/fast/test_simulate_fast.py``.
 
 The kernels take a few named tuples, not loose scalars and arrays:
 :class:`RunParams` (ticks, scrapes, the replica's capacity),

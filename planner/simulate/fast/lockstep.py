@@ -1,7 +1,7 @@
 """The ``lockstep`` engine: the reference's code for many configurations in one pass (the fast engine's fallback).
 
 It computes exactly what :mod:`planner.simulate.reference` computes (the
-differential test in ``tests/test_simulate_fast.py`` holds it to that:
+differential test in ``tests/simulate/fast/test_simulate_fast.py`` holds it to that:
 identical scale events and replica trajectories, attainment and cost within
 1e-9), and gets there with less work:
 

@@ -4,7 +4,7 @@
 :func:`kv_usage_frac` compute exactly what
 :func:`planner.simulate.replica.advance_replica` and
 :func:`planner.simulate.replica.kv_usage_frac` compute, on the fast engine's
-data layout (the differential test ``tests/test_simulate_fast_replica.py``
+data layout (the differential test ``tests/simulate/fast/test_simulate_fast_replica.py``
 holds them to that):
 
 * requests are a struct of arrays, as :class:`planner.simulate.replica.RequestState`;
