@@ -168,8 +168,10 @@ def serve_step(state: RunState, t0_s: float) -> None:
         state.busy_frac = np.concatenate([state.busy_frac, np.zeros(grow)])
     for p in fleet.serving(t0_s):
         if not (fleet.running[p] or fleet.waiting[p]):
-            # An empty replica runs no step: nothing completes, nothing is generated, busy 0.
+            # An empty replica runs no step: nothing completes, nothing is generated, busy 0; and no
+            # decode is left to owe, or be owed, a stall.
             state.busy_frac[p] = 0.0
+            fleet.stall_debt_s[p] = 0.0
             continue
         stop_s = fleet.stop_s[p] if not math.isnan(fleet.stop_s[p]) else math.inf
         tick = advance_replica(

@@ -56,9 +56,10 @@ One tick of ``dt_s`` seconds (:func:`advance_replica`) is the model's unit:
     slots will admit) plus the *stall debt* the replica's last tick carried
     out, at least 0 and at most the share ``c k / (c k + d)`` of the tick.
     The debt is the compute the prefill queue's busy time in the tick
-    actually carried, less ``C`` (:attr:`ReplicaTick.stall_debt_s`). Over a
-    run the decodes therefore lose exactly the compute the prompts ran, give
-    or take one tick's; without it, a queued prompt counted in one tick's
+    actually carried, less ``C`` (:attr:`ReplicaTick.stall_debt_s`; the
+    engines drop it when a replica empties). Over a busy spell the decodes
+    therefore lose exactly the compute the prompts ran, give or take one
+    tick's; without it, a queued prompt counted in one tick's
     estimate but admitted in the next was charged twice, and more often the
     shorter the tick.
 

@@ -706,6 +706,7 @@ def serve_step(pods, req, start_s, tick_s, replica_params, scratch):
             continue
         if run_n[p] == 0 and wq_n[p] == 0:
             busy_frac[p] = 0.0  # an empty replica runs no step
+            pods.stall_debt_s[p] = 0.0  # and no decode is left to owe, or be owed, a stall
             continue
         stop_s = stop_at_s[p] if not math.isnan(stop_at_s[p]) else math.inf
         busy_s, n_done, generated_tokens, prompt_tokens, preempted = replica.advance_pod(

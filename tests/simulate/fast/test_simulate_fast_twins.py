@@ -48,7 +48,7 @@ REQUEST_FIELDS = (
     "prefill_left_s",
     "preemptions",
 )
-POD_FIELDS = ("requested_s", "ready_s", "deleted_s", "sigterm_s", "stop_s", "removed_s", "uid")
+POD_FIELDS = ("requested_s", "ready_s", "deleted_s", "sigterm_s", "stop_s", "removed_s", "uid", "stall_debt_s")
 NODE_FIELDS = ("requested_s", "allocatable_s", "removed_s", "gpus_free", "image_since_s", "empty_since_s")
 
 
