@@ -200,10 +200,12 @@ def new_pods(capacity: int, max_num_seqs: int, pool: supply.NodePool | None = No
 def new_requests(arrival_s: np.ndarray, input_tokens: np.ndarray, output_tokens: np.ndarray) -> Requests:
     """Request arrays as :class:`planner.simulate.replica.RequestState` starts them."""
     n = len(arrival_s)
+    # Contiguous and writeable, copied only if not: a read-only trace (a view of a cached one) would
+    # otherwise make numba compile every kernel again for read-only arrays.
     return Requests(
-        arrival_s=np.ascontiguousarray(arrival_s, dtype=float),
-        input_tokens=np.ascontiguousarray(input_tokens, dtype=np.int64),
-        output_tokens=np.ascontiguousarray(output_tokens, dtype=np.int64),
+        arrival_s=np.require(arrival_s, dtype=float, requirements=("C", "W")),
+        input_tokens=np.require(input_tokens, dtype=np.int64, requirements=("C", "W")),
+        output_tokens=np.require(output_tokens, dtype=np.int64, requirements=("C", "W")),
         status=np.zeros(n, dtype=np.int8),
         replica=np.full(n, -1, dtype=np.int64),
         admit_s=np.full(n, np.nan),

@@ -304,3 +304,23 @@ def test_without_per_request_arrays_the_numbers_are_the_same(tmp_path):
         assert a.summary() == b.summary() and a.events == b.events
         assert b.timeseries.empty and b.arrival_s.size == b.ttft_s.size == b.latency_s.size == b.slo_met.size == 0
         assert a.arrival_s.size == len(trace)
+
+
+def test_a_read_only_trace_runs_the_kernels_already_compiled(tmp_path):
+    # Traces read through pandas can hold read-only arrays; numba would compile every kernel again for them.
+    from planner.simulate.fast import engine
+
+    trace = poisson_trace(4.0, 120.0, 200, 240, seed=5)
+    config = fast.Configuration(
+        write_manifest(tmp_path, scaled_object("chat", QUERIES[0], 5), "five.yaml"), FleetSpec(warmup_s=20.0)
+    )
+    (writable,) = fast.simulate_many(trace, [config])
+    compiled_for = list(engine.run.signatures)
+    frozen = [np.array(values) for values in (trace.arrival_s, trace.input_tokens, trace.output_tokens)]
+    for values in frozen:
+        values.setflags(write=False)
+    (read_only,) = fast.simulate_many(
+        dataclasses.replace(trace, arrival_s=frozen[0], input_tokens=frozen[1], output_tokens=frozen[2]), [config]
+    )
+    assert list(engine.run.signatures) == compiled_for
+    assert read_only.summary() == writable.summary() and read_only.events == writable.events
