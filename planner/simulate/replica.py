@@ -539,9 +539,9 @@ class _PrefillQueue:
             queue_s = start_s + self._held_s(int(req.input_tokens[i]) + math.floor(float(req.generated[i])))
             busy_s += min(queue_s, end_s) - start_s
             slots -= 1
-        # The estimate misses admissions the tick does not make, or makes later; the debt carried in
-        # corrects it, so over ticks the decodes lose exactly the compute the prompts ran. No step can
-        # lose more than a full chunk's share.
+        # The estimate counts queued prompts the tick may not admit and can miss some it does; the debt
+        # carried in corrects it, so over ticks the decodes lose exactly the compute the prompts ran. No
+        # step can lose more than a full chunk's share.
         stall_s = busy_s * self.compute_frac + stall_debt_s
         if stall_s < 0.0:
             stall_s = 0.0
