@@ -20,8 +20,8 @@ reuse is fast. Elsewhere (musl, macOS) nothing is changed.
 from __future__ import annotations
 
 import ctypes
+import functools
 import sys
-import threading
 
 __all__ = ["MMAP_THRESHOLD_BYTES", "free_large_arrays_to_the_system"]
 
@@ -29,10 +29,9 @@ MMAP_THRESHOLD_BYTES = 1 << 20
 """Blocks of at least this many bytes are mapped on their own and unmapped when freed. [bytes]"""
 
 _M_MMAP_THRESHOLD = -3  # glibc's malloc.h
-_applied: bool | None = None
-_lock = threading.Lock()  # a sweep's threads all start here
 
 
+@functools.cache  # once per process (two threads racing both set the same value, which is harmless)
 def free_large_arrays_to_the_system() -> bool:
     """Fix glibc's mmap threshold at :data:`MMAP_THRESHOLD_BYTES`, once per process.
 
@@ -41,14 +40,6 @@ def free_large_arrays_to_the_system() -> bool:
     bool
         Whether the C library took the setting (``False`` without glibc).
     """
-    global _applied
-    with _lock:
-        if _applied is None:
-            _applied = _set_threshold()
-    return _applied
-
-
-def _set_threshold() -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
