@@ -91,15 +91,19 @@ build-strict: book-current
 pytest-all: $(STAMP)
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(BIN)/python -m pytest tests -q -n 2 --dist worksteal --durations=15
 
-# The fast engine's kernels compile (once per change of their sources) in one process beside lint,
-# not in both test workers at once. After the strict build (the notebook tests read its runs), the
+# The fast engine's kernels, and those the differential tests call on their own, compile (once per
+# change of their sources) beside lint, not in both test workers at once. The tests' kernels run at a
+# lower priority: on a fresh checkout they take the core lint leaves, after the engine's process has
+# cached the decision kernel both need. After the strict build (the notebook tests read its runs), the
 # built pages are opened in Chromium while the tests run, to fill the cores the tests leave idle;
 # the page check's report is printed after the tests'.
 test: setup
 	mkdir -p _build
 	$(BIN)/python -m tests.warm_kernels > _build/warm_kernels.log 2>&1 & warm=$$!; \
+	nice -n 10 $(BIN)/python -m tests.warm_kernels --tests > _build/warm_test_kernels.log 2>&1 & warm_tests=$$!; \
 	$(MAKE) --no-print-directory lint; \
-	wait $$warm || { cat _build/warm_kernels.log; exit 1; }; cat _build/warm_kernels.log
+	wait $$warm || { cat _build/warm_kernels.log; exit 1; }; cat _build/warm_kernels.log; \
+	wait $$warm_tests || { cat _build/warm_test_kernels.log; exit 1; }; cat _build/warm_test_kernels.log
 	$(MAKE) --no-print-directory book-current
 	$(BIN)/python tests/check_built_book.py _build/html > _build/check_built_book.log 2>&1 & pages=$$!; \
 	tests=0; $(MAKE) --no-print-directory pytest-all || tests=$$?; \

@@ -4,7 +4,7 @@ Usage::
 
     planner sweep --trace TRACE --manifest FILE.yaml --grid GRID.yaml [--fleet FLEET.yaml]
                   [--attainment-goal F] [--max-flap-cycles N] [--stretch-day | --stretch-days N] [--seed N]
-                  [--start ISO] [--scheduler ADDRESS] [--json]
+                  [--start ISO] [--scheduler ADDRESS [--connect-timeout-s S]] [--json]
 
 GRID.yaml maps grid keys to lists of values (the keys are documented in
 :mod:`planner.simulate.sweep`)::
@@ -46,6 +46,7 @@ from planner.simulate.sweep import (
 
 HELP = "search a grid of autoscaler settings for the cost-attainment trade-off"
 DEFAULT_ATTAINMENT_GOAL = 0.99
+DEFAULT_CONNECT_TIMEOUT_S = 10.0  # distributed.Client's own default is 30 s; a wrong address should fail sooner
 
 
 def register(subparsers) -> None:
@@ -78,6 +79,13 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler, e.g. tcp://10.0.0.5:8786")
     parser.add_argument(
+        "--connect-timeout-s",
+        type=float,
+        default=DEFAULT_CONNECT_TIMEOUT_S,
+        metavar="S",
+        help=f"give up reaching --scheduler after S seconds (default {DEFAULT_CONNECT_TIMEOUT_S:g})",
+    )
+    parser.add_argument(
         "--chunk-size",
         type=int,
         metavar="N",
@@ -104,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
         raise PlannerInputError(f"--attainment-goal: expected a fraction between 0 and 1, got {goal}")
     if args.max_flap_cycles is not None and args.max_flap_cycles < 0:
         raise PlannerInputError(f"--max-flap-cycles: expected an integer >= 0, got {args.max_flap_cycles}")
+    if not (math.isfinite(args.connect_timeout_s) and args.connect_timeout_s > 0.0):
+        raise PlannerInputError(f"--connect-timeout-s: expected a number of seconds > 0, got {args.connect_timeout_s}")
     points = read_grid(args.grid)
     trace, autoscaler, fleet = read_replay_inputs(args)
     client = None
@@ -113,10 +123,11 @@ def run(args: argparse.Namespace) -> int:
         except ImportError:
             raise PlannerInputError("--scheduler needs dask.distributed: pip install 'planner[cluster]'") from None
         try:
-            client = Client(args.scheduler, timeout="10s")
+            client = Client(args.scheduler, timeout=args.connect_timeout_s)
         except OSError as error:
             raise PlannerInputError(
-                f"--scheduler {args.scheduler}: cannot reach the Dask scheduler ({error})"
+                f"--scheduler {args.scheduler}: cannot reach the Dask scheduler within "
+                f"{args.connect_timeout_s:g} s ({error})"
             ) from None
     try:
         results = run_sweep(

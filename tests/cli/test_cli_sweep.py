@@ -233,6 +233,16 @@ def test_bad_goal_and_trace_exit_2(capsys, files):
     assert status == 2 and "row 2: arrival_s goes back in time" in err  # the shared trace reader numbers data rows
 
 
+@pytest.mark.parametrize("timeout", ["0", "-1", "nan"])
+def test_a_connect_timeout_that_is_not_a_positive_number_exits_2(capsys, files, timeout):
+    _, trace, manifest, _, grid = files
+    argv = ["sweep", "--trace", str(trace), "--manifest", str(manifest), "--grid", str(grid)]
+    status, out, err = _run(capsys, [*argv, "--connect-timeout-s", timeout])
+    assert status == 2 and out == ""
+    assert f"--connect-timeout-s: expected a number of seconds > 0, got {float(timeout)}" in err
+    assert err.count("\n") == 1
+
+
 def test_unreachable_scheduler_exits_2(capsys, files):
     _, trace, manifest, _, grid = files
     status, _, err = _run(
@@ -247,9 +257,12 @@ def test_unreachable_scheduler_exits_2(capsys, files):
             str(grid),
             "--scheduler",
             "tcp://127.0.0.1:9",
+            "--connect-timeout-s",
+            "0.5",
         ],
     )
     assert status == 2 and "cannot reach the Dask scheduler" in err
+    assert "within 0.5 s" in err and err.count("\n") == 1
 
 
 def test_dask_cluster_gives_the_local_results_even_when_a_worker_is_killed(files):
