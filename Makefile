@@ -9,12 +9,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 VENDOR_STAMP := book/_vendor/.vendored
 
-.PHONY: help setup book strict-book book-current pytest-all test test-thorough lint unit unit-fast notebooks nbval build-strict lab test-lab bench clean report
+.PHONY: help setup book strict-book book-current pytest-all test test-thorough lint unit unit-fast warm-kernels notebooks nbval build-strict lab test-lab bench clean report
 
 help:
 	@echo "make book   build the static book into _build/html (sets everything up)"
 	@echo "make test   lint, strict book build (each chapter runs once), unit and notebook tests beside the page check"
-	@echo "make unit-fast  unit tests without notebooks, browsers or slow tests, few hypothesis examples (< 1 min)"
+	@echo "make unit-fast  unit tests without notebooks, browsers or slow tests, few hypothesis examples (1-2 min)"
 	@echo "make test-thorough  the unit tests with every property test's full example count"
 	@echo "make lab    open the notebooks in JupyterLab"
 	@echo "make bench  time the planner's hot paths"
@@ -45,15 +45,24 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check planner tests book data
 	$(BIN)/mypy
 
+# The fast engine's kernels, and those the differential tests call on their own, compiled into numba's
+# cache in two processes (a few seconds when they are cached). After a kernel changes, or in a new
+# checkout (numba keys its cache on the sources' paths), the test workers would otherwise both compile
+# the same kernels at once.
+warm-kernels: $(STAMP)
+	$(BIN)/python -m tests.warm_kernels & engine=$$!; \
+	nice -n 10 $(BIN)/python -m tests.warm_kernels --tests || { wait $$engine; exit 1; }; \
+	wait $$engine
+
 # Markers are set by module in tests/conftest.py.
-unit: $(STAMP)
+unit: warm-kernels
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(BIN)/python -m pytest tests -q -n 2 -m "not notebook"
 
 # Every property test with the examples it asks for (up to 3,000), on fresh random examples.
-test-thorough: $(STAMP)
+test-thorough: warm-kernels
 	HYPOTHESIS_PROFILE=thorough $(BIN)/python -m pytest tests -q -n 2 -m "not notebook"
 
-unit-fast: $(STAMP)
+unit-fast: warm-kernels
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-dev} $(BIN)/python -m pytest tests -q -n 2 -m "not notebook and not browser and not slow"
 
 # After build-strict: a chapter run with its default parameters, and the check that
