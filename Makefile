@@ -46,13 +46,16 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 # The fast engine's kernels, and those the differential tests call on their own, compiled into numba's
-# cache in two processes (a few seconds when they are cached). After a kernel changes, or in a new
+# cache in three processes (a few seconds when they are cached; tests/warm_kernels.py). The tests'
+# parts run at a lower priority, so on a fresh checkout the engine's keeps a core and usually caches
+# the decision kernel before the step kernels need it. After a kernel changes, or in a new
 # checkout (numba keys its cache on the sources' paths), the test workers would otherwise both compile
 # the same kernels at once.
 warm-kernels: $(STAMP)
-	$(BIN)/python -m tests.warm_kernels & engine=$$!; \
-	nice -n 10 $(BIN)/python -m tests.warm_kernels --tests || { wait $$engine; exit 1; }; \
-	wait $$engine
+	$(BIN)/python -m tests.warm_kernels engine & engine=$$!; \
+	nice -n 10 $(BIN)/python -m tests.warm_kernels loose & loose=$$!; \
+	nice -n 10 $(BIN)/python -m tests.warm_kernels steps & steps=$$!; \
+	status=0; for job in $$engine $$loose $$steps; do wait $$job || status=1; done; exit $$status
 
 # Markers are set by module in tests/conftest.py.
 unit: warm-kernels
@@ -101,18 +104,17 @@ pytest-all: $(STAMP)
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(BIN)/python -m pytest tests -q -n 2 --dist worksteal --durations=15
 
 # The fast engine's kernels, and those the differential tests call on their own, compile (once per
-# change of their sources) beside lint, not in both test workers at once. The tests' kernels run at a
-# lower priority: on a fresh checkout they take the core lint leaves, after the engine's process has
-# cached the decision kernel both need. After the strict build (the notebook tests read its runs), the
+# change of their sources) beside lint, as make warm-kernels compiles them. After the strict build (the notebook tests read its runs), the
 # built pages are opened in Chromium while the tests run, to fill the cores the tests leave idle;
 # the page check's report is printed after the tests'.
 test: setup
 	mkdir -p _build
-	$(BIN)/python -m tests.warm_kernels > _build/warm_kernels.log 2>&1 & warm=$$!; \
-	nice -n 10 $(BIN)/python -m tests.warm_kernels --tests > _build/warm_test_kernels.log 2>&1 & warm_tests=$$!; \
+	$(BIN)/python -m tests.warm_kernels engine > _build/warm_engine.log 2>&1 & engine=$$!; \
+	nice -n 10 $(BIN)/python -m tests.warm_kernels loose > _build/warm_loose.log 2>&1 & loose=$$!; \
+	nice -n 10 $(BIN)/python -m tests.warm_kernels steps > _build/warm_steps.log 2>&1 & steps=$$!; \
 	$(MAKE) --no-print-directory lint; \
-	wait $$warm || { cat _build/warm_kernels.log; exit 1; }; cat _build/warm_kernels.log; \
-	wait $$warm_tests || { cat _build/warm_test_kernels.log; exit 1; }; cat _build/warm_test_kernels.log
+	status=0; for job in $$engine $$loose $$steps; do wait $$job || status=1; done; \
+	cat _build/warm_engine.log _build/warm_loose.log _build/warm_steps.log; exit $$status
 	$(MAKE) --no-print-directory book-current
 	$(BIN)/python tests/check_built_book.py _build/html > _build/check_built_book.log 2>&1 & pages=$$!; \
 	tests=0; $(MAKE) --no-print-directory pytest-all || tests=$$?; \

@@ -1,12 +1,17 @@
 """Compile the fast engine's kernels into numba's on-disk cache, once per change of their sources.
 
-`make test` runs ``python -m tests.warm_kernels`` (the engine's kernels, as the engine and the book
-call them) and ``python -m tests.warm_kernels --tests`` (the kernels the differential tests call on
-their own: the replica on loose arrays, the step kernels one by one, the decision kernel inside
-another kernel) beside `make lint`, three processes on two cores. `planner/simulate/fast` keys the
-cache on the kernels' sources, so both do nothing once the kernels are cached. Without them, on a
-fresh checkout both test workers would compile the same kernels at the same time, each for minutes
-of CPU, while the tests wait.
+``python -m tests.warm_kernels PART`` compiles one part; `make test` (beside `make lint`) and
+`make warm-kernels` run the three parts at once:
+
+* ``engine``: the engine's kernels, as the engine and the book call them;
+* ``loose``: those the differential tests call on loose arrays (the replica kernel, and the decision
+  kernel inside another kernel);
+* ``steps``: the engine's step kernels, one by one, as the tick-by-tick twins test calls them.
+
+`planner/simulate/fast` keys the cache on the kernels' sources, so each part does next to nothing once
+they are cached. Without this, on a fresh checkout both test workers would compile the same kernels
+at the same time, for minutes of CPU, while the tests wait. The two test parts run at a lower
+priority: on a fresh checkout the engine's part, which everything after it waits for, keeps a core.
 """
 
 from __future__ import annotations
@@ -36,19 +41,20 @@ def engine_kernels() -> None:
     run_sweep(hour, autoscaler(8.0), FleetSpec(warmup_s=60.0), points, progress=False, workers=1)
 
 
-def test_kernels() -> None:
-    """The kernels the differential tests call on their own, each through one small case of its test.
-
-    The decision kernel's own compile is shared with the engine's process: the step kernels (which call
-    it with the engine's types) come last, by when that process has usually cached it.
-    """
+def loose_kernels() -> None:
+    """The kernels the differential tests call on loose arrays, each through one small case of its test."""
     from tests.simulate.fast import test_simulate_fast_decision, test_simulate_fast_replica
-    from tests.simulate.fast.test_simulate_fast_twins import FLEETS, Twins
-    from tests.simulate_helpers import poisson_trace
 
     test_simulate_fast_replica.test_a_replica_past_its_stop_does_nothing()
     with tempfile.TemporaryDirectory() as folder:
         test_simulate_fast_decision.test_the_kernel_runs_inside_another_kernel(Path(folder))
+
+
+def step_kernels() -> None:
+    """The engine's step kernels on their own, through a few ticks of the twins test's harness."""
+    from tests.simulate.fast.test_simulate_fast_twins import FLEETS, Twins
+    from tests.simulate_helpers import poisson_trace
+
     with tempfile.TemporaryDirectory() as folder:
         trace = poisson_trace(lambda t: 12.0, 30.0, 300, 160, seed=5)
         twins = Twins(Path(folder), next(iter(FLEETS.values())), trace, threshold=6)
@@ -56,14 +62,21 @@ def test_kernels() -> None:
             twins.tick(k)
 
 
+PARTS = {
+    "engine": (engine_kernels, "fast engine kernels"),
+    "loose": (loose_kernels, "the differential tests' kernels on loose arrays"),
+    "steps": (step_kernels, "the engine's step kernels on their own"),
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tests", action="store_true", help="the kernels the differential tests call on their own")
+    parser.add_argument("part", nargs="?", choices=list(PARTS), default="engine", help="what to compile")
     args = parser.parse_args()
     started = time.perf_counter()
-    (test_kernels if args.tests else engine_kernels)()
-    which = "the differential tests' own kernels" if args.tests else "fast engine kernels"
-    print(f"{which} compiled or read from the cache in {time.perf_counter() - started:.1f} s")
+    compile_part, what = PARTS[args.part]
+    compile_part()
+    print(f"{what} compiled or read from the cache in {time.perf_counter() - started:.1f} s")
 
 
 if __name__ == "__main__":
