@@ -103,18 +103,14 @@ build-strict: book-current
 pytest-all: $(STAMP)
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(BIN)/python -m pytest tests -q -n 2 --dist worksteal --durations=15
 
-# The fast engine's kernels, and those the differential tests call on their own, compile (once per
-# change of their sources) beside lint, as make warm-kernels compiles them. After the strict build (the notebook tests read its runs), the
-# built pages are opened in Chromium while the tests run, to fill the cores the tests leave idle;
-# the page check's report is printed after the tests'.
+# make warm-kernels runs beside lint (its report is printed after lint's). After the strict build (the
+# notebook tests read its runs), the built pages are opened in Chromium while the tests run, to fill the
+# cores the tests leave idle; the page check's report is printed after the tests'.
 test: setup
 	mkdir -p _build
-	$(BIN)/python -m tests.warm_kernels engine > _build/warm_engine.log 2>&1 & engine=$$!; \
-	nice -n 10 $(BIN)/python -m tests.warm_kernels loose > _build/warm_loose.log 2>&1 & loose=$$!; \
-	nice -n 10 $(BIN)/python -m tests.warm_kernels steps > _build/warm_steps.log 2>&1 & steps=$$!; \
+	$(MAKE) --no-print-directory warm-kernels > _build/warm_kernels.log 2>&1 & warm=$$!; \
 	$(MAKE) --no-print-directory lint; \
-	status=0; for job in $$engine $$loose $$steps; do wait $$job || status=1; done; \
-	cat _build/warm_engine.log _build/warm_loose.log _build/warm_steps.log; exit $$status
+	wait $$warm || { cat _build/warm_kernels.log; exit 1; }; cat _build/warm_kernels.log
 	$(MAKE) --no-print-directory book-current
 	$(BIN)/python tests/check_built_book.py _build/html > _build/check_built_book.log 2>&1 & pages=$$!; \
 	tests=0; $(MAKE) --no-print-directory pytest-all || tests=$$?; \
