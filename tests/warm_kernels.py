@@ -3,9 +3,9 @@
 ``python -m tests.warm_kernels PART`` compiles one part; `make test` (beside `make lint`) and
 `make warm-kernels` run the three parts at once:
 
-* ``engine``: the engine's kernels, as the engine and the book call them;
-* ``loose``: those the differential tests call on loose arrays (the replica kernel, and the decision
-  kernel inside another kernel);
+* ``engine``: the engine's kernels, as the engine, the lockstep engine and the book call them (the
+  lockstep engine serves with the replica kernel on loose arrays, as its differential test calls it);
+* ``loose``: the decision kernel inside another kernel, as its differential test calls it;
 * ``steps``: the engine's step kernels, one by one, as the tick-by-tick twins test calls them.
 
 `planner/simulate/fast` keys the cache on the kernels' sources, so each part does next to nothing once
@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from planner.simulate import simulate
+from planner.simulate.fast import lockstep
 from planner.simulate.fleet import FleetSpec
 from planner.simulate.replica import ReplicaSpec
 from planner.simulate.sweep import expand_grid, run_sweep
@@ -39,13 +40,18 @@ def engine_kernels() -> None:
     # A sweep runs the kernels without time series.
     points = expand_grid({"target": [6.0, 8.0]})
     run_sweep(hour, autoscaler(8.0), FleetSpec(warmup_s=60.0), points, progress=False, workers=1)
+    # The lockstep engine (what the kernels cannot decide for) serves with the replica kernel on loose arrays.
+    lockstep.simulate(diurnal_trace(600.0, 2.0, seed=1), autoscaler(8.0), FleetSpec(warmup_s=60.0))
 
 
 def loose_kernels() -> None:
-    """The kernels the differential tests call on loose arrays, each through one small case of its test."""
-    from tests.simulate.fast import test_simulate_fast_decision, test_simulate_fast_replica
+    """The kernel the differential tests call inside another kernel, through one small case of its test.
 
-    test_simulate_fast_replica.test_a_replica_past_its_stop_does_nothing()
+    (The replica kernel on loose arrays, which its differential test calls too, is the engine part's:
+    the lockstep engine serves with it.)
+    """
+    from tests.simulate.fast import test_simulate_fast_decision
+
     with tempfile.TemporaryDirectory() as folder:
         test_simulate_fast_decision.test_the_kernel_runs_inside_another_kernel(Path(folder))
 
@@ -64,7 +70,7 @@ def step_kernels() -> None:
 
 PARTS = {
     "engine": (engine_kernels, "fast engine kernels"),
-    "loose": (loose_kernels, "the differential tests' kernels on loose arrays"),
+    "loose": (loose_kernels, "the decision kernel inside another kernel"),
     "steps": (step_kernels, "the engine's step kernels on their own"),
 }
 

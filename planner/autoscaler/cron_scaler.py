@@ -331,7 +331,6 @@ def first_overlap_s(
     return None
 
 
-@lru_cache(maxsize=4096)
 def activity_steps(
     scaler: CronScaler, from_epoch_s: float, to_epoch_s: float, max_steps: int = 20_000
 ) -> tuple[tuple[tuple[float, bool], ...], float]:
@@ -350,13 +349,21 @@ def activity_steps(
     PlannerInputError
         The zone does not load.
     """
-    zone = load_location(scaler.timezone)
+    return _window_steps(scaler.start, scaler.end, scaler.timezone, from_epoch_s, to_epoch_s, max_steps)
+
+
+@lru_cache(maxsize=4096)
+def _window_steps(
+    start: CronSchedule, end: CronSchedule, timezone: str, from_epoch_s: float, to_epoch_s: float, max_steps: int
+) -> tuple[tuple[tuple[float, bool], ...], float]:
+    # Kept per window, not per trigger: triggers that differ only in their floor share one pass.
+    zone = load_location(timezone)
     t = float(from_epoch_s)
     steps: list[tuple[float, bool]] = []
     for _ in range(max_steps):
         if t > to_epoch_s:
             return tuple(steps), math.inf
-        fires = (next_fire_s(scaler.start, t, zone), next_fire_s(scaler.end, t, zone))
+        fires = (next_fire_s(start, t, zone), next_fire_s(end, t, zone))
         steps.append((t, _within(t, *fires)))
         upcoming = [fire for fire in fires if fire is not None]
         if not upcoming:

@@ -26,7 +26,9 @@ same result bit for bit.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,7 +43,7 @@ from planner.simulate.control import Control
 from planner.simulate.fleet import Fleet, FleetSpec
 from planner.simulate.metrics import COLUMNS, HISTORY_MARGIN_S, MetricStore
 from planner.simulate.outcome import Outcome, count_flaps, request_latencies, slo_met
-from planner.simulate.replica import CUT, DONE, RequestState, advance_replica, kv_usage_frac
+from planner.simulate.replica import CUT, DONE, ReplicaTick, RequestState, advance_replica, kv_usage_frac
 from planner.simulate.supply import SupplyOutcome
 from planner.simulate.traffic import RequestTrace
 
@@ -60,6 +62,10 @@ __all__ = [
 
 DRAIN_TAIL_S = 120.0
 """Default time simulated after the last arrival, so the last requests can finish. [s]"""
+
+ReplicaAdvance = Callable[..., ReplicaTick]
+"""One replica's tick: :func:`planner.simulate.replica.advance_replica` with its ``spec`` bound,
+called as ``advance(t0_s, dt_s, running, waiting, req, stop_s=..., stall_debt_s=...)``."""
 
 
 def controller_pods(fleet: Fleet, now_s: float) -> list[Pod]:
@@ -159,9 +165,16 @@ def route_step(state: RunState, t0_s: float, t1_s: float) -> range:
     return arrived
 
 
-def serve_step(state: RunState, t0_s: float) -> None:
-    """4. Every pod whose server is up runs one tick of continuous batching."""
+def serve_step(state: RunState, t0_s: float, advance: ReplicaAdvance | None = None) -> None:
+    """4. Every pod whose server is up runs one tick of continuous batching.
+
+    ``advance`` stands in for :func:`planner.simulate.replica.advance_replica` on
+    ``state.spec.replica`` (the lockstep engine hands in the compiled kernel's
+    :meth:`planner.simulate.fast.replica.ListReplica.advance`, the same bit for bit).
+    """
     fleet, dt = state.fleet, state.spec.tick_s
+    if advance is None:
+        advance = functools.partial(advance_replica, spec=state.spec.replica)
     grow = len(fleet.uid) - state.counters.shape[0]
     if grow > 0:
         state.counters = np.vstack([state.counters, np.zeros((grow, 4))])
@@ -174,15 +187,8 @@ def serve_step(state: RunState, t0_s: float) -> None:
             fleet.stall_debt_s[p] = 0.0
             continue
         stop_s = fleet.stop_s[p] if not math.isnan(fleet.stop_s[p]) else math.inf
-        tick = advance_replica(
-            t0_s,
-            dt,
-            fleet.running[p],
-            fleet.waiting[p],
-            state.req,
-            state.spec.replica,
-            stop_s=stop_s,
-            stall_debt_s=fleet.stall_debt_s[p],
+        tick = advance(
+            t0_s, dt, fleet.running[p], fleet.waiting[p], state.req, stop_s=stop_s, stall_debt_s=fleet.stall_debt_s[p]
         )
         fleet.stall_debt_s[p] = tick.stall_debt_s
         state.counters[p] += (len(tick.completed), tick.generated_tokens, tick.prompt_tokens, tick.preemptions)

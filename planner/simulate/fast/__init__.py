@@ -7,9 +7,9 @@ latencies). A configuration runs in the compiled kernels
 (:mod:`planner.simulate.fast.engine` and the modules it calls) when they cover
 its autoscaler, with or without a node pool (``FleetSpec.nodes``, modelled in
 :mod:`planner.simulate.fast.supply`); any other runs through :mod:`planner.simulate.fast.lockstep`,
-the reference's own code with its pod sets indexed, so the contract holds for
-every manifest the simulator accepts. ``Outcome.engine`` is ``"fast"`` either
-way; :func:`covers` says which path a configuration takes.
+the reference's own code with its pod sets indexed and its replicas served by the
+compiled replica kernel, so the contract holds for every manifest the simulator accepts.
+``Outcome.engine`` is ``"fast"`` either way; :func:`covers` says which path a configuration takes.
 
 Configurations that differ only in their autoscaler are simulated as one
 group (:mod:`planner.simulate.fast.compiled`): the fleet once, for as long as
@@ -72,6 +72,7 @@ fast function                      its reference twin (in planner)
 ``compiled.fleet_pods``            ``simulate.fleet.Fleet``
 ``replica.advance_pod``            ``simulate.replica.advance_replica``
 ``replica.advance_replica``        ``simulate.replica.advance_replica``
+``replica.ListReplica.advance``    ``simulate.replica.advance_replica``
 ``replica.kv_usage_frac``          ``simulate.replica.kv_usage_frac``
 ``metrics.compile_query``          ``simulate.metrics.parse_query``
 ``metrics.evaluate``               ``simulate.metrics.Query.evaluate``

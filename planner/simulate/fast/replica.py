@@ -29,6 +29,7 @@ or :data:`BAD_LAYOUT`).
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -36,12 +37,13 @@ import numpy as np
 from numba import njit
 
 from planner.simulate.fast._numeric import pairwise_sum
-from planner.simulate.replica import DONE, RUNNING, WAITING, ReplicaSpec
+from planner.simulate.replica import DONE, RUNNING, WAITING, ReplicaSpec, ReplicaTick, RequestState
 
 __all__ = [
     "BAD_LAYOUT",
     "NEEDS_CAPACITY",
     "CompiledReplica",
+    "ListReplica",
     "ReplicaParams",
     "ReplicaQueues",
     "ReplicaRequests",
@@ -926,3 +928,129 @@ def advance_pod(t0_s, dt_s, stop_s, p, queues, requests, replica, scratch, compl
         prompt_tokens,
         preempted,
     )
+
+
+@njit(cache=True, nogil=True)
+def _link_queue(queue, next_req):
+    # The waiting deque (as an array) as a linked list through next_req; its head, tail and length.
+    n = queue.shape[0]
+    if n == 0:
+        return -1, -1, 0
+    for k in range(n - 1):
+        next_req[queue[k]] = queue[k + 1]
+    next_req[queue[n - 1]] = -1
+    return queue[0], queue[n - 1], n
+
+
+@njit(cache=True, nogil=True)
+def _unlink_queue(head, n, next_req, out):
+    # The linked list from head back into an array, in queue order.
+    i = head
+    for k in range(n):
+        out[k] = i
+        i = next_req[i]
+    return out[:n]
+
+
+class ListReplica:
+    """The replica kernel behind the Python model's interface: a ``running`` list and a ``waiting`` deque.
+
+    :meth:`advance` is :func:`planner.simulate.replica.advance_replica` for one
+    :class:`planner.simulate.replica.ReplicaSpec`, computed by :func:`advance_replica`
+    (bit for bit the same, as its differential test holds it): the list and deque are
+    copied into a one-pod batch row and linked-list queue, the kernel runs, and
+    they are copied back. The lockstep engine serves with it, so the
+    configurations the kernels cannot decide for still batch at compiled speed.
+
+    Parameters
+    ----------
+    spec : ReplicaSpec
+    n_requests : int
+        Length of the :class:`planner.simulate.replica.RequestState` arrays it is handed.
+    """
+
+    def __init__(self, spec: ReplicaSpec, n_requests: int) -> None:
+        self._compiled = CompiledReplica.from_spec(spec)
+        slots = self._compiled.max_num_seqs
+        self._run = np.zeros((1, slots), dtype=np.int64)
+        self._run_n = np.zeros(1, dtype=np.int64)
+        self._wq_head = np.full(1, -1, dtype=np.int64)
+        self._wq_tail = np.full(1, -1, dtype=np.int64)
+        self._wq_n = np.zeros(1, dtype=np.int64)
+        self._stall_debt_s = np.zeros(1)
+        self._next_req = np.full(max(n_requests, 1), -1, dtype=np.int64)
+        self._capacity = 0
+        self._reserve(64)
+
+    def _reserve(self, requests: int) -> None:
+        # Work arrays for a pod holding up to `requests` at a tick start, grown by doubling.
+        if requests <= self._capacity:
+            return
+        self._capacity = max(requests, 2 * self._capacity)
+        self._scratch = new_scratch(self._compiled.max_num_seqs, self._capacity)
+        self._completed_out = np.empty(self._capacity, dtype=np.int64)
+        self._queue_out = np.empty(self._capacity, dtype=np.int64)
+
+    def advance(
+        self,
+        t0_s: float,
+        dt_s: float,
+        running: list[int],
+        waiting: deque,
+        req: RequestState,
+        stop_s: float = math.inf,
+        stall_debt_s: float = 0.0,
+    ) -> ReplicaTick:
+        """:func:`planner.simulate.replica.advance_replica` (less its ``spec``), in place. [s]"""
+        self._reserve(len(running) + len(waiting))
+        n_running = len(running)
+        self._run[0, :n_running] = running
+        self._run_n[0] = n_running
+        queue = np.fromiter(waiting, dtype=np.int64, count=len(waiting))
+        self._wq_head[0], self._wq_tail[0], self._wq_n[0] = _link_queue(queue, self._next_req)
+        self._stall_debt_s[0] = stall_debt_s
+        c = self._compiled
+        busy_s, n_completed, generated_tokens, prompt_tokens, preempted = advance_replica(
+            t0_s,
+            dt_s,
+            stop_s,
+            0,
+            self._run,
+            self._run_n,
+            self._wq_head,
+            self._wq_tail,
+            self._wq_n,
+            self._stall_debt_s,
+            self._next_req,
+            req.arrival_s,
+            req.input_tokens,
+            req.output_tokens,
+            req.status,
+            req.admit_s,
+            req.first_token_s,
+            req.done_s,
+            req.generated,
+            req.prefill_left_s,
+            req.preemptions,
+            c.step_table_s,
+            c.max_num_seqs,
+            c.kv_tokens,
+            c.block_size_tokens,
+            c.prefill_ms_per_token,
+            c.max_num_batched_tokens,
+            self._scratch,
+            self._completed_out,
+        )
+        if n_completed < 0:  # the buffers were reserved above; a batch past max_num_seqs is the caller's bug
+            raise ValueError(f"the replica kernel refused the pod's layout (code {n_completed})")
+        running[:] = self._run[0, : self._run_n[0]].tolist()
+        waiting.clear()
+        waiting.extend(_unlink_queue(self._wq_head[0], self._wq_n[0], self._next_req, self._queue_out).tolist())
+        return ReplicaTick(
+            busy_s,
+            tuple(self._completed_out[:n_completed].tolist()),
+            generated_tokens,
+            prompt_tokens,
+            preempted,
+            float(self._stall_debt_s[0]),
+        )
