@@ -204,9 +204,10 @@ def simulate_fixed_fleet(trace: RequestTrace, fleet_spec: FleetSpec, replicas: i
     if replicas < 1:
         raise PlannerInputError(f"replicas: expected at least 1, got {replicas}")
     n = len(trace)
+    # Token counts as Python ints: the event loops read them one at a time, where numpy scalars are slow.
     state = {
-        "input_tokens": np.asarray(trace.input_tokens, dtype=np.int64),
-        "output_tokens": np.asarray(trace.output_tokens, dtype=np.int64),
+        "input_tokens": np.asarray(trace.input_tokens, dtype=np.int64).tolist(),
+        "output_tokens": np.asarray(trace.output_tokens, dtype=np.int64).tolist(),
         "first_token_s": np.full(n, np.nan),
         "done_s": np.full(n, np.nan),
     }
@@ -336,10 +337,11 @@ class EngineAgreement:
 def compare_engines(
     case: AgreementCase, replica: ReplicaSpec = AGREEMENT_REPLICA, *, tick_s: float = 1.0
 ) -> EngineAgreement:
-    """Replay one case through the tick engine (``reference``) and this one; their SLO figures side by side.
+    """Replay one case through the tick engine and this one; their SLO figures side by side.
 
     The tick engine runs the case's fleet as a ScaledObject pinned at
-    ``replicas`` (minimum = maximum), so its controller never moves it.
+    ``replicas`` (minimum = maximum), so its controller never moves it. It runs
+    compiled (``fast``), which gives the reference's outcome bit for bit.
 
     Parameters
     ----------
@@ -355,7 +357,7 @@ def compare_engines(
     """
     from planner.autoscaler.keda import ScaledObjectSpec, Trigger, hpa_for_scaled_object
     from planner.autoscaler.spec import Autoscaler
-    from planner.simulate.reference import simulate
+    from planner.simulate import simulate
 
     trace = scenario_trace(case.scenario, case.seed)
     fleet = FleetSpec(replica=replica, ttft_slo_s=case.ttft_slo_s, router=case.router, tick_s=tick_s)
