@@ -45,17 +45,19 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check planner tests book data
 	$(BIN)/mypy
 
-# The fast engine's kernels, and those the differential tests call on their own, compiled into numba's
-# cache in three processes (a few seconds when they are cached; tests/warm_kernels.py). The tests'
-# parts run at a lower priority, so on a fresh checkout the engine's keeps a core and usually caches
+# The fast engine's kernels, and those the lockstep engine and the differential tests call on their
+# own, compiled into numba's cache in four processes (a few seconds when they are cached;
+# tests/warm_kernels.py). The other parts run at a lower priority, so on a fresh checkout the
+# engine's keeps a core and usually caches
 # the decision kernel before the step kernels need it. After a kernel changes, or in a new
 # checkout (numba keys its cache on the sources' paths), the test workers would otherwise both compile
 # the same kernels at once.
 warm-kernels: $(STAMP)
 	$(BIN)/python -m tests.warm_kernels engine & engine=$$!; \
+	nice -n 10 $(BIN)/python -m tests.warm_kernels lockstep & lockstep=$$!; \
 	nice -n 10 $(BIN)/python -m tests.warm_kernels loose & loose=$$!; \
 	nice -n 10 $(BIN)/python -m tests.warm_kernels steps & steps=$$!; \
-	status=0; for job in $$engine $$loose $$steps; do wait $$job || status=1; done; exit $$status
+	status=0; for job in $$engine $$lockstep $$loose $$steps; do wait $$job || status=1; done; exit $$status
 
 # Markers are set by module in tests/conftest.py.
 unit: warm-kernels

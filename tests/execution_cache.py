@@ -42,6 +42,7 @@ _FINGERPRINT = re.compile(r"[0-9a-f]{16}")
 # the same pages, so `make build-strict` after `make book` checks the pages without building them again.
 BOOK_SOURCES = ("book", "_config.yml", "_toc.yml", "tests/execution_cache.py", "Makefile")
 STAMP_NAME = ".strict-build"
+WARM_PARTS = ("engine", "lockstep")  # tests/warm_kernels.py's parts the chapters call
 
 
 def fingerprint(root: Path = REPO_ROOT, names: tuple[str, ...] = FINGERPRINTED) -> str:
@@ -209,7 +210,11 @@ def execute_missing(workers: int = 2, build_dir: Path = BUILD_DIR, root: Path = 
         timings = {}
     missing.sort(key=lambda path: -float(timings.get(path.relative_to(root).as_posix(), 0.0)))
 
-    subprocess.run([sys.executable, "-m", "tests.warm_kernels"], cwd=root, check=True)
+    # The engine's kernels and the lockstep engine's replica kernel, compiled at once on the two cores.
+    warming = [subprocess.Popen([sys.executable, "-m", "tests.warm_kernels", part], cwd=root) for part in WARM_PARTS]
+    for part, process in zip(WARM_PARTS, warming, strict=True):
+        if process.wait() != 0:
+            raise subprocess.CalledProcessError(process.returncode, f"python -m tests.warm_kernels {part}")
     config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
     timeout_s = int(config.get("execute", {}).get("timeout", 300))
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:

@@ -1,16 +1,17 @@
 """Compile the fast engine's kernels into numba's on-disk cache, once per change of their sources.
 
 ``python -m tests.warm_kernels PART`` compiles one part; `make test` (beside `make lint`) and
-`make warm-kernels` run the three parts at once:
+`make warm-kernels` run the four parts at once, and the book build the first two:
 
-* ``engine``: the engine's kernels, as the engine, the lockstep engine and the book call them (the
-  lockstep engine serves with the replica kernel on loose arrays, as its differential test calls it);
+* ``engine``: the engine's kernels, as the engine and the book call them;
+* ``lockstep``: the replica kernel on loose arrays, which the lockstep engine serves with (the
+  forecasts' and formulas' replays) and its differential test calls;
 * ``loose``: the decision kernel inside another kernel, as its differential test calls it;
 * ``steps``: the engine's step kernels, one by one, as the tick-by-tick twins test calls them.
 
 `planner/simulate/fast` keys the cache on the kernels' sources, so each part does next to nothing once
 they are cached. Without this, on a fresh checkout both test workers would compile the same kernels
-at the same time, for minutes of CPU, while the tests wait. The two test parts run at a lower
+at the same time, for minutes of CPU, while the tests wait. The other parts run at a lower
 priority: on a fresh checkout the engine's part, which everything after it waits for, keeps a core.
 """
 
@@ -40,16 +41,15 @@ def engine_kernels() -> None:
     # A sweep runs the kernels without time series.
     points = expand_grid({"target": [6.0, 8.0]})
     run_sweep(hour, autoscaler(8.0), FleetSpec(warmup_s=60.0), points, progress=False, workers=1)
-    # The lockstep engine (what the kernels cannot decide for) serves with the replica kernel on loose arrays.
+
+
+def lockstep_kernels() -> None:
+    """The replica kernel on loose arrays, which the lockstep engine serves with (and its test calls)."""
     lockstep.simulate(diurnal_trace(600.0, 2.0, seed=1), autoscaler(8.0), FleetSpec(warmup_s=60.0))
 
 
 def loose_kernels() -> None:
-    """The kernel the differential tests call inside another kernel, through one small case of its test.
-
-    (The replica kernel on loose arrays, which its differential test calls too, is the engine part's:
-    the lockstep engine serves with it.)
-    """
+    """The decision kernel inside another kernel, through one small case of its differential test."""
     from tests.simulate.fast import test_simulate_fast_decision
 
     with tempfile.TemporaryDirectory() as folder:
@@ -70,6 +70,7 @@ def step_kernels() -> None:
 
 PARTS = {
     "engine": (engine_kernels, "fast engine kernels"),
+    "lockstep": (lockstep_kernels, "the replica kernel the lockstep engine serves with"),
     "loose": (loose_kernels, "the decision kernel inside another kernel"),
     "steps": (step_kernels, "the engine's step kernels on their own"),
 }

@@ -29,7 +29,7 @@ recommended setting, at the targets ``--forecast-targets`` gives as fractions
 of its target, and prices each at the attainment goal
 (:func:`planner.workflows.forecast_comparison.compare_forecasts`); ``--json``
 gets a ``forecasts`` section. The forecasts run in the lockstep engine, about
-25 s per configuration and simulated day of 50 000 requests on one core.
+6 s per configuration and simulated day of 50 000 requests on one core.
 
 ``--schedule`` also derives, as ``planner schedule`` does, KEDA cron triggers (minimum replicas by
 weekday and hour in ZONE, default UTC) beside the recommendation (the team's ScaledObject when it
