@@ -361,34 +361,31 @@ def _copy_state(req: RequestState) -> RequestState:
     return copy
 
 
-def test_the_list_replica_equals_the_python_model_on_generated_replicas():
-    # ListReplica (what the lockstep engine serves with) copies a list and a deque in and out of the kernel.
-    # The request arrays, the batch and queue order and every tick's numbers must come out bit for bit.
-    @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(replica_cases(sizes=(1, 3, 8, 200), queue_max=40))
-    def check(case):
-        req, spec, running, waiting, t_start_s, dt_s, n_ticks, stop_s, stall_debt_s = case
-        twin_req, twin_running, twin_waiting = _copy_state(req), list(running), deque(waiting)
-        replica = ListReplica(spec, len(req))
-        model_debt_s = twin_debt_s = stall_debt_s
-        routed = len(req) - int((req.status == PENDING).sum())
-        for k in range(n_ticks):
-            t0_s = t_start_s + k * dt_s
-            while routed < len(req) and req.arrival_s[routed] < t0_s + dt_s:
-                req.status[routed] = twin_req.status[routed] = WAITING
-                waiting.append(routed)
-                twin_waiting.append(routed)
-                routed += 1
-            tick = model.advance_replica(t0_s, dt_s, running, waiting, req, spec, stop_s, model_debt_s)
-            twin = replica.advance(t0_s, dt_s, twin_running, twin_waiting, twin_req, stop_s, twin_debt_s)
-            assert twin == tick
-            assert [type(i) for i in twin.completed] == [int] * len(twin.completed)
-            assert twin_running == running and twin_waiting == waiting
-            for name in ARRAYS:
-                assert np.array_equal(_bits(getattr(twin_req, name)), _bits(getattr(req, name)), equal_nan=True), name
-            model_debt_s, twin_debt_s = tick.stall_debt_s, twin.stall_debt_s
-
-    check()
+# ListReplica (what the lockstep engine serves with) copies a list and a deque in and out of the kernel.
+# The request arrays, the batch and queue order and every tick's numbers must come out bit for bit.
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(replica_cases(sizes=(1, 3, 8, 200), queue_max=40))
+def test_the_list_replica_equals_the_python_model_on_generated_replicas(case):
+    req, spec, running, waiting, t_start_s, dt_s, n_ticks, stop_s, stall_debt_s = case
+    twin_req, twin_running, twin_waiting = _copy_state(req), list(running), deque(waiting)
+    replica = ListReplica(spec, len(req))
+    model_debt_s = twin_debt_s = stall_debt_s
+    routed = len(req) - int((req.status == PENDING).sum())
+    for k in range(n_ticks):
+        t0_s = t_start_s + k * dt_s
+        while routed < len(req) and req.arrival_s[routed] < t0_s + dt_s:
+            req.status[routed] = twin_req.status[routed] = WAITING
+            waiting.append(routed)
+            twin_waiting.append(routed)
+            routed += 1
+        tick = model.advance_replica(t0_s, dt_s, running, waiting, req, spec, stop_s, model_debt_s)
+        twin = replica.advance(t0_s, dt_s, twin_running, twin_waiting, twin_req, stop_s, twin_debt_s)
+        assert twin == tick
+        assert [type(i) for i in twin.completed] == [int] * len(twin.completed)
+        assert twin_running == running and twin_waiting == waiting
+        for name in ARRAYS:
+            assert np.array_equal(_bits(getattr(twin_req, name)), _bits(getattr(req, name)), equal_nan=True), name
+        model_debt_s, twin_debt_s = tick.stall_debt_s, twin.stall_debt_s
 
 
 def _queue_only(inputs, outputs, arrival_s=0.0):
