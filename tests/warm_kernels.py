@@ -4,9 +4,10 @@
 `make warm-kernels` run the four parts at once, and the book build the first two:
 
 * ``engine``: the engine's kernels, as the engine and the book call them;
-* ``lockstep``: the replica kernel on loose arrays, which the lockstep engine serves with (the
-  forecasts' and formulas' replays) and its differential test calls;
-* ``loose``: the decision kernel inside another kernel, as its differential test calls it;
+* ``lockstep``: the replica kernel on loose arrays, the trace's read-only, as the lockstep engine
+  serves with it (the forecasts' and formulas' replays);
+* ``loose``: those the differential tests call on loose arrays (the replica kernel on writable
+  ones, and the decision kernel inside another kernel);
 * ``steps``: the engine's step kernels, one by one, as the tick-by-tick twins test calls them.
 
 `planner/simulate/fast` keys the cache on the kernels' sources, so each part does next to nothing once
@@ -44,14 +45,18 @@ def engine_kernels() -> None:
 
 
 def lockstep_kernels() -> None:
-    """The replica kernel on loose arrays, which the lockstep engine serves with (and its test calls)."""
+    """The replica kernel on loose arrays, the trace's read-only, as the lockstep engine serves with it."""
     lockstep.simulate(diurnal_trace(600.0, 2.0, seed=1), autoscaler(8.0), FleetSpec(warmup_s=60.0))
 
 
 def loose_kernels() -> None:
-    """The decision kernel inside another kernel, through one small case of its differential test."""
-    from tests.simulate.fast import test_simulate_fast_decision
+    """The kernels the differential tests call on loose arrays, each through one small case of its test.
 
+    (The replica kernel on the tests' writable arrays; the lockstep part compiles it on read-only ones.)
+    """
+    from tests.simulate.fast import test_simulate_fast_decision, test_simulate_fast_replica
+
+    test_simulate_fast_replica.test_a_replica_past_its_stop_does_nothing()
     with tempfile.TemporaryDirectory() as folder:
         test_simulate_fast_decision.test_the_kernel_runs_inside_another_kernel(Path(folder))
 
@@ -71,7 +76,7 @@ def step_kernels() -> None:
 PARTS = {
     "engine": (engine_kernels, "fast engine kernels"),
     "lockstep": (lockstep_kernels, "the replica kernel the lockstep engine serves with"),
-    "loose": (loose_kernels, "the decision kernel inside another kernel"),
+    "loose": (loose_kernels, "the differential tests' kernels on loose arrays"),
     "steps": (step_kernels, "the engine's step kernels on their own"),
 }
 

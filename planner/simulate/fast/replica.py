@@ -981,6 +981,25 @@ class ListReplica:
         self._next_req = np.full(max(n_requests, 1), -1, dtype=np.int64)
         self._capacity = 0
         self._reserve(64)
+        self._req: RequestState | None = None
+        self._trace_arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def _read_only(self, req: RequestState) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        # The trace's arrays as read-only contiguous views, whether the trace's own are writable or not:
+        # the kernel is compiled (and cached) for one type of each, not once per reader's flags.
+        if req is not self._req or self._trace_arrays is None:
+            views = []
+            for values, dtype in (
+                (req.arrival_s, np.float64),
+                (req.input_tokens, np.int64),
+                (req.output_tokens, np.int64),
+            ):
+                view = np.ascontiguousarray(values, dtype=dtype).view()
+                view.flags.writeable = False
+                views.append(view)
+            self._req = req
+            self._trace_arrays = (views[0], views[1], views[2])
+        return self._trace_arrays
 
     def _reserve(self, requests: int) -> None:
         # Work arrays for a pod holding up to `requests` at a tick start, grown by doubling.
@@ -1009,6 +1028,7 @@ class ListReplica:
         queue = np.fromiter(waiting, dtype=np.int64, count=len(waiting))
         self._wq_head[0], self._wq_tail[0], self._wq_n[0] = _link_queue(queue, self._next_req)
         self._stall_debt_s[0] = stall_debt_s
+        arrival_s, input_tokens, output_tokens = self._read_only(req)
         c = self._compiled
         busy_s, n_completed, generated_tokens, prompt_tokens, preempted = advance_replica(
             t0_s,
@@ -1022,9 +1042,9 @@ class ListReplica:
             self._wq_n,
             self._stall_debt_s,
             self._next_req,
-            req.arrival_s,
-            req.input_tokens,
-            req.output_tokens,
+            arrival_s,
+            input_tokens,
+            output_tokens,
             req.status,
             req.admit_s,
             req.first_token_s,
