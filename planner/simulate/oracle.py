@@ -660,15 +660,14 @@ def oracle_curve(
         missed = np.unique(np.asarray(missed_requests, dtype=np.int64))
         if missed.size == 0 or missed[0] < 0 or missed[-1] > req.requests:
             raise PlannerInputError(f"missed_requests: expected whole numbers from 0 to {req.requests}")
-    return _curve(req, fleet, missed, window_s)
+    return _curve(req, fleet, missed, _windows(req, _setting(fleet), window_s))
 
 
-def _curve(req: _Requests, fleet: FleetSpec, missed: np.ndarray, window_s: float) -> OracleCurve:
+def _curve(req: _Requests, fleet: FleetSpec, missed: np.ndarray, windows: _Windows) -> OracleCurve:
     s = _setting(fleet)
     beyond = missed - req.impossible  # misses left after the requests nobody can serve
     usable = np.maximum(beyond, 0)
     pod_cold_s, node_cold_s = shortest_cold_start_s(fleet)
-    windows = _windows(req, s, window_s)
     pod_a, pod_b = _bound_seconds(req, s, windows, pod_cold_s, 1.0, usable)
     gpus = fleet.gpus_per_replica
     if fleet.nodes is None or node_cold_s is None:
@@ -724,10 +723,11 @@ def oracle_bound(
     fleet = fleet or FleetSpec()
     req = _requests(trace, fleet, duration_s)
     missed = missed_at(attainment_goal_frac, req.requests)
-    curve = _curve(req, fleet, np.array([missed]), window_s)
     s = _setting(fleet)
-    usable = missed - req.impossible
+    # One set of windows (and the requests' charges it keeps) for the curve, the peak and the profile.
     windows = _windows(req, s, window_s)
+    curve = _curve(req, fleet, np.array([missed]), windows)
+    usable = missed - req.impossible
     peak = _peak_replicas(windows, _weights(s, windowed=True), usable) if usable >= 0 else 0
     pod_cold_s, node_cold_s = shortest_cold_start_s(fleet)
     profile_t_s, profile_replicas = _profile(req, s, windows, pod_cold_s)
@@ -846,7 +846,8 @@ def regret_usd(
     for members in groups.values():
         fleet = fleets[members[0]]
         points = np.unique(np.concatenate([missed[members], [goal_missed]]))
-        curve = _curve(_requests(trace, fleet, duration_s), fleet, points, window_s)
+        group_req = _requests(trace, fleet, duration_s)
+        curve = _curve(group_req, fleet, points, _windows(group_req, _setting(fleet), window_s))
         oracle_usd = min(oracle_usd, float(curve.cold_start_cost_usd[np.searchsorted(points, goal_missed)]))
         for i in members:
             if not np.isnan(attained[i]):
