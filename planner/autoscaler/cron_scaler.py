@@ -301,31 +301,16 @@ def first_overlap_s(
     its firings (:func:`activity_steps`, followed for at most ``max_steps``
     firings: a schedule firing every minute is followed for two weeks, not a
     year), and the answer is the first step of the two merged at which both are
-    active. Each window's steps, and each pair's answer, are computed once and
-    kept, so checking every pair of many triggers costs one pass over each
-    window's firings, and checking the same pairs again costs nothing.
+    active. Each trigger's steps are computed once and kept, so checking every
+    pair of many triggers costs one pass over each trigger's firings.
 
     Raises
     ------
     PlannerInputError
         A zone does not load.
     """
-    return _windows_overlap_s(
-        (a.start, a.end, a.timezone), (b.start, b.end, b.timezone), from_epoch_s, to_epoch_s, max_steps
-    )
-
-
-@lru_cache(maxsize=16_384)
-def _windows_overlap_s(
-    a: tuple[CronSchedule, CronSchedule, str],
-    b: tuple[CronSchedule, CronSchedule, str],
-    from_epoch_s: float,
-    to_epoch_s: float,
-    max_steps: int,
-) -> float | None:
-    # Kept per pair of windows: a schedule search checks the same pairs once per candidate manifest.
-    steps_a, until_a = _window_steps(*a, from_epoch_s, to_epoch_s, max_steps)
-    steps_b, until_b = _window_steps(*b, from_epoch_s, to_epoch_s, max_steps)
+    steps_a, until_a = activity_steps(a, from_epoch_s, to_epoch_s, max_steps)
+    steps_b, until_b = activity_steps(b, from_epoch_s, to_epoch_s, max_steps)
     until = min(until_a, until_b, to_epoch_s)
     i = j = 0
     while i < len(steps_a) and j < len(steps_b):
