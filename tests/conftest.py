@@ -24,6 +24,36 @@ def shared_dir() -> Path:
     return SHARED_DIR
 
 
+# The best_possible setting: the workflow, its charts and its explorer read one comparison, made once per
+# test process (a reactive and a scheduled run at each target, and the oracle: seconds of work).
+BEST_POSSIBLE_GOAL = 0.99
+BEST_POSSIBLE_FRACS = (1.0, 1.9)
+
+
+@pytest.fixture(scope="session")
+def best_possible_setting():
+    """A day of the bundled trace stretched (daily cycle eight to one) on seed 003's rig with a 5-minute cold start.
+
+    Returns the trace, the fleet, its default scaling plan and their comparison with the oracle.
+    """
+    import dataclasses
+
+    from planner.readers.fleet import read_fleet
+    from planner.readers.trace import read_trace
+    from planner.simulate.traffic import WeeklyEnvelope, stretch_days
+    from planner.workflows.best_possible import compare_with_oracle
+    from planner.workflows.schedule import default_scaling_plan
+
+    source = read_trace(DATA_DIR / "traces" / "steady-0.6rps-12min.csv")
+    trace = stretch_days(source, 0, 1, envelope=WeeklyEnvelope(peak_to_trough=8.0), mean_factor=2.0)
+    fleet = dataclasses.replace(
+        read_fleet(DATA_DIR / "fleets" / "seed003-rig.yaml"), warmup_s=300.0, ttft_slo_s=2.0, tick_s=5.0
+    )
+    plan = default_scaling_plan(trace, fleet)
+    best = compare_with_oracle(trace, fleet, plan, BEST_POSSIBLE_GOAL, target_fracs=BEST_POSSIBLE_FRACS)
+    return trace, fleet, plan, best
+
+
 # Property tests: no per-example deadline (a loaded 2-core CI machine is slow at random).
 # "ci" (`make unit`, `make test`, and wherever CI is set) runs a fixed example sequence, so a
 # failure reproduces, and lowers what a test asks for to at most 200 examples; "thorough"
@@ -92,6 +122,42 @@ SLOW_TESTS = {
     "test_cli_plan::test_real_conversation_traffic_on_a_slow_replica_replaces_a_failing_setting",
     "test_cli_plan::test_a_kept_scaled_object_gets_its_schedule_beside_itself",
     "test_simulate_fast::test_a_store_that_drops_old_scrapes_changes_no_decision",
+    # A second or more on 2 cores (medians of two `make unit-fast --durations=0` runs): days of simulated
+    # traffic, engines compared tick by tick, subprocesses of the CLI, scans of every minute of a week.
+    # `make unit` and `make test` run them; the fast loop keeps each module's quicker tests.
+    "test_replica_queues::test_closed_forms_agree_with_the_integrated_model",
+    "test_simulate_fast_twins::test_every_step_kernel_matches_its_reference_twin_tick_by_tick",
+    "test_simulate_fast_twins::test_every_step_kernel_matches_its_reference_twin_tick_by_tick_with_a_node_pool",
+    "test_cron_scaler::test_the_first_overlap_is_the_first_minute_both_windows_are_open",
+    "test_simulate_fast_supply::test_fast_equals_reference_on_each_feature_of_the_node_pool",
+    "test_simulate_fast_supply::test_fast_equals_reference_on_the_azure_conversation_trace",
+    "test_simulate_fast_supply::test_configurations_with_a_node_pool_share_a_fleet_and_each_gets_what_it_gets_alone",
+    "test_simulate_fast_supply::test_fast_equals_reference_on_generated_node_pools",
+    "test_simulate_fast_supply::test_a_generated_group_on_a_node_pool_gives_each_member_what_it_gets_alone",
+    "test_cli_sweep::test_stretch_day_sweeps_a_day_of_the_trace",
+    "test_knee::test_grid_agrees_with_the_knee_at_every_pair",
+    "test_simulate_fast::test_a_seasonal_naive_trigger_runs_compiled_alike",
+    "test_simulate_fast::test_cron_windows_across_a_daylight_saving_change_run_compiled_alike",
+    "test_simulate_fast::test_fast_equals_reference_on_generated_inputs",
+    "test_simulate_fast::test_cron_triggers_run_compiled_alike",
+    "test_simulate_reference::test_a_cron_window_holds_desired_replicas_through_a_day",
+    "test_simulate_reference::test_the_start_moves_the_window_and_a_weekend_has_none",
+    "test_plan::test_the_chapters_current_setting_is_kept_when_it_is_best",
+    "test_simulate_calibration::test_simulated_mean_tpot_within_10_percent_at_every_level",
+    "test_charts_loadtest_thresholds::test_every_chart_fits_the_content_column",
+    "test_cli_traffic::test_a_week_in_simulate_and_plan",
+    "test_simulate_fast_allocator::test_with_the_threshold_fixed_freed_large_arrays_leave_resident_memory",
+    "test_simulate_fast_decision::test_a_day_of_syncs_with_long_policy_periods_fits_the_history",
+    "test_simulate_fast_compiled::test_a_group_of_cron_schedules_gives_each_member_its_own_windows",
+    "test_cli_knee::test_console_script_end_to_end",
+    "test_schedule::test_the_triggers_hold_the_floor_in_force_at_every_minute",
+    "test_readme::test_the_python_example_runs",
+    "test_simulate_supply::test_a_placeholder_gives_its_gpu_to_a_real_pod_at_once",
+    "test_simulate_supply::test_a_failed_node_request_backs_off_and_retries",
+    "test_simulate_discrete_event::test_with_chunked_prefill_the_engines_agree_below_saturation",
+    "test_promql_promtool::test_forecasts_a_day_back_give_prometheus_values",
+    "test_lint_real_world_2::test_the_folder_linted_together_prints_json",
+    "test_simulate_oracle::test_the_proof_lemmas_hold_tick_by_tick_on_real_traffic",
 }
 
 

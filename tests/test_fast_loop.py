@@ -60,7 +60,7 @@ def test_the_markers_are_set_by_module_and_by_name(request):
     assert _marked("test_book_backlog", "test_anything") == ["notebook"]
     assert _marked("test_cli_report", "test_anything") == ["notebook", "browser"]
     assert _marked("test_cli_sweep", "test_unreachable_scheduler_exits_2") == ["slow"]
-    assert _marked("test_cli_sweep", "test_stretch_day_sweeps_a_day_of_the_trace") == []
+    assert _marked("test_cli_sweep", "test_table_names_the_front_and_the_cheapest") == []
 
 
 def test_slow_tests_are_run_first():

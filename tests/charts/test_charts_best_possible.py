@@ -17,11 +17,10 @@ from planner.charts.best_possible import (
     week_frame,
 )
 from planner.workflows.best_possible import REACTIVE, SCHEDULE
-from tests.workflows.test_best_possible import setting  # noqa: F401  (the module fixture)
 
 
-def test_the_week_frame_holds_every_series_binned_by_the_oracles_window(setting):  # noqa: F811
-    _, fleet, _, best = setting
+def test_the_week_frame_holds_every_series_binned_by_the_oracles_window(best_possible_setting):
+    _, fleet, _, best = best_possible_setting
     reactive, scheduled = best.cheapest(REACTIVE), best.cheapest(SCHEDULE)
     frame = week_frame(best, reactive, scheduled, fleet.start_epoch_s)
     assert list(frame.columns) == ["time", "series", "replicas"]
@@ -41,8 +40,8 @@ def test_the_week_frame_holds_every_series_binned_by_the_oracles_window(setting)
     assert floor.min() >= best.schedule_of(scheduled).base_replicas
 
 
-def test_the_day_frame_sums_replica_hours_per_day_without_the_floor(setting):  # noqa: F811
-    _, fleet, _, best = setting
+def test_the_day_frame_sums_replica_hours_per_day_without_the_floor(best_possible_setting):
+    _, fleet, _, best = best_possible_setting
     frame = week_frame(best, best.cheapest(REACTIVE), best.cheapest(SCHEDULE), fleet.start_epoch_s)
     days = day_frame(frame)
     assert list(days.columns) == ["day", "weekend", "series", "replica_hours"]
@@ -53,8 +52,8 @@ def test_the_day_frame_sums_replica_hours_per_day_without_the_floor(setting):  #
     assert need == pytest.approx(best.bound.profile_replicas[:96].sum() * best.bound.window_s / 3600.0)
 
 
-def test_the_charts_encode_time_replicas_and_series(setting):  # noqa: F811
-    _, fleet, _, best = setting
+def test_the_charts_encode_time_replicas_and_series(best_possible_setting):
+    _, fleet, _, best = best_possible_setting
     frame = week_frame(best, best.cheapest(REACTIVE), best.cheapest(SCHEDULE), fleet.start_epoch_s)
     spec = week_chart(frame).to_dict()
     assert spec["mark"]["type"] == "line"
@@ -64,8 +63,8 @@ def test_the_charts_encode_time_replicas_and_series(setting):  # noqa: F811
     assert SERIES[3] not in bars["encoding"]["color"]["scale"]["domain"]
 
 
-def test_the_front_chart_draws_every_run_beside_the_bounds_and_the_goal(setting):  # noqa: F811
-    _, _, _, best = setting
+def test_the_front_chart_draws_every_run_beside_the_bounds_and_the_goal(best_possible_setting):
+    _, _, _, best = best_possible_setting
     frame = runs_frame(best)
     assert frame["strategy"].tolist() == [SERIES[1]] * 2 + [SERIES[2]] * 2
     assert frame["target"].tolist() == list(best.targets) * 2

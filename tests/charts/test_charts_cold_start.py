@@ -22,8 +22,8 @@ from planner.charts.cold_start import (
 from planner.dynamics.cold_start import ColdStartPhases, phase_waterfall
 from planner.errors import PlannerInputError
 from planner.readers.cold_start_cases import cold_start_case, read_cold_start_cases
+from planner.simulate import simulate
 from planner.simulate.fleet import FleetSpec
-from planner.simulate.reference import simulate
 from planner.simulate.supply import NodePoolSpec
 from planner.workflows.cold_start import supply_table
 from tests.conftest import DATA_DIR

@@ -10,7 +10,7 @@ import pytest
 from planner.charts.flapping import fixed_point_chart, flapping_timeline_chart, recommendation_frame
 from planner.charts.lab import agreement_table_view, configuration_timeline_chart, configurations_long
 from planner.readers.manifest import load_autoscaler
-from planner.simulate.reference import simulate
+from planner.simulate import simulate
 from tests.conftest import DATA_DIR
 from tests.simulate_helpers import steady_trace
 

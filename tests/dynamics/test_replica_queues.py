@@ -15,9 +15,9 @@ from planner.dynamics.replica_queues import (
 )
 from planner.errors import PlannerInputError
 from planner.readers.manifest import load_autoscaler
+from planner.simulate import simulate
 from planner.simulate.fleet import ROUTERS as SIMULATOR_ROUTERS
 from planner.simulate.fleet import FleetSpec
-from planner.simulate.reference import simulate
 from planner.simulate.replica import ReplicaSpec
 from planner.simulate.traffic import RequestTrace
 from tests.simulate_helpers import scaled_object, steady_trace
@@ -27,7 +27,7 @@ INPUT_TOKENS, OUTPUT_TOKENS = 100, 200
 
 
 def _simulated_step(tmp_path, router, before_rps, after_rps, replicas_before, replicas_after):
-    """The reference simulator: steady load, a step at STEP_AT_S, a trigger that asks for the maximum at once."""
+    """The simulator: steady load, a step at STEP_AT_S, a trigger that asks for the maximum at once."""
     path = tmp_path / f"{router}-{replicas_after}.yaml"
     path.write_text(
         scaled_object(
@@ -60,7 +60,7 @@ CASES = [(20.0, 40.0, 2, 4), (20.0, 50.0, 2, 6)]
 
 @pytest.mark.parametrize("router", [ROUND_ROBIN, LEAST_LOADED])
 @pytest.mark.parametrize(("before_rps", "after_rps", "replicas_before", "replicas_after"), CASES)
-def test_per_replica_model_agrees_with_the_reference_simulator(
+def test_per_replica_model_agrees_with_the_simulator(
     tmp_path, router, before_rps, after_rps, replicas_before, replicas_after
 ):
     run, spec = _simulated_step(tmp_path, router, before_rps, after_rps, replicas_before, replicas_after)

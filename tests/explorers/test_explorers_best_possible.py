@@ -5,7 +5,6 @@ from __future__ import annotations
 from planner.explorers.best_possible import HEADERS, dollar_table, gap_explorer, gap_rows, gap_table, verdict_text
 from planner.simulate.sweep import SweepResult
 from planner.workflows.best_possible import REACTIVE, SCHEDULE
-from tests.workflows.test_best_possible import setting  # noqa: F401  (the module fixture)
 
 
 def _run(name: str, target: float, attained: float, cost_usd: float) -> SweepResult:
@@ -25,8 +24,8 @@ def test_rows_give_the_excess_over_the_bound_and_the_share_of_reactings_gap():
     assert "\\$2,000" in dollar_table(rows) and dollar_table(rows).splitlines()[0].count("|") == len(HEADERS) + 1
 
 
-def test_the_table_and_the_explorer_follow_the_goal(setting):  # noqa: F811
-    _, _, _, best = setting
+def test_the_table_and_the_explorer_follow_the_goal(best_possible_setting):
+    _, _, _, best = best_possible_setting
     table = gap_table(best)
     reactive = best.cheapest(REACTIVE)
     assert f"| {REACTIVE} | target {dict(reactive.values)['target']:g} |" in table

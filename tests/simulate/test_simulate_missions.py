@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from planner.simulate import simulate
 from planner.simulate.fleet import FleetSpec
-from planner.simulate.reference import simulate
 from planner.simulate.replica import ReplicaSpec
 from tests.simulate_helpers import pods_hpa, poisson_trace, scaled_object, write_manifest
 

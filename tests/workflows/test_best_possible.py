@@ -9,10 +9,7 @@ import numpy as np
 import pytest
 
 from planner.errors import PlannerInputError
-from planner.readers.fleet import read_fleet
-from planner.readers.trace import read_trace
 from planner.simulate.oracle import oracle_bound
-from planner.simulate.traffic import WeeklyEnvelope, stretch_days
 from planner.workflows.best_possible import (
     REACTIVE,
     SCHEDULE,
@@ -21,23 +18,10 @@ from planner.workflows.best_possible import (
     gap_closed_frac,
     schedule_floor_replicas,
 )
-from planner.workflows.schedule import default_scaling_plan
-from tests.conftest import DATA_DIR
+from tests.conftest import BEST_POSSIBLE_FRACS, BEST_POSSIBLE_GOAL
 
-GOAL = 0.99
-FRACS = (1.0, 1.9)
-
-
-@pytest.fixture(scope="module")
-def setting():
-    """A day of the bundled trace stretched (daily cycle eight to one) on seed 003's rig with a 5-minute cold start."""
-    source = read_trace(DATA_DIR / "traces" / "steady-0.6rps-12min.csv")
-    trace = stretch_days(source, 0, 1, envelope=WeeklyEnvelope(peak_to_trough=8.0), mean_factor=2.0)
-    fleet = dataclasses.replace(
-        read_fleet(DATA_DIR / "fleets" / "seed003-rig.yaml"), warmup_s=300.0, ttft_slo_s=2.0, tick_s=5.0
-    )
-    plan = default_scaling_plan(trace, fleet)
-    return trace, fleet, plan, compare_with_oracle(trace, fleet, plan, GOAL, target_fracs=FRACS)
+GOAL = BEST_POSSIBLE_GOAL
+FRACS = BEST_POSSIBLE_FRACS
 
 
 def test_the_gap_closed_is_the_share_of_reactings_excess_over_the_bound():
@@ -48,8 +32,8 @@ def test_the_gap_closed_is_the_share_of_reactings_excess_over_the_bound():
     assert math.isnan(gap_closed_frac(60.0, 60.0, 60.0))
 
 
-def test_each_target_has_one_run_per_strategy_and_the_bound_is_below_every_run(setting):
-    trace, fleet, plan, best = setting
+def test_each_target_has_one_run_per_strategy_and_the_bound_is_below_every_run(best_possible_setting):
+    trace, fleet, plan, best = best_possible_setting
     assert best.targets == tuple(round(plan.concurrency_target * f, 3) for f in FRACS)
     for strategy in (REACTIVE, SCHEDULE):
         runs = best.runs(strategy)
@@ -64,8 +48,8 @@ def test_each_target_has_one_run_per_strategy_and_the_bound_is_below_every_run(s
     assert best.curve.cold_start_cost_usd_at(GOAL) == pytest.approx(best.oracle_cost_usd)
 
 
-def test_the_runs_are_the_schedules_replays_and_the_cheapest_meets_the_goal(setting):
-    _, _, _, best = setting
+def test_the_runs_are_the_schedules_replays_and_the_cheapest_meets_the_goal(best_possible_setting):
+    _, _, _, best = best_possible_setting
     for k, schedule in enumerate(best.schedules):
         assert best.outcome_of(best.reactive[k]) is schedule.reactive.outcome
         assert best.outcome_of(best.scheduled[k]) is schedule.scheduled.outcome
@@ -81,8 +65,8 @@ def test_the_runs_are_the_schedules_replays_and_the_cheapest_meets_the_goal(sett
     assert best.cheapest(REACTIVE, 1.0) is None
 
 
-def test_the_floor_follows_the_hour_and_rises_a_lead_early(setting):
-    _, fleet, _, best = setting
+def test_the_floor_follows_the_hour_and_rises_a_lead_early(best_possible_setting):
+    _, fleet, _, best = best_possible_setting
     schedule = best.schedules[-1]
     assert not schedule.by_weekday  # a day: hour-of-day buckets
     t_s = np.arange(0.0, 86400.0, 60.0)
@@ -98,16 +82,16 @@ def test_the_floor_follows_the_hour_and_rises_a_lead_early(setting):
     assert np.any(floor > schedule.base_replicas)
 
 
-def test_bad_targets_are_refused(setting):
-    trace, fleet, plan, _ = setting
+def test_bad_targets_are_refused(best_possible_setting):
+    trace, fleet, plan, _ = best_possible_setting
     with pytest.raises(PlannerInputError, match="target fractions"):
         compare_with_oracle(trace, fleet, plan, GOAL, target_fracs=())
     with pytest.raises(PlannerInputError, match="target 40"):
         compare_with_oracle(trace, fleet, dataclasses.replace(plan, concurrency_target=20.0), GOAL, target_fracs=(2.0,))
 
 
-def test_the_cold_start_effect_is_named_when_it_adds_to_the_bound(setting):
-    _, _, _, best = setting
+def test_the_cold_start_effect_is_named_when_it_adds_to_the_bound(best_possible_setting):
+    _, _, _, best = best_possible_setting
     bound = best.bound
     text = cold_start_effect_text(bound)
     if bound.cold_start.cost_usd > bound.instant.cost_usd * 1.0005:

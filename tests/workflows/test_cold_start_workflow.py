@@ -12,8 +12,8 @@ from planner.errors import PlannerInputError
 from planner.readers.fleet import fleet_spec_from_mapping, read_fleet
 from planner.readers.manifest import load_autoscaler
 from planner.readers.trace import read_trace
+from planner.simulate import simulate
 from planner.simulate.fleet import FleetSpec
-from planner.simulate.reference import simulate
 from planner.simulate.supply import NodePoolSpec
 from planner.workflows.cold_start import (
     LONG_SCALE_DOWN_DELAY_S,

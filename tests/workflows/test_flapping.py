@@ -9,7 +9,7 @@ from planner.errors import PlannerInputError
 from planner.readers.fleet import read_fleet
 from planner.readers.manifest import load_autoscaler
 from planner.readers.trace import read_trace
-from planner.simulate.reference import simulate
+from planner.simulate import simulate
 from planner.workflows.flapping import (
     fixed_points,
     full_batch_kv_usage_frac,
