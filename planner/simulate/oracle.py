@@ -582,15 +582,30 @@ def _windowed_seconds(
     base = float(np.maximum(volume, coverage).sum())
     # In a window where volume is the larger, misses take away at most their charges; elsewhere at most
     # the coverage they uncover (see the module docstring).
-    lost_volume = np.concatenate([[0.0], np.cumsum(np.sort(charge[by_volume[window]])[::-1])])
+    most = int(missed.max(initial=0))  # no more misses than this are asked about
+    lost_volume = _largest_first_sums(charge[by_volume[window]], most)
     counted = covered & ~by_volume[slot_window]
     cum_counted = np.concatenate([[0], np.cumsum(counted)])
     reach = cum_counted[cover.last_slot] - cum_counted[cover.first_slot]
-    budget = np.concatenate([[0], np.cumsum(np.sort(reach)[::-1])])
+    budget = _largest_first_sums(reach, most)
     cheapest = np.cumsum(np.sort(cover.count[counted]))
     k = np.minimum(missed, len(lost_volume) - 1)
     uncovered = np.searchsorted(cheapest, budget[np.minimum(missed, len(budget) - 1)], side="right")
     return np.maximum(base - lost_volume[k] - uncovered * cover.slot_s, 0.0)
+
+
+def _largest_first_sums(values: np.ndarray, count: int) -> np.ndarray:
+    """0, then the running sums of the ``count`` largest ``values``, largest first.
+
+    The first ``count + 1`` entries of the running sums of all the values sorted in descending order, bit
+    for bit (the same values, added in the same order), found by partitioning when ``count`` is a small
+    share of them: at a goal of 99 % only the largest 1 % are needed.
+    """
+    count = min(count, len(values))
+    if 0 < count < len(values) // 4:
+        values = np.partition(values, len(values) - count)[len(values) - count :]
+    running = np.cumsum(np.sort(values)[::-1])[:count]
+    return np.concatenate([np.zeros(1, dtype=running.dtype), running])
 
 
 def _global_seconds(parts: _Parts, weights, scale: float, missed: np.ndarray) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import deque
 
@@ -11,6 +12,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import planner.simulate.oracle as oracle_module
 import planner.simulate.reference as reference
 from planner.dynamics.cold_start import ClusterAutoscalerSettings
 from planner.errors import PlannerInputError
@@ -257,6 +259,31 @@ def test_the_curve_falls_as_more_requests_may_miss_and_matches_the_single_goal()
     assert np.all(curve.cold_start_cost_usd >= curve.instant_cost_usd - 1e-12)
     for goal in (1.0, 0.99, 0.9, 0.5):
         assert curve.cold_start_cost_usd_at(goal) == pytest.approx(oracle_bound(trace, fleet, goal).cold_start.cost_usd)
+
+
+def test_a_few_misses_give_the_bound_of_the_whole_curve_bit_for_bit():
+    # Few misses are priced from the largest charges alone (a partition, not a sort); with every count of
+    # misses asked about, from the whole sorted charges. The two must agree to the last bit.
+    trace = read_trace(DATA_DIR / "traces" / "steady-0.6rps-12min.csv")
+    fleet = dataclasses.replace(read_fleet(DATA_DIR / "fleets" / "seed003-rig.yaml"), warmup_s=300.0, ttft_slo_s=2.0)
+    requests = len(trace)
+    few = [0, 1, 3, requests // 10]
+    alone = oracle_curve(trace, fleet, missed_requests=few)
+    among_all = oracle_curve(trace, fleet, missed_requests=range(requests + 1))
+    at = np.searchsorted(among_all.missed_requests, alone.missed_requests)
+    for field in ("instant_cost_usd", "cold_start_cost_usd", "instant_gpu_hours", "cold_start_gpu_hours"):
+        assert np.array_equal(getattr(alone, field), getattr(among_all, field)[at]), field
+
+
+@given(
+    values=st.lists(st.integers(0, 5), min_size=0, max_size=60).map(lambda v: np.array(v, dtype=np.int64))
+    | st.lists(st.sampled_from([0.0, 0.1, 0.2, 1.0 / 3.0, 7.25, 1e9]), max_size=60).map(np.array),
+    count=st.integers(0, 70),
+)
+def test_the_largest_values_summed_largest_first_are_the_sorted_running_sums(values, count):
+    whole = np.concatenate([np.zeros(1, dtype=values.dtype), np.cumsum(np.sort(values)[::-1])])
+    found = oracle_module._largest_first_sums(values, count)
+    assert found.dtype == whole.dtype and np.array_equal(found, whole[: min(count, len(values)) + 1])
 
 
 def test_the_misses_a_goal_allows_round_towards_more_misses():
