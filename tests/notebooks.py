@@ -34,6 +34,7 @@ def run_chapter(name: str, output_dir: Path, **parameters) -> nbformat.NotebookN
         cwd=str(BOOK_DIR),
         kernel_name="python3",
         progress_bar=False,
+        request_save_on_cell_execute=False,  # written once at the end (or at an error), not per cell
     )
     return nbformat.read(output, as_version=4)
 

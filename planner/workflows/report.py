@@ -431,6 +431,8 @@ def _execute(notebook: Path, executed: Path, values: dict, progress: bool, book_
                 kernel_name="python3",
                 progress_bar=progress,
                 log_output=False,
+                # Written once, when it has run (or failed): not again at every cell's start and end.
+                request_save_on_cell_execute=False,
             )
     except PapermillExecutionError as error:
         raise ChapterFailed(
