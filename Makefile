@@ -67,8 +67,10 @@ unit: warm-kernels
 test-thorough: warm-kernels
 	HYPOTHESIS_PROFILE=thorough $(BIN)/python -m pytest tests -q -n 2 -m "not notebook"
 
+# The five slowest steps are printed: a test whose own call passes a second belongs in SLOW_TESTS
+# (tests/conftest.py); a shared fixture's setup is paid once per worker.
 unit-fast: warm-kernels
-	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-dev} $(BIN)/python -m pytest tests -q -n 2 -m "not notebook and not browser and not slow"
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-dev} $(BIN)/python -m pytest tests -q -n 2 -m "not notebook and not browser and not slow" --durations=5
 
 # After build-strict: a chapter run with its default parameters, and the check that
 # every cell of every notebook ran without error (what nbval-lax checks), read the
