@@ -377,6 +377,7 @@ def check_page(
     window is ``viewport``; ``budget_bytes`` caps what the page loads, and
     ``require_favicon`` asks for a favicon the browser can fetch.
     """
+    from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     report = PageReport(name)
@@ -433,7 +434,12 @@ def check_page(
             _check_favicon(page, context, name, report)
         if screenshot is not None:
             screenshot.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(screenshot), full_page=True)
+            try:
+                page.screenshot(path=str(screenshot), full_page=True)
+            except PlaywrightError:
+                # A loaded machine's Chromium may refuse one capture of a tall page ("Unable to capture
+                # screenshot"); a second failure is raised.
+                page.screenshot(path=str(screenshot), full_page=True)
     finally:
         context.close()
     return report
