@@ -42,6 +42,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
+
 from planner.autoscaler.cron_schedule import (
     CronSchedule,
     CronSyntaxError,
@@ -300,35 +302,49 @@ def first_overlap_s(
     instant to the next), so each trigger's activity is a step function over
     its firings (:func:`activity_steps`, followed for at most ``max_steps``
     firings: a schedule firing every minute is followed for two weeks, not a
-    year), and the answer is the first step of the two merged at which both are
-    active. Each trigger's steps are computed once and kept, so checking every
-    pair of many triggers costs one pass over each trigger's firings.
+    year). Its active steps, joined, are half-open intervals ``[open, close)``
+    (the last one open to infinity when the steps run out), and the answer is
+    the earliest ``max(open_a, open_b)`` over the pairs of intervals that
+    intersect. Each trigger's intervals are computed once and kept, so
+    checking every pair of many triggers costs one pass over each trigger's
+    firings and a binary search per interval and pair.
 
     Raises
     ------
     PlannerInputError
         A zone does not load.
     """
-    steps_a, until_a = activity_steps(a, from_epoch_s, to_epoch_s, max_steps)
-    steps_b, until_b = activity_steps(b, from_epoch_s, to_epoch_s, max_steps)
-    until = min(until_a, until_b, to_epoch_s)
-    i = j = 0
-    while i < len(steps_a) and j < len(steps_b):
-        t = max(steps_a[i][0], steps_b[j][0])
-        if t > until:
-            return None
-        if steps_a[i][1] and steps_b[j][1]:
-            return t
-        # Move past whichever step ends first (both, when they end together).
-        end_a = steps_a[i + 1][0] if i + 1 < len(steps_a) else math.inf
-        end_b = steps_b[j + 1][0] if j + 1 < len(steps_b) else math.inf
-        if end_a == end_b == math.inf:
-            return None
-        if end_a <= end_b:
-            i += 1
-        if end_b <= end_a:
-            j += 1
-    return None
+    opens_a, closes_a, until_a = _active_intervals(a.start, a.end, a.timezone, from_epoch_s, to_epoch_s, max_steps)
+    opens_b, closes_b, until_b = _active_intervals(b.start, b.end, b.timezone, from_epoch_s, to_epoch_s, max_steps)
+    if not len(opens_a) or not len(opens_b):
+        return None
+    # For each of a's intervals, the first of b's that closes after it opens: the only one of b's that can
+    # meet it earliest (b's intervals are disjoint and in order).
+    first_b = np.searchsorted(closes_b, opens_a, side="right")
+    found = first_b < len(opens_b)
+    first_b = first_b[found]
+    meet = opens_b[first_b] < closes_a[found]
+    if not meet.any():
+        return None
+    when = float(np.maximum(opens_a[found][meet], opens_b[first_b[meet]]).min())
+    return when if when <= min(until_a, until_b, to_epoch_s) else None
+
+
+@lru_cache(maxsize=4096)
+def _active_intervals(
+    start: CronSchedule, end: CronSchedule, timezone: str, from_epoch_s: float, to_epoch_s: float, max_steps: int
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """A window's active steps joined into ``[open, close)`` intervals (read-only), and how far they are known."""
+    steps, until = _window_steps(start, end, timezone, from_epoch_s, to_epoch_s, max_steps)
+    instants = np.array([instant for instant, _ in steps] + [math.inf], dtype=np.float64)
+    active = np.array([is_on for _, is_on in steps], dtype=bool)
+    # An interval opens at an active step after an inactive one and closes at the next inactive step.
+    edges = np.diff(np.concatenate(([0], active.astype(np.int8), [0])))
+    opens = instants[np.flatnonzero(edges == 1)]
+    closes = instants[np.flatnonzero(edges == -1)]
+    opens.setflags(write=False)
+    closes.setflags(write=False)
+    return opens, closes, until
 
 
 def activity_steps(

@@ -305,38 +305,62 @@ def next_fire_s(schedule: CronSchedule, now_s: float, zone: tzinfo) -> int | Non
                 break
         if wrapped:
             continue
-        while not (1 << lt.hour) & schedule.hour:
+        if not (1 << lt.hour) & schedule.hour:
             if not added:
                 added = True
                 t = _go_date(lt.year, lt.month, lt.day, lt.hour, 0, 0, loc)
-            t += 3600
-            lt = _local(t, loc)
-            if lt.hour == 0:
-                wrapped = True
-                break
-        if wrapped:
-            continue
-        while not (1 << lt.minute) & schedule.minute:
+            t, lt, wrapped = _step_to_match(t, lt.hour, loc, schedule.hour, 3600, 24)
+            if wrapped:
+                continue
+        if not (1 << lt.minute) & schedule.minute:
             if not added:
                 added = True
                 t -= t % 60  # Truncate(time.Minute), on absolute time
-            t += 60
-            lt = _local(t, loc)
-            if lt.minute == 0:
-                wrapped = True
-                break
-        if wrapped:
-            continue
-        while not (1 << lt.second) & schedule.second:
+            t, lt, wrapped = _step_to_match(t, lt.minute, loc, schedule.minute, 60, 60)
+            if wrapped:
+                continue
+        if not (1 << lt.second) & schedule.second:
             added = True  # Truncate(time.Second) changes nothing: t is whole seconds
-            t += 1
-            lt = _local(t, loc)
-            if lt.second == 0:
-                wrapped = True
-                break
-        if wrapped:
-            continue
+            t, lt, wrapped = _step_to_match(t, lt.second, loc, schedule.second, 1, 60)
+            if wrapped:
+                continue
         return t
+
+
+_FIELD = {3600: "hour", 60: "minute", 1: "second"}
+
+
+def _step_to_match(t: int, value: int, loc: tzinfo, bits: int, step_s: int, wrap: int) -> tuple[int, datetime, bool]:
+    """robfig's loop over one clock field: add ``step_s`` to ``t`` until the field's value is in ``bits`` or wraps to 0.
+
+    ``value`` is the field at ``t`` (the loop entered because it is not in ``bits``).
+    While the zone's offset holds, each step moves the field on by one, so the loop
+    stops at the next value in ``bits`` or at the wrap, and one jump lands where
+    its steps would. An offset change within the jump (at most one: no zone
+    changes twice within a day) either leaves every step's field as it was
+    (whole minutes on the second field, whole hours on the minute field, +30 min on the hour field)
+    or makes the field at the landing differ from the one aimed at; in that
+    case the loop is stepped, as robfig does.
+
+    Returns
+    -------
+    tuple of (int, datetime, bool)
+        The instant the loop stops at, its wall time in ``loc``, and whether the field wrapped to 0.
+    """
+    field = _FIELD[step_s]
+    above = (bits & ((1 << wrap) - 1)) >> (value + 1)
+    target = value + (above & -above).bit_length() if above else wrap
+    landed_t = t + (target - value) * step_s
+    landed = _local(landed_t, loc)
+    if getattr(landed, field) == target % wrap:
+        return landed_t, landed, target == wrap
+    while True:
+        t += step_s
+        lt = _local(t, loc)
+        if getattr(lt, field) == 0:
+            return t, lt, True
+        if (1 << getattr(lt, field)) & bits:
+            return t, lt, False
 
 
 def _local(t: int, loc: tzinfo) -> datetime:

@@ -20,6 +20,7 @@ from planner.autoscaler.cron_scaler import (
     OVERLAP_FROM_S,
     CronMetadata,
     CronReading,
+    activity_steps,
     build_cron_scaler,
     cron_metric_name,
     cron_problems,
@@ -149,6 +150,61 @@ def test_first_overlap():
     assert first_overlap_s(weekdays, lunch, monday, monday + year_s) == monday + 12 * 3600
     assert first_overlap_s(weekdays, night, monday, monday + year_s) is None
     assert first_overlap_s(lunch, night, monday, monday + year_s) is None
+
+
+def _first_overlap_by_walking(a, b, from_s, to_s, max_steps):
+    # The two triggers' steps merged in time order; the first instant at which both are active.
+    steps_a, until_a = activity_steps(a, from_s, to_s, max_steps)
+    steps_b, until_b = activity_steps(b, from_s, to_s, max_steps)
+    until = min(until_a, until_b, to_s)
+    i = j = 0
+    while i < len(steps_a) and j < len(steps_b):
+        t = max(steps_a[i][0], steps_b[j][0])
+        if t > until:
+            return None
+        if steps_a[i][1] and steps_b[j][1]:
+            return t
+        end_a = steps_a[i + 1][0] if i + 1 < len(steps_a) else float("inf")
+        end_b = steps_b[j + 1][0] if j + 1 < len(steps_b) else float("inf")
+        if end_a == end_b == float("inf"):
+            return None
+        if end_a <= end_b:
+            i += 1
+        if end_b <= end_a:
+            j += 1
+    return None
+
+
+WINDOWS = [
+    CronMetadata("0 12 * * *", "0 14 * * *", "UTC", "2"),
+    CronMetadata("0 14 * * *", "0 18 * * 1-5", "UTC", "3"),  # opens as the one above closes
+    CronMetadata("0 8 * * 1-5", "0 12 * * *", "Europe/Dublin", "4"),
+    CronMetadata("30 22 * * *", "0 6 * * 0,6", "America/New_York", "5"),  # wraps midnight, closes on weekends
+    CronMetadata("*/20 * * * *", "*/45 9-17 * * *", "Australia/Lord_Howe", "6"),  # 30 min daylight saving
+    CronMetadata("15 3 1 * *", "0 0 * * 3", "UTC", "7"),
+    CronMetadata("59 23 * * 4", "0 1 * * 4", "Europe/Dublin", "8"),
+    CronMetadata("0 1 * * 4", "59 23 * * 4", "UTC", "9"),
+]
+SPANS = [  # (offset from the Monday, span, steps followed)
+    (0.0, 30 * 86400.0, 20_000),
+    (86400.0 * 3 + 0.5, 9 * 86400.0, 20_000),
+    (3600.0 * 13, 600.0, 20_000),
+    (0.0, 366 * 86400.0, 3),
+    (86400.0 * 40, 60 * 86400.0, 50),
+]
+
+
+@pytest.mark.parametrize(("offset_s", "span_s", "max_steps"), SPANS)
+def test_the_first_overlap_is_what_walking_both_triggers_steps_finds(offset_s, span_s, max_steps):
+    # first_overlap_s searches joined intervals; walking the merged steps one by one is its specification.
+    scalers = [build_cron_scaler(metadata) for metadata in WINDOWS]
+    from_s = OVERLAP_FROM_S + offset_s
+    found = 0
+    for a, b in itertools.product(scalers, repeat=2):
+        expected = _first_overlap_by_walking(a, b, from_s, from_s + span_s, max_steps)
+        assert first_overlap_s(a, b, from_s, from_s + span_s, max_steps) == expected, (a, b)
+        found += expected is not None
+    assert 0 < found < len(scalers) ** 2
 
 
 RUN_CASES = [

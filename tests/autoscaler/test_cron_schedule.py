@@ -171,3 +171,45 @@ def test_load_location_as_go_does():
             load_location(bad)
     assert timezone_problem("europe/dublin") == "unknown time zone europe/dublin"  # names are case-sensitive
     assert timezone_problem("Asia/Kolkata") is None
+
+
+def _steps_only(t, value, loc, bits, step_s, wrap):
+    # robfig's loop over one clock field, one step at a time: what the jump in _step_to_match must equal.
+    field = {3600: "hour", 60: "minute", 1: "second"}[step_s]
+    while True:
+        t += step_s
+        lt = datetime.fromtimestamp(t, loc)
+        if getattr(lt, field) == 0:
+            return t, lt, True
+        if (1 << getattr(lt, field)) & bits:
+            return t, lt, False
+
+
+STEPPED_SPECS = [
+    "0 30 2 * * *",  # in the hour a spring change skips
+    "0 0 1 * * Sun",  # the hour an autumn change repeats
+    "0 */7 * * * *",
+    "30 59 23 * * *",
+    "0 15,45 0-3 * * *",
+    "0 0 0 * * *",
+    "7 3 9-17/4 * * 1-5",
+    "0 0 12 29 Feb *",
+]
+STEPPED_ZONES = ["UTC", "America/New_York", "Europe/Dublin", "Australia/Lord_Howe", "America/Sao_Paulo", "Asia/Kolkata"]
+
+
+@pytest.mark.parametrize("zone_name", STEPPED_ZONES)
+def test_next_jumps_where_robfig_steps_and_lands_on_the_same_second(zone_name, monkeypatch):
+    # Instants around the daylight-saving changes of 2018 and 2024 and at odd seconds of ordinary days.
+    import planner.autoscaler.cron_schedule as cron_schedule
+
+    zone = ZoneInfo(zone_name)
+    starts = [datetime(2024, m, d, tzinfo=UTC).timestamp() for m, d in ((3, 9), (3, 30), (4, 6), (10, 26), (11, 2))]
+    starts += [datetime(2018, 11, 3, tzinfo=UTC).timestamp(), datetime(2024, 2, 28, tzinfo=UTC).timestamp()]
+    instants = [s + k * 3271.7 for s in starts for k in range(0, 60)]
+    schedules = [parse_cron_schedule(spec, seconds=True) for spec in STEPPED_SPECS]
+    jumped = [next_fire_s(schedule, now, zone) for schedule in schedules for now in instants]
+    monkeypatch.setattr(cron_schedule, "_step_to_match", _steps_only)
+    stepped = [next_fire_s(schedule, now, zone) for schedule in schedules for now in instants]
+    assert jumped == stepped
+    assert None not in jumped
