@@ -92,6 +92,8 @@ NOTEBOOK_MODULES = {
     "test_cli_report",
     "test_status_page",
     "test_book_cache_build",
+    # the forked kernels the chapters run in (tests/kernel_fork.py)
+    "test_kernel_fork",
 }
 BROWSER_MODULES = {
     # the system Chromium through Playwright

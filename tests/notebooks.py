@@ -15,6 +15,7 @@ import papermill
 
 from tests.conftest import REPO_ROOT
 from tests.execution_cache import executed_notebook
+from tests.kernel_fork import kernel_name
 
 BOOK_DIR = REPO_ROOT / "book"
 
@@ -32,7 +33,7 @@ def run_chapter(name: str, output_dir: Path, **parameters) -> nbformat.NotebookN
         str(output),
         parameters=parameters,
         cwd=str(BOOK_DIR),
-        kernel_name="python3",
+        kernel_name=kernel_name(),  # python3, forked from a process that has imported what chapters import
         progress_bar=False,
         request_save_on_cell_execute=False,  # written once at the end (or at an error), not per cell
     )

@@ -1,0 +1,88 @@
+"""tests/kernel_fork.py: a forked kernel behaves as a fresh ``python3`` kernel where the notebook tests can tell."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from jupyter_client.manager import start_new_kernel
+
+from tests.kernel_fork import KERNEL_NAME, kernel_name
+
+
+def _run(client, code: str) -> tuple[str, str | None]:
+    """Execute ``code``; its printed text and the name of the error it raised, if any."""
+    printed, error = [], None
+    reply = client.execute_interactive(
+        code,
+        timeout=60,
+        output_hook=lambda message: (
+            printed.append(message["content"].get("text", "")) if message["msg_type"] == "stream" else None
+        ),
+    )
+    if reply["content"]["status"] == "error":
+        error = reply["content"]["ename"]
+    return "".join(printed), error
+
+
+@pytest.fixture
+def kernel(tmp_path, monkeypatch):
+    if os.environ.get("PLANNER_FRESH_KERNELS"):
+        pytest.skip("PLANNER_FRESH_KERNELS is set: the chapters run in fresh python3 kernels")
+    assert kernel_name() == KERNEL_NAME
+    monkeypatch.setenv("PLANNER_KERNEL_FORK_PROBE", "from the test")
+    manager, client = start_new_kernel(kernel_name=KERNEL_NAME, cwd=str(tmp_path))
+    yield manager, client, tmp_path
+    client.stop_channels()
+    if manager.is_alive():
+        manager.shutdown_kernel(now=True)
+
+
+def test_a_forked_kernel_runs_in_the_runs_folder_with_its_environment_and_a_fresh_namespace(kernel):
+    _, client, folder = kernel
+    printed, error = _run(
+        client,
+        "import os, sys\n"
+        "print(os.getcwd(), sys.path[0], os.environ['PLANNER_KERNEL_FORK_PROBE'], 'PLANNER_KERNEL_FORK_SOCKET' in "
+        "os.environ, [n for n in ('manager', 'client', 'request') if n in globals()])",
+    )
+    assert error is None
+    assert printed.split() == [str(folder), str(folder), "from", "the", "test", "False", "[]"]
+    assert _run(client, "1 / 0")[1] == "ZeroDivisionError"  # an error reaches the caller as an error
+
+
+def test_an_interrupt_reaches_the_forked_kernel_and_a_shutdown_ends_it(kernel):
+    manager, client, _ = kernel
+    msg_id = client.execute("import time\ntime.sleep(60)")
+    time.sleep(0.5)
+    manager.interrupt_kernel()
+    reply = client.get_shell_msg(timeout=20)
+    assert reply["parent_header"]["msg_id"] == msg_id
+    assert reply["content"]["ename"] == "KeyboardInterrupt"
+    pid = int(_run(client, "import os; print(os.getpid())")[0])
+    manager.shutdown_kernel(now=False)
+    assert not manager.is_alive()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"the forked kernel {pid} outlived its shutdown")
+
+
+def test_a_killed_kernel_command_takes_its_forked_kernel_with_it(kernel):
+    manager, client, _ = kernel
+    pid = int(_run(client, "import os; print(os.getpid())")[0])
+    manager.shutdown_kernel(now=True)  # SIGKILL to the kernel command, which cannot forward it
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"the forked kernel {pid} outlived its killed kernel command")
