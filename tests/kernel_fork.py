@@ -59,20 +59,26 @@ def kernel_name() -> str:
     if os.environ.get("PLANNER_FRESH_KERNELS"):
         return "python3"
     if "name" not in _state:
-        _start_server()
+        os.environ.update(forked_kernel_env(KERNEL_NAME))
         _state["name"] = KERNEL_NAME
     return KERNEL_NAME
 
 
-def _start_server() -> None:
+def forked_kernel_env(spec_name: str) -> dict[str, str]:
+    """Start a fork server (stopped when this process exits) and a kernel spec named ``spec_name`` that
+    forks from it; return the environment a Jupyter process needs to find both.
+
+    Named ``python3``, the spec stands in for the notebooks' own kernel in a Jupyter server started with
+    this environment (its ``JUPYTER_PATH`` comes before the built-in kernel).
+    """
     folder = Path(tempfile.mkdtemp(prefix="kernel-fork-"))
     path = folder / "server.sock"
-    spec_dir = folder / "kernels" / KERNEL_NAME
+    spec_dir = folder / "kernels" / spec_name
     spec_dir.mkdir(parents=True)
     spec = {
         # Run as a file (the kernel starts in the chapter's folder), isolated: it needs the standard library only.
         "argv": [sys.executable, "-I", str(Path(__file__).resolve()), "kernel", "-f", "{connection_file}"],
-        "display_name": "Python 3 (forked)",
+        "display_name": "Python 3 (ipykernel)",
         "language": "python",
         "interrupt_mode": "signal",
         "metadata": {"debugger": False},
@@ -100,8 +106,8 @@ def _start_server() -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
     atexit.register(stop)
-    os.environ[_SOCKET_ENV] = str(path)
-    os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(folder), os.environ.get("JUPYTER_PATH")]))
+    jupyter_path = os.pathsep.join(filter(None, [str(folder), os.environ.get("JUPYTER_PATH")]))
+    return {_SOCKET_ENV: str(path), "JUPYTER_PATH": jupyter_path}
 
 
 # -- the wire: a 4-byte length, then JSON ---------------------------------------------------------------------

@@ -6,7 +6,9 @@ replaced), works on a copy of the notebooks so autosave cannot write outputs
 into ``book/``, drives headless Chromium with Playwright, and stops the
 server by its PID. Two chapters are checked at once (``LAB_WORKERS``), each
 in a worker process with its own Chromium; a worker stops only its own
-chapter's kernel. For each chapter it checks that every code cell ran
+chapter's kernel. The kernels are python3 kernels forked from a process that
+has already imported what the chapters import (``tests/kernel_fork.py``;
+``PLANNER_FRESH_KERNELS=1`` starts each afresh). For each chapter it checks that every code cell ran
 without an error output, and that moving one ipywidgets slider of the
 explorer changes the explorer's output. Exits 1 naming each failure.
 """
@@ -351,6 +353,7 @@ def main() -> int:
         print("lab check: chromium not found (install Debian's chromium package)", file=sys.stderr)
         return 1
     from tests.execution_cache import execution_seconds
+    from tests.kernel_fork import forked_kernel_env
 
     names = chapters()
     order = longest_first(names, {name: execution_seconds(REPO_ROOT / f"{name}.ipynb") for name in names})
@@ -369,8 +372,12 @@ def main() -> int:
         )
         os.symlink(REPO_ROOT / "data", root / "data")
         raw_log = Path(work) / "server.log"
+        # The chapters' python3 kernels are forked from a process that has imported what they import
+        # (tests/kernel_fork.py), unless PLANNER_FRESH_KERNELS is set.
+        forked = {} if os.environ.get("PLANNER_FRESH_KERNELS") else forked_kernel_env("python3")
         env = dict(
             os.environ,
+            **forked,
             JUPYTER_TOKEN=token,
             JUPYTER_CONFIG_DIR=str(Path(work) / "config"),
             JUPYTERLAB_SETTINGS_DIR=str(Path(work) / "settings"),
