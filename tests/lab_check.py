@@ -6,11 +6,14 @@ replaced), works on a copy of the notebooks so autosave cannot write outputs
 into ``book/``, drives headless Chromium with Playwright, and stops the
 server by its PID. Two chapters are checked at once (``LAB_WORKERS``), each
 in a worker process with its own Chromium; a worker stops only its own
-chapter's kernel. The kernels are python3 kernels forked from a process that
+chapter's kernel. A worker's first chapter opens in a workspace of its own;
+each later one replaces the last one's tab in the loaded app (the app is not
+loaded again). The kernels are python3 kernels forked from a process that
 has already imported what the chapters import (``tests/kernel_fork.py``;
-``PLANNER_FRESH_KERNELS=1`` starts each afresh). For each chapter it checks that every code cell ran
-without an error output, and that moving one ipywidgets slider of the
-explorer changes the explorer's output. Exits 1 naming each failure.
+``PLANNER_FRESH_KERNELS=1`` starts each afresh). For each chapter it checks
+that every code cell ran without an error output, and that moving one
+ipywidgets slider of the explorer changes the explorer's output. Exits 1
+naming each failure.
 """
 
 from __future__ import annotations
@@ -115,6 +118,21 @@ _FIRE_JS = """(command) => {
 }"""
 
 
+_OPEN_IN_PLACE_JS = """(path) => {
+  const app = window.jupyterapp;
+  for (const widget of Array.from(app.shell.widgets("main"))) widget.dispose();
+  app.commands.execute("docmanager:open", {path}).catch(() => {});
+  return true;
+}"""
+# The chapter's notebook is the current tab and its kernel is idle.
+_OPENED_JS = """(path) => {
+  const widget = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  const kernel = widget && widget.context && widget.context.path === path && widget.sessionContext
+    && widget.sessionContext.session && widget.sessionContext.session.kernel;
+  return Boolean(kernel && kernel.status === "idle");
+}"""
+
+
 def _fire(page, command: str) -> None:
     page.evaluate(_FIRE_JS, command)
 
@@ -156,16 +174,16 @@ def check_chapter(page, base_url: str, chapter: str, phases: dict[str, float]) -
     """Open one chapter, run it, move a slider; return what went wrong. Each phase's seconds go into ``phases``."""
     problems: list[str] = []
     phase_started = time.monotonic()
-    # A workspace of its own, so JupyterLab restores no earlier chapter's tab (nor starts its kernel).
-    page.goto(f"{base_url}/lab/workspaces/{Path(chapter).name}/tree/{chapter}.ipynb")
-    page.wait_for_function(
-        "() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
-        " && window.jupyterapp.shell.currentWidget.sessionContext"
-        " && window.jupyterapp.shell.currentWidget.sessionContext.session"
-        " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
-        " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
-        timeout=120_000,
-    )
+    path = f"{chapter}.ipynb"
+    if page.evaluate("() => Boolean(window.plannerChapterOpened)"):
+        # This page has opened a chapter: the last chapter's tab is disposed (its kernel is already shut
+        # down, and disposing asks nothing) and this chapter opened in its place, without loading the app.
+        page.evaluate(_OPEN_IN_PLACE_JS, path)
+    else:
+        # A workspace of its own, so JupyterLab restores no earlier tab (nor starts its kernel).
+        page.goto(f"{base_url}/lab/workspaces/{Path(chapter).name}/tree/{path}")
+    page.wait_for_function(_OPENED_JS, arg=path, timeout=120_000)
+    page.evaluate("() => { window.plannerChapterOpened = true; }")
     phases["open"] = time.monotonic() - phase_started
     phase_started = time.monotonic()
     _fire(page, "notebook:run-all-cells")
