@@ -26,6 +26,12 @@ def _run(client, code: str) -> tuple[str, str | None]:
     return "".join(printed), error
 
 
+def _pid(client) -> int:
+    """The kernel's process id, from the execute reply (not from printed output)."""
+    reply = client.execute("", user_expressions={"pid": "__import__('os').getpid()"}, reply=True, timeout=30)
+    return int(reply["content"]["user_expressions"]["pid"]["data"]["text/plain"])
+
+
 @pytest.fixture
 def kernel(tmp_path, monkeypatch):
     if os.environ.get("PLANNER_FRESH_KERNELS"):
@@ -54,13 +60,16 @@ def test_a_forked_kernel_runs_in_the_runs_folder_with_its_environment_and_a_fres
 
 def test_an_interrupt_reaches_the_forked_kernel_and_a_shutdown_ends_it(kernel):
     manager, client, _ = kernel
-    msg_id = client.execute("import time\ntime.sleep(60)")
-    time.sleep(0.5)
+    msg_id = client.execute("import time\nprint('sleeping', flush=True)\ntime.sleep(60)")
+    while True:  # interrupted inside the sleep, not while the kernel is still starting the cell
+        message = client.get_iopub_msg(timeout=30)
+        if message["parent_header"].get("msg_id") == msg_id and "sleeping" in message["content"].get("text", ""):
+            break
     manager.interrupt_kernel()
     reply = client.get_shell_msg(timeout=20)
     assert reply["parent_header"]["msg_id"] == msg_id
     assert reply["content"]["ename"] == "KeyboardInterrupt"
-    pid = int(_run(client, "import os; print(os.getpid())")[0])
+    pid = _pid(client)
     manager.shutdown_kernel(now=False)
     assert not manager.is_alive()
     deadline = time.monotonic() + 10
@@ -76,7 +85,7 @@ def test_an_interrupt_reaches_the_forked_kernel_and_a_shutdown_ends_it(kernel):
 
 def test_a_killed_kernel_command_takes_its_forked_kernel_with_it(kernel):
     manager, client, _ = kernel
-    pid = int(_run(client, "import os; print(os.getpid())")[0])
+    pid = _pid(client)
     manager.shutdown_kernel(now=True)  # SIGKILL to the kernel command, which cannot forward it
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
