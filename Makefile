@@ -74,8 +74,9 @@ unit-fast: warm-kernels
 
 # After build-strict: a chapter run with its default parameters, and the check that
 # every cell of every notebook ran without error (what nbval-lax checks), read the
-# build's execution cache; runs on other parameters execute.
-notebooks: $(STAMP)
+# build's execution cache; runs on other parameters execute, in kernels forked from a process that has
+# loaded the compiled kernels (tests/kernel_fork.py), so those are compiled first.
+notebooks: warm-kernels
 	$(BIN)/python -m pytest tests -q -n 2 -m notebook
 
 # Executes every notebook again, on its own; `make test` reads the build's runs instead.

@@ -38,6 +38,7 @@ from pathlib import Path
 KERNEL_NAME = "planner-forked"
 _SOCKET_ENV = "PLANNER_KERNEL_FORK_SOCKET"
 _HEADER = struct.Struct("!I")
+_LISTEN_TIMEOUT_S = 900.0
 # What the chapters import besides the planner (all of it), imported once by the server; a module left out
 # here is imported by the kernel that needs it.
 _PRELOADED = (
@@ -88,13 +89,17 @@ def forked_kernel_env(spec_name: str) -> dict[str, str]:
     server = subprocess.Popen(
         [sys.executable, "-m", "tests.kernel_fork", "serve", str(path)], cwd=root, start_new_session=True
     )
-    deadline = time.monotonic() + 120.0
+    # A few seconds once numba's cache holds the kernels; minutes when it compiles them (`make warm-kernels` first).
+    deadline = time.monotonic() + _LISTEN_TIMEOUT_S
     while not path.exists():
         if server.poll() is not None:
             raise RuntimeError(f"the kernel fork server exited with status {server.returncode} before listening")
         if time.monotonic() > deadline:
             server.kill()
-            raise RuntimeError("the kernel fork server did not listen within 120 s")
+            raise RuntimeError(
+                f"the kernel fork server did not listen within {_LISTEN_TIMEOUT_S:.0f} s "
+                "(importing and loading the compiled kernels; run `make warm-kernels` first)"
+            )
         time.sleep(0.02)
 
     def stop() -> None:
