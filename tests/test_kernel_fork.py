@@ -60,7 +60,8 @@ def test_a_forked_kernel_runs_in_the_runs_folder_with_its_environment_and_a_fres
 
 def test_an_interrupt_reaches_the_forked_kernel_and_a_shutdown_ends_it(kernel):
     manager, client, _ = kernel
-    msg_id = client.execute("import time\nprint('sleeping', flush=True)\ntime.sleep(60)")
+    # stop_on_error=False: an interrupted cell's error must not make the kernel abort the next request.
+    msg_id = client.execute("import time\nprint('sleeping', flush=True)\ntime.sleep(60)", stop_on_error=False)
     while True:  # interrupted inside the sleep, not while the kernel is still starting the cell
         message = client.get_iopub_msg(timeout=30)
         if message["parent_header"].get("msg_id") == msg_id and "sleeping" in message["content"].get("text", ""):
