@@ -14,7 +14,7 @@ VENDOR_STAMP := book/_vendor/.vendored
 help:
 	@echo "make book   build the static book into _build/html (sets everything up)"
 	@echo "make test   lint, strict book build (each chapter runs once), unit and notebook tests beside the page check"
-	@echo "make unit-fast  unit tests without notebooks, browsers or slow tests, few hypothesis examples (under a minute)"
+	@echo "make unit-fast  unit tests without notebooks, browsers or slow tests, few hypothesis examples (about a minute)"
 	@echo "make test-thorough  the unit tests with every property test's full example count"
 	@echo "make lab    open the notebooks in JupyterLab"
 	@echo "make bench  time the planner's hot paths"
