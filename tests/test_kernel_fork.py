@@ -32,6 +32,18 @@ def _pid(client) -> int:
     return int(reply["content"]["user_expressions"]["pid"]["data"]["text/plain"])
 
 
+def _gone_within(pid: int, seconds: float) -> bool:
+    """Whether process ``pid`` has exited (and been reaped) within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
 @pytest.fixture
 def kernel(tmp_path, monkeypatch):
     if os.environ.get("PLANNER_FRESH_KERNELS"):
@@ -73,26 +85,11 @@ def test_an_interrupt_reaches_the_forked_kernel_and_a_shutdown_ends_it(kernel):
     pid = _pid(client)
     manager.shutdown_kernel(now=False)
     assert not manager.is_alive()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.05)
-    else:
-        pytest.fail(f"the forked kernel {pid} outlived its shutdown")
+    assert _gone_within(pid, 10.0), f"the forked kernel {pid} outlived its shutdown"
 
 
 def test_a_killed_kernel_command_takes_its_forked_kernel_with_it(kernel):
     manager, client, _ = kernel
     pid = _pid(client)
     manager.shutdown_kernel(now=True)  # SIGKILL to the kernel command, which cannot forward it
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.05)
-    pytest.fail(f"the forked kernel {pid} outlived its killed kernel command")
+    assert _gone_within(pid, 10.0), f"the forked kernel {pid} outlived its killed kernel command"
