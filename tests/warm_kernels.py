@@ -5,7 +5,7 @@
 
 * ``engine``: the engine's kernels, as the engine and the book call them;
 * ``lockstep``: the replica kernel on loose arrays, the trace's read-only, as the lockstep engine
-  serves with it (the forecasts' and formulas' replays);
+  serves with it (what the kernels do not cover);
 * ``loose``: those the differential tests call on loose arrays (the replica kernel on writable
   ones, and the decision kernel inside another kernel);
 * ``steps``: the engine's step kernels, one by one, as the tick-by-tick twins test calls them.

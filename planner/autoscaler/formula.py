@@ -275,6 +275,13 @@ class Formula:
     names: frozenset[str]
     _tree: tuple
 
+    @property
+    def tree(self) -> tuple:
+        """The parsed formula as nested tuples: ``("number", x)``, ``("name", name, column)``,
+        ``("unary", op, operand)``, ``("binary", op, left, right)``, ``("call", function, args)``,
+        ``("const", value)``, ``("if", condition, then, otherwise)``, ``("let", name, value, body)``."""
+        return self._tree
+
     def evaluate(self, values: Mapping[str, float | None]):
         """Evaluate with trigger values (``None`` for a trigger excluded by fallback).
 

@@ -78,9 +78,13 @@ fast function                      its reference twin (in planner)
 ``metrics.evaluate``               ``simulate.metrics.Query.evaluate``
 ``metrics.scalar``                 ``simulate.metrics.Query.scalar``
 ``metrics.last_index``             ``simulate.metrics.MetricStore._last_index``
+``metrics.subquery_steps_ms``      ``simulate.promql_functions.subquery_steps_ms``
+``metrics._fold_add``              ``simulate.metrics._apply_range`` (a subquery's points, one by one)
+``metrics._fold_end``              ``simulate.metrics._apply_range``
 ``decision.decide``                ``simulate.control.Control.decide``
 ``decision.keda_poll``             ``autoscaler.keda.KedaController.poll``
 ``decision.keda_readings``         ``autoscaler.keda.KedaController.reconcile``
+``decision.formula_milli``         ``autoscaler.keda._composite`` (``Formula.evaluate``)
 ``decision.reconcile_autoscaler``  ``autoscaler.horizontal.HorizontalController.reconcile_autoscaler``
 ``outcome.request_summary``        ``simulate.outcome.slo_met``
 ``compiled.cron_runs``             ``autoscaler.keda.KedaController.cron_readings``
@@ -123,6 +127,7 @@ def kernel_sources() -> list[Path]:
         autoscaler / "behavior.py",
         autoscaler / "hpa_spec.py",
         autoscaler / "horizontal.py",
+        autoscaler / "keda.py",
     ]
 
 

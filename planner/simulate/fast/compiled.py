@@ -152,7 +152,7 @@ def prepare(autoscaler, spec: FleetSpec) -> Prepared:
             slots = tuple(range(len(parsed)))
         compiled = tuple(metrics.compile_query(query) for query in parsed)
     except (decision.NotCompilable, metrics.NotCompilable) as error:
-        # Subqueries, predict_linear, holt_winters: the query kernel has no opcodes for them yet.
+        # What the kernels do not port (a formula beyond arithmetic, max and min; a subquery of per-pod series).
         raise NotCompilable(str(error)) from None
     initial = spec.initial_replicas if spec.initial_replicas is not None else control.min_replicas
     c = compiled_control
@@ -295,8 +295,8 @@ def pack_members(group: Sequence[Prepared], n_ticks: int) -> tuple[engine.Member
     cron_at = 0
     config_i = np.zeros((n, len(engine.CONFIG_INT)), dtype=np.int64)
     config_f = np.zeros((n, len(engine.CONFIG_FLOAT)))
-    table_off = np.zeros((n, 8), dtype=np.int64)
-    state_off = np.zeros((n, 5), dtype=np.int64)
+    table_off = np.zeros((n, 11), dtype=np.int64)
+    state_off = np.zeros((n, 6), dtype=np.int64)
     table_i, table_f, state_i, state_f = [], [], [], []
     at = {"table_i": 0, "table_f": 0, "state_i": 0, "state_f": 0}
     for m, (prepared, ids) in enumerate(zip(group, query_ids, strict=True)):
@@ -310,7 +310,7 @@ def pack_members(group: Sequence[Prepared], n_ticks: int) -> tuple[engine.Member
         config = tables.config._asdict()
         config_i[m] = [int(config[name]) for name in engine.CONFIG_INT]
         config_f[m] = [float(config[name]) for name in engine.CONFIG_FLOAT]
-        metric, policy, trigger = tables.metric, tables.policy, tables.trigger
+        metric, policy, trigger, formula = tables.metric, tables.policy, tables.trigger, tables.formula
         table_off[m] = [
             at["table_i"],
             at["table_i"] + metric.size,
@@ -320,19 +320,23 @@ def pack_members(group: Sequence[Prepared], n_ticks: int) -> tuple[engine.Member
             len(metric),
             len(policy),
             len(trigger),
+            at["table_i"] + metric.size + policy.size + trigger.size,
+            at["table_f"] + len(tables.trig_activation),
+            len(formula),
         ]
-        for part in (metric, policy, trigger):
+        for part in (metric, policy, trigger, formula):
             table_i.append(part.ravel())
             at["table_i"] += part.size
-        table_f.append(tables.trig_activation)
-        at["table_f"] += len(tables.trig_activation)
+        for part in (tables.trig_activation, tables.formula_consts):
+            table_f.append(part)
+            at["table_f"] += len(part)
         state = decision.new_state(prepared.compiled_control)
         n_rec, n_events, n_keda = len(state.rec_replicas), state.events.shape[1], len(state.keda)
-        state_off[m] = [at["state_i"], at["state_f"], n_rec, n_events, n_keda]
+        state_off[m] = [at["state_i"], at["state_f"], n_rec, n_events, n_keda, len(state.formula_stack)]
         for part in (state.count, state.rec_replicas, state.events.ravel(), state.keda.ravel()):
             state_i.append(part)
             at["state_i"] += part.size
-        for part in (state.rec_t, state.event_t.ravel(), state.last_active_s):
+        for part in (state.rec_t, state.event_t.ravel(), state.last_active_s, state.formula_stack):
             state_f.append(part)
             at["state_f"] += part.size
     tick_s = group[0].spec.tick_s

@@ -8,7 +8,11 @@ due, number for number and with the same controller history:
   of ``useCachedMetrics`` triggers), then, when replicas are left, the
   reconcile of the HPA KEDA owns (:meth:`planner.autoscaler.keda.KedaController.reconcile`:
   ``served_values``, failure counts, ``_fallback`` / ``_fallback_replicas`` /
-  ``_fallback_value_milli``, one External reading per trigger). A ``cron``
+  ``_fallback_value_milli``, one External reading per trigger; with
+  ``scalingModifiers``, one reading of the composite metric, ``_composite``'s
+  formula over the triggers' readings, its fallback and its activation, for a
+  formula of numbers, trigger names, ``+ - * /``, ``max``, ``min`` and ``abs``:
+  :func:`formula_milli`). A ``cron``
   trigger reads no query: the caller hands in its reading at ``now_s``
   (``KedaController.cron_readings``: ``desiredReplicas`` or 0, its window as
   its activity, or a failed zone), computed ahead from the clock alone
@@ -76,6 +80,7 @@ from planner.autoscaler.horizontal import (
     has_object_or_external_metrics,
 )
 from planner.autoscaler.hpa_spec import AVERAGE_VALUE, EXTERNAL, OBJECT, PODS, VALUE
+from planner.autoscaler.keda import COMPOSITE_METRIC_NAME, validate_scaled_object
 from planner.simulate.fast.metrics import python_sum
 
 __all__ = [
@@ -161,6 +166,12 @@ CACHE_EMPTY, CACHE_VALUE, CACHE_FAILED, CACHE_OUT_OF_RANGE = 0, 1, 2, 3
 # A trigger's cron reading at now_s (decide's cron_state): not a cron trigger (read its query), outside its
 # window, inside it, or its zone does not load (KEDA's "unable to load timezone": a failed trigger).
 CRON_NONE, CRON_INACTIVE, CRON_ACTIVE, CRON_FAILED = 0, 1, 2, 3
+# A scalingModifiers formula as postfix code (Tables.formula rows: opcode, argument; Tables.formula_consts):
+# a number, a trigger's value (the argument: its row), unary minus, + - * /, max/min of the argument's count
+# of operands, abs. Unary plus and float() emit nothing.
+F_NUMBER, F_TRIGGER, F_NEGATE, F_ADD, F_SUBTRACT, F_MULTIPLY, F_DIVIDE, F_MAX, F_MIN, F_ABS = range(10)
+_FORMULA_BINARY = {"+": F_ADD, "-": F_SUBTRACT, "*": F_MULTIPLY, "/": F_DIVIDE}
+_EXACT_INT_F = 2.0**53  # a composite's milli-units below this divide by 1000 as Python's int / int does
 # Config.scale_to_zero: planner.autoscaler.horizontal's SCALE_TO_ZERO_* modes.
 STZ_CONDITION, STZ_DISABLED, STZ_LEGACY = 0, 1, 2
 _STZ_CODES = {
@@ -208,6 +219,11 @@ Config = namedtuple(
         # --- scale to zero (the HPA)
         "scale_to_zero",  # int: STZ_*
         "has_object_or_external",  # bool: hasObjectOrExternalMetrics
+        # --- scalingModifiers (dummies without a formula)
+        "has_formula",  # bool: the HPA reads one composite metric, the formula's value
+        "formula_value_target",  # bool: its metricType is Value (else AverageValue)
+        "formula_target",  # float: scalingModifiers.target [metric units]
+        "activation_target",  # float: scalingModifiers.activationTarget (0 when unset) [metric units]
     ],
 )
 """The scalars of the spec (a tuple of scalars costs nothing to hand to a helper)."""
@@ -220,6 +236,8 @@ Tables = namedtuple(
         "policy",  # int64 (policies, 3): columns P_* (type, value [pods or %], periodSeconds [s])
         "trig_activation",  # float64 (triggers,): activationThreshold [metric units]
         "trigger",  # int64 (triggers, 3): columns T_* (ignoreNullValues, the HPA metric it becomes, useCachedMetrics)
+        "formula",  # int64 (instructions, 2): the formula's code (F_* and its argument); no rows without one
+        "formula_consts",  # float64 (instructions,): each instruction's number (F_NUMBER)
     ],
 )
 """What :func:`decide` reads, from :func:`tables`. Few arrays: each costs reference counting per call."""
@@ -234,8 +252,9 @@ State = namedtuple(
         "events",  # int64 (2, slots, 2): TimestampedScaleEvent per direction (UP, DOWN): change, outdated
         "event_t",  # float64 (2, slots): their timestamps [s]
         "keda",  # int64 (triggers, 5): columns K_*: consecutive failures; scratch: each trigger's reading;
-        #          the metrics cache
+        #          the metrics cache. With a formula, one row more: the composite metric's reading
         "last_active_s",  # float64 (1,): KEDA's status.lastActiveTime, NaN while never active [s]
+        "formula_stack",  # float64 (formula rows, at least 1,): scratch for formula_milli's operands
     ],
 )
 """The controller history :func:`decide` mutates, from :func:`new_state`.
@@ -298,6 +317,12 @@ class CompiledControl:
     trig_ignore_null: np.ndarray
     trig_metric: np.ndarray
     trig_cached: np.ndarray
+    has_formula: bool
+    formula_value_target: bool
+    formula_target: float
+    activation_target: float
+    formula_code: np.ndarray
+    formula_consts: np.ndarray
     scale_to_zero: int
     has_object_or_external: bool
     scaled_to_zero: bool
@@ -355,6 +380,47 @@ def _policies(rules, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return _ints(kinds), _ints(values), _ints(periods)
 
 
+def _formula_program(formula, rows: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """The formula's tree (:attr:`planner.autoscaler.formula.Formula.tree`) as postfix code.
+
+    ``rows`` maps each trigger name to its row (its position in ``spec.triggers``).
+    """
+    code: list[tuple[int, int]] = []
+    consts: list[float] = []
+
+    def emit(op: int, argument: int = 0, number: float = 0.0) -> None:
+        code.append((op, argument))
+        consts.append(number)
+
+    def walk(node: tuple) -> None:
+        kind = node[0]
+        if kind == "number":
+            emit(F_NUMBER, number=float(node[1]))
+        elif kind == "name":
+            emit(F_TRIGGER, rows[node[1]])
+        elif kind == "unary" and node[1] in ("-", "+"):
+            walk(node[2])
+            if node[1] == "-":
+                emit(F_NEGATE)
+        elif kind == "binary" and node[1] in _FORMULA_BINARY:
+            walk(node[2])
+            walk(node[3])
+            emit(_FORMULA_BINARY[node[1]])
+        elif kind == "call" and node[1] in ("max", "min", "abs", "float"):
+            for argument in node[2]:
+                walk(argument)
+            if node[1] in ("max", "min"):
+                emit(F_MAX if node[1] == "max" else F_MIN, len(node[2]))
+            elif node[1] == "abs":
+                emit(F_ABS)
+        else:
+            what = node[1] if kind in ("unary", "binary", "call") else kind
+            raise NotCompilable(f"the formula's {what!r} is not compiled (numbers, names, + - * /, max, min, abs are)")
+
+    walk(formula.tree)
+    return np.asarray(code, dtype=np.int64).reshape(-1, 2), np.asarray(consts, dtype=np.float64)
+
+
 def compile_control(control) -> CompiledControl:
     """Encode ``control``'s autoscaler for :func:`decide`.
 
@@ -370,15 +436,14 @@ def compile_control(control) -> CompiledControl:
     Raises
     ------
     NotCompilable
-        ``scalingModifiers``; a controller that has already run; counts,
+        A ``scalingModifiers`` formula beyond numbers, trigger names,
+        ``+ - * /``, ``max``, ``min`` and ``abs``; a controller that has already run; counts,
         policy values or periods outside int32; a target of 0 milli-units
         (the Python controller divides by it) or of 2**52 or more.
     """
     if control.keda is not None:
         keda = control.keda
         so = keda.so
-        if so.is_using_modifiers:
-            raise NotCompilable("spec.advanced.scalingModifiers (a formula) is not compiled")
         if keda.last_active_s is not None or keda.failures or keda.metrics_cache:
             raise NotCompilable("the KEDA controller has already run")
         controller = keda.controller
@@ -391,14 +456,42 @@ def compile_control(control) -> CompiledControl:
         ) != len(triggers):
             raise NotCompilable("the queries are not one per non-cron trigger in spec.triggers order")
         names = [m.name for m in controller.spec.metrics]
-        if (
+        modifiers = so.scaling_modifiers if so.is_using_modifiers else None
+        formula_part: dict[str, Any] = dict(
+            has_formula=False,
+            formula_value_target=False,
+            formula_target=0.0,
+            activation_target=0.0,
+            formula_code=np.zeros((0, 2), dtype=np.int64),
+            formula_consts=np.zeros(0),
+        )
+        if modifiers is not None:
+            # The HPA reads one External metric, the composite, from the row after the triggers' own.
+            if names != [COMPOSITE_METRIC_NAME] or any(t.is_resource for t in triggers):
+                raise NotCompilable("the ScaledObject's HPA is not the composite metric alone")
+            formula = validate_scaled_object(so)
+            assert formula is not None  # is_using_modifiers
+            rows = {t.name: row for row, t in enumerate(triggers) if t.name}
+            code, consts = _formula_program(formula, rows)
+            formula_part = dict(
+                has_formula=True,
+                formula_value_target=modifiers.metric_type == VALUE,
+                formula_target=float(modifiers.target),
+                activation_target=float(modifiers.activation_target) if modifiers.activation_target else 0.0,
+                formula_code=code,
+                formula_consts=consts,
+            )
+            trig_metric = [0] * len(triggers)  # (read only by the per-trigger fallback, which a formula skips)
+            metric_trigger = [len(triggers)]
+        elif (
             any(m.type != EXTERNAL for m in controller.spec.metrics)
             or sorted(names) != sorted(t.metric_name for t in triggers)
             or len(set(names)) != len(names)
         ):
             raise NotCompilable("the ScaledObject's HPA is not one External metric per trigger")
-        trig_metric = [names.index(t.metric_name) for t in triggers]
-        metric_trigger = [trig_metric.index(i) for i in range(len(names))]
+        else:
+            trig_metric = [names.index(t.metric_name) for t in triggers]
+            metric_trigger = [trig_metric.index(i) for i in range(len(names))]
         fallback = so.fallback
         if fallback is not None and fallback.behavior not in _FALLBACK_CODES:
             raise NotCompilable(f"fallback.behavior {fallback.behavior!r}")
@@ -421,6 +514,7 @@ def compile_control(control) -> CompiledControl:
             trig_ignore_null=np.asarray([bool(t.ignore_null_values) for t in triggers], dtype=np.bool_),
             trig_metric=_ints(trig_metric),
             trig_cached=np.asarray([bool(t.use_cached_metrics) for t in triggers], dtype=np.bool_),
+            **formula_part,
         )
         n_queries = len(triggers)
     else:
@@ -441,12 +535,18 @@ def compile_control(control) -> CompiledControl:
             trig_ignore_null=np.zeros(0, np.bool_),
             trig_metric=_ints([]),
             trig_cached=np.zeros(0, np.bool_),
+            has_formula=False,
+            formula_value_target=False,
+            formula_target=0.0,
+            activation_target=0.0,
+            formula_code=np.zeros((0, 2), dtype=np.int64),
+            formula_consts=np.zeros(0),
         )
         n_queries = len(control.metric_queries)
     if controller.recommendations is not None or controller.scale_up_events or controller.scale_down_events:
         raise NotCompilable("the HPA controller has already run")
     spec = controller.spec
-    if len(spec.metrics) != n_queries:
+    if len(spec.metrics) != (1 if keda_part["has_formula"] else n_queries):
         raise NotCompilable("the queries are not one per HPA metric")
     sources = {PODS: SOURCE_PODS, OBJECT: SOURCE_OBJECT, EXTERNAL: SOURCE_EXTERNAL}
     if any(m.type not in sources for m in spec.metrics):
@@ -547,6 +647,10 @@ def tables(compiled: CompiledControl) -> Tables:
         fallback_behavior=int(c.fallback_behavior),
         scale_to_zero=int(c.scale_to_zero),
         has_object_or_external=bool(c.has_object_or_external),
+        has_formula=bool(c.has_formula),
+        formula_value_target=bool(c.formula_value_target),
+        formula_target=float(c.formula_target),
+        activation_target=float(c.activation_target),
     )
     metric = np.stack(
         [
@@ -575,6 +679,8 @@ def tables(compiled: CompiledControl) -> Tables:
         np.ascontiguousarray(policy.reshape(-1, 3)),
         np.ascontiguousarray(c.trig_activation, dtype=float),
         np.ascontiguousarray(trigger),
+        np.ascontiguousarray(c.formula_code, dtype=np.int64).reshape(-1, 2),
+        np.ascontiguousarray(c.formula_consts, dtype=float),
     )
 
 
@@ -610,8 +716,9 @@ def new_state(compiled: CompiledControl) -> State:
         rec_t=np.zeros(n_rec),
         events=np.zeros((2, n_events, 2), dtype=np.int64),
         event_t=np.zeros((2, n_events)),
-        keda=np.zeros((max(len(compiled.trig_metric), 1), 5), dtype=np.int64),
+        keda=np.zeros((max(len(compiled.trig_metric) + int(compiled.has_formula), 1), 5), dtype=np.int64),
         last_active_s=np.full(1, np.nan),
+        formula_stack=np.zeros(max(len(compiled.formula_code), 1)),
     )
 
 
@@ -1472,11 +1579,97 @@ def _fallback_value_milli(replicas, target, value_target, ready_replicas):
     return (INT_OUT_OF_RANGE, 0) if value == _BAD else (_VALID, value)
 
 
+@njit(cache=True, nogil=True)
+def formula_milli(formula, formula_consts, keda, stack):
+    """``_composite``'s formula over each trigger's reading (``keda[row, K_READING_MILLI] / 1000``).
+
+    ``stack`` holds the operands (as many entries as the formula has rows).
+
+    Returns (``_VALID``, ``int(value * 1000)``), or (``_INVALID``, 0) where
+    Python's formula errs (a non-finite result: "error trying to run custom
+    formula"), or (``INT_OUT_OF_RANGE``, 0) for a result of 2**53
+    milli-units or more.
+    """
+    top = 0
+    for i in range(formula.shape[0]):
+        op = formula[i, 0]
+        if op == F_NUMBER:
+            stack[top] = formula_consts[i]
+            top += 1
+        elif op == F_TRIGGER:
+            stack[top] = float(keda[formula[i, 1], K_READING_MILLI]) / 1000.0
+            top += 1
+        elif op == F_NEGATE:
+            stack[top - 1] = -stack[top - 1]
+        elif op == F_ABS:
+            stack[top - 1] = abs(stack[top - 1])
+        elif op == F_MAX or op == F_MIN:
+            # Python's max()/min(): the first of equal values, never replaced on a comparison with NaN.
+            n = formula[i, 1]
+            best = stack[top - n]
+            for j in range(top - n + 1, top):
+                if (stack[j] > best) if op == F_MAX else (stack[j] < best):
+                    best = stack[j]
+            top -= n - 1
+            stack[top - 1] = best
+        else:
+            a, b = stack[top - 2], stack[top - 1]
+            top -= 1
+            if op == F_ADD:
+                stack[top - 1] = a + b
+            elif op == F_SUBTRACT:
+                stack[top - 1] = a - b
+            elif op == F_MULTIPLY:
+                stack[top - 1] = a * b
+            elif b == 0.0:  # formula._divide: Go's float division
+                if a == 0.0 or math.isnan(a):
+                    stack[top - 1] = math.nan
+                else:
+                    stack[top - 1] = math.copysign(math.inf, a) * math.copysign(1.0, b)
+            else:
+                stack[top - 1] = a / b
+    out = stack[0]
+    status, milli = _VALID, 0
+    if not math.isfinite(out):
+        status = _INVALID
+    elif not abs(out * 1000) < _EXACT_INT_F:
+        status = INT_OUT_OF_RANGE
+    else:
+        milli = int(out * 1000)
+    return status, milli + 0 * (formula.size + formula_consts.size + keda.size + stack.size)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _formula_poll(c, formula, formula_consts, stack, trigger, keda, res_kind, res_n, res_vals, cron_state, cron_value):
+    # The poll's composite (no fallback: no failures are counted): (code, is_active, is_error); each trigger's
+    # milli-units go to the scratch column K_READING_MILLI, which the reconcile overwrites.
+    for i in range(trigger.shape[0]):
+        if cron_state[i] != CRON_NONE:
+            failed, value = cron_state[i] == CRON_FAILED, cron_value[i]
+        else:
+            failed, value = _trigger_value(trigger[i, T_IGNORE_NULL] != 0, i, res_kind, res_n, res_vals)
+        if failed:
+            return 0, False, True  # "error from trigger ..."
+        milli = keda_quantity_milli(value)
+        if milli == _BAD:
+            return QUANTITY_OUT_OF_RANGE, False, False
+        keda[i, K_READING_MILLI] = milli
+    status, milli = formula_milli(formula, formula_consts, keda, stack)
+    if status < 0:
+        return status, False, False
+    if status == _INVALID:
+        return 0, False, True
+    return 0, float(milli) / 1000.0 > c.activation_target, False
+
+
 @njit(cache=True, nogil=True, inline="always")
 def keda_poll(
     c,
     trig_activation,
     trigger,
+    formula,
+    formula_consts,
+    stack,
     keda,
     last_active,
     now_s,
@@ -1487,13 +1680,15 @@ def keda_poll(
     cron_state,
     cron_value,
 ):
-    """``KedaController.poll``: the count KEDA writes, or -1 to leave it to the HPA; updates ``last_active``.
+    """``KedaController.poll``: the count KEDA writes, -1 to leave it to the HPA, or an error code.
 
-    The poll applies no fallback (failures count as 0), so a failing trigger
-    makes it an error poll; the values' milli-units are needed only for the
-    metrics cache of ``useCachedMetrics`` triggers, which it refreshes in ``keda``.
+    Updates ``last_active``. The poll applies no fallback (failures count as
+    0), so a failing trigger makes it an error poll; the values' milli-units
+    are needed for the metrics cache of ``useCachedMetrics`` triggers, which
+    it refreshes in ``keda``, and for a formula.
     A cron trigger (``cron_state``) is active inside its window, whatever its
     value (``_with_cron``: the scaler's own activity, not ``activationThreshold``).
+    With a formula, the composite alone says active or failed (``_composite``).
     """
     is_active = False
     is_error = False
@@ -1516,6 +1711,12 @@ def keda_poll(
             is_error = True  # 0 failures never exceed failureThreshold: no fallback
         elif value > trig_activation[i]:
             is_active = True
+    if c.has_formula:
+        code, is_active, is_error = _formula_poll(
+            c, formula, formula_consts, stack, trigger, keda, res_kind, res_n, res_vals, cron_state, cron_value
+        )
+        if code < 0:
+            return code
     # request_scale
     last_active_s = last_active[0]
     min_replicas = c.keda_min_replicas
@@ -1546,13 +1747,29 @@ def keda_poll(
 
 @njit(cache=True, nogil=True, inline="always")
 def keda_readings(
-    c, metric, trigger, keda, current_replicas, ready_replicas, res_kind, res_n, res_vals, cron_state, cron_value
+    c,
+    metric,
+    trigger,
+    formula,
+    formula_consts,
+    stack,
+    keda,
+    current_replicas,
+    ready_replicas,
+    res_kind,
+    res_n,
+    res_vals,
+    cron_state,
+    cron_value,
 ):
     """``KedaController.reconcile``'s failure counts and each trigger's reading (with fallback) into ``keda``.
 
     A cron trigger's value is its reading at now (``_with_cron`` replaces
     whatever the metrics server would serve); a zone that does not load is a
-    failure like a failed query. Returns 0, or an error code.
+    failure like a failed query. With a formula, no trigger falls back on its
+    own; the composite's reading goes to the row after the triggers'
+    (``_composite``: the formula, or with a failed trigger the fallback value
+    once failures pass the threshold). Returns 0, or an error code.
     """
     for i in range(trigger.shape[0]):
         cache = keda[i, K_CACHE] if trigger[i, T_CACHED] != 0 else CACHE_EMPTY
@@ -1572,7 +1789,7 @@ def keda_readings(
             continue
         # _fallback
         keda[i, K_READING_OK] = 0
-        if not c.has_fallback or keda[i, K_FAILURES] <= c.fallback_threshold:
+        if not c.has_fallback or c.has_formula or keda[i, K_FAILURES] <= c.fallback_threshold:
             continue
         m = trigger[i, T_METRIC]
         value_target = metric[m, M_TARGET_TYPE] == TARGET_VALUE
@@ -1585,6 +1802,29 @@ def keda_readings(
         if status == _VALID:
             keda[i, K_READING_OK] = 1
             keda[i, K_READING_MILLI] = fallback_milli
+    if c.has_formula:
+        composite = trigger.shape[0]
+        failures = -1  # the most failures of a failed trigger; -1: none failed
+        for i in range(composite):
+            if keda[i, K_READING_OK] == 0:
+                failures = max(failures, keda[i, K_FAILURES])
+        keda[composite, K_READING_OK] = 0
+        if failures < 0:
+            status, milli = formula_milli(formula, formula_consts, keda, stack)
+            if status < 0:
+                return status
+            if status == _VALID:
+                keda[composite, K_READING_OK] = 1
+                keda[composite, K_READING_MILLI] = milli
+        elif c.has_fallback and failures > c.fallback_threshold:
+            status, milli = _fallback_value_milli(
+                _fallback_replicas(c, current_replicas), c.formula_target, c.formula_value_target, ready_replicas
+            )
+            if status < 0:
+                return status
+            if status == _VALID:
+                keda[composite, K_READING_OK] = 1
+                keda[composite, K_READING_MILLI] = milli
     return 0
 
 
@@ -1664,6 +1904,9 @@ def decide(
                 c,
                 t.trig_activation,
                 trigger,
+                t.formula,
+                t.formula_consts,
+                s.formula_stack,
                 keda,
                 s.last_active_s,
                 now_s,
@@ -1674,11 +1917,26 @@ def decide(
                 cron_state,
                 cron_value,
             )
+            if wanted < _LEAVE:
+                return wanted  # an error code
             if wanted != _LEAVE:
                 replicas = wanted
         if reconcile and replicas > 0:
             code = keda_readings(
-                c, metric, trigger, keda, replicas, ready_replicas, res_kind, res_n, res_vals, cron_state, cron_value
+                c,
+                metric,
+                trigger,
+                t.formula,
+                t.formula_consts,
+                s.formula_stack,
+                keda,
+                replicas,
+                ready_replicas,
+                res_kind,
+                res_n,
+                res_vals,
+                cron_state,
+                cron_value,
             )
             if code < 0:
                 return code

@@ -227,16 +227,18 @@ Members = namedtuple(
     "Members",
     [
         # The controls, packed (one row or slice per member; see compiled.pack_members).
-        "config_i",  # int64 (members, 18): Config's integer and boolean fields, in CONFIG_INT order
-        "config_f",  # float64 (members, 11): Config's float fields, in CONFIG_FLOAT order
-        "table_i",  # int64: each member's metric (n, 7), policy (n, 3) and trigger (n, 3) tables, flattened
-        "table_f",  # float64: each member's trig_activation
-        "table_off",  # int64 (members, 8): offsets of metric, policy, trigger in table_i and of trig_activation
-        #               in table_f; then the rows of trig_activation, metric, policy, trigger
+        "config_i",  # int64 (members, 20): Config's integer and boolean fields, in CONFIG_INT order
+        "config_f",  # float64 (members, 12): Config's float fields, in CONFIG_FLOAT order
+        "table_i",  # int64: each member's metric (n, 7), policy (n, 3), trigger (n, 3) and formula (n, 2)
+        #             tables, flattened
+        "table_f",  # float64: each member's trig_activation, then formula_consts
+        "table_off",  # int64 (members, 11): offsets of metric, policy, trigger in table_i and of trig_activation
+        #               in table_f; the rows of trig_activation, metric, policy, trigger; the offsets of
+        #               formula in table_i and of formula_consts in table_f, and the formula's rows
         "state_i",  # int64: each member's count (4), rec_replicas, events (2, slots, 2), keda (rows, 5)
-        "state_f",  # float64: each member's rec_t, event_t (2, slots), last_active_s (1)
-        "state_off",  # int64 (members, 5): offsets in state_i and state_f, recommendation slots, event slots,
-        #               keda rows
+        "state_f",  # float64: each member's rec_t, event_t (2, slots), last_active_s (1), formula_stack
+        "state_off",  # int64 (members, 6): offsets in state_i and state_f, recommendation slots, event slots,
+        #               keda rows, formula_stack entries
         # Cadence and queries.
         "poll_every",
         "reconcile_every",  # int64 (members,): ticks between KEDA polls (0: never) and reconciles
@@ -327,6 +329,8 @@ CONFIG_INT = (
     "fallback_behavior",
     "scale_to_zero",
     "has_object_or_external",
+    "has_formula",
+    "formula_value_target",
 )
 CONFIG_FLOAT = (
     "tol_down",
@@ -339,6 +343,8 @@ CONFIG_FLOAT = (
     "cooldown_s",
     "initial_cooldown_s",
     "created_s",
+    "formula_target",
+    "activation_target",
 )
 
 
@@ -376,6 +382,10 @@ def _tables(members, m):
         fallback_behavior=ci[15],
         scale_to_zero=ci[16],
         has_object_or_external=ci[17] != 0,
+        has_formula=ci[18] != 0,
+        formula_value_target=ci[19] != 0,
+        formula_target=cf[10],
+        activation_target=cf[11],
     )
     offsets = members.table_off[m]
     n_metric, n_policy, n_trigger = offsets[5], offsets[6], offsets[7]
@@ -384,7 +394,10 @@ def _tables(members, m):
     policy = table_i[offsets[1] : offsets[1] + 3 * n_policy].reshape((n_policy, 3))
     trigger = table_i[offsets[2] : offsets[2] + 3 * n_trigger].reshape((n_trigger, 3))
     activation = members.table_f[offsets[3] : offsets[3] + offsets[4]]
-    return decision.Tables(config, metric, policy, activation, trigger)
+    n_formula = offsets[10]
+    formula = table_i[offsets[8] : offsets[8] + 2 * n_formula].reshape((n_formula, 2))
+    formula_consts = members.table_f[offsets[9] : offsets[9] + n_formula]
+    return decision.Tables(config, metric, policy, activation, trigger, formula, formula_consts)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -404,7 +417,8 @@ def _state(members, m):
     event_t = state_f[float_start + n_rec : float_start + n_rec + 2 * n_events].reshape((2, n_events))
     last_active_start = float_start + n_rec + 2 * n_events
     last_active_s = state_f[last_active_start : last_active_start + 1]
-    return decision.State(count, rec_replicas, rec_t, events, event_t, keda, last_active_s)
+    formula_stack = state_f[last_active_start + 1 : last_active_start + 1 + offsets[5]]
+    return decision.State(count, rec_replicas, rec_t, events, event_t, keda, last_active_s, formula_stack)
 
 
 @njit(cache=True, nogil=True, inline="always")

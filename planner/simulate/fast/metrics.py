@@ -9,9 +9,20 @@ turns ``Query.node`` into postfix code, folding every number-only subtree
 into a constant with the Python evaluator itself, and :func:`evaluate` runs
 it on a stack of vectors held in a :data:`Workspace`. An ``offset`` on a
 selector or a range (``x offset 1d``, ``rate(x[5m] offset 1d)``) is an
-instruction before it that moves its evaluation time back; subqueries,
-``predict_linear``, ``holt_winters`` and histograms are not compiled
-(:func:`compile_query` refuses them, and the lockstep engine runs them).
+instruction before it that moves its evaluation time back.
+
+A subquery (``f(expr[range:step] offset d, params)``, the form the forecasts
+write) is its inner expression's code between an ``OP_SUBQUERY`` header and an
+``OP_SUBQUERY_END``: :func:`evaluate` runs that block once per step, at the
+step's time, and folds each step's value into ``f``'s running state, as
+``_subquery_series`` and ``_apply_range`` do over the list of points. Compiled
+when the inner expression is at most one series without a pod (an aggregation
+over all pods, ``vector(N)``, and arithmetic or ``or`` of these) and ``f`` is
+``avg_over_time``, ``max_over_time``, ``min_over_time``, ``predict_linear``,
+``holt_winters`` or ``double_exponential_smoothing``. Subqueries of per-pod
+series, nested subqueries, ``rate``-like functions of a subquery,
+``predict_linear`` or ``holt_winters`` of a plain range, and histograms are not
+compiled (:func:`compile_query` refuses them, and the lockstep engine runs them).
 
 The store is laid out as the engine fills it (arrays may be longer than the
 scrapes so far):
@@ -88,10 +99,18 @@ OP_BINARY_VV = 6  # vector op vector, operator code[i, 1]
 OP_BINARY_VN = 7  # vector op consts[i]
 OP_BINARY_NV = 8  # consts[i] op vector
 OP_OFFSET = 9  # the next selector or range reads at now_s - consts[i] (an ``offset``)
+# A subquery: function code[i, 1] of the block up to its OP_SUBQUERY_END (code[i, 2] rows on) over
+# consts[i] seconds; the next SUBQUERY_PARAMS rows (OP_PARAM) hold its step [s], its offset [s] and the
+# function's two numbers (0 where it takes fewer); the inner block follows them.
+OP_SUBQUERY = 10
+OP_PARAM = 11
+OP_SUBQUERY_END = 12
+SUBQUERY_PARAMS = 4
 POD_INFO_COLUMN = len(COLUMNS)
 ADD, SUB, MUL, DIV = 0, 1, 2, 3
 SUM, AVG, MAX, MIN, COUNT = 0, 1, 2, 3, 4
 RATE, IRATE, INCREASE, AVG_OVER_TIME, MAX_OVER_TIME, MIN_OVER_TIME = 0, 1, 2, 3, 4, 5
+PREDICT_LINEAR, DOUBLE_EXPONENTIAL_SMOOTHING = 6, 7
 
 _OPERATORS = {"+": ADD, "-": SUB, "*": MUL, "/": DIV}
 _AGGREGATIONS = {"sum": SUM, "avg": AVG, "max": MAX, "min": MIN, "count": COUNT}
@@ -103,12 +122,29 @@ _FUNCTIONS = {
     "max_over_time": MAX_OVER_TIME,
     "min_over_time": MIN_OVER_TIME,
 }
+# Functions of a subquery the kernel folds step by step (under Prometheus 3 both Holt names are one function).
+_SUBQUERY_FUNCTIONS = {
+    "avg_over_time": AVG_OVER_TIME,
+    "max_over_time": MAX_OVER_TIME,
+    "min_over_time": MIN_OVER_TIME,
+    "predict_linear": PREDICT_LINEAR,
+    "holt_winters": DOUBLE_EXPONENTIAL_SMOOTHING,
+    "double_exponential_smoothing": DOUBLE_EXPONENTIAL_SMOOTHING,
+}
 # Python 3.12 made the built-in sum() of floats compensated (Neumaier); 3.11 adds left to right.
 # Baked into the kernels when they compile (numba's cache is kept per interpreter version).
 COMPENSATED_SUM = sum([1e16, 1.0, -1e16]) != 0.0
 
 # Rows of Workspace.acc, per series of a range function.
 _A, _B, _C, _D, _LAST_T, _LAST_V = range(6)
+# Slots of Workspace.fold, a subquery function's state: points so far, then the function's own.
+_POINTS = 0
+_BEST = _TOTAL = _N = 1  # max/min: the extreme so far; avg: the running sum; predict_linear: the count
+_CARRY = _INIT_Y = 2  # avg: the sum's compensation; predict_linear: the first value
+_CONST_Y = 3  # predict_linear: 1.0 while every value equals the first
+_SUM_X, _C_X, _SUM_Y, _C_Y, _SUM_XY, _C_XY, _SUM_X2, _C_X2 = range(4, 12)  # predict_linear's Kahan sums
+_FIRST, _S0, _S1, _TREND = 1, 2, 3, 4  # Holt: the first value, the last two levels, the trend
+FOLD_SLOTS = 12
 
 Workspace = namedtuple(
     "Workspace",
@@ -121,6 +157,7 @@ Workspace = namedtuple(
         "sorted_slot",  # int64 (capacity,): ... and where each sits in slot_pod
         "acc_n",  # int64 (capacity,): samples seen per series
         "acc",  # float64 (6, capacity): per-series accumulators
+        "fold",  # float64 (FOLD_SLOTS,): a subquery function's running state (_fold_start)
     ],
 )
 
@@ -184,7 +221,7 @@ def compile_query(query: Query) -> CompiledQuery:
         ``now_s`` (an aggregation of a number, ``or`` with a number side,
         ``kube_pod_info`` in a range function); the query needs more than
         :data:`MAX_DEPTH` stack levels; or it uses what the kernel does not
-        cover (a subquery, ``predict_linear``, ``holt_winters``, histograms).
+        cover (see the module docstring: some subqueries, histograms).
     """
     emitter = _Emitter()
     try:
@@ -201,7 +238,7 @@ def compile_query(query: Query) -> CompiledQuery:
         code=np.array([row[:3] for row in rows], dtype=np.int64).reshape(len(rows), 3),
         consts=np.array([row[3] for row in rows], dtype=np.float64),
         depth=emitter.max_depth,
-        has_range=any(row[0] in (OP_RANGE, OP_OFFSET) for row in rows),
+        has_range=any(row[0] in (OP_RANGE, OP_OFFSET, OP_SUBQUERY) for row in rows),
     )
 
 
@@ -241,10 +278,11 @@ class _Emitter:
             self.rows.append((OP_OFFSET, 0, 0, float(offset_s)))
             self.push((OP_SELECT, POD_INFO_COLUMN if column == POD_INFO else COLUMNS.index(column), 0, 0.0))
             return None
-        if kind == "frange":  # a range function over x[w] offset d (or over a subquery, not compiled)
-            _, function, source, _params = node
-            if source[0] != "matrix":
-                raise NotCompilable("subqueries are not in the compiled kernels")
+        if kind == "frange":  # a range function over x[w] offset d, or over a subquery
+            _, function, source, params = node
+            if source[0] == "subquery":
+                self.emit_subquery(function, source, params)
+                return None
             if function not in _FUNCTIONS:
                 raise NotCompilable(f"{function}() is not in the compiled kernels")
             _, column, window_s, offset_s = source
@@ -288,6 +326,46 @@ class _Emitter:
             return None
         raise NotCompilable(f"unknown node {kind!r}")
 
+    def emit_subquery(self, function: str, source: tuple, params: tuple) -> None:
+        # Header, its parameter rows, the inner block at the stack level the result will take, the end.
+        _, inner, range_s, step_s, offset_s = source
+        if function not in _SUBQUERY_FUNCTIONS:
+            raise NotCompilable(f"{function}() of a subquery is not in the compiled kernels")
+        if not _at_most_one_series(inner):
+            raise NotCompilable("a subquery of per-pod series is not in the compiled kernels")
+        block = _Emitter()
+        if block.emit(inner) is not None:
+            raise NotCompilable("a subquery needs an instant vector, not a number")
+        if any(row[0] == OP_SUBQUERY for row in block.rows):
+            raise NotCompilable("nested subqueries are not in the compiled kernels")
+        numbers = [float(p) for p in params] + [0.0] * (2 - len(params))
+        header = len(self.rows)
+        self.rows.append((OP_SUBQUERY, _SUBQUERY_FUNCTIONS[function], 0, float(range_s)))
+        for number in (float(step_s), float(offset_s), *numbers):
+            self.rows.append((OP_PARAM, 0, 0, number))
+        self.rows.extend(block.rows)
+        self.rows.append((OP_SUBQUERY_END, 0, 0, 0.0))
+        self.rows[header] = (OP_SUBQUERY, _SUBQUERY_FUNCTIONS[function], len(self.rows) - 1 - header, float(range_s))
+        # The block runs on the levels from the result's up.
+        self.max_depth = max(self.max_depth, self.depth + block.max_depth)
+        self.depth += 1
+
+
+def _at_most_one_series(node: tuple) -> bool:
+    # Whether the node's value has at most one series, keyed () (or is a number): what the kernel folds.
+    kind = node[0]
+    if kind in ("number", "vector"):
+        return True
+    if kind == "aggregate":
+        return node[2] != "pod"
+    if kind == "binary":
+        return _at_most_one_series(node[2]) and _at_most_one_series(node[3])
+    if kind == "or":
+        return _at_most_one_series(node[1]) and _at_most_one_series(node[2])
+    if kind == "frange" and node[2][0] == "subquery":
+        return _at_most_one_series(node[2][1])
+    return False
+
 
 # ---- workspace and store ------------------------------------------------------------------------
 
@@ -310,6 +388,7 @@ def workspace_arrays(max_series, depth=MAX_DEPTH):
         np.zeros(capacity, dtype=np.int64),
         np.zeros(capacity, dtype=np.int64),
         np.zeros((6, capacity), dtype=np.float64),
+        np.zeros(FOLD_SLOTS, dtype=np.float64),
     )
 
 
@@ -680,6 +759,133 @@ def _range(function, column, window_s, k, now_s, scrape_time_s, scrape_rows, sam
     )
 
 
+# ---- subqueries ---------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _ms(t_s):
+    # metrics._ms: round(t_s * 1000), halves to even, as an int.
+    return np.int64(np.rint(t_s * 1000.0))
+
+
+@njit(cache=True, nogil=True)
+def subquery_steps_ms(eval_ms, range_ms, step_ms, offset_ms):
+    """The first and last steps of ``expr[range:step] offset d`` at ``eval_ms`` (Prometheus 3). [ms]
+
+    ``promql_functions.subquery_steps_ms(..., major=3)``: multiples of
+    ``step_ms`` after ``eval_ms - offset_ms - range_ms`` (Go's truncating
+    division), up to ``eval_ms - offset_ms``. First > last: no step.
+    """
+    lower = eval_ms - offset_ms - range_ms
+    quotient = abs(lower) // step_ms * (1 if lower >= 0 else -1)
+    first = step_ms * quotient
+    if first <= lower:
+        first += step_ms
+    return first, eval_ms - offset_ms
+
+
+@njit(cache=True, nogil=True)
+def _kahan_inc(inc, total, c):
+    # promql_functions.kahan_sum_inc.
+    t = total + inc
+    if math.isinf(t):
+        c = 0.0
+    elif abs(total) >= abs(inc):
+        c += (total - t) + inc
+    else:
+        c += (inc - t) + total
+    return t, c
+
+
+@njit(cache=True, nogil=True)
+def _fold_start(fold):
+    for j in range(fold.shape[0]):
+        fold[j] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def _fold_add(fold, function, t_ms, y, eval_ms, smoothing_frac, trend_frac):
+    # One more point (t_ms, y), in time order, into the function's state (see the _POINTS slots).
+    # eval_ms: predict_linear's intercept time; the two factors: Holt's.
+    seen = fold[_POINTS]
+    if function == MAX_OVER_TIME:
+        if seen == 0 or y > fold[_BEST]:
+            fold[_BEST] = y
+    elif function == MIN_OVER_TIME:
+        if seen == 0 or y < fold[_BEST]:
+            fold[_BEST] = y
+    elif function == AVG_OVER_TIME:
+        if seen == 0:
+            fold[_TOTAL] = 0.0 + y
+        else:
+            fold[_TOTAL], fold[_CARRY] = _sum_add(fold[_TOTAL], fold[_CARRY], y)
+    elif function == PREDICT_LINEAR:
+        # linear_regression's loop, x in seconds from the evaluation time.
+        if seen == 0:
+            fold[_INIT_Y] = y
+            fold[_CONST_Y] = 1.0
+        elif y != fold[_INIT_Y]:
+            fold[_CONST_Y] = 0.0
+        fold[_N] += 1.0
+        x = float(t_ms - eval_ms) / 1e3
+        fold[_SUM_X], fold[_C_X] = _kahan_inc(x, fold[_SUM_X], fold[_C_X])
+        fold[_SUM_Y], fold[_C_Y] = _kahan_inc(y, fold[_SUM_Y], fold[_C_Y])
+        fold[_SUM_XY], fold[_C_XY] = _kahan_inc(x * y, fold[_SUM_XY], fold[_C_XY])
+        fold[_SUM_X2], fold[_C_X2] = _kahan_inc(x * x, fold[_SUM_X2], fold[_C_X2])
+    else:
+        # double_exponential_smoothing's loop: the level starts at the first value, the trend at
+        # the first difference, which the first step keeps.
+        if seen == 0:
+            fold[_FIRST] = y
+            fold[_S1] = y
+        else:
+            if seen == 1:
+                fold[_TREND] = y - fold[_FIRST]
+            else:
+                fold[_TREND] = trend_frac * (fold[_S1] - fold[_S0]) + (1 - trend_frac) * fold[_TREND]
+            level = smoothing_frac * y + (1 - smoothing_frac) * (fold[_S1] + fold[_TREND])
+            fold[_S0] = fold[_S1]
+            fold[_S1] = level
+    fold[_POINTS] = seen + 1
+
+
+@njit(cache=True, nogil=True)
+def _fold_end(fold, function, ahead_s):
+    # (value, 1), or (NaN, 0) for too few points (no series), or (NaN, ZERO_DIVISION) where Python raises.
+    points = fold[_POINTS]
+    value = math.nan
+    status = 1
+    if points == 0 or (points < 2 and (function == PREDICT_LINEAR or function == DOUBLE_EXPONENTIAL_SMOOTHING)):
+        status = 0
+    elif function == MAX_OVER_TIME or function == MIN_OVER_TIME:
+        value = fold[_BEST]
+    elif function == AVG_OVER_TIME:
+        value = _sum_end(fold[_TOTAL], fold[_CARRY]) / points
+    elif function == PREDICT_LINEAR:
+        n = fold[_N]
+        if fold[_CONST_Y] == 1.0:
+            slope, intercept = 0.0, fold[_INIT_Y]
+            if math.isinf(fold[_INIT_Y]):
+                slope, intercept = math.nan, math.nan
+            value = slope * ahead_s + intercept
+        else:
+            sum_x = fold[_SUM_X] + fold[_C_X]
+            sum_y = fold[_SUM_Y] + fold[_C_Y]
+            sum_xy = fold[_SUM_XY] + fold[_C_XY]
+            sum_x2 = fold[_SUM_X2] + fold[_C_X2]
+            cov_xy = sum_xy - sum_x * sum_y / n
+            var_x = sum_x2 - sum_x * sum_x / n
+            if var_x == 0.0:
+                status = ZERO_DIVISION
+            else:
+                slope = cov_xy / var_x
+                intercept = sum_y / n - slope * sum_x / n
+                value = slope * ahead_s + intercept
+    else:
+        value = fold[_S1]
+    return value, status + 0 * fold.size
+
+
 # ---- evaluation ---------------------------------------------------------------------------------
 
 
@@ -745,23 +951,74 @@ def evaluate(
         if kind == NUMBER:
             out_vals[0] = consts[0]
     else:
+        at_now_s = now_s  # what selectors read at: now_s, or inside a subquery its step's time
         k = last_index(scrape_time_s, n_scrapes, now_s)
         fresh = k if k >= 0 and not now_s - scrape_time_s[k] > STALENESS_S else -1
         top = 0  # stack levels in use
         offset_s = 0.0  # an OP_OFFSET's, for the next selector or range
-        for i in range(code.shape[0]):
+        # The subquery being run (one at a time: nested ones are not compiled): the stack level of its
+        # result, its block's first row and its end row, its function and numbers, the step [ms] the
+        # block last ran at and the last step.
+        sub_row = sub_begin = sub_end = sub_function = 0
+        param_a = param_b = 0.0
+        step_ms = last_step_ms = stride_ms = eval_ms = 0
+        fold = work.fold
+        i = 0
+        while i < code.shape[0]:
             op = code[i, 0]
             if op == OP_OFFSET:
                 offset_s = consts[i]
+            elif op == OP_SUBQUERY:
+                if top >= stack_n.shape[0]:
+                    kind = OUT_OF_ROOM
+                    break
+                sub_row, sub_begin, sub_end, sub_function = top, i + 1 + SUBQUERY_PARAMS, i + code[i, 2], code[i, 1]
+                stride_ms = _ms(consts[i + 1])
+                param_a, param_b = consts[i + 3], consts[i + 4]
+                eval_ms = _ms(now_s)
+                step_ms, last_step_ms = subquery_steps_ms(eval_ms, _ms(consts[i]), stride_ms, _ms(consts[i + 2]))
+                _fold_start(fold)
+                if step_ms > last_step_ms:
+                    i = sub_end  # no step: the end row finishes an empty series
+                    continue
+                at_now_s = step_ms / 1000
+                k = last_index(scrape_time_s, n_scrapes, at_now_s)
+                fresh = k if k >= 0 and not at_now_s - scrape_time_s[k] > STALENESS_S else -1
+                i = sub_begin
+                continue
+            elif op == OP_SUBQUERY_END:
+                if step_ms <= last_step_ms:
+                    # The block's value at step_ms is on the result's level: at most one series, keyed ().
+                    if stack_n[sub_row] > 0:
+                        _fold_add(fold, sub_function, step_ms, vals[sub_row, 0], eval_ms, param_a, param_b)
+                    step_ms += stride_ms
+                    top = sub_row
+                    if step_ms <= last_step_ms:
+                        at_now_s = step_ms / 1000
+                        k = last_index(scrape_time_s, n_scrapes, at_now_s)
+                        fresh = k if k >= 0 and not at_now_s - scrape_time_s[k] > STALENESS_S else -1
+                        i = sub_begin
+                        continue
+                value, n = _fold_end(fold, sub_function, param_a)
+                if n < 0:
+                    kind = n  # ZERO_DIVISION
+                    break
+                keys[sub_row, 0] = NOT_A_POD
+                vals[sub_row, 0] = value
+                stack_n[sub_row] = n
+                top = sub_row + 1
+                at_now_s = now_s
+                k = last_index(scrape_time_s, n_scrapes, now_s)
+                fresh = k if k >= 0 and not now_s - scrape_time_s[k] > STALENESS_S else -1
             elif op == OP_SELECT or op == OP_RANGE or op == OP_VECTOR:
                 if top >= stack_n.shape[0]:
                     kind = OUT_OF_ROOM
                     break
-                at_s = now_s  # the "instant" and "frange" nodes: now_s - offset_s
+                at_s = at_now_s  # the "instant" and "frange" nodes: at_now_s - offset_s
                 at_k = k
                 at_fresh = fresh
                 if offset_s != 0.0:
-                    at_s = now_s - offset_s
+                    at_s = at_now_s - offset_s
                     at_k = last_index(scrape_time_s, n_scrapes, at_s)
                     at_fresh = at_k if at_k >= 0 and not at_s - scrape_time_s[at_k] > STALENESS_S else -1
                     offset_s = 0.0
@@ -857,6 +1114,7 @@ def evaluate(
                 top -= 1
                 if kind == OUT_OF_ROOM:
                     break
+            i += 1
     n = 0
     if kind == VECTOR:
         n = stack_n[0]
@@ -879,6 +1137,7 @@ def evaluate(
         + vals.size
         + stack_n.size
         + work.acc.size
+        + work.fold.size
         + out_keys.size
         + out_vals.size
     )

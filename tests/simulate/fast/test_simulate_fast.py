@@ -436,8 +436,8 @@ def test_cron_activation_from_zero_runs_compiled_alike(tmp_path):
 )
 def test_forecast_triggers_run_alike(method):
     # The generated ScaledObject with its forecast beside the in-flight trigger, over two one-hour "days"
-    # with a climb each hour. The generator combines the triggers in a scalingModifiers formula, which the
-    # kernels do not cover (nor subqueries), so the lockstep engine runs them all.
+    # with a climb each hour. The generator combines the triggers in a scalingModifiers formula (max of the
+    # two over the target); the kernels run the formula and the forecast's subquery.
     from planner.manifests.generate import ScalingPlan, generate_manifests
     from planner.readers.manifest import autoscaler_from_document
     from planner.vllm.forecast import Forecast
@@ -449,7 +449,7 @@ def test_forecast_triggers_run_alike(method):
     fleet = FleetSpec(
         replica=ReplicaSpec(max_num_seqs=16, fixed_ms=20.0, per_sequence_ms=1.0), warmup_s=120.0, tick_s=5.0
     )
-    assert not fast.covers(manifest, fleet)
+    assert fast.covers(manifest, fleet)
     ref = reference.simulate(trace, manifest, fleet)
     assert_same(ref, fast.simulate(trace, manifest, fleet))
     assert ref.scale_events > 4

@@ -30,6 +30,7 @@ from planner.simulate.fast.metrics import (
     workspace_arrays,
 )
 from planner.simulate.metrics import COLUMNS, STALENESS_S, MetricStore, metric_column, parse_query
+from planner.vllm.forecast import Forecast, forecast_query
 from tests.simulate.fast.test_simulate_fast import POD_METRICS, QUERIES
 
 COUNTER_NAMES = (
@@ -189,9 +190,34 @@ vector_leaves = st.one_of(
         st.sampled_from(OFFSETS),
     ).map(lambda t: f"{t[0]}({t[1]}[{t[2]}] offset {t[3]})"),
 )
+# A subquery of at most one series (what the kernel folds), under each function it folds, with an offset at times.
+SUBQUERY_INNERS = (
+    "sum(vllm:num_requests_running)",
+    "sum(vllm:num_requests_running) + sum(vllm:num_requests_waiting)",
+    "sum(rate(vllm:request_success_total[1m]))",
+    "max(vllm:kv_cache_usage_perc) or vector(0)",
+    "avg(vllm:num_requests_waiting offset 1m) * 2",
+    "vector(3)",
+)
+SUBQUERY_FUNCTIONS = (
+    "avg_over_time({})",
+    "max_over_time({})",
+    "min_over_time({})",
+    "predict_linear({}, 300)",
+    "predict_linear({}, -45.5)",
+    "double_exponential_smoothing({}, 0.3, 0.3)",
+    "holt_winters({}, 0.8, 0.1)",
+)
+subquery_leaves = st.tuples(
+    st.sampled_from(SUBQUERY_FUNCTIONS),
+    st.sampled_from(SUBQUERY_INNERS),
+    st.sampled_from(["30s", "2m", "5m", "10m"]),
+    st.sampled_from(["15s", "20s", "1m", "7s"]),
+    st.sampled_from(["", "", " offset 1m", " offset 90s"]),
+).map(lambda t: t[0].format(f"({t[1]})[{t[2]}:{t[3]}]{t[4]}"))
 refused_leaves = st.sampled_from(["rate(kube_pod_info[1m])", "max_over_time(kube_pod_info[5m])", "2"])
 # Mostly vectors: a number under an aggregation or beside ``or`` makes Python refuse the whole query.
-leaves = st.one_of(*[vector_leaves] * 15, refused_leaves)
+leaves = st.one_of(*[vector_leaves] * 13, *[subquery_leaves] * 2, refused_leaves)
 numbers = st.sampled_from(NUMBERS)
 
 
@@ -489,17 +515,46 @@ def test_queries_python_refuses_are_not_compiled(text):
         compile_query(query)
 
 
+@pytest.mark.parametrize("method", ["predict_linear", "max_over_time", "double_exponential_smoothing", "holt_winters"])
+@pytest.mark.parametrize("signal", ["in_flight", "request_rate"])
+def test_the_forecasts_the_planner_writes_are_compiled_and_equal_python(method, signal):
+    # Each forecast query as forecast_query writes it, over a store of an hour, every 7 s from before the first
+    # scrape to past the last: subquery steps fall before, on and between scrapes.
+    name = "double_exponential_smoothing" if method == "holt_winters" else method
+    forecast = Forecast(name, window_s=600.0, step_s=30.0, ahead_s=300.0)
+    text = forecast_query(forecast, signal, prometheus_major=2 if method == "holt_winters" else 3)
+    query = parse_query(text)
+    assert compile_query(query).has_range
+    store = make_store(11, grid_s=15.0, slots=240, n_pods=5, reset_frac=0.05)
+    assert_same(query, store, list(np.arange(-30.0, store.times_s[-1] + 700.0, 7.0)))
+
+
+def test_a_subquery_with_one_point_has_no_line_and_one_level():
+    # predict_linear and Holt need two points, max_over_time one: a 30 s range at a 1 m step holds one step.
+    store = _tiny_store()
+    for text, expected in [
+        ("predict_linear(sum(vllm:num_requests_running)[30s:1m], 60)", {}),
+        ("double_exponential_smoothing(sum(vllm:num_requests_running)[30s:1m], 0.5, 0.5)", {}),
+        ("max_over_time(sum(vllm:num_requests_running)[30s:1m])", {(): 6.0}),
+    ]:
+        query = parse_query(text)
+        assert query.evaluate(store, 60.0) == expected, text
+        assert_same(query, store, [60.0, 61.0, 89.0, 120.0])
+
+
 @pytest.mark.parametrize(
     "text",
     [
         "predict_linear(vllm:num_requests_running[5m], 60)",
-        "max_over_time(sum(vllm:num_requests_running)[5m:30s])",
-        "sum(rate(vllm:request_success_total[1m] offset 1m)) + max_over_time(vllm:num_requests_running[2m:15s])",
-        "double_exponential_smoothing(sum(vllm:num_requests_waiting)[10m:1m], 0.3, 0.3)",
+        "max_over_time(vllm:num_requests_running[2m:15s])",
+        "max_over_time(sum by (pod) (vllm:num_requests_running)[2m:15s])",
+        "rate(sum(vllm:request_success_total)[5m:15s])",
+        "max_over_time(max_over_time(sum(vllm:num_requests_running)[1m:15s])[5m:1m])",
     ],
 )
-def test_the_forecast_forms_beyond_offset_are_not_compiled(text):
-    # Python evaluates them; the kernel has no opcodes for subqueries, predict_linear or holt_winters yet.
+def test_subqueries_the_kernel_does_not_fold_are_refused(text):
+    # Per-pod series, rate-like functions, nested subqueries and forecasts over a plain range: Python evaluates
+    # them (the lockstep engine runs them); the kernel refuses them rather than guess.
     query = parse_query(text)
     query.evaluate(_tiny_store(), 60.0)
     with pytest.raises(NotCompilable, match="not in the compiled kernels"):
