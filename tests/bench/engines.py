@@ -44,6 +44,11 @@ peak RSS) and once on a Dask ``LocalCluster`` of two single-threaded worker
 processes (wall time, the cluster's start excluded). Targets: under 60 s and
 under 2 GiB. Run it alone with ``python -m tests.bench.engines --only week``.
 
+The forecasts: the ScaledObject the generator writes with each forecast beside
+the in-flight trigger (a subquery trigger, in a ``scalingModifiers`` formula)
+over that day, in the compiled kernels and in the lockstep engine
+(``--only forecast``).
+
 The first call of a compiled kernel compiles it (or loads it from numba's
 cache); it is made once before any timing and reported on its own.
 """
@@ -184,6 +189,51 @@ def cron_case(name: str, day: RequestTrace) -> None:
     print(
         f"    ratio lockstep / compiled:                      {lockstep_s / fast_s:8.0f}x; "
         f"same events and time series: {same}; scale events {outcomes['fast'].scale_events}"
+    )
+
+
+FORECAST_RUNS = {"fast": 3, "lockstep": 1}
+
+
+def forecast_autoscaler(method: str, target: float = 20.0) -> Autoscaler:
+    """The ScaledObject the generator writes with ``method``'s forecast beside the in-flight trigger (a formula)."""
+    from planner.manifests.generate import ScalingPlan, generate_manifests
+    from planner.readers.manifest import autoscaler_from_document
+    from planner.workflows.forecast_comparison import default_forecasts
+
+    plan = ScalingPlan("bench", target, 60.0, 1024, 50, 16, forecast=default_forecasts(60.0)[method])
+    autoscaler = autoscaler_from_document("bench.yaml", generate_manifests(plan).scaled_object.document)
+    assert autoscaler is not None  # generate_manifests writes a ScaledObject
+    return autoscaler
+
+
+def forecast_case(name: str, day: RequestTrace) -> None:
+    """Each generated forecast ScaledObject over ``day``: compiled kernels against the lockstep engine."""
+    print(f"  generated forecast ScaledObjects over the {name} day (a subquery trigger in a formula):")
+    for method in ("predict_linear", "max_over_time", "double_exponential_smoothing"):
+        _forecast_pair(method, day)
+
+
+def _forecast_pair(method: str, day: RequestTrace) -> None:
+    fleet = FleetSpec(warmup_s=60.0)
+    config = [fast.Configuration(forecast_autoscaler(method), fleet)]
+    outcomes = {}
+
+    def run_fast():
+        outcomes["fast"] = fast.simulate_many(day, config, duration_s=DAY_S, per_request=False)[0]
+
+    def run_lockstep():
+        outcomes["lockstep"] = fast.lockstep.simulate_many(day, config, duration_s=DAY_S)[0]
+
+    fast_s = median_s(run_fast, FORECAST_RUNS["fast"])
+    lockstep_s = median_s(run_lockstep, FORECAST_RUNS["lockstep"])
+    same = outcomes["fast"].events == outcomes["lockstep"].events and outcomes["fast"].timeseries.equals(
+        outcomes["lockstep"].timeseries
+    )
+    print(
+        f"    {method:<29} compiled {fast_s:7.3f} s (median of {FORECAST_RUNS['fast']}), lockstep "
+        f"{lockstep_s:6.1f} s: {lockstep_s / fast_s:5.0f}x; same events and time series: {same}; "
+        f"kernels: {fast.covers(config[0].autoscaler, fleet)}"
     )
 
 
@@ -472,6 +522,7 @@ def main(repeat: int = 5) -> None:
     days = traces()
     cron_name = "azure" if "azure" in days else "synthetic"
     cron_case(cron_name, days[cron_name])
+    forecast_case(cron_name, days[cron_name])
     week_case()
 
 
@@ -550,10 +601,18 @@ if __name__ == "__main__":
     import argparse
 
     parser = argparse.ArgumentParser(description="The fleet simulator's benchmarks (all, or one case).")
-    parser.add_argument("--only", choices=["week"], help="run one case: week (the week-long 1,000-configuration sweep)")
+    parser.add_argument(
+        "--only",
+        choices=["week", "forecast"],
+        help="run one case: week (the week-long 1,000-configuration sweep), forecast (the forecast triggers' day)",
+    )
     parser.add_argument("--runs", type=int, default=WEEK_RUNS, help="local runs of the week's sweep (median)")
     args = parser.parse_args()
     if args.only == "week":
         week_case(args.runs)
+    elif args.only == "forecast":
+        days = traces()
+        name = "azure" if "azure" in days else "synthetic"
+        forecast_case(name, days[name])
     else:
         main()
