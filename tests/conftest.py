@@ -113,14 +113,11 @@ SLOW_TESTS = {
     "test_cli_sweep::test_dask_cluster_gives_the_local_results_even_when_a_worker_is_killed",
     # a week of real traffic, searched and replayed again through planner lint and planner simulate
     "test_cli_schedule::test_a_week_of_real_traffic_lints_clean_and_meets_the_goal_in_replay",
-    # many replays, or long ones in the lockstep engine (forecasts, formulas), or every real manifest
+    # many replays, or every real manifest, or the reference engine beside the fast one
     "test_simulate_fast_supply::test_a_sweep_over_the_node_pools_grid_keys_gives_the_reference_results",
-    "test_forecast_comparison::test_every_strategy_is_priced_at_the_goal_from_its_own_runs",
-    "test_schedule::test_a_team_scaled_object_with_a_formula_takes_the_schedule_in_its_formula",
     "test_schedule::test_weekday_and_weekend_minimums_differ_on_a_week_with_quieter_weekends",
     "test_simulate_fast::test_fast_equals_reference_on_every_accepted_real_world_manifest",
     "test_simulate_fast::test_forecast_triggers_run_alike",
-    "test_cli_plan::test_forecasts_are_priced_beside_reactive_scaling_around_the_recommendation",
     "test_cli_plan::test_real_conversation_traffic_on_a_slow_replica_replaces_a_failing_setting",
     "test_cli_plan::test_a_kept_scaled_object_gets_its_schedule_beside_itself",
     "test_simulate_fast::test_a_store_that_drops_old_scrapes_changes_no_decision",
