@@ -118,6 +118,7 @@ SLOW_TESTS = {
     "test_schedule::test_weekday_and_weekend_minimums_differ_on_a_week_with_quieter_weekends",
     "test_simulate_fast::test_fast_equals_reference_on_every_accepted_real_world_manifest",
     "test_simulate_fast::test_forecast_triggers_run_alike",
+    "test_simulate_fast::test_forecasts_and_reacting_in_one_group_each_get_the_reference_result",
     "test_cli_plan::test_real_conversation_traffic_on_a_slow_replica_replaces_a_failing_setting",
     "test_cli_plan::test_a_kept_scaled_object_gets_its_schedule_beside_itself",
     "test_simulate_fast::test_a_store_that_drops_old_scrapes_changes_no_decision",

@@ -455,6 +455,30 @@ def test_forecast_triggers_run_alike(method):
     assert ref.scale_events > 4
 
 
+def test_forecasts_and_reacting_in_one_group_each_get_the_reference_result():
+    # compare_forecasts' shape: the reactive ScaledObject (one trigger, no formula) and the three subquery
+    # forecasts (two triggers in a formula) share a fleet, so the kernels run them as one group and split
+    # it where their decisions part; each must still get what the reference gives it alone.
+    from planner.manifests.generate import ScalingPlan, generate_manifests
+    from planner.readers.manifest import autoscaler_from_document
+    from planner.vllm.forecast import Forecast
+
+    trace = poisson_trace(lambda t: 6.0 if 1800 <= t % 3600 < 2700 else 0.5, 2 * 3600.0, 200, 120, seed=7, tick_s=5.0)
+    fleet = FleetSpec(
+        replica=ReplicaSpec(max_num_seqs=16, fixed_ms=20.0, per_sequence_ms=1.0), warmup_s=120.0, tick_s=5.0
+    )
+    manifests = []
+    for method in (None, "predict_linear", "max_over_time", "double_exponential_smoothing"):
+        forecast = None if method is None else Forecast(method, window_s=900, step_s=30, ahead_s=120)
+        plan = ScalingPlan("chat", 8, 120, 1024, 50, 12, forecast=forecast)
+        manifests.append(autoscaler_from_document("so.yaml", generate_manifests(plan).scaled_object.document))
+    assert all(fast.covers(manifest, fleet) for manifest in manifests)
+    outcomes = fast.simulate_many(trace, [fast.Configuration(manifest, fleet) for manifest in manifests])
+    for manifest, outcome in zip(manifests, outcomes, strict=True):
+        assert_same(reference.simulate(trace, manifest, fleet), outcome)
+    assert len({outcome.events for outcome in outcomes}) == len(outcomes)  # the group did split
+
+
 @pytest.mark.parametrize("signal", ["in_flight", "request_rate"])
 def test_a_seasonal_naive_trigger_runs_compiled_alike(tmp_path, signal):
     # The seasonal-naive forecast (an offset of a period less the lead) as a second Prometheus trigger beside
