@@ -124,6 +124,7 @@ def kernel_sources() -> list[Path]:
         *sorted(here.glob("*.py")),
         here.parent / "replica.py",
         here.parent / "metrics.py",
+        here.parent / "promql_functions.py",
         autoscaler / "behavior.py",
         autoscaler / "hpa_spec.py",
         autoscaler / "horizontal.py",

@@ -380,6 +380,18 @@ def _policies(rules, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return _ints(kinds), _ints(values), _ints(periods)
 
 
+def _no_formula() -> dict[str, Any]:
+    """CompiledControl's formula fields without a formula."""
+    return dict(
+        has_formula=False,
+        formula_value_target=False,
+        formula_target=0.0,
+        activation_target=0.0,
+        formula_code=np.zeros((0, 2), dtype=np.int64),
+        formula_consts=np.zeros(0),
+    )
+
+
 def _formula_program(formula, rows: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
     """The formula's tree (:attr:`planner.autoscaler.formula.Formula.tree`) as postfix code.
 
@@ -457,14 +469,7 @@ def compile_control(control) -> CompiledControl:
             raise NotCompilable("the queries are not one per non-cron trigger in spec.triggers order")
         names = [m.name for m in controller.spec.metrics]
         modifiers = so.scaling_modifiers if so.is_using_modifiers else None
-        formula_part: dict[str, Any] = dict(
-            has_formula=False,
-            formula_value_target=False,
-            formula_target=0.0,
-            activation_target=0.0,
-            formula_code=np.zeros((0, 2), dtype=np.int64),
-            formula_consts=np.zeros(0),
-        )
+        formula_part = _no_formula()
         if modifiers is not None:
             # The HPA reads one External metric, the composite, from the row after the triggers' own.
             if names != [COMPOSITE_METRIC_NAME] or any(t.is_resource for t in triggers):
@@ -535,12 +540,7 @@ def compile_control(control) -> CompiledControl:
             trig_ignore_null=np.zeros(0, np.bool_),
             trig_metric=_ints([]),
             trig_cached=np.zeros(0, np.bool_),
-            has_formula=False,
-            formula_value_target=False,
-            formula_target=0.0,
-            activation_target=0.0,
-            formula_code=np.zeros((0, 2), dtype=np.int64),
-            formula_consts=np.zeros(0),
+            **_no_formula(),
         )
         n_queries = len(control.metric_queries)
     if controller.recommendations is not None or controller.scale_up_events or controller.scale_down_events:
@@ -1640,29 +1640,6 @@ def formula_milli(formula, formula_consts, keda, stack):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _formula_poll(c, formula, formula_consts, stack, trigger, keda, res_kind, res_n, res_vals, cron_state, cron_value):
-    # The poll's composite (no fallback: no failures are counted): (code, is_active, is_error); each trigger's
-    # milli-units go to the scratch column K_READING_MILLI, which the reconcile overwrites.
-    for i in range(trigger.shape[0]):
-        if cron_state[i] != CRON_NONE:
-            failed, value = cron_state[i] == CRON_FAILED, cron_value[i]
-        else:
-            failed, value = _trigger_value(trigger[i, T_IGNORE_NULL] != 0, i, res_kind, res_n, res_vals)
-        if failed:
-            return 0, False, True  # "error from trigger ..."
-        milli = keda_quantity_milli(value)
-        if milli == _BAD:
-            return QUANTITY_OUT_OF_RANGE, False, False
-        keda[i, K_READING_MILLI] = milli
-    status, milli = formula_milli(formula, formula_consts, keda, stack)
-    if status < 0:
-        return status, False, False
-    if status == _INVALID:
-        return 0, False, True
-    return 0, float(milli) / 1000.0 > c.activation_target, False
-
-
-@njit(cache=True, nogil=True, inline="always")
 def keda_poll(
     c,
     trig_activation,
@@ -1692,31 +1669,38 @@ def keda_poll(
     """
     is_active = False
     is_error = False
+    unheld = False  # a formula's reading too large for milli-units
     for i in range(trig_activation.shape[0]):
         if cron_state[i] != CRON_NONE:  # never cached: KEDA refuses useCachedMetrics on a cron trigger
-            if cron_state[i] == CRON_FAILED:
-                is_error = True
-            elif cron_state[i] == CRON_ACTIVE:
+            failed, value = cron_state[i] == CRON_FAILED, cron_value[i]
+            if cron_state[i] == CRON_ACTIVE:
                 is_active = True
-            continue
-        failed, value = _trigger_value(trigger[i, T_IGNORE_NULL] != 0, i, res_kind, res_n, res_vals)
+        else:
+            failed, value = _trigger_value(trigger[i, T_IGNORE_NULL] != 0, i, res_kind, res_n, res_vals)
+            if not failed and value > trig_activation[i]:
+                is_active = True
+        is_error = is_error or failed  # 0 failures never exceed failureThreshold: no fallback
+        milli = _BAD
+        if not failed and (c.has_formula or trigger[i, T_CACHED] != 0):
+            milli = keda_quantity_milli(value)
         if trigger[i, T_CACHED] != 0:
-            if failed:
-                keda[i, K_CACHE] = CACHE_FAILED
-            else:
-                milli = keda_quantity_milli(value)
-                keda[i, K_CACHE] = CACHE_OUT_OF_RANGE if milli == _BAD else CACHE_VALUE
+            keda[i, K_CACHE] = CACHE_FAILED if failed else CACHE_OUT_OF_RANGE if milli == _BAD else CACHE_VALUE
+            if not failed:
                 keda[i, K_CACHE_MILLI] = milli
-        if failed:
-            is_error = True  # 0 failures never exceed failureThreshold: no fallback
-        elif value > trig_activation[i]:
-            is_active = True
+        if c.has_formula and not failed:
+            unheld = unheld or milli == _BAD
+            keda[i, K_READING_MILLI] = milli  # scratch: the reconcile writes its own readings
     if c.has_formula:
-        code, is_active, is_error = _formula_poll(
-            c, formula, formula_consts, stack, trigger, keda, res_kind, res_n, res_vals, cron_state, cron_value
-        )
-        if code < 0:
-            return code
+        # _composite: a failed trigger fails it (the poll counts no failures, so no fallback), else the formula
+        is_active = False
+        if not is_error:
+            if unheld:
+                return QUANTITY_OUT_OF_RANGE
+            status, milli = formula_milli(formula, formula_consts, keda, stack)
+            if status < 0:
+                return status
+            is_error = status == _INVALID
+            is_active = status == _VALID and float(milli) / 1000.0 > c.activation_target
     # request_scale
     last_active_s = last_active[0]
     min_replicas = c.keda_min_replicas

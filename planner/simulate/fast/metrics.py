@@ -52,6 +52,7 @@ import numpy as np
 from numba import njit
 
 from planner.simulate.metrics import COLUMNS, POD_INFO, STALENESS_S, MetricStore, Query
+from planner.simulate.promql_functions import kahan_sum_inc
 
 __all__ = [
     "EMPTY",
@@ -457,13 +458,19 @@ def last_index(scrape_time_s, n_scrapes, now_s):
 
 
 @njit(cache=True, nogil=True)
-def fresh_index(scrape_time_s, n_scrapes, now_s):
-    """The scrape an instant selector reads at ``now_s``: :func:`last_index`, or -1 once older than ``STALENESS_S``."""
+def _latest_and_fresh(scrape_time_s, n_scrapes, now_s):
+    # (last_index at now_s, that scrape or -1 once older than STALENESS_S): what a range and a selector read.
     k = last_index(scrape_time_s, n_scrapes, now_s)
     fresh = k
     if k < 0 or now_s - scrape_time_s[k] > STALENESS_S:
         fresh = -1
-    return fresh + 0 * scrape_time_s.size
+    return k, fresh + 0 * scrape_time_s.size
+
+
+@njit(cache=True, nogil=True)
+def fresh_index(scrape_time_s, n_scrapes, now_s):
+    """The scrape an instant selector reads at ``now_s``: :func:`last_index`, or -1 once older than ``STALENESS_S``."""
+    return _latest_and_fresh(scrape_time_s, n_scrapes, now_s)[1]
 
 
 @njit(cache=True, nogil=True)
@@ -784,17 +791,8 @@ def subquery_steps_ms(eval_ms, range_ms, step_ms, offset_ms):
     return first, eval_ms - offset_ms
 
 
-@njit(cache=True, nogil=True)
-def _kahan_inc(inc, total, c):
-    # promql_functions.kahan_sum_inc.
-    t = total + inc
-    if math.isinf(t):
-        c = 0.0
-    elif abs(total) >= abs(inc):
-        c += (total - t) + inc
-    else:
-        c += (inc - t) + total
-    return t, c
+# The reference's own Kahan-Neumaier step, compiled (one definition for both engines).
+_kahan_inc = njit(cache=True, nogil=True)(kahan_sum_inc)
 
 
 @njit(cache=True, nogil=True)
@@ -952,8 +950,8 @@ def evaluate(
             out_vals[0] = consts[0]
     else:
         at_now_s = now_s  # what selectors read at: now_s, or inside a subquery its step's time
-        k = last_index(scrape_time_s, n_scrapes, now_s)
-        fresh = k if k >= 0 and not now_s - scrape_time_s[k] > STALENESS_S else -1
+        k, fresh = _latest_and_fresh(scrape_time_s, n_scrapes, now_s)
+        now_k, now_fresh = k, fresh  # restored after a subquery
         top = 0  # stack levels in use
         offset_s = 0.0  # an OP_OFFSET's, for the next selector or range
         # The subquery being run (one at a time: nested ones are not compiled): the stack level of its
@@ -982,8 +980,7 @@ def evaluate(
                     i = sub_end  # no step: the end row finishes an empty series
                     continue
                 at_now_s = step_ms / 1000
-                k = last_index(scrape_time_s, n_scrapes, at_now_s)
-                fresh = k if k >= 0 and not at_now_s - scrape_time_s[k] > STALENESS_S else -1
+                k, fresh = _latest_and_fresh(scrape_time_s, n_scrapes, at_now_s)
                 i = sub_begin
                 continue
             elif op == OP_SUBQUERY_END:
@@ -995,8 +992,7 @@ def evaluate(
                     top = sub_row
                     if step_ms <= last_step_ms:
                         at_now_s = step_ms / 1000
-                        k = last_index(scrape_time_s, n_scrapes, at_now_s)
-                        fresh = k if k >= 0 and not at_now_s - scrape_time_s[k] > STALENESS_S else -1
+                        k, fresh = _latest_and_fresh(scrape_time_s, n_scrapes, at_now_s)
                         i = sub_begin
                         continue
                 value, n = _fold_end(fold, sub_function, param_a)
@@ -1007,9 +1003,7 @@ def evaluate(
                 vals[sub_row, 0] = value
                 stack_n[sub_row] = n
                 top = sub_row + 1
-                at_now_s = now_s
-                k = last_index(scrape_time_s, n_scrapes, now_s)
-                fresh = k if k >= 0 and not now_s - scrape_time_s[k] > STALENESS_S else -1
+                at_now_s, k, fresh = now_s, now_k, now_fresh
             elif op == OP_SELECT or op == OP_RANGE or op == OP_VECTOR:
                 if top >= stack_n.shape[0]:
                     kind = OUT_OF_ROOM
@@ -1019,8 +1013,7 @@ def evaluate(
                 at_fresh = fresh
                 if offset_s != 0.0:
                     at_s = at_now_s - offset_s
-                    at_k = last_index(scrape_time_s, n_scrapes, at_s)
-                    at_fresh = at_k if at_k >= 0 and not at_s - scrape_time_s[at_k] > STALENESS_S else -1
+                    at_k, at_fresh = _latest_and_fresh(scrape_time_s, n_scrapes, at_s)
                     offset_s = 0.0
                 if op == OP_SELECT:
                     n = _instant(
