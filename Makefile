@@ -46,18 +46,15 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 # The fast engine's kernels, and those the lockstep engine and the differential tests call on their
-# own, compiled into numba's cache in four processes (a few seconds when they are cached;
-# tests/warm_kernels.py). The other parts run at a lower priority, so on a fresh checkout the
-# engine's keeps a core and usually caches
-# the decision kernel before the step kernels need it. After a kernel changes, or in a new
+# own, compiled into numba's cache (a few seconds when they are cached; tests/warm_kernels.py) in two
+# processes: the engine's part, the longest, and the others in turn, the first of which compiles the
+# engine's decision kernel before the engine's part needs it. After a kernel changes, or in a new
 # checkout (numba keys its cache on the sources' paths), the test workers would otherwise both compile
 # the same kernels at once.
 warm-kernels: $(STAMP)
 	$(BIN)/python -m tests.warm_kernels engine & engine=$$!; \
-	nice -n 10 $(BIN)/python -m tests.warm_kernels lockstep & lockstep=$$!; \
-	nice -n 10 $(BIN)/python -m tests.warm_kernels loose & loose=$$!; \
-	nice -n 10 $(BIN)/python -m tests.warm_kernels steps & steps=$$!; \
-	status=0; for job in $$engine $$lockstep $$loose $$steps; do wait $$job || status=1; done; exit $$status
+	$(BIN)/python -m tests.warm_kernels loose steps lockstep & others=$$!; \
+	status=0; for job in $$engine $$others; do wait $$job || status=1; done; exit $$status
 
 # Markers are set by module in tests/conftest.py.
 unit: warm-kernels
@@ -108,13 +105,13 @@ build-strict: book-current
 pytest-all: $(STAMP)
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(BIN)/python -m pytest tests -q -n 2 --dist worksteal --durations=15
 
-# make warm-kernels runs beside lint (its report is printed after lint's). After the strict build (the
+# make warm-kernels runs beside lint, which yields the cores to it (lint's report is printed first). After the strict build (the
 # notebook tests read its runs), the built pages are opened in Chromium while the tests run, to fill the
 # cores the tests leave idle; the page check's report is printed after the tests'.
 test: setup
 	mkdir -p _build
 	$(MAKE) --no-print-directory warm-kernels > _build/warm_kernels.log 2>&1 & warm=$$!; \
-	$(MAKE) --no-print-directory lint; \
+	nice -n 10 $(MAKE) --no-print-directory lint; \
 	wait $$warm || { cat _build/warm_kernels.log; exit 1; }; cat _build/warm_kernels.log
 	$(MAKE) --no-print-directory book-current
 	$(BIN)/python tests/check_built_book.py _build/html > _build/check_built_book.log 2>&1 & pages=$$!; \

@@ -42,7 +42,9 @@ _FINGERPRINT = re.compile(r"[0-9a-f]{16}")
 # the same pages, so `make build-strict` after `make book` checks the pages without building them again.
 BOOK_SOURCES = ("book", "_config.yml", "_toc.yml", "tests/execution_cache.py", "Makefile")
 STAMP_NAME = ".strict-build"
-WARM_PARTS = ("engine", "lockstep")  # tests/warm_kernels.py's parts the chapters call
+# tests/warm_kernels.py's parts the chapters call, in two processes; "loose" compiles the engine's decision
+# kernel before the engine's part needs it.
+WARM_PROCESSES = (("engine",), ("loose", "lockstep"))
 
 
 def fingerprint(root: Path = REPO_ROOT, names: tuple[str, ...] = FINGERPRINTED) -> str:
@@ -202,19 +204,23 @@ def execute_missing(workers: int = 2, build_dir: Path = BUILD_DIR, root: Path = 
     if not missing:
         return []
     # The longest first, by the last run's seconds (kept across fingerprints), so no worker is left with
-    # a long notebook when the other is done; never run ones keep the table of contents' order.
+    # a long notebook when the other is done; never run ones after those, from the end of the table of
+    # contents, where the chapters that replay the most traffic are.
     timings_path = build_dir / "notebook_seconds.json"
     try:
         timings = json.loads(timings_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         timings = {}
+    missing.reverse()
     missing.sort(key=lambda path: -float(timings.get(path.relative_to(root).as_posix(), 0.0)))
 
     # The engine's kernels and the lockstep engine's replica kernel, compiled at once on the two cores.
-    warming = [subprocess.Popen([sys.executable, "-m", "tests.warm_kernels", part], cwd=root) for part in WARM_PARTS]
-    for part, process in zip(WARM_PARTS, warming, strict=True):
+    warming = [
+        subprocess.Popen([sys.executable, "-m", "tests.warm_kernels", *parts], cwd=root) for parts in WARM_PROCESSES
+    ]
+    for parts, process in zip(WARM_PROCESSES, warming, strict=True):
         if process.wait() != 0:
-            raise subprocess.CalledProcessError(process.returncode, f"python -m tests.warm_kernels {part}")
+            raise subprocess.CalledProcessError(process.returncode, f"python -m tests.warm_kernels {' '.join(parts)}")
     config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
     timeout_s = int(config.get("execute", {}).get("timeout", 300))
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:

@@ -1,19 +1,22 @@
 """Compile the fast engine's kernels into numba's on-disk cache, once per change of their sources.
 
-``python -m tests.warm_kernels PART`` compiles one part; `make test` (beside `make lint`) and
-`make warm-kernels` run the four parts at once, and the book build the first two:
+``python -m tests.warm_kernels PART [PART ...]`` compiles the parts in order, in one process:
 
 * ``engine``: the engine's kernels, as the engine and the book call them;
 * ``lockstep``: the replica kernel on loose arrays, the trace's read-only, as the lockstep engine
   serves with it (what the kernels do not cover);
-* ``loose``: those the differential tests call on loose arrays (the replica kernel on writable
-  ones, and the decision kernel inside another kernel);
+* ``loose``: those the differential tests call on loose arrays (the decision kernel inside another
+  kernel, which is the engine's own decision kernel, and the replica kernel on writable arrays);
 * ``steps``: the engine's step kernels, one by one, as the tick-by-tick twins test calls them.
+
+`make warm-kernels` (and `make test`, beside `make lint`) runs two processes: ``engine``, and
+``loose steps lockstep``. The engine's part takes longest (about two minutes of one core); the other
+process compiles the decision kernel within its first half minute, so the engine's part reads that
+from the cache instead of compiling it too. The book build runs ``engine`` beside ``loose lockstep``.
 
 `planner/simulate/fast` keys the cache on the kernels' sources, so each part does next to nothing once
 they are cached. Without this, on a fresh checkout both test workers would compile the same kernels
-at the same time, for minutes of CPU, while the tests wait. The other parts run at a lower
-priority: on a fresh checkout the engine's part, which everything after it waits for, keeps a core.
+at the same time, for minutes of CPU, while the tests wait.
 """
 
 from __future__ import annotations
@@ -56,9 +59,11 @@ def loose_kernels() -> None:
     """
     from tests.simulate.fast import test_simulate_fast_decision, test_simulate_fast_replica
 
-    test_simulate_fast_replica.test_a_replica_past_its_stop_does_nothing()
+    # The decision kernel first: called with the engine's argument types, so it is the engine's own, and
+    # the engine's part, compiling beside this one, finds it in the cache.
     with tempfile.TemporaryDirectory() as folder:
         test_simulate_fast_decision.test_the_kernel_runs_inside_another_kernel(Path(folder))
+    test_simulate_fast_replica.test_a_replica_past_its_stop_does_nothing()
 
 
 def step_kernels() -> None:
@@ -83,12 +88,13 @@ PARTS = {
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("part", nargs="?", choices=list(PARTS), default="engine", help="what to compile")
+    parser.add_argument("parts", nargs="*", choices=list(PARTS), default=["engine"], help="what to compile, in order")
     args = parser.parse_args()
-    started = time.perf_counter()
-    compile_part, what = PARTS[args.part]
-    compile_part()
-    print(f"{what} compiled or read from the cache in {time.perf_counter() - started:.1f} s")
+    for part in args.parts:
+        started = time.perf_counter()
+        compile_part, what = PARTS[part]
+        compile_part()
+        print(f"{what} compiled or read from the cache in {time.perf_counter() - started:.1f} s")
 
 
 if __name__ == "__main__":

@@ -571,8 +571,9 @@ def control_step(tick, start_s, spec_replicas, pods, store, group, wanted_out, s
     """
     view = scratch.control_pods
     live, ready_s, requested_s = pods.live, pods.ready_s, pods.requested_s
-    n_pods = 0
-    ready = 0
+    # Typed zeros: numba would also compile decide() for a literal 0 met before the loop's increments.
+    n_pods = np.int64(0)
+    ready = np.int64(0)
     for j in range(pods.count[PODS_LIVE]):
         p = live[j]
         is_ready = ready_s[p] <= start_s
@@ -887,7 +888,7 @@ def run(req, pods, store, rng, run_params, deployment, replica_params, group, ou
         if deployment.nodes.enabled and pool.count[POOL_CREATED] + run_params.initial_replicas > pool.live.shape[0]:
             return OUT_OF_NODES  # each initial pod may need a warm node of its own
         for _ in range(run_params.initial_replicas):
-            fleet.add_pod(pods, 0.0, True, rng, deployment)
+            fleet.add_pod(pods, 0.0, np.bool_(True), rng, deployment)  # typed: one compiled add_pod
         carry[CARRY_SPEC_REPLICAS] = run_params.initial_replicas
         carry[CARRY_STARTED] = 1
     return _loop(req, pods, store, rng, run_params, deployment, replica_params, group, outputs, carry, scratch)

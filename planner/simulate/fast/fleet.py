@@ -345,7 +345,7 @@ def scale_to(pods, replicas, now_s, rng, deployment, keys):
     n_live = pods.count[PODS_LIVE]
     if replicas > n_live:
         for _ in range(replicas - n_live):
-            if add_pod(pods, now_s, False, rng, deployment) < 0:
+            if add_pod(pods, now_s, np.bool_(False), rng, deployment) < 0:  # typed: one compiled add_pod
                 return -1
     elif replicas < n_live:
         for i in range(n_live):
@@ -495,7 +495,7 @@ def _bind_warm(pods, p, now_s, params):
     # NodePool.bind_warm: a pod up at time 0 goes on a warm node, a new one if none has room.
     node = supply.free_node(pods.pool, now_s, params.gpus_per_pod)
     if node < 0:
-        node = supply.add_node(pods.pool, now_s, True, params)
+        node = supply.add_node(pods.pool, now_s, np.bool_(True), params)  # typed: one compiled add_node
         if node < 0:
             return -1
     _hold_gpus(pods, p, node, params)

@@ -952,14 +952,15 @@ def evaluate(
         at_now_s = now_s  # what selectors read at: now_s, or inside a subquery its step's time
         k, fresh = _latest_and_fresh(scrape_time_s, n_scrapes, now_s)
         now_k, now_fresh = k, fresh  # restored after a subquery
-        top = 0  # stack levels in use
+        # Typed zeros below: a literal 0 passed on would have numba compile each callee once more for it.
+        top = np.int64(0)  # stack levels in use
         offset_s = 0.0  # an OP_OFFSET's, for the next selector or range
         # The subquery being run (one at a time: nested ones are not compiled): the stack level of its
         # result, its block's first row and its end row, its function and numbers, the step [ms] the
         # block last ran at and the last step.
-        sub_row = sub_begin = sub_end = sub_function = 0
+        sub_row = sub_begin = sub_end = sub_function = np.int64(0)
         param_a = param_b = 0.0
-        step_ms = last_step_ms = stride_ms = eval_ms = 0
+        step_ms = last_step_ms = stride_ms = eval_ms = np.int64(0)
         fold = work.fold
         i = 0
         while i < code.shape[0]:

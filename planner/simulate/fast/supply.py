@@ -279,7 +279,7 @@ def add_placeholders(pool, now_s, params):
             and params.warm_placeholder_nodes
             and (params.max_nodes == NO_LIMIT or pool.count[POOL_LIVE] < params.max_nodes)
         ):
-            node = add_node(pool, now_s, True, params)
+            node = add_node(pool, now_s, np.bool_(True), params)  # typed: one compiled add_node
             if node < 0:
                 return -1
         pool.placeholder_node[k] = node
@@ -318,7 +318,7 @@ def buy(pool, pods, now_s, params):
         if params.capacity_failure_frac > 0 and pool.rng.random() < params.capacity_failure_frac:
             clock_s[POOL_BACKOFF_UNTIL_S] = now_s + params.capacity_retry_s
             return 0
-        if add_node(pool, now_s, False, params) < 0:
+        if add_node(pool, now_s, np.bool_(False), params) < 0:
             return -1
         clock_s[POOL_LAST_SCALE_UP_S] = now_s
     return 0

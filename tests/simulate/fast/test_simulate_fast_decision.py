@@ -928,15 +928,16 @@ def test_a_history_never_overflows_its_arrays(tmp_path):
 
 @njit(cache=False)
 def _decide_many(t, s, n, ids, flags, zeros, res_kind, res_n, res_keys, res_vals, cron_state, cron_value):
-    replicas = 3
+    # Typed values, as the engine passes: literal ones would have numba compile decide once more for them.
+    replicas = np.int64(3)
     for k in range(n):
         res_vals[0, 0] = float(k % 40)
         replicas = decision.decide(
             t,
             s,
             15.0 * k,
-            True,
-            True,
+            np.bool_(True),
+            np.bool_(True),
             replicas,
             replicas,
             ids,
