@@ -6,7 +6,8 @@
 * ``lockstep``: the replica kernel on loose arrays, the trace's read-only, as the lockstep engine
   serves with it (what the kernels do not cover);
 * ``loose``: those the differential tests call on loose arrays (the decision kernel inside another
-  kernel, which is the engine's own decision kernel, and the replica kernel on writable arrays);
+  kernel, which is the engine's own decision kernel, and the replica kernel, which is the lockstep
+  engine's: the test passes the trace's arrays read-only too);
 * ``steps``: the engine's step kernels, one by one, as the tick-by-tick twins test calls them.
 
 `make warm-kernels` (and `make test`, beside `make lint`) runs two processes: ``engine``, and
@@ -53,10 +54,7 @@ def lockstep_kernels() -> None:
 
 
 def loose_kernels() -> None:
-    """The kernels the differential tests call on loose arrays, each through one small case of its test.
-
-    (The replica kernel on the tests' writable arrays; the lockstep part compiles it on read-only ones.)
-    """
+    """The kernels the differential tests call on loose arrays, each through one small case of its test."""
     from tests.simulate.fast import test_simulate_fast_decision, test_simulate_fast_replica
 
     # The decision kernel first: called with the engine's argument types, so it is the engine's own, and

@@ -32,6 +32,7 @@ from planner.simulate.fast.replica import (
 )
 from planner.simulate.replica import PENDING, RUNNING, WAITING, ReplicaSpec, RequestState
 
+TRACE_ARRAYS = ("arrival_s", "input_tokens", "output_tokens")
 ARRAYS = (
     "arrival_s",
     "input_tokens",
@@ -64,6 +65,8 @@ class Kernel:
         stall_debt_s: float = 0.0,
     ):
         self.req = {name: getattr(req, name).copy() for name in ARRAYS}
+        for name in TRACE_ARRAYS:  # read-only, as the lockstep engine passes them: the same compiled kernel
+            self.req[name].flags.writeable = False
         self.compiled = CompiledReplica.from_spec(spec)
         n_req = len(req)
         capacity = n_req if capacity is None else capacity
