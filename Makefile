@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 VENDOR_STAMP := book/_vendor/.vendored
 
-.PHONY: help setup book strict-book book-current pytest-all test test-thorough lint unit unit-fast warm-kernels notebooks nbval build-strict lab test-lab bench clean report
+.PHONY: help setup book strict-book book-current pytest-all test test-thorough lint unit unit-fast warm-kernels notebooks nbval build-strict lab lab-setup test-lab bench clean report
 
 help:
 	@echo "make book   build the static book into _build/html (sets everything up)"
@@ -105,9 +105,11 @@ build-strict: book-current
 pytest-all: $(STAMP)
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(BIN)/python -m pytest tests -q -n 2 --dist worksteal --durations=15
 
-# make warm-kernels runs beside lint, which yields the cores to it (lint's report is printed first). After the strict build (the
-# notebook tests read its runs), the built pages are opened in Chromium while the tests run, to fill the
-# cores the tests leave idle; the page check's report is printed after the tests'.
+# make warm-kernels runs beside lint, which yields the cores to it (lint's report is printed first). After
+# the strict build (the notebook tests read its runs), the built pages are opened in Chromium while the
+# tests run, to fill the cores the tests leave idle; the page check's report is printed after the tests'.
+# With LAB=1 (CI), every chapter also runs in JupyterLab beside them (make test-lab; its environment must
+# be set up first, make lab-setup), and its report is printed last.
 test: setup
 	mkdir -p _build
 	$(MAKE) --no-print-directory warm-kernels > _build/warm_kernels.log 2>&1 & warm=$$!; \
@@ -115,22 +117,37 @@ test: setup
 	wait $$warm || { cat _build/warm_kernels.log; exit 1; }; cat _build/warm_kernels.log
 	$(MAKE) --no-print-directory book-current
 	$(BIN)/python tests/check_built_book.py _build/html > _build/check_built_book.log 2>&1 & pages=$$!; \
+	lab=; $(if $(LAB),$(MAKE) --no-print-directory test-lab > _build/lab_check.log 2>&1 & lab=$$!;) \
 	tests=0; $(MAKE) --no-print-directory pytest-all || tests=$$?; \
 	pages_status=0; wait $$pages || pages_status=$$?; \
 	cat _build/check_built_book.log; \
-	test $$tests -eq 0 -a $$pages_status -eq 0
+	lab_status=0; if [ -n "$$lab" ]; then wait $$lab || lab_status=$$?; cat _build/lab_check.log; fi; \
+	test $$tests -eq 0 -a $$pages_status -eq 0 -a $$lab_status -eq 0
 
 # Jupyter refuses to run as root unless told; containers often are root.
 LAB_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-lab: setup
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[lab]'
-	$(BIN)/jupyter lab $(LAB_ROOT_FLAG) book/
+# JupyterLab in an environment of its own: its dependencies (anywidget, jsonschema's format checkers)
+# slow `import altair` by about a second and a half in every process, so the tests' does without them.
+LAB_VENV := .venv-lab
+LAB_BIN := $(LAB_VENV)/bin
+LAB_STAMP := $(LAB_VENV)/.installed
+
+# One pip call: it builds the package's metadata (planner.egg-info) first, so beside `make setup`, which
+# does that last, the two do not write it at once.
+$(LAB_STAMP): requirements.txt pyproject.toml
+	test -x $(LAB_BIN)/python || $(PYTHON) -m venv $(LAB_VENV)
+	$(LAB_BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt -e '.[lab]'
+	touch $@
+
+lab-setup: $(LAB_STAMP)
+
+lab: $(LAB_STAMP)
+	$(LAB_BIN)/jupyter lab $(LAB_ROOT_FLAG) book/
 
 # Every chapter in a real JupyterLab (headless, 127.0.0.1), driven by Chromium through Playwright.
-test-lab: setup
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[lab]'
-	$(BIN)/python -m tests.lab_check
+test-lab: $(LAB_STAMP)
+	$(LAB_BIN)/python -m tests.lab_check
 
 # One chapter on your own inputs: its executed notebook and one offline HTML page in OUT.
 # Relative *_path values are taken from the folder make runs in.
