@@ -129,15 +129,17 @@ LAB_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 # JupyterLab in an environment of its own: its dependencies (anywidget, jsonschema's format checkers)
 # slow `import altair` by about a second and a half in every process, so the tests' does without them.
+# It is a copy of .venv (the same pins, at the cost of a copy, not of a second install) with the
+# package's `lab` extra added; the copied scripts are pointed at the copy's python.
 LAB_VENV := .venv-lab
 LAB_BIN := $(LAB_VENV)/bin
 LAB_STAMP := $(LAB_VENV)/.installed
 
-# One pip call: it builds the package's metadata (planner.egg-info) first, so beside `make setup`, which
-# does that last, the two do not write it at once.
-$(LAB_STAMP): requirements.txt pyproject.toml
-	test -x $(LAB_BIN)/python || $(PYTHON) -m venv $(LAB_VENV)
-	$(LAB_BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt -e '.[lab]'
+$(LAB_STAMP): $(STAMP)
+	rm -rf $(LAB_VENV)
+	cp -a $(VENV) $(LAB_VENV)
+	$(LAB_BIN)/python tests/relocate_venv.py $(VENV) $(LAB_VENV)
+	$(LAB_BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[lab]'
 	touch $@
 
 lab-setup: $(LAB_STAMP)
