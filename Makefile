@@ -108,13 +108,15 @@ pytest-all: $(STAMP)
 # make warm-kernels runs beside lint, which yields the cores to it (lint's report is printed first). After
 # the strict build (the notebook tests read its runs), the built pages are opened in Chromium while the
 # tests run, to fill the cores the tests leave idle; the page check's report is printed after the tests'.
-# With LAB=1 (CI), every chapter also runs in JupyterLab beside them (make test-lab; its environment must
-# be set up first, make lab-setup), and its report is printed last.
+# With LAB=1 (CI), JupyterLab's environment is made beside lint (make lab-setup), and every chapter also
+# runs in JupyterLab beside the tests (make test-lab); its report is printed last.
 test: setup
 	mkdir -p _build
 	$(MAKE) --no-print-directory warm-kernels > _build/warm_kernels.log 2>&1 & warm=$$!; \
+	lab_setup=; $(if $(LAB),$(MAKE) --no-print-directory lab-setup > _build/lab_setup.log 2>&1 & lab_setup=$$!;) \
 	nice -n 10 $(MAKE) --no-print-directory lint; \
-	wait $$warm || { cat _build/warm_kernels.log; exit 1; }; cat _build/warm_kernels.log
+	wait $$warm || { cat _build/warm_kernels.log; exit 1; }; cat _build/warm_kernels.log; \
+	if [ -n "$$lab_setup" ]; then wait $$lab_setup || { cat _build/lab_setup.log; exit 1; }; cat _build/lab_setup.log; fi
 	$(MAKE) --no-print-directory book-current
 	$(BIN)/python tests/check_built_book.py _build/html > _build/check_built_book.log 2>&1 & pages=$$!; \
 	lab=; $(if $(LAB),$(MAKE) --no-print-directory test-lab > _build/lab_check.log 2>&1 & lab=$$!;) \
