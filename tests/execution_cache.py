@@ -214,7 +214,7 @@ def execute_missing(workers: int = 2, build_dir: Path = BUILD_DIR, root: Path = 
     missing.reverse()
     missing.sort(key=lambda path: -float(timings.get(path.relative_to(root).as_posix(), 0.0)))
 
-    # The engine's kernels and the lockstep engine's replica kernel, compiled at once on the two cores.
+    # The engine's kernels beside the decision and replica kernels (WARM_PROCESSES), one process per core.
     warming = [
         subprocess.Popen([sys.executable, "-m", "tests.warm_kernels", *parts], cwd=root) for parts in WARM_PROCESSES
     ]
